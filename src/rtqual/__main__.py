@@ -1,0 +1,3 @@
+from rtqual.cli import main
+
+raise SystemExit(main())

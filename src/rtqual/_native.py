@@ -1,0 +1,53 @@
+"""The one boundary between Python and the native executables: find, version-check and spawn them."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from importlib import resources
+from pathlib import Path
+
+from rtqual.errors import EXIT_ERROR, EXIT_SKIP, RtqError
+
+PROBE = "rtqual-probe"
+
+
+def probe_path() -> Path:
+    """The installed rtqual-probe (inside the package), or $RTQUAL_PROBE for development."""
+    override = os.environ.get("RTQUAL_PROBE")
+    path = Path(override) if override else Path(str(resources.files("rtqual"))) / "_bin" / PROBE
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        raise RtqError(f"{PROBE} not found at {path}: reinstall rtqual (pip install .) or set RTQUAL_PROBE")
+    return path
+
+
+def probe_version() -> str:
+    """'0.1.0' from `rtqual-probe --version`."""
+    out = subprocess.run([probe_path(), "--version"], capture_output=True, text=True, timeout=10)
+    return out.stdout.strip().split()[-1] if out.returncode == 0 and out.stdout.strip() else "unknown"
+
+
+def probe_list() -> list[dict]:
+    """The probe table: name, supported, why_not, options."""
+    out = subprocess.run([probe_path(), "--list"], capture_output=True, text=True, timeout=10)
+    return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+
+
+def check(probe: str, args: list[str]) -> None:
+    """Validate options and privileges with `--check`; raise the probe's one-line message."""
+    out = subprocess.run([probe_path(), probe, "--check", *args], capture_output=True, text=True, timeout=30)
+    if out.returncode in (EXIT_ERROR, EXIT_SKIP):
+        raise RtqError(_last_line(out.stderr) or f"{PROBE} {probe}: exit {out.returncode}", out.returncode)
+    if out.returncode != 0:
+        raise RtqError(f"{PROBE} {probe} --check failed (exit {out.returncode}): {_last_line(out.stderr)}")
+
+
+def spawn(probe: str, args: list[str], stderr) -> subprocess.Popen:
+    """Start a probe in its own session (signals are forwarded by the runner); JSON Lines on stdout."""
+    return subprocess.Popen([probe_path(), probe, *args], stdout=subprocess.PIPE, stderr=stderr,
+                            stdin=subprocess.DEVNULL, text=True, bufsize=1, start_new_session=True)
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[-1].removeprefix(f"{PROBE}: ") if lines else ""

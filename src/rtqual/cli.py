@@ -1,0 +1,217 @@
+"""rtqual command line. Only main() prints errors and exits; everything else raises RtqError."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rtqual import __version__, _native, bundle as bundle_mod, rawfile, report
+from rtqual.errors import EXIT_ERROR, EXIT_INCONCLUSIVE, EXIT_SKIP, VERDICT_EXIT, RtqError
+from rtqual.live.terminal import TerminalDisplay
+from rtqual.runner import Interrupted, run_case, worst
+from rtqual.units import format_cpulist, format_duration, online_cpus, parse_cpulist, parse_duration_ns
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that raises a one-line RtqError instead of printing usage and exiting 2."""
+
+    def error(self, message):
+        raise RtqError(f"{self.prog}: {message} (see --help)")
+
+
+def build_parser() -> Parser:
+    p = Parser(prog="rtqual", description="Qualify a Linux host for real-time control.")
+    p.add_argument("--version", action="store_true", help="print rtqual's and the probes' versions")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = sub.add_parser("run", help="run a measurement and write a result bundle")
+    run_sub = run.add_subparsers(dest="probe", metavar="PROBE", required=True)
+    t = run_sub.add_parser("timer", help="cyclic timer wake-up latency (cyclictest-class)",
+                           description="One pinned thread per CPU sleeps to absolute deadlines; "
+                                       "latency = wake-up time - deadline.")
+    t.add_argument("--cpus", help="CPU list, e.g. 0-3,8 (default: all online CPUs)")
+    t.add_argument("--policy", choices=["fifo", "rr", "other"], default="fifo")
+    t.add_argument("--priority", type=int, default=80, help="RT priority 1-99 (default 80)")
+    t.add_argument("--interval", default="1ms", help="wake-up period (default 1ms)")
+    g = t.add_mutually_exclusive_group()
+    g.add_argument("--duration", default="10s", help="measured time (default 10s)")
+    g.add_argument("--loops", type=int, help="measured periods per CPU instead of --duration")
+    t.add_argument("--warmup", type=int, default=100, help="samples discarded per CPU first (default 100)")
+    t.add_argument("--threshold", default="100us", help="samples above it are logged as events (default 100us)")
+    t.add_argument("--max-latency", help="requirement: fail (exit 2) if the max exceeds it")
+    t.add_argument("--p99-latency", help="requirement: fail (exit 2) if p99 exceeds it")
+    t.add_argument("--raw", action="store_true", help="keep every sample (raw.bin; rtqual export raw)")
+    t.add_argument("--raw-max-mb", type=int, default=256, help="size cap of the raw file (default 256 MB)")
+    t.add_argument("--no-dma-latency", action="store_true", help="do not hold /dev/cpu_dma_latency at 0")
+    t.add_argument("--allow-degraded", action="store_true",
+                   help="without RT privileges, run anyway as SCHED_OTHER and mark the result degraded")
+    t.add_argument("-o", "--output", help="bundle directory (default rtqual-<host>-<time>)")
+    t.add_argument("-q", "--quiet", action="store_true", help="no live progress")
+
+    f = run_sub.add_parser("fake", help=argparse.SUPPRESS)  # pipeline tests: replays a script
+    f.add_argument("--script", required=True)
+    f.add_argument("--threshold", default="100us")
+    f.add_argument("--raw", action="store_true")
+    f.add_argument("-o", "--output")
+    f.add_argument("-q", "--quiet", action="store_true")
+
+    s = sub.add_parser("show", help="print the results of a bundle")
+    s.add_argument("bundle")
+    s.add_argument("--json", action="store_true", help="machine-readable statistics")
+
+    e = sub.add_parser("export", help="export data from a bundle")
+    e_sub = e.add_subparsers(dest="what", metavar="WHAT", required=True)
+    er = e_sub.add_parser("raw", help="raw samples as CSV: case,cpu,time_ns,latency_ns")
+    er.add_argument("bundle")
+
+    h = sub.add_parser("host", help="host facts that matter for real-time behaviour")
+    h.add_argument("--json", action="store_true")
+    return p
+
+
+def timer_case(a) -> dict:
+    """Validate `run timer` options and turn them into a case (probe options with exact ns)."""
+    cpus = parse_cpulist(a.cpus) if a.cpus else online_cpus()
+    interval_ns = _positive_ns(a.interval, "--interval")
+    threshold_ns = _positive_ns(a.threshold, "--threshold")
+    if not 1 <= a.priority <= 99:
+        raise RtqError(f"--priority: must be 1-99 (got {a.priority})")
+    if a.loops is not None and a.loops < 1:
+        raise RtqError(f"--loops: must be at least 1 (got {a.loops})")
+    if a.warmup < 0:
+        raise RtqError(f"--warmup: must be 0 or more (got {a.warmup})")
+    duration_ns = a.loops * interval_ns if a.loops else _positive_ns(a.duration, "--duration")
+    args = ["--cpus", format_cpulist(cpus), "--policy", a.policy, "--priority", str(a.priority),
+            "--interval", f"{interval_ns}ns", "--warmup", str(a.warmup), "--threshold", f"{threshold_ns}ns"]
+    args += ["--loops", str(a.loops)] if a.loops else ["--duration", f"{duration_ns}ns"]
+    args += ["--no-dma-latency"] * a.no_dma_latency + ["--allow-degraded"] * a.allow_degraded
+    requirements = {k: _positive_ns(v, opt) for k, v, opt in
+                    (("max_ns", a.max_latency, "--max-latency"), ("p99_ns", a.p99_latency, "--p99-latency")) if v}
+    prio = f":{a.priority}" if a.policy != "other" else ""
+    label = f"timer {a.policy}{prio} {format_duration(interval_ns)} cpus {format_cpulist(cpus)}"
+    params = {"cpus": cpus, "policy": a.policy, "priority": a.priority, "interval_ns": interval_ns,
+              "duration_ns": duration_ns, "loops": a.loops or 0, "warmup": a.warmup, "threshold_ns": threshold_ns}
+    return {"id": "001-timer", "label": label, "probe": "timer", "args": args, "params": params,
+            "requirements": requirements}
+
+
+def fake_case(a) -> dict:
+    """The fake probe replays a script of samples through the real pipeline (tests, no root)."""
+    threshold_ns = _positive_ns(a.threshold, "--threshold")
+    args = ["--script", str(Path(a.script).resolve()), "--threshold", f"{threshold_ns}ns"]
+    return {"id": "001-fake", "label": f"fake {Path(a.script).name}", "probe": "fake", "args": args,
+            "params": {"script": a.script, "threshold_ns": threshold_ns}, "requirements": {}}
+
+
+def _positive_ns(text: str, what: str) -> int:
+    ns = parse_duration_ns(text, what)
+    if ns <= 0:
+        raise RtqError(f"{what}: must be greater than 0 (got {text})")
+    return ns
+
+
+def cmd_run(a, argv: list[str]) -> int:
+    case = timer_case(a) if a.probe == "timer" else fake_case(a)
+    _native.check(case["probe"], case["args"])
+    from rtqual.host import facts
+    b = bundle_mod.Bundle(Path(a.output) if a.output else bundle_mod.default_path(), argv, _native.probe_version())
+    if a.raw:
+        case["args"] += ["--raw", str(b.path / "cases" / case["id"] / "raw.bin"),
+                         "--raw-max-bytes", str(getattr(a, "raw_max_mb", 256) * 1024 * 1024)]
+    tools = {"rtqual": __version__, "rtqual-probe": b.manifest["probe_version"]}
+    before = facts.collect(tools=tools)
+    bundle_mod.write_json(b.path / "host" / "facts-before.json", before)
+    bundle_mod.write_json(b.path / "host" / "tunables-before.json", facts.tunables(before))
+    bundle_mod.write_json(b.path / "plan.json", {"schema_version": 1, "cases": [case]})
+    bundle_mod.write_text(b.path / "scenario.toml", scenario_text(case, argv))
+    guard = Interrupted()
+    verdicts = []
+    try:
+        with guard.installed():
+            verdicts.append(run_case(case, b, TerminalDisplay(quiet=a.quiet), guard)["verdict"])
+    finally:
+        after = facts.collect(tools=tools)
+        bundle_mod.write_json(b.path / "host" / "facts-after.json", after)
+        bundle_mod.write_json(b.path / "host" / "tunables-after.json", facts.tunables(after))
+        interrupted = bool(guard.signum) or len(verdicts) < 1
+        b.finish("interrupted" if interrupted else "complete", "inconclusive" if interrupted else worst(verdicts))
+    print(report.show_text(bundle_mod.load(b.path)))
+    print(b.path)
+    return VERDICT_EXIT[b.manifest["verdict"]]
+
+
+def scenario_text(case: dict, argv: list[str]) -> str:
+    """The run as it was asked, for the bundle (a one-case scenario)."""
+    params = "\n".join(f"{k} = {json.dumps(v)}" for k, v in case["params"].items())
+    return (f"# rtqual {' '.join(argv)}\n[[case]]\nprobe = \"{case['probe']}\"\nlabel = "
+            f"{json.dumps(case['label'])}\n[case.params]\n{params}\n")
+
+
+def cmd_show(a) -> int:
+    data = bundle_mod.load(a.bundle)
+    if a.json:
+        print(json.dumps(report.show_json(data), indent=1))
+    else:
+        print(report.show_text(data))
+    return 0
+
+
+def cmd_export_raw(a) -> int:
+    data = bundle_mod.load(a.bundle)
+    files = [(r["id"], Path(a.bundle) / "cases" / r["id"] / "raw.bin") for r in data["cases"]]
+    files = [(cid, f) for cid, f in files if f.is_file()]
+    if not files:
+        raise RtqError(f"{a.bundle}: no raw samples (run with --raw)")
+    out = sys.stdout
+    out.write("case,cpu,time_ns,latency_ns\n")
+    for cid, f in files:
+        for cpu, time_ns, latency_ns, _ in rawfile.samples(f):
+            out.write(f"{cid},{cpu},{time_ns},{latency_ns}\n")
+    return 0
+
+
+def cmd_host(a) -> int:
+    from rtqual.host import facts
+    f = facts.collect(tools={"rtqual": __version__, "rtqual-probe": _try_probe_version()})
+    if a.json:
+        print(json.dumps(f, indent=1))
+    else:
+        print(report.format_table(["fact", "value"], [list(r) for r in facts.summary_rows(f)]))
+    return 0
+
+
+def _try_probe_version() -> str:
+    try:
+        return _native.probe_version()
+    except RtqError:
+        return "not installed"
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        a = build_parser().parse_args(argv)
+        if a.version:
+            print(f"rtqual {__version__}\nrtqual-probe {_try_probe_version()}")
+            return 0
+        if a.command == "run":
+            return cmd_run(a, ["rtqual", *argv])
+        if a.command == "show":
+            return cmd_show(a)
+        if a.command == "export":
+            return cmd_export_raw(a)
+        if a.command == "host":
+            return cmd_host(a)
+        build_parser().print_help()
+        return EXIT_ERROR
+    except RtqError as e:
+        kind = "skip" if e.exit_code == EXIT_SKIP else "error"
+        msg = str(e).removeprefix("error: ").removeprefix("skip: ")
+        print(f"rtqual: {kind}: {msg}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("rtqual: interrupted", file=sys.stderr)
+        return EXIT_INCONCLUSIVE
+    except BrokenPipeError:
+        return 0

@@ -1,0 +1,18 @@
+"""Exit codes (DESIGN.md) and the one error type the CLI turns into a one-line message."""
+
+EXIT_PASS = 0
+EXIT_ERROR = 1
+EXIT_FAIL = 2
+EXIT_SKIP = 3
+EXIT_INCONCLUSIVE = 4
+
+VERDICT_EXIT = {"pass": EXIT_PASS, "fail": EXIT_FAIL, "skip": EXIT_SKIP,
+                "inconclusive": EXIT_INCONCLUSIVE, "error": EXIT_ERROR}
+
+
+class RtqError(Exception):
+    """A user-facing error: printed as one line by the CLI, never as a traceback."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_ERROR):
+        super().__init__(message)
+        self.exit_code = exit_code

@@ -1,0 +1,1 @@
+"""Host facts: what this computer, kernel and tuning are, as recorded in every bundle."""

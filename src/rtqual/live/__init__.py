@@ -1,0 +1,1 @@
+"""Live displays of a running measurement."""

@@ -1,0 +1,71 @@
+"""Terminal progress: a rich live table on a terminal, plain periodic lines otherwise."""
+from __future__ import annotations
+
+import sys
+import time
+
+from rtqual.units import format_ns
+
+
+def progress_line(rec: dict) -> str:
+    """One plain line from a `progress` record (pure)."""
+    parts = [f"{rec.get('elapsed_ns', 0) / 1e9:7.1f}s"]
+    for c in rec.get("cpus", []):
+        parts.append(f"cpu{c['cpu']} n={c['count']} max={format_ns(c['max_ns'])} "
+                     f"1s-max={format_ns(c.get('window_max_ns'))} overruns={c['overruns']}")
+    return " | ".join(parts)
+
+
+class TerminalDisplay:
+    """Shows progress records of the running case; quiet=True prints nothing."""
+
+    def __init__(self, stream=None, quiet: bool = False):
+        self.out = stream or sys.stdout
+        self.quiet = quiet
+        self.tty = self.out.isatty()
+        self.live = None
+        self.t0 = 0.0
+        self.case_total_s = 0.0
+
+    def start_case(self, case: dict) -> None:
+        self.t0 = time.monotonic()
+        self.case_total_s = case.get("params", {}).get("duration_ns", 0) / 1e9
+        if self.quiet:
+            return
+        print(f"running {case['id']}: {case['label']}", file=self.out, flush=True)
+        if self.tty:
+            from rich.console import Console
+            from rich.live import Live
+            self.live = Live("starting...", console=Console(file=self.out), refresh_per_second=4, transient=True)
+            self.live.start()
+
+    def record(self, case: dict, rec: dict) -> None:
+        if self.quiet:
+            return
+        if rec["type"] == "progress":
+            if self.live:
+                self.live.update(self._rich_table(rec))
+            else:
+                print(progress_line(rec), file=self.out, flush=True)
+        elif rec["type"] == "event" and rec.get("kind") == "warning":
+            self._print(f"warning: {rec.get('message')}")
+
+    def end_case(self, case: dict, result: dict) -> None:
+        if self.live:
+            self.live.stop()
+            self.live = None
+
+    def _print(self, text: str) -> None:
+        (self.live.console.print if self.live else lambda t: print(t, file=self.out, flush=True))(text)
+
+    def _rich_table(self, rec: dict):
+        from rich.table import Table
+        elapsed = rec.get("elapsed_ns", 0) / 1e9
+        left = f", {max(self.case_total_s - elapsed, 0):.0f}s left" if self.case_total_s else ""
+        t = Table(title=f"{elapsed:.0f}s elapsed{left}", title_justify="left")
+        for h in ("cpu", "count", "min", "max", "1s max", "overruns", ">thr"):
+            t.add_column(h, justify="right")
+        for c in rec.get("cpus", []):
+            t.add_row(str(c["cpu"]), str(c["count"]), format_ns(c["min_ns"]), format_ns(c["max_ns"]),
+                      format_ns(c.get("window_max_ns")), str(c["overruns"]), str(c.get("over_threshold", 0)))
+        return t

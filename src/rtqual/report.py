@@ -1,0 +1,83 @@
+"""Pure printers: tables and JSON from stored results (no measuring, no I/O beyond the text returned)."""
+from __future__ import annotations
+
+from rtqual.units import format_ns
+
+STAT_COLUMNS = [("count", "count"), ("min", "min_ns"), ("p50", "p50_ns"), ("mean", "mean_ns"),
+                ("p99", "p99_ns"), ("p99.9", "p999_ns"), ("p99.99", "p9999_ns"), ("max", "max_ns"),
+                ("stddev", "stddev_ns"), ("overruns", "overruns"), (">thr", "over_threshold"),
+                ("%>thr", "over_threshold_pct")]
+JSON_STAT_KEYS = ["count", "min_ns", "p50_ns", "mean_ns", "p99_ns", "p999_ns", "p9999_ns", "max_ns",
+                  "stddev_ns", "overruns", "over_threshold", "over_threshold_pct"]
+PERCENTILE_NOTE = ("percentiles: nearest rank, rank = ceil(p/100 * N); value = highest value of the "
+                   "histogram bucket holding it, capped at max (never below the exact value, at most 0.1 % above)")
+
+
+def format_cell(key: str, value) -> str:
+    if value is None:
+        return "-"
+    if key.endswith("_ns"):
+        return format_ns(value)
+    if key.endswith("_pct"):
+        return f"{value:.3g}%" if value else "0%"
+    return str(value)
+
+
+def format_table(headers: list[str], rows: list[list[str]]) -> str:
+    """Aligned plain-text table: first column left, the others right."""
+    widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
+    def line(cells):
+        return "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+
+
+def stat_cells(stats: dict) -> list[str]:
+    return [format_cell(key, stats.get(key)) for _, key in STAT_COLUMNS]
+
+
+def case_table(result: dict) -> str:
+    """One row per CPU and one for all CPUs."""
+    rows = [[f"cpu{cpu}", *stat_cells(s)] for cpu, s in sorted(result["per_cpu"].items(), key=lambda kv: int(kv[0]))]
+    rows.append(["all", *stat_cells(result["stats"])])
+    return format_table(["", *[h for h, _ in STAT_COLUMNS]], rows)
+
+
+def show_text(data: dict) -> str:
+    """The human view of a bundle: per case, its table, verdict and warnings."""
+    out = []
+    m = data["manifest"]
+    out.append(f"bundle {data['path']}  ({m.get('status')}, rtqual {m.get('rtqual_version')}, "
+               f"host {m.get('hostname')}, started {m.get('start')})")
+    for r in data["cases"]:
+        thr = r.get("params", {}).get("threshold_ns")
+        out.append("")
+        out.append(f"case {r['id']}: {r['label']}" + (f"  (threshold {format_ns(thr)})" if thr else ""))
+        out.append(case_table(r))
+        out.append(f"verdict: {r['verdict'].upper()} - {r.get('reason', '')}")
+        out.extend(f"warning: {w}" for w in r.get("warnings", []))
+    if len(data["cases"]) > 1:
+        out.append("")
+        out.append(cases_table(data["cases"]))
+    out.append("")
+    out.append(PERCENTILE_NOTE)
+    return "\n".join(out)
+
+
+def cases_table(results: list[dict]) -> str:
+    """One row per case (label and its all-CPU statistics), for studies with many cases."""
+    keys = ["count", "min_ns", "p50_ns", "mean_ns", "p99_ns", "p999_ns", "max_ns", "stddev_ns", "overruns",
+            "over_threshold_pct"]
+    head = ["case", "count", "min", "p50", "mean", "p99", "p99.9", "max", "stddev", "overruns", "%>thr", "verdict"]
+    rows = [[r["label"], *(format_cell(k, r["stats"].get(k)) for k in keys), r["verdict"]] for r in results]
+    return format_table(head, rows)
+
+
+def show_json(data: dict) -> dict:
+    """The `rtqual show --json` document (a contract: keys are never renamed)."""
+    def pick(s):
+        return {k: s.get(k) for k in JSON_STAT_KEYS}
+    return {"bundle": data["path"], "schema_version": data["manifest"].get("schema_version"),
+            "cases": [{"id": r["id"], "label": r["label"], "probe": r["probe"], "params": r["params"],
+                       "stats": pick(r["stats"]), "per_cpu": {c: pick(s) for c, s in r["per_cpu"].items()},
+                       "verdict": r["verdict"], "reason": r.get("reason"), "degraded": r.get("degraded", False),
+                       "warnings": r.get("warnings", [])} for r in data["cases"]]}

@@ -1,0 +1,84 @@
+"""Durations with units and CPU lists: the same grammar as the native probes (docs/protocol.md)."""
+import os
+import re
+
+from rtqual.errors import RtqError
+
+_UNIT_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000,
+            "m": 60_000_000_000, "h": 3_600_000_000_000, "d": 86_400_000_000_000}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ns|us|ms|s|m|h|d)\s*$")
+
+
+def parse_duration_ns(text: str, what: str = "duration") -> int:
+    """'1.5ms' -> 1500000. A bare number is rejected: the unit must be said."""
+    m = _DURATION.match(str(text))
+    if not m:
+        raise RtqError(f"{what}: '{text}' is not a duration (use a unit: 500us, 1ms, 10s, 5m, 24h)")
+    number, unit = m.groups()
+    whole, _, frac = number.partition(".")
+    scale = _UNIT_NS[unit]
+    ns = int(whole or 0) * scale + (int(frac) * scale // 10 ** len(frac) if frac else 0)
+    return ns
+
+
+def format_ns(ns: int | float | None) -> str:
+    """Human form of a duration in ns with 3-4 significant digits: 812ns, 45.2us, 6.01ms, 1.20s."""
+    if ns is None:
+        return "-"
+    ns = float(ns)
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if abs(ns) >= scale:
+            v = ns / scale
+            return f"{v:.3g}{unit}" if v < 100 else f"{v:.0f}{unit}"
+    return f"{ns:.0f}ns"
+
+
+def format_duration(ns: int) -> str:
+    """Compact duration for labels and plans: 10s, 1ms, 5m, 250us."""
+    for unit in ("h", "m", "s", "ms", "us"):
+        if ns % _UNIT_NS[unit] == 0 and ns >= _UNIT_NS[unit]:
+            return f"{ns // _UNIT_NS[unit]}{unit}"
+    return f"{ns}ns"
+
+
+def online_cpus() -> list[int]:
+    """CPUs the kernel has online (falls back to our affinity when sysfs is absent)."""
+    try:
+        with open("/sys/devices/system/cpu/online") as f:
+            return parse_cpulist(f.read().strip(), check_online=False)
+    except OSError:
+        return sorted(os.sched_getaffinity(0))
+
+
+def parse_cpulist(text: str, check_online: bool = True) -> list[int]:
+    """'0-3,8' or '0-7:2' -> sorted CPU numbers; every CPU must be online when check_online."""
+    cpus: set[int] = set()
+    for part in str(text).split(","):
+        m = re.fullmatch(r"(\d+)(?:-(\d+)(?::(\d+))?)?", part.strip())
+        if not m:
+            raise RtqError(f"--cpus: '{text}' is not a CPU list (e.g. 0-3,8)")
+        lo = int(m.group(1))
+        hi = int(m.group(2)) if m.group(2) else lo
+        step = int(m.group(3)) if m.group(3) else 1
+        if hi < lo or step < 1:
+            raise RtqError(f"--cpus: bad range '{part}' in '{text}'")
+        cpus.update(range(lo, hi + 1, step))
+    if check_online:
+        online = set(online_cpus())
+        missing = sorted(cpus - online)
+        if missing:
+            raise RtqError(f"--cpus: CPU {missing[0]} is not online (online: {format_cpulist(sorted(online))})")
+    return sorted(cpus)
+
+
+def format_cpulist(cpus: list[int]) -> str:
+    """[0,1,2,5] -> '0-2,5'."""
+    out, cpus = [], sorted(cpus)
+    i = 0
+    while i < len(cpus):
+        j = i
+        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
+            j += 1
+        out.append(str(cpus[i]) if i == j else f"{cpus[i]}-{cpus[j]}")
+        i = j + 1
+    return ",".join(out)

@@ -1,0 +1,39 @@
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tier markers from the folder: system tests run real probes."""
+    for item in items:
+        if "/system/" in str(item.fspath):
+            item.add_marker(pytest.mark.rt)
+
+
+@pytest.fixture
+def rtqual_cmd():
+    """Run the installed rtqual CLI as a user would; returns CompletedProcess."""
+    def run(*args, timeout=120, **kw):
+        return subprocess.run([sys.executable, "-m", "rtqual", *map(str, args)], capture_output=True,
+                              text=True, timeout=timeout, **kw)
+    return run
+
+
+def probe_available() -> bool:
+    from rtqual import _native
+    from rtqual.errors import RtqError
+    try:
+        _native.probe_path()
+        return True
+    except RtqError:
+        return False
+
+
+needs_probe = pytest.mark.skipif(not probe_available(), reason="rtqual-probe not built/installed")
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (SCHED_FIFO, mlockall)")
+needs_cyclictest = pytest.mark.skipif(shutil.which("cyclictest") is None, reason="cyclictest (rt-tests) missing")
+DATA = Path(__file__).parent / "data"

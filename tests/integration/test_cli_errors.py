@@ -1,0 +1,38 @@
+"""Bad input: one clear line on stderr and exit 1, never a traceback."""
+import pytest
+
+from conftest import needs_probe
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["run", "timer", "--cpus", "0-x"], "--cpus"),
+    (["run", "timer", "--cpus", "4095"], "not online"),
+    (["run", "timer", "--interval", "0ms"], "--interval"),
+    (["run", "timer", "--interval", "-1ms"], "--interval"),
+    (["run", "timer", "--interval", "10"], "unit"),
+    (["run", "timer", "--priority", "100"], "--priority"),
+    (["run", "timer", "--priority", "abc"], "priority"),
+    (["run", "timer", "--bogus"], "--bogus"),
+    (["run", "timer", "--duration", "1s", "--loops", "5"], "not allowed"),
+    (["run", "nosuchprobe"], "nosuchprobe"),
+    (["show", "/nonexistent/bundle"], "not an rtqual bundle"),
+    (["export", "raw", "/nonexistent/bundle"], "not an rtqual bundle"),
+    (["frobnicate"], "frobnicate"),
+])
+def test_bad_input_one_line(rtqual_cmd, args, fragment):
+    out = rtqual_cmd(*args)
+    assert out.returncode == 1
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("rtqual: error:") and fragment in lines[0], out.stderr
+    assert "Traceback" not in out.stderr
+
+
+@needs_probe
+def test_unwritable_output(rtqual_cmd, tmp_path):
+    out = rtqual_cmd("run", "timer", "--duration", "1s", "-o", "/proc/rtqual-bundle", "--allow-degraded")
+    assert out.returncode == 1 and out.stderr.startswith("rtqual: error: cannot create bundle"), out.stderr
+
+
+def test_version(rtqual_cmd):
+    out = rtqual_cmd("--version")
+    assert out.returncode == 0 and out.stdout.startswith("rtqual ") and "rtqual-probe" in out.stdout

@@ -1,0 +1,97 @@
+"""Bundle round trip and the pure printers."""
+import json
+
+import pytest
+
+from rtqual import bundle, report
+from rtqual.errors import RtqError
+from rtqual.hist import Histogram
+from rtqual.runner import cpu_stats, summarize, worst
+from rtqual.stream import read_stream
+
+CASE = {"id": "001-timer", "label": "timer fifo:80 1ms cpus 0", "probe": "timer", "args": [],
+        "params": {"threshold_ns": 100_000}, "requirements": {}}
+
+
+def stream_of(values, status=0, reason="completed", skipped=0):
+    h = Histogram()
+    for v in values:
+        h.record(v)
+    over = sum(v > 100_000 for v in values)
+    recs = [{"type": "header", "probe": "timer", "params": {"threshold_ns": 100_000}, "rt": {"degraded": False}},
+            {"type": "hist", "cpu": 0, **h.to_record()},
+            {"type": "summary", "cpus": [{"cpu": 0, "overruns": skipped, "over_threshold": over}]},
+            {"type": "end", "status": status, "reason": reason}]
+    return read_stream(json.dumps(r) + "\n" for r in recs)
+
+
+def test_summarize_pass_and_stats():
+    r = summarize(CASE, stream_of([10_000, 20_000, 300_000], skipped=2), 0, "")
+    assert r["verdict"] == "pass"
+    s = r["stats"]
+    assert s["count"] == 3 and s["overruns"] == 2 and s["over_threshold"] == 1
+    assert s["over_threshold_pct"] == pytest.approx(100 / 3)
+    assert r["per_cpu"]["0"]["count"] == 3
+
+
+def test_summarize_requirement_fail():
+    case = dict(CASE, requirements={"max_ns": 200_000})
+    r = summarize(case, stream_of([10_000, 300_000]), 0, "")
+    assert r["verdict"] == "fail" and "max" in r["reason"]
+
+
+@pytest.mark.parametrize("code,status,reason,verdict", [
+    (4, 4, "interrupted", "inconclusive"), (3, 0, "completed", "skip"), (1, 0, "completed", "error")])
+def test_summarize_verdicts(code, status, reason, verdict):
+    assert summarize(CASE, stream_of([1], status, reason), code, "msg")["verdict"] == verdict
+
+
+def test_summarize_crashed_stream_is_error_and_partial():
+    s = read_stream([json.dumps({"type": "progress", "cpus": [{"cpu": 0, "count": 9, "min_ns": 3, "max_ns": 7,
+                                                               "overruns": 1, "over_threshold": 0}]}) + "\n"])
+    r = summarize(CASE, s, -6, "")
+    assert r["verdict"] == "error" and "SIGABRT" in r["reason"]
+    assert r["stats"]["count"] == 9 and r["stats"]["partial"]
+    assert summarize(CASE, s, 0, "")["verdict"] == "inconclusive"  # exited but stream cut short
+
+
+def test_worst():
+    assert worst(["pass", "fail", "skip"]) == "fail" and worst(["pass", "inconclusive", "fail"]) == "inconclusive"
+
+
+def test_bundle_roundtrip(tmp_path):
+    b = bundle.Bundle(tmp_path / "b", ["rtqual", "run"], "0.1.0")
+    r = summarize(CASE, stream_of([5_000, 6_000]), 0, "")
+    b.case_dir(r["id"])
+    bundle.write_json(tmp_path / "b" / "cases" / r["id"] / "result.json", r)
+    b.add_case(r)
+    b.finish("complete", "pass")
+    data = bundle.load(tmp_path / "b")
+    assert data["manifest"]["verdict"] == "pass" and data["cases"][0]["stats"] == r["stats"]
+    js = report.show_json(data)
+    assert set(js["cases"][0]["stats"]) == set(report.JSON_STAT_KEYS)
+    assert {"label", "probe", "params", "stats", "per_cpu", "verdict", "warnings"} <= set(js["cases"][0])
+    text = report.show_text(data)
+    assert "cpu0" in text and "all" in text and "PASS" in text
+    assert not list((tmp_path / "b").rglob(".*.tmp"))
+
+
+def test_bundle_refuses_nonempty_and_reads_only_known_schema(tmp_path):
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "f").write_text("")
+    with pytest.raises(RtqError, match="not an empty directory"):
+        bundle.Bundle(tmp_path / "x", [], "0")
+    with pytest.raises(RtqError, match="not an rtqual bundle"):
+        bundle.load(tmp_path / "x")
+    (tmp_path / "x" / "manifest.json").write_text('{"schema_version": 99}')
+    with pytest.raises(RtqError, match="schema 99"):
+        bundle.load(tmp_path / "x")
+
+
+def test_format_table_alignment():
+    t = report.format_table(["a", "bb"], [["x", "1"], ["yyy", "22"]]).splitlines()
+    assert t[0] == "a    bb" and t[2] == "x     1" and t[3] == "yyy  22"
+
+
+def test_cpu_stats_pct_zero_count():
+    assert cpu_stats(Histogram(), None)["over_threshold_pct"] == 0.0
