@@ -177,7 +177,7 @@ def cmd_host(a) -> int:
     if a.json:
         print(json.dumps(f, indent=1))
     else:
-        print(report.format_table(["fact", "value"], [list(r) for r in facts.summary_rows(f)]))
+        print(report.format_table(["fact", "value"], [list(r) for r in facts.summary_rows(f)], left=2))
     return 0
 
 

@@ -23,12 +23,12 @@ def format_cell(key: str, value) -> str:
     return str(value)
 
 
-def format_table(headers: list[str], rows: list[list[str]]) -> str:
-    """Aligned plain-text table: first column left, the others right."""
+def format_table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
+    """Aligned plain-text table: the first `left` columns flush left, the others (numbers) right."""
     widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
     def line(cells):
-        return "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
-    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+        return "  ".join(str(c).ljust(w) if i < left else str(c).rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+    return "\n".join(line(r).rstrip() for r in [headers, ["-" * w for w in widths], *rows])
 
 
 def stat_cells(stats: dict) -> list[str]:

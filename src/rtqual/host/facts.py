@@ -458,7 +458,7 @@ def _devices(r: _Reader) -> dict:
 
 def _dev_glob(r: _Reader, pattern: str) -> list[str]:
     """Names of /dev entries matching pattern, in natural order."""
-    names = [Path(p).name for p in glob.glob(str(r.path("/dev") / pattern))]
+    names = [Path(p).name for p in glob.glob(f"{glob.escape(str(r.path('/dev')))}/{pattern}")]
     return sorted(names, key=lambda n: (len(n), n))
 
 
