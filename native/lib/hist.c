@@ -67,7 +67,8 @@ int64_t hist_percentile_ppm(const struct hist *h, uint32_t ppm)
 	return h->max_ns;
 }
 
-/* Summary statistics; mean and population stddev rounded to integer ns. */
+/* Summary statistics; mean and population stddev rounded to integer ns
+ * (half to even, like the Python side). */
 void hist_get_stats(const struct hist *h, struct hist_stats *st)
 {
 	memset(st, 0, sizeof(*st));
@@ -81,9 +82,18 @@ void hist_get_stats(const struct hist *h, struct hist_stats *st)
 	st->p99_ns = hist_percentile_ppm(h, 990000);
 	st->p999_ns = hist_percentile_ppm(h, 999000);
 	st->p9999_ns = hist_percentile_ppm(h, 999900);
-	st->mean_ns = (int64_t)((h->sum_ns + h->count / 2) / h->count);
-	long double n = (long double)h->count;
-	long double mean = (long double)h->sum_ns / n;
-	long double var = ((long double)h->sumsq_ns2 - mean * (long double)h->sum_ns) / n;
-	st->stddev_ns = var > 0 ? (int64_t)llroundl(sqrtl(var)) : 0;
+	/* round half to even, as Python's round(), so C and Python agree */
+	u128 q = h->sum_ns / h->count, r = h->sum_ns % h->count;
+	if (2 * r > h->count || (2 * r == h->count && (q & 1)))
+		q++;
+	st->mean_ns = (int64_t)q;
+	/* population variance = (N*sumsq - sum^2) / N^2, exact numerator when it fits */
+	long double var;
+	u128 n = h->count;
+	if (h->sumsq_ns2 <= ~(u128)0 / n)
+		var = (long double)(n * h->sumsq_ns2 - h->sum_ns * h->sum_ns) / ((long double)n * (long double)n);
+	else
+		var = ((long double)h->sumsq_ns2 - (long double)h->sum_ns * (long double)h->sum_ns / (long double)n) /
+		      (long double)n;
+	st->stddev_ns = var > 0 ? (int64_t)rintl(sqrtl(var)) : 0; /* rint: half to even */
 }

@@ -1,5 +1,4 @@
 /* Duration parsing/formatting and clock self-measurement. */
-#define _GNU_SOURCE
 #include "rtqual/timens.h"
 #include "rtqual/hist.h" /* u128 */
 
@@ -19,7 +18,7 @@ static const struct {
 };
 
 /* Parse "1.5ms", "10s", "24h" into ns. A unit is mandatory (a bare number is
- * ambiguous); decimals must come out as a whole number of ns. */
+ * ambiguous; only "0" is accepted without one); decimals must come out as a whole number of ns. */
 int duration_parse(const char *s, int64_t *out_ns, char *err, size_t errlen)
 {
 	const char *p = s;
@@ -48,6 +47,10 @@ int duration_parse(const char *s, int64_t *out_ns, char *err, size_t errlen)
 	if (ndig == 0 || !(*s >= '0' && *s <= '9')) {
 		snprintf(err, errlen, "'%s' is not a duration (%s)", s, UNITS_HELP);
 		return -1;
+	}
+	if (*p == '\0' && strcmp(s, "0") == 0) {
+		*out_ns = 0; /* zero needs no unit */
+		return 0;
 	}
 	if (*p == '\0') {
 		snprintf(err, errlen, "'%s' has no unit: say e.g. %sus (%s)", s, s, UNITS_HELP);
@@ -91,7 +94,7 @@ const char *duration_format(int64_t ns, char *buf, size_t len)
 
 /* Sleep until an absolute CLOCK_MONOTONIC time; returns 0, or the errno
  * (EINTR when a signal arrived) so the caller can look at its stop flags. */
-int64_t sleep_until_ns(int64_t mono_deadline_ns)
+int sleep_until_ns(int64_t mono_deadline_ns)
 {
 	struct timespec ts = ns_to_ts(mono_deadline_ns);
 	return clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);

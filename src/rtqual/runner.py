@@ -62,7 +62,7 @@ def run_case(case: dict, bundle: Bundle, display, guard: Interrupted) -> dict:
     write_json(d / "params.json", {k: case[k] for k in ("id", "label", "probe", "args", "params", "requirements")})
     stream = Stream()
     display.start_case(case)
-    with open(d / "probe.stderr", "w") as err, open(d / "stream.jsonl", "w") as log:
+    with open(d / "probe.stderr", "w") as err, open(d / "stream.jsonl", "w", buffering=1) as log:
         proc = _native.spawn(case["probe"], case["args"], err)
         guard.proc = proc
         try:

@@ -37,7 +37,7 @@ static inline int64_t real_now_ns(void) { return clock_ns(CLOCK_REALTIME); }
 
 int duration_parse(const char *s, int64_t *out_ns, char *err, size_t errlen);
 const char *duration_format(int64_t ns, char *buf, size_t len);
-int64_t sleep_until_ns(int64_t mono_deadline_ns);
+int sleep_until_ns(int64_t mono_deadline_ns);
 int64_t measure_clock_read_ns(int iterations);
 
 #endif

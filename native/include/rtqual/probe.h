@@ -1,0 +1,36 @@
+/* The probe registry: each probe is one C file filling one struct probe,
+ * listed once in probes/table.c. main.c is the only driver. */
+#ifndef RTQUAL_PROBE_H
+#define RTQUAL_PROBE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "rtqual/opts.h"
+
+/* Arguments of a probe run. argv/argc: the whole command line (for the
+ * header); opt_argv/opt_argc: the probe's options without --check. */
+struct probe_args {
+	int argc;
+	char **argv;
+	int opt_argc;
+	char **opt_argv;
+	bool check; /* validate options and privileges only; no stdout */
+};
+
+struct probe {
+	const char *name;
+	const char *summary;
+	const struct opt_def *opts;
+	int nopts;
+	/* true if the probe can work on this host; else why_not says why */
+	bool (*supported)(char *why_not, size_t len);
+	/* returns the exit code (0 pass, 1 error, 3 skip, 4 inconclusive) */
+	int (*run)(const struct probe_args *a);
+};
+
+extern const struct probe probe_timer;
+extern const struct probe probe_fake;
+extern const struct probe *const probe_table[];
+
+#endif

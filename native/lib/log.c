@@ -1,0 +1,40 @@
+/* stderr logging: one line per message, prefixed with the program name. */
+#include "rtqual/log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+/* Informational line: "rtqual-probe: <msg>". */
+void log_info(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, LOG_PROG ": ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+/* The one error line "rtqual-probe: error: <what>"; returns exit code 1. */
+int log_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, LOG_PROG ": error: ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	return 1;
+}
+
+/* The one skip line "rtqual-probe: skip: <why>. Grant: <grant>"; returns 3. */
+int log_skip(const char *grant, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, LOG_PROG ": skip: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, ". Grant: %s\n", grant);
+	va_end(ap);
+	return 3;
+}

@@ -1,0 +1,188 @@
+/* Real-time environment setup. Every function returns 0 or an errno value so
+ * the caller decides between error, skip and degraded operation. */
+#include "rtqual/rtenv.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+const char *const rt_policy_names[] = {"fifo", "rr", "other", NULL};
+
+#define PREFAULT_STACK_BYTES (64 * 1024)
+
+/* The only process-wide state: which stop signals arrived (set by handler). */
+static atomic_int caught_signals;
+
+/* enum rt_policy -> SCHED_* constant. */
+int rt_sched_policy(int policy)
+{
+	return policy == RT_FIFO ? SCHED_FIFO : policy == RT_RR ? SCHED_RR : SCHED_OTHER;
+}
+
+static void *noop_thread(void *arg)
+{
+	return arg;
+}
+
+/* Try the policy for real: start a short-lived thread with explicit sched
+ * attributes. Returns 0 or the errno (EPERM when not permitted). */
+int rt_try_sched(int policy, int priority)
+{
+	pthread_attr_t a;
+	pthread_t t;
+	int r = rt_thread_attr(&a, policy, priority, -1, 64 * 1024);
+	if (r)
+		return r;
+	r = pthread_create(&t, &a, noop_thread, NULL);
+	pthread_attr_destroy(&a);
+	if (r == 0)
+		pthread_join(t, NULL);
+	return r;
+}
+
+/* mlockall(current and future): no page faults in the measurement loop. */
+int rt_lock_memory(void)
+{
+	return mlockall(MCL_CURRENT | MCL_FUTURE) == 0 ? 0 : errno;
+}
+
+/* Touch PREFAULT_STACK_BYTES of stack so the hot loop never faults on it. */
+void rt_prefault_stack(void)
+{
+	volatile unsigned char buf[PREFAULT_STACK_BYTES];
+	for (size_t i = 0; i < sizeof(buf); i += 256)
+		buf[i] = 0;
+}
+
+/* Write every page of a buffer so it is backed by RAM before measuring
+ * (calloc'd memory may still map the shared zero page). */
+void rt_pretouch(void *p, size_t n)
+{
+	volatile unsigned char *c = p;
+	long pg = sysconf(_SC_PAGESIZE);
+	size_t step = pg > 0 ? (size_t)pg : 4096;
+	for (size_t i = 0; i < n; i += step)
+		c[i] = c[i];
+	if (n)
+		c[n - 1] = c[n - 1];
+}
+
+/* Thread attributes: explicit policy/priority, optional pin to `cpu` (-1:
+ * none) and stack size. */
+int rt_thread_attr(pthread_attr_t *a, int policy, int priority, int cpu, size_t stack_bytes)
+{
+	struct sched_param sp = {.sched_priority = policy == RT_OTHER ? 0 : priority};
+	int r = pthread_attr_init(a);
+	if (r)
+		return r;
+	if ((r = pthread_attr_setinheritsched(a, PTHREAD_EXPLICIT_SCHED)) ||
+	    (r = pthread_attr_setschedpolicy(a, rt_sched_policy(policy))) ||
+	    (r = pthread_attr_setschedparam(a, &sp)) ||
+	    (stack_bytes && (r = pthread_attr_setstacksize(a, stack_bytes))))
+		goto fail;
+	if (cpu >= 0) {
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		CPU_SET(cpu, &set);
+		if ((r = pthread_attr_setaffinity_np(a, sizeof(set), &set)))
+			goto fail;
+	}
+	return 0;
+fail:
+	pthread_attr_destroy(a);
+	return r;
+}
+
+/* Ask PM QoS for zero exit latency from idle states: write int32 0 to
+ * /dev/cpu_dma_latency and keep the fd open (closing it drops the request). */
+int rt_dma_latency_hold(int *fd_out)
+{
+	int32_t zero = 0;
+	int fd = open("/dev/cpu_dma_latency", O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	if (write(fd, &zero, sizeof(zero)) != (ssize_t)sizeof(zero)) {
+		int e = errno ? errno : EIO;
+		close(fd);
+		return e;
+	}
+	*fd_out = fd;
+	return 0;
+}
+
+/* Safety net: SIGXCPU (soft) then SIGKILL (hard) if an RT thread runs this
+ * long without blocking. Soft is capped at an unraisable hard limit. */
+int rt_set_rttime_limit(uint64_t soft_us, uint64_t hard_us)
+{
+	struct rlimit cur, rl = {.rlim_cur = soft_us, .rlim_max = hard_us};
+	if (getrlimit(RLIMIT_RTTIME, &cur) == 0 && cur.rlim_max != RLIM_INFINITY &&
+	    cur.rlim_max < hard_us) {
+		rl.rlim_max = cur.rlim_max;
+		if (rl.rlim_cur > rl.rlim_max)
+			rl.rlim_cur = rl.rlim_max;
+	}
+	return setrlimit(RLIMIT_RTTIME, &rl) == 0 ? 0 : errno;
+}
+
+/* Open tracefs trace_marker for writing (never mounts anything); -1 if absent
+ * or not permitted. */
+int rt_tracemark_open(void)
+{
+	static const char *const paths[] = {"/sys/kernel/tracing/trace_marker",
+					    "/sys/kernel/debug/tracing/trace_marker"};
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		int fd = open(paths[i], O_WRONLY | O_CLOEXEC);
+		if (fd >= 0)
+			return fd;
+	}
+	return -1;
+}
+
+/* Async-signal-safe: only records which kind of stop was asked for. */
+static void on_signal(int sig)
+{
+	atomic_fetch_or(&caught_signals, sig == SIGALRM ? RT_SIG_WATCHDOG : RT_SIG_STOP);
+}
+
+/* SIGINT/SIGTERM/SIGALRM only record themselves (no SA_RESTART, so sleeps
+ * return EINTR); SIGPIPE is ignored so a dead reader shows up as EPIPE. */
+void rt_signals_install(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGALRM, &sa, NULL);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
+}
+
+/* RT_SIG_* bits of the signals received so far. */
+int rt_signals_caught(void)
+{
+	return atomic_load(&caught_signals);
+}
+
+/* Block the stop signals (before creating measurement threads, which
+ * inherit the mask: only the main thread handles them). */
+void rt_signals_block(sigset_t *old)
+{
+	sigset_t s;
+	sigemptyset(&s);
+	sigaddset(&s, SIGINT);
+	sigaddset(&s, SIGTERM);
+	sigaddset(&s, SIGALRM);
+	pthread_sigmask(SIG_BLOCK, &s, old);
+}
+
+void rt_signals_restore(const sigset_t *old)
+{
+	pthread_sigmask(SIG_SETMASK, old, NULL);
+}

@@ -1,0 +1,357 @@
+/* fake probe: replays a script through the same sink (histogram, events,
+ * progress, raw, hist/summary/end) as the real probes, so the Python
+ * pipeline can be tested without root. Script format: protocol.md. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "rtqual/cpulist.h"
+#include "rtqual/log.h"
+#include "rtqual/probe.h"
+#include "rtqual/rtenv.h"
+#include "rtqual/sink.h"
+
+struct fake_cfg {
+	const char *script;
+	int64_t threshold_ns, json_fd;
+	const char *raw;
+	int64_t raw_max_bytes, max_events;
+};
+
+#define F(x) offsetof(struct fake_cfg, x)
+static const struct opt_def fake_opts[] = {
+	{"script", OPT_PATH, F(script), 0, 0, NULL, NULL, "script to replay (required)"},
+	{"threshold", OPT_DURATION, F(threshold_ns), 1, 60 * NS_PER_S, "100us", NULL,
+	 "samples above it emit event records"},
+	{"json-fd", OPT_INT, F(json_fd), 1, 65535, "1", NULL, "fd for JSON Lines"},
+	{"raw", OPT_PATH, F(raw), 0, 0, NULL, NULL, "keep every sample in FILE (protocol.md raw format)"},
+	/* beyond protocol.md's fake list, same meaning as for timer */
+	{"raw-max-bytes", OPT_INT, F(raw_max_bytes), 4096, 1LL << 40, "268435456", NULL,
+	 "cap of the raw file; capture stops (flagged) at the cap"},
+	{"max-events", OPT_INT, F(max_events), 0, 1000000, "100", NULL,
+	 "threshold events per second; the rest counted as suppressed"},
+};
+#undef F
+#define FAKE_NOPTS ((int)(sizeof(fake_opts) / sizeof(fake_opts[0])))
+
+enum fake_op { OP_SAMPLE, OP_PROGRESS, OP_SLEEP, OP_WARN, OP_CRASH, OP_EXIT };
+
+struct fake_cmd {
+	enum fake_op op;
+	int cpu;       /* OP_SAMPLE */
+	int64_t value; /* latency ns, sleep ms, exit code */
+	uint64_t skipped;
+	char *text; /* OP_WARN */
+};
+
+/* All state of one fake run. */
+struct fake {
+	struct fake_cfg cfg;
+	struct fake_cmd *cmds;
+	int ncmds;
+	struct cpulist cpus;  /* CPUs seen in the script */
+	int slot[CPULIST_MAX]; /* CPU -> index in sink.cs */
+	struct sink sink;
+};
+
+/* Strict integer within [lo, hi]. */
+static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (!*s || *end || errno || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* Parse one script line into cmd; 0 ok, 1 blank/comment, -1 error. */
+static int parse_line(char *line, struct fake_cmd *cmd, char *err, size_t errlen)
+{
+	char *p = line + strspn(line, " \t");
+	p[strcspn(p, "\r\n")] = '\0';
+	if (*p == '\0' || *p == '#')
+		return 1;
+	char *word = p;
+	size_t wl = strcspn(p, " \t");
+	char *rest = p + wl;
+	if (*rest)
+		*rest++ = '\0';
+	rest += strspn(rest, " \t");
+	char *argv[4] = {0};
+	int argc = 0;
+	memset(cmd, 0, sizeof(*cmd));
+
+	if (strcmp(word, "warn") == 0) {
+		cmd->op = OP_WARN;
+		cmd->text = strdup(rest);
+		return cmd->text ? 0 : -1;
+	}
+	for (char *tok = strtok(rest, " \t"); tok && argc < 4; tok = strtok(NULL, " \t"))
+		argv[argc++] = tok;
+	int64_t v;
+	if (strcmp(word, "sample") == 0) {
+		cmd->op = OP_SAMPLE;
+		if (argc < 2 || argc > 3) {
+			snprintf(err, errlen, "usage: sample CPU LATENCY_NS [SKIPPED]");
+			return -1;
+		}
+		if (parse_i64(argv[0], 0, CPULIST_MAX - 1, &v)) {
+			snprintf(err, errlen, "CPU '%s' is not in 0..%d", argv[0], CPULIST_MAX - 1);
+			return -1;
+		}
+		cmd->cpu = (int)v;
+		if (parse_i64(argv[1], INT64_MIN, INT64_MAX, &cmd->value)) {
+			snprintf(err, errlen, "latency '%s' is not an integer (ns)", argv[1]);
+			return -1;
+		}
+		if (argc == 3) {
+			if (parse_i64(argv[2], 0, INT64_MAX, &v)) {
+				snprintf(err, errlen, "skipped '%s' is not a non-negative integer", argv[2]);
+				return -1;
+			}
+			cmd->skipped = (uint64_t)v;
+		}
+		return 0;
+	}
+	if (strcmp(word, "progress") == 0 || strcmp(word, "crash") == 0) {
+		cmd->op = word[0] == 'p' ? OP_PROGRESS : OP_CRASH;
+		if (argc) {
+			snprintf(err, errlen, "%s takes no argument", word);
+			return -1;
+		}
+		return 0;
+	}
+	if (strcmp(word, "sleep") == 0 || strcmp(word, "exit") == 0) {
+		bool sl = word[0] == 's';
+		cmd->op = sl ? OP_SLEEP : OP_EXIT;
+		if (argc != 1 || parse_i64(argv[0], 0, sl ? 86400000 : 255, &cmd->value)) {
+			snprintf(err, errlen, sl ? "usage: sleep MS (0..86400000)" : "usage: exit CODE (0..255)");
+			return -1;
+		}
+		return 0;
+	}
+	snprintf(err, errlen, "unknown command '%s' (sample, progress, sleep, warn, crash, exit)", word);
+	return -1;
+}
+
+/* Read the whole script first: errors are reported before any output, and
+ * the header can list the CPUs. */
+static int fake_load(struct fake *f, char *err, size_t errlen)
+{
+	FILE *fp = fopen(f->cfg.script, "r");
+	char *line = NULL, why[256];
+	size_t cap = 0;
+	int lineno = 0, cap_cmds = 0, rc = 0;
+	static bool seen[CPULIST_MAX];
+
+	if (!fp) {
+		snprintf(err, errlen, "--script: cannot open %s: %s", f->cfg.script, strerror(errno));
+		return -1;
+	}
+	memset(seen, 0, sizeof(seen));
+	while (getline(&line, &cap, fp) > 0) {
+		struct fake_cmd cmd;
+		lineno++;
+		int r = parse_line(line, &cmd, why, sizeof(why));
+		if (r < 0) {
+			snprintf(err, errlen, "--script: %s:%d: %s", f->cfg.script, lineno, why);
+			rc = -1;
+			break;
+		}
+		if (r > 0)
+			continue;
+		if (f->ncmds == cap_cmds) {
+			cap_cmds = cap_cmds ? 2 * cap_cmds : 64;
+			struct fake_cmd *n = realloc(f->cmds, (size_t)cap_cmds * sizeof(*n));
+			if (!n) {
+				snprintf(err, errlen, "out of memory reading %s", f->cfg.script);
+				rc = -1;
+				break;
+			}
+			f->cmds = n;
+		}
+		f->cmds[f->ncmds++] = cmd;
+		if (cmd.op == OP_SAMPLE)
+			seen[cmd.cpu] = true;
+	}
+	free(line);
+	fclose(fp);
+	f->cpus.n = 0;
+	for (int c = 0; c < CPULIST_MAX; c++) {
+		f->slot[c] = -1;
+		if (seen[c]) {
+			f->slot[c] = f->cpus.n;
+			f->cpus.cpu[f->cpus.n++] = c;
+		}
+	}
+	return rc;
+}
+
+/* Header "params" of the fake probe. */
+static void fake_params(struct jw *w, const void *ctx)
+{
+	const struct fake *f = ctx;
+	jw_str(w, "script", f->cfg.script);
+	jw_i64(w, "threshold_ns", f->cfg.threshold_ns);
+	jw_arr_begin(w, "cpus");
+	for (int i = 0; i < f->cpus.n; i++)
+		jw_i64(w, NULL, f->cpus.cpu[i]);
+	jw_arr_end(w);
+	jw_str(w, "raw", f->cfg.raw);
+}
+
+/* "sleep MS" that a SIGINT/SIGTERM cuts short; false if interrupted. */
+static bool fake_sleep(struct sink *s, int64_t ms)
+{
+	int64_t until = mono_now_ns() + ms * NS_PER_MS;
+	while (mono_now_ns() < until) {
+		if (rt_signals_caught())
+			return false;
+		int64_t step = mono_now_ns() + 50 * NS_PER_MS;
+		sleep_until_ns(step < until ? step : until);
+		sink_poll(s);
+	}
+	return !rt_signals_caught();
+}
+
+/* Abort like a crashing probe: truncated stream, no core file left behind. */
+static void fake_crash(struct sink *s)
+{
+	struct rlimit no_core = {0, 0};
+	sink_poll(s);
+	setrlimit(RLIMIT_CORE, &no_core);
+	signal(SIGABRT, SIG_DFL);
+	abort();
+}
+
+/* Replay the script; returns the exit code. */
+static int fake_replay(struct fake *f)
+{
+	struct sink *s = &f->sink;
+	for (int i = 0; i < f->ncmds; i++) {
+		struct fake_cmd *c = &f->cmds[i];
+		if (rt_signals_caught() || atomic_load(&s->stop))
+			break;
+		switch (c->op) {
+		case OP_SAMPLE: {
+			struct cpu_state *cs = &s->cs[f->slot[c->cpu]];
+			cs->wakeups++;
+			sink_sample(cs, c->value, mono_now_ns(), c->skipped);
+			sink_poll(s);
+			break;
+		}
+		case OP_PROGRESS:
+			sink_poll(s);
+			sink_progress(s);
+			break;
+		case OP_SLEEP:
+			fake_sleep(s, c->value);
+			break;
+		case OP_WARN:
+			sink_warning(s, "%s", c->text);
+			break;
+		case OP_CRASH:
+			fake_crash(s);
+			break;
+		case OP_EXIT: {
+			char msg[64];
+			int code = (int)c->value;
+			snprintf(msg, sizeof(msg), "script exit %d", code);
+			return sink_finish(s, code, code == 0 ? "completed" : code == 4 ? "interrupted" : "error", msg);
+		}
+		}
+	}
+	if (rt_signals_caught())
+		return sink_finish(s, 4, "interrupted", "stopped by signal");
+	return sink_finish(s, -1, NULL, NULL);
+}
+
+/* Release the script and the sink. */
+static void fake_free(struct fake *f)
+{
+	for (int i = 0; i < f->ncmds; i++)
+		free(f->cmds[i].text);
+	free(f->cmds);
+	sink_free(&f->sink);
+	free(f);
+}
+
+/* Load and validate the script, emit the header, replay. Returns the exit code. */
+static int fake_run(const struct probe_args *a)
+{
+	struct fake *f = calloc(1, sizeof(*f));
+	char err[512];
+	uint64_t given;
+	int rc;
+	if (!f)
+		return log_error("out of memory");
+	f->sink.raw_fd = -1;
+	if (opts_parse(fake_opts, FAKE_NOPTS, &f->cfg, a->opt_argc, a->opt_argv, &given, err, sizeof(err))) {
+		rc = log_error("%s", err);
+		goto out;
+	}
+	if (!f->cfg.script) {
+		rc = log_error("--script is required");
+		goto out;
+	}
+	if (fake_load(f, err, sizeof(err))) {
+		rc = log_error("%s", err);
+		goto out;
+	}
+	if (fcntl((int)f->cfg.json_fd, F_GETFD) < 0) {
+		rc = log_error("--json-fd: fd %" PRId64 " is not open", f->cfg.json_fd);
+		goto out;
+	}
+	if (f->cfg.raw && a->check && sink_raw_check(f->cfg.raw, err, sizeof(err))) {
+		rc = log_error("%s", err);
+		goto out;
+	}
+	if (a->check) {
+		rc = 0;
+		goto out;
+	}
+	if (sink_init(&f->sink, (int)f->cfg.json_fd, f->cpus.cpu, f->cpus.n, f->cfg.threshold_ns, (uint64_t)f->cfg.max_events,
+		      f->cfg.raw != NULL, err, sizeof(err)) ||
+	    (f->cfg.raw && sink_raw_open(&f->sink, f->cfg.raw, (uint64_t)f->cfg.raw_max_bytes, err, sizeof(err)))) {
+		rc = log_error("%s", err);
+		goto out;
+	}
+	rt_signals_install();
+	struct rt_info rt = {.policy = RT_OTHER};
+	struct overhead ov = {0, 0};
+	int64_t start_mono = mono_now_ns(), start_real = real_now_ns();
+	sink_raw_start(&f->sink, 0, start_mono, start_real);
+	if (sink_header(&f->sink, "fake", a->argc, a->argv, fake_params, f, &rt, &ov, start_mono, start_real)) {
+		rc = log_error("--json-fd %d: write failed: %s", f->sink.fd, strerror(f->sink.write_errno));
+		goto out;
+	}
+	rc = fake_replay(f);
+out:
+	fake_free(f);
+	return rc;
+}
+
+/* The fake probe works everywhere. */
+static bool fake_supported(char *why_not, size_t len)
+{
+	(void)why_not;
+	(void)len;
+	return true;
+}
+
+const struct probe probe_fake = {
+	.name = "fake",
+	.summary = "replays a script of samples through the real sink (pipeline tests, no root)",
+	.opts = fake_opts,
+	.nopts = FAKE_NOPTS,
+	.supported = fake_supported,
+	.run = fake_run,
+};

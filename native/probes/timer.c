@@ -1,0 +1,454 @@
+/* timer probe: cyclictest-class wake-up latency. One pinned measurement
+ * thread per CPU sleeps to absolute CLOCK_MONOTONIC deadlines; the main
+ * thread (SCHED_OTHER) emits progress, events and the final records. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "rtqual/cpulist.h"
+#include "rtqual/log.h"
+#include "rtqual/probe.h"
+#include "rtqual/rtenv.h"
+#include "rtqual/sink.h"
+
+#define THREAD_STACK_BYTES (256 * 1024)
+#define POLL_NS (50 * NS_PER_MS)
+#define WATCHDOG_MARGIN_S 10
+#define RTTIME_SOFT_US 200000
+#define RTTIME_HARD_US 400000
+
+struct timer_cfg {
+	struct cpulist cpus;
+	int policy;
+	int64_t priority, interval_ns, duration_ns, loops, warmup, threshold_ns, max_events;
+	bool no_dma_latency, no_tracemark, allow_degraded;
+	const char *raw;
+	int64_t raw_max_bytes, json_fd, progress_ms;
+};
+
+#define F(x) offsetof(struct timer_cfg, x)
+static const struct opt_def timer_opts[] = {
+	{"cpus", OPT_CPULIST, F(cpus), 0, 0, NULL, NULL, "one measurement thread per CPU, pinned (default: all online)"},
+	{"policy", OPT_ENUM, F(policy), 0, 0, "fifo", rt_policy_names, "scheduling policy"},
+	{"priority", OPT_INT, F(priority), 1, 99, "80", NULL, "RT priority (ignored for other)"},
+	{"interval", OPT_DURATION, F(interval_ns), 10 * NS_PER_US, 10 * NS_PER_S, "1ms", NULL, "wake-up period"},
+	{"duration", OPT_DURATION, F(duration_ns), NS_PER_MS, 365 * 24 * 3600 * NS_PER_S, "10s", NULL,
+	 "measured time after warm-up"},
+	{"loops", OPT_INT, F(loops), 1, 1LL << 62, NULL, NULL,
+	 "measured periods (samples + overruns) per CPU; replaces --duration"},
+	{"warmup", OPT_INT, F(warmup), 0, 1000000000, "100", NULL, "samples discarded per CPU before measuring"},
+	{"threshold", OPT_DURATION, F(threshold_ns), 1, 60 * NS_PER_S, "100us", NULL,
+	 "samples above it emit event records"},
+	{"max-events", OPT_INT, F(max_events), 0, 1000000, "100", NULL,
+	 "threshold events per second, all CPUs; the rest counted as suppressed"},
+	{"no-dma-latency", OPT_FLAG, F(no_dma_latency), 0, 0, NULL, NULL, "do not hold /dev/cpu_dma_latency at 0"},
+	{"no-tracemark", OPT_FLAG, F(no_tracemark), 0, 0, NULL, NULL, "do not write threshold events to trace_marker"},
+	{"raw", OPT_PATH, F(raw), 0, 0, NULL, NULL, "keep every sample in FILE (protocol.md raw format)"},
+	{"raw-max-bytes", OPT_INT, F(raw_max_bytes), 4096, 1LL << 40, "268435456", NULL,
+	 "cap of the raw file; capture stops (flagged) at the cap"},
+	{"allow-degraded", OPT_FLAG, F(allow_degraded), 0, 0, NULL, NULL,
+	 "run with what is permitted (SCHED_OTHER, no mlock), marked degraded"},
+	{"json-fd", OPT_INT, F(json_fd), 1, 65535, "1", NULL, "fd for JSON Lines"},
+	{"progress-ms", OPT_INT, F(progress_ms), 50, 60000, "1000", NULL, "period of progress records, ms"},
+};
+#undef F
+#define TIMER_NOPTS ((int)(sizeof(timer_opts) / sizeof(timer_opts[0])))
+
+struct timer;
+
+struct timer_thread {
+	struct timer *t;
+	struct cpu_state *cs;
+	pthread_t tid;
+	bool started;
+};
+
+/* All state of one timer run. */
+struct timer {
+	struct timer_cfg cfg;
+	uint64_t given;
+	struct rt_info rt;
+	struct overhead ov;
+	struct sink sink;
+	struct timer_thread *thr;
+	_Atomic int threads_done;
+	int dma_fd, mark_fd;
+	char warn[4][256];
+	int nwarn;
+};
+
+/* Symbolic errno for skip messages ("EPERM"), portable beyond glibc. */
+static const char *errname(int e)
+{
+	switch (e) {
+	case EPERM: return "EPERM";
+	case EACCES: return "EACCES";
+	case ENOMEM: return "ENOMEM";
+	case EAGAIN: return "EAGAIN";
+	default: return strerror(e);
+	}
+}
+
+/* Remember a warning for after the header (the header must come first). */
+static void defer_warning(struct timer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void defer_warning(struct timer *t, const char *fmt, ...)
+{
+	va_list ap;
+	if (t->nwarn >= 4)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(t->warn[t->nwarn++], sizeof(t->warn[0]), fmt, ap);
+	va_end(ap);
+}
+
+/* Write a threshold mark into the kernel trace, at most max_events per
+ * second per thread. Runs in the measurement thread, only above threshold. */
+static void trace_mark(int fd, int cpu, int64_t lat_ns, int64_t thr_ns, int64_t now, int64_t *sec,
+		       uint64_t *n, uint64_t budget)
+{
+	char buf[128];
+	if (now / NS_PER_S != *sec) {
+		*sec = now / NS_PER_S;
+		*n = 0;
+	}
+	if (*n >= budget)
+		return;
+	(*n)++;
+	int len = snprintf(buf, sizeof(buf), "rtqual: cpu %d latency %" PRId64 " ns > threshold %" PRId64 " ns\n",
+			   cpu, lat_ns, thr_ns);
+	if (write(fd, buf, (size_t)len) < 0) {
+		/* tracing is best effort */
+	}
+}
+
+/* Measurement thread: sleep to absolute deadlines, one sample per wake-up
+ * from the deadline slept for, skipped periods to overruns (protocol.md).
+ * Stops when the next deadline passes start+duration, after --loops
+ * periods, or at the first wake-up after sink.stop is set. */
+static void *timer_thread_main(void *arg)
+{
+	struct timer_thread *th = arg;
+	struct timer *t = th->t;
+	struct cpu_state *cs = th->cs;
+	const int64_t iv = t->cfg.interval_ns;
+	const uint64_t loops = (uint64_t)t->cfg.loops, warmup = (uint64_t)t->cfg.warmup;
+	const int mark_fd = t->mark_fd;
+	uint64_t warm = 0, periods = 0, wakeups = 0, marks = 0;
+	int64_t mark_sec = 0;
+
+	rt_prefault_stack();
+	prctl(PR_SET_TIMERSLACK, 1UL); /* SCHED_OTHER default is 50 us of slack */
+	int64_t deadline = mono_now_ns() + iv;
+	bool measuring = warmup == 0;
+	int64_t end_ns = loops ? INT64_MAX : deadline - iv + t->cfg.duration_ns;
+
+	while (!atomic_load_explicit(&t->sink.stop, memory_order_relaxed)) {
+		struct timespec ts = ns_to_ts(deadline);
+		int r;
+		while ((r = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL)) == EINTR)
+			;
+		if (r)
+			break;
+		int64_t now = mono_now_ns();
+		int64_t lat = now - deadline;
+		uint64_t skipped = lat >= iv ? (uint64_t)(lat / iv) : 0;
+		wakeups++;
+		if (!measuring) {
+			if (++warm >= warmup) {
+				measuring = true;
+				if (!loops)
+					end_ns = deadline + (int64_t)skipped * iv + t->cfg.duration_ns;
+			}
+		} else {
+			/* periods still inside the run, this one included */
+			uint64_t left = loops ? loops - periods : (uint64_t)((end_ns - deadline) / iv) + 1;
+			uint64_t sk = skipped < left - 1 ? skipped : left - 1;
+			if (sink_sample(cs, lat, now, sk) && mark_fd >= 0)
+				trace_mark(mark_fd, cs->cpu, lat, cs->threshold_ns, now, &mark_sec, &marks,
+					   (uint64_t)t->cfg.max_events);
+			periods += 1 + sk;
+			if (loops && periods >= loops)
+				break;
+		}
+		deadline += (int64_t)(skipped + 1) * iv;
+		if (measuring && deadline > end_ns)
+			break;
+	}
+	cs->wakeups = wakeups;
+	cs->cpu_time_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	atomic_fetch_add(&t->threads_done, 1);
+	return NULL;
+}
+
+/* Header "params": the effective configuration. */
+static void timer_params(struct jw *w, const void *ctx)
+{
+	const struct timer *t = ctx;
+	const struct timer_cfg *c = &t->cfg;
+	jw_arr_begin(w, "cpus");
+	for (int i = 0; i < c->cpus.n; i++)
+		jw_i64(w, NULL, c->cpus.cpu[i]);
+	jw_arr_end(w);
+	jw_str(w, "policy", rt_policy_names[c->policy]);
+	jw_i64(w, "priority", c->priority);
+	jw_i64(w, "interval_ns", c->interval_ns);
+	jw_i64(w, "duration_ns", c->duration_ns);
+	jw_i64(w, "loops", c->loops);
+	jw_i64(w, "warmup", c->warmup);
+	jw_i64(w, "threshold_ns", c->threshold_ns);
+	jw_i64(w, "max_events", c->max_events);
+	jw_bool(w, "dma_latency", !c->no_dma_latency);
+	jw_bool(w, "tracemark", !c->no_tracemark);
+	jw_str(w, "raw", c->raw);
+	jw_i64(w, "raw_max_bytes", c->raw_max_bytes);
+	jw_bool(w, "allow_degraded", c->allow_degraded);
+	jw_i64(w, "progress_ms", c->progress_ms);
+}
+
+/* Options that need more than a range check. */
+static int timer_validate(struct timer *t, bool check)
+{
+	struct timer_cfg *c = &t->cfg;
+	char err[512], d1[32], d2[32];
+	bool have_loops = opts_given(timer_opts, TIMER_NOPTS, t->given, "loops");
+	if (have_loops && opts_given(timer_opts, TIMER_NOPTS, t->given, "duration"))
+		return log_error("--duration and --loops exclude each other: give one");
+	if (have_loops)
+		c->duration_ns = 0;
+	else if (c->duration_ns < c->interval_ns)
+		return log_error("--duration (%s) is shorter than --interval (%s): nothing would be measured",
+				 duration_format(c->duration_ns, d1, sizeof(d1)),
+				 duration_format(c->interval_ns, d2, sizeof(d2)));
+	if (!opts_given(timer_opts, TIMER_NOPTS, t->given, "cpus")) {
+		if (cpulist_usable(&c->cpus, err, sizeof(err)))
+			return log_error("--cpus: %s", err);
+	} else if (cpulist_check(&c->cpus, err, sizeof(err))) {
+		return log_error("--cpus: %s", err);
+	}
+	if (fcntl((int)c->json_fd, F_GETFD) < 0)
+		return log_error("--json-fd: fd %" PRId64 " is not open", c->json_fd);
+	if (c->raw && check && sink_raw_check(c->raw, err, sizeof(err)))
+		return log_error("%s", err);
+	return 0;
+}
+
+/* Scheduling and memory locking: try them for real. Not permitted ->
+ * skip (exit 3) or, with --allow-degraded, SCHED_OTHER / no mlock. */
+static int timer_privileges(struct timer *t)
+{
+	struct timer_cfg *c = &t->cfg;
+	t->rt.policy = c->policy;
+	t->rt.priority = c->policy == RT_OTHER ? 0 : (int)c->priority;
+	if (c->policy != RT_OTHER) {
+		int e = rt_try_sched(c->policy, (int)c->priority);
+		if (e == EPERM || e == EACCES) {
+			char grant[160];
+			snprintf(grant, sizeof(grant), RT_GRANT_SCHED_FMT, (int)c->priority);
+			if (!c->allow_degraded)
+				return log_skip(grant, "SCHED_%s not permitted (%s)", c->policy == RT_FIFO ? "FIFO" : "RR",
+						errname(e));
+			defer_warning(t, "degraded: SCHED_%s priority %d not permitted (%s); running SCHED_OTHER",
+				      c->policy == RT_FIFO ? "FIFO" : "RR", (int)c->priority, errname(e));
+			t->rt.policy = RT_OTHER;
+			t->rt.priority = 0;
+			t->rt.degraded = true;
+		} else if (e) {
+			return log_error("cannot create a SCHED_%s thread: %s", c->policy == RT_FIFO ? "FIFO" : "RR",
+					 strerror(e));
+		}
+	}
+	int e = rt_lock_memory();
+	if (e == 0) {
+		t->rt.mlockall = true;
+	} else if (e == EPERM || e == ENOMEM || e == EAGAIN) {
+		if (!c->allow_degraded)
+			return log_skip(RT_GRANT_MLOCK, "mlockall not permitted (%s)", errname(e));
+		defer_warning(t, "degraded: mlockall not permitted (%s); memory not locked", errname(e));
+		t->rt.degraded = true;
+	} else {
+		return log_error("mlockall: %s", strerror(e));
+	}
+	return 0;
+}
+
+/* Start one pinned thread per CPU with explicit sched attributes. */
+static int timer_start_threads(struct timer *t, char *err, size_t errlen)
+{
+	sigset_t old;
+	int rc = 0;
+	rt_signals_block(&old); /* only the main thread takes SIGINT/TERM/ALRM */
+	for (int i = 0; i < t->sink.ncpu; i++) {
+		struct timer_thread *th = &t->thr[i];
+		pthread_attr_t a;
+		th->t = t;
+		th->cs = &t->sink.cs[i];
+		int e = rt_thread_attr(&a, t->rt.policy, t->rt.priority, th->cs->cpu, THREAD_STACK_BYTES);
+		if (!e) {
+			e = pthread_create(&th->tid, &a, timer_thread_main, th);
+			pthread_attr_destroy(&a);
+		}
+		if (e) {
+			snprintf(err, errlen, "cannot start the thread for CPU %d: %s%s", th->cs->cpu, strerror(e),
+				 e == EAGAIN && t->rt.mlockall ? " (memory is locked: is the memlock limit too low?)" : "");
+			rc = -1;
+			break;
+		}
+		th->started = true;
+	}
+	rt_signals_restore(&old);
+	return rc;
+}
+
+/* Main thread while measuring: drain rings every ~50 ms, progress every
+ * --progress-ms, until all threads finished or a signal arrived. */
+static void timer_supervise(struct timer *t)
+{
+	int64_t now = mono_now_ns();
+	int64_t next_progress = now + t->cfg.progress_ms * NS_PER_MS;
+	while (atomic_load(&t->threads_done) < t->sink.ncpu) {
+		if (rt_signals_caught() || atomic_load(&t->sink.stop)) {
+			atomic_store(&t->sink.stop, true);
+			break;
+		}
+		int64_t wake = now + POLL_NS;
+		sleep_until_ns(wake < next_progress ? wake : next_progress); /* EINTR: look again */
+		now = mono_now_ns();
+		sink_poll(&t->sink);
+		if (now >= next_progress) {
+			sink_progress(&t->sink);
+			next_progress += t->cfg.progress_ms * NS_PER_MS;
+			if (next_progress < now)
+				next_progress = now + t->cfg.progress_ms * NS_PER_MS;
+		}
+	}
+}
+
+/* Release the run's resources (fds, sink, thread table). */
+static void timer_cleanup(struct timer *t)
+{
+	if (t->dma_fd >= 0)
+		close(t->dma_fd);
+	if (t->mark_fd >= 0)
+		close(t->mark_fd);
+	sink_free(&t->sink);
+	free(t->thr);
+}
+
+/* Validate, acquire the RT environment, emit the header, measure, then emit
+ * hist/summary/end. Returns the exit code. */
+static int timer_run(const struct probe_args *a)
+{
+	struct timer *t = calloc(1, sizeof(*t));
+	char err[512] = "";
+	int rc;
+	if (!t)
+		return log_error("out of memory");
+	t->dma_fd = t->mark_fd = t->sink.raw_fd = -1;
+	if (opts_parse(timer_opts, TIMER_NOPTS, &t->cfg, a->opt_argc, a->opt_argv, &t->given, err, sizeof(err))) {
+		free(t);
+		return log_error("%s", err);
+	}
+	if ((rc = timer_validate(t, a->check)) || (rc = timer_privileges(t)) || a->check) {
+		free(t);
+		return rc;
+	}
+	struct timer_cfg *c = &t->cfg;
+	if (sink_init(&t->sink, (int)c->json_fd, c->cpus.cpu, c->cpus.n, c->threshold_ns, (uint64_t)c->max_events,
+		      c->raw != NULL, err, sizeof(err)) ||
+	    (c->raw && sink_raw_open(&t->sink, c->raw, (uint64_t)c->raw_max_bytes, err, sizeof(err))) ||
+	    !(t->thr = calloc((size_t)c->cpus.n, sizeof(*t->thr)))) {
+		rc = log_error("%s%s", err[0] ? err : "out of memory",
+			       t->rt.mlockall ? " (memory is locked: is the memlock limit too low?)" : "");
+		timer_cleanup(t);
+		free(t);
+		return rc;
+	}
+	if (!c->no_dma_latency) {
+		int e = rt_dma_latency_hold(&t->dma_fd);
+		if (e)
+			defer_warning(t, "/dev/cpu_dma_latency not held at 0: %s", strerror(e));
+		t->rt.dma_latency = e == 0;
+	}
+	if (!c->no_tracemark) {
+		t->mark_fd = rt_tracemark_open();
+		t->rt.tracemark = t->mark_fd >= 0;
+	}
+	if (t->rt.policy != RT_OTHER) {
+		int e = rt_set_rttime_limit(RTTIME_SOFT_US, RTTIME_HARD_US);
+		if (e)
+			defer_warning(t, "RLIMIT_RTTIME safety net not set: %s", strerror(e));
+	}
+	t->ov.clock_read_ns = measure_clock_read_ns(10000);
+	t->ov.sample_update_ns = sink_measure_update_ns(100000);
+
+	rt_signals_install();
+	int64_t start_mono = mono_now_ns(), start_real = real_now_ns();
+	sink_raw_start(&t->sink, c->interval_ns, start_mono, start_real);
+	if (sink_header(&t->sink, "timer", a->argc, a->argv, timer_params, t, &t->rt, &t->ov, start_mono,
+			start_real) != 0) {
+		rc = log_error("--json-fd %d: write failed: %s", t->sink.fd, strerror(t->sink.write_errno));
+		timer_cleanup(t);
+		free(t);
+		return rc;
+	}
+	for (int i = 0; i < t->nwarn; i++)
+		sink_warning(&t->sink, "%s", t->warn[i]);
+
+	/* watchdog: the whole run (warm-up included) plus a margin */
+	u128 run_ns = ((u128)(c->loops ? (uint64_t)c->loops : (uint64_t)(c->duration_ns / c->interval_ns)) +
+		       (uint64_t)c->warmup) * (uint64_t)c->interval_ns;
+	u128 wd_s = run_ns / NS_PER_S + 1 + WATCHDOG_MARGIN_S;
+	alarm(wd_s < 0x7fffffff ? (unsigned)wd_s : 0x7fffffff);
+
+	bool start_failed = timer_start_threads(t, err, sizeof(err)) != 0;
+	if (start_failed)
+		atomic_store(&t->sink.stop, true);
+	else
+		timer_supervise(t);
+	for (int i = 0; i < t->sink.ncpu; i++)
+		if (t->thr[i].started)
+			pthread_join(t->thr[i].tid, NULL);
+	alarm(0);
+
+	int sig = rt_signals_caught();
+	if (start_failed)
+		rc = sink_finish(&t->sink, 1, "error", err);
+	else if (sig & RT_SIG_WATCHDOG)
+		rc = sink_finish(&t->sink, 1, "error", "watchdog");
+	else if (sig & RT_SIG_STOP)
+		rc = sink_finish(&t->sink, 4, "interrupted", "stopped by signal");
+	else
+		rc = sink_finish(&t->sink, -1, NULL, NULL);
+	if (start_failed)
+		log_error("%s", err);
+	timer_cleanup(t);
+	free(t);
+	return rc;
+}
+
+/* The timer needs only POSIX clocks, present on every Linux. */
+static bool timer_supported(char *why_not, size_t len)
+{
+	struct timespec ts;
+	if (clock_getres(CLOCK_MONOTONIC, &ts) != 0) {
+		snprintf(why_not, len, "CLOCK_MONOTONIC not available");
+		return false;
+	}
+	return true;
+}
+
+const struct probe probe_timer = {
+	.name = "timer",
+	.summary = "wake-up latency of periodic clock_nanosleep threads, one per CPU (cyclictest-like)",
+	.opts = timer_opts,
+	.nopts = TIMER_NOPTS,
+	.supported = timer_supported,
+	.run = timer_run,
+};
