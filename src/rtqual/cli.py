@@ -10,7 +10,8 @@ from rtqual import __version__, _native, bundle as bundle_mod, rawfile, report
 from rtqual.errors import EXIT_ERROR, EXIT_INCONCLUSIVE, EXIT_SKIP, VERDICT_EXIT, RtqError
 from rtqual.live.terminal import TerminalDisplay
 from rtqual.runner import Interrupted, run_case, worst
-from rtqual.units import format_cpulist, format_duration, online_cpus, parse_cpulist, parse_duration_ns
+from rtqual.scenario.probes import check_params, probe_case
+from rtqual.units import format_cpulist, online_cpus, parse_cpulist, parse_duration_ns
 
 
 class Parser(argparse.ArgumentParser):
@@ -71,29 +72,16 @@ def build_parser() -> Parser:
 
 
 def timer_case(a) -> dict:
-    """Validate `run timer` options and turn them into a case (probe options with exact ns)."""
-    cpus = parse_cpulist(a.cpus) if a.cpus else online_cpus()
-    interval_ns = _positive_ns(a.interval, "--interval")
-    threshold_ns = _positive_ns(a.threshold, "--threshold")
-    if not 1 <= a.priority <= 99:
-        raise RtqError(f"--priority: must be 1-99 (got {a.priority})")
-    if a.loops is not None and a.loops < 1:
-        raise RtqError(f"--loops: must be at least 1 (got {a.loops})")
-    if a.warmup < 0:
-        raise RtqError(f"--warmup: must be 0 or more (got {a.warmup})")
-    duration_ns = a.loops * interval_ns if a.loops else _positive_ns(a.duration, "--duration")
-    args = ["--cpus", format_cpulist(cpus), "--policy", a.policy, "--priority", str(a.priority),
-            "--interval", f"{interval_ns}ns", "--warmup", str(a.warmup), "--threshold", f"{threshold_ns}ns"]
-    args += ["--loops", str(a.loops)] if a.loops else ["--duration", f"{duration_ns}ns"]
-    args += ["--no-dma-latency"] * a.no_dma_latency + ["--allow-degraded"] * a.allow_degraded
-    requirements = {k: _positive_ns(v, opt) for k, v, opt in
-                    (("max_ns", a.max_latency, "--max-latency"), ("p99_ns", a.p99_latency, "--p99-latency")) if v}
-    prio = f":{a.priority}" if a.policy != "other" else ""
-    label = f"timer {a.policy}{prio} {format_duration(interval_ns)} cpus {format_cpulist(cpus)}"
-    params = {"cpus": cpus, "policy": a.policy, "priority": a.priority, "interval_ns": interval_ns,
-              "duration_ns": duration_ns, "loops": a.loops or 0, "warmup": a.warmup, "threshold_ns": threshold_ns}
-    return {"id": "001-timer", "label": label, "probe": "timer", "args": args, "params": params,
-            "requirements": requirements}
+    """Validate `rtqual run timer` options with the same table as scenario files and make the case."""
+    raw = {"cpus": a.cpus, "policy": a.policy, "priority": a.priority, "interval": a.interval,
+           "duration": None if a.loops is not None else a.duration, "loops": a.loops, "warmup": a.warmup,
+           "threshold": a.threshold, "max_latency": a.max_latency, "p99_latency": a.p99_latency,
+           "no_dma_latency": a.no_dma_latency, "allow_degraded": a.allow_degraded}
+    params = check_params("timer", {k: v for k, v in raw.items() if v not in (None, False)}, "",
+                          name_of=lambda k: "--" + k.replace("_", "-"))
+    if a.cpus:
+        parse_cpulist(a.cpus)  # every CPU asked for must be online here
+    return probe_case("timer", params, online_cpus(), "001-timer")
 
 
 def fake_case(a) -> dict:
@@ -124,7 +112,8 @@ def cmd_run(a, argv: list[str]) -> int:
     bundle_mod.write_json(b.path / "host" / "facts-before.json", before)
     bundle_mod.write_json(b.path / "host" / "tunables-before.json", facts.tunables(before))
     bundle_mod.write_json(b.path / "plan.json", {"schema_version": 1, "cases": [case]})
-    bundle_mod.write_text(b.path / "scenario.toml", scenario_text(case, argv))
+    if case["probe"] == "timer":
+        bundle_mod.write_text(b.path / "scenario.toml", scenario_text(case, argv))
     guard = Interrupted()
     verdicts = []
     try:
@@ -142,10 +131,15 @@ def cmd_run(a, argv: list[str]) -> int:
 
 
 def scenario_text(case: dict, argv: list[str]) -> str:
-    """The run as it was asked, for the bundle (a one-case scenario)."""
-    params = "\n".join(f"{k} = {json.dumps(v)}" for k, v in case["params"].items())
-    return (f"# rtqual {' '.join(argv)}\n[[case]]\nprobe = \"{case['probe']}\"\nlabel = "
-            f"{json.dumps(case['label'])}\n[case.params]\n{params}\n")
+    """A one-case scenario equivalent to the command line, for the bundle (`rtqual plan` reads it)."""
+    p = case["params"]
+    params = {"cpus": format_cpulist(p["cpus"]), "policy": p["policy"], "priority": p["priority"],
+              "interval": f"{p['interval_ns']}ns", "warmup": p["warmup"], "threshold": f"{p['threshold_ns']}ns"}
+    params.update({"loops": p["loops"]} if p["loops"] else {"duration": f"{p['duration_ns']}ns"})
+    params.update({k.replace("_ns", "_latency"): f"{v}ns" for k, v in case["requirements"].items()})
+    body = ", ".join(f"{k} = {json.dumps(v)}" for k, v in params.items())
+    return (f"# {' '.join(argv)}\n[[case]]\nprobe = \"{case['probe']}\"\nlabel = {json.dumps(case['label'])}\n"
+            f"params = {{ {body} }}\n")
 
 
 def cmd_show(a) -> int:

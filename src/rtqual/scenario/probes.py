@@ -1,0 +1,142 @@
+"""Probe registry: each probe's parameters (one Field each) and how they become probe options.
+
+Adding a probe = one Probe entry in PROBES. The same table validates scenario files, fills
+defaults, writes docs/scenario.schema.json and builds the native probe's command line.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from rtqual.scenario.fields import Field, check, defaults_of, fail, key_path, unknown_key
+from rtqual.units import format_cpulist, format_duration
+
+US, MS, S = 1_000, 1_000_000, 1_000_000_000
+
+
+@dataclass(frozen=True)
+class Probe:
+    """name, parameter table, keys that exclude each other, and the builder of probe options."""
+    name: str
+    help: str
+    params: dict
+    exclusive: tuple = ()
+    # full params (defaults filled, normalized) -> (args, case params, requirements)
+    build: Callable[[dict], tuple[list[str], dict, dict]] = None
+    label: Callable[[dict], str] = None   # case params -> the label of a one-case run
+    label_keys: tuple = ()       # params shown in an automatic scenario case label
+    time_ns: Callable[[dict], int] = None  # estimated run time from the case params
+    scale: Callable[[dict, float], dict] = None  # full params, factor -> params with durations scaled
+
+
+TIMER_PARAMS = {
+    "cpus": Field("cpulist", "CPUs measured, one pinned thread each (default: all online, or the probe cpuset)"),
+    "policy": Field("enum", "scheduling policy of the measurement threads", ("fifo", "rr", "other"), default="fifo"),
+    "priority": Field("int", "real-time priority (fifo/rr)", lo=1, hi=99, default=80),
+    "interval": Field("duration", "wake-up period", lo=10 * US, hi=10 * S, default="1ms"),
+    "duration": Field("duration", "measured time after warm-up (excludes loops)", lo=MS, hi=365 * 86400 * S,
+                      default="10s"),
+    "loops": Field("int", "measured periods per CPU instead of a duration", lo=1, hi=2 ** 62),
+    "warmup": Field("int", "samples discarded per CPU before measuring", lo=0, hi=10 ** 9, default=100),
+    "threshold": Field("duration", "samples above it are logged as events", lo=1, hi=60 * S, default="100us"),
+    "max_latency": Field("duration", "requirement: the case fails if the max exceeds it", lo=1),
+    "p99_latency": Field("duration", "requirement: the case fails if p99 exceeds it", lo=1),
+    "no_dma_latency": Field("bool", "do not hold /dev/cpu_dma_latency at 0", default=False),
+    "allow_degraded": Field("bool", "without RT privileges run as SCHED_OTHER, marked degraded", default=False),
+}
+
+
+def timer_build(p: dict) -> tuple[list[str], dict, dict]:
+    """Full timer params -> rtqual-probe timer options, the case's params (ns) and requirements.
+
+    `p` holds normalized values (ns ints, cpu list) with defaults filled; `loops` or `duration` set.
+    """
+    loops = p.get("loops") or 0
+    duration_ns = loops * p["interval"] if loops else p["duration"]
+    args = ["--cpus", format_cpulist(p["cpus"]), "--policy", p["policy"], "--priority", str(p["priority"]),
+            "--interval", f"{p['interval']}ns", "--warmup", str(p["warmup"]), "--threshold", f"{p['threshold']}ns"]
+    args += ["--loops", str(loops)] if loops else ["--duration", f"{duration_ns}ns"]
+    args += ["--no-dma-latency"] * bool(p.get("no_dma_latency")) + ["--allow-degraded"] * bool(p.get("allow_degraded"))
+    params = {"cpus": p["cpus"], "policy": p["policy"], "priority": p["priority"], "interval_ns": p["interval"],
+              "duration_ns": duration_ns, "loops": loops, "warmup": p["warmup"], "threshold_ns": p["threshold"]}
+    requirements = {out: p[key] for key, out in (("max_latency", "max_ns"), ("p99_latency", "p99_ns"))
+                    if p.get(key)}
+    return args, params, requirements
+
+
+def timer_label(params: dict) -> str:
+    """The label `rtqual run timer` gives its single case."""
+    prio = f":{params['priority']}" if params["policy"] != "other" else ""
+    return f"timer {params['policy']}{prio} {format_duration(params['interval_ns'])} cpus {format_cpulist(params['cpus'])}"
+
+
+def timer_time_ns(params: dict) -> int:
+    return params["duration_ns"] + params["warmup"] * params["interval_ns"]
+
+
+def timer_scale(p: dict, factor: float) -> dict:
+    """Duration (or loops) times factor, rounded to ms, never below 1 s or 10 intervals
+    (or the original, when that is shorter)."""
+    out = dict(p)
+    floor_ns = max(S, 10 * p["interval"])
+    if p.get("loops"):
+        floor_loops = -(-floor_ns // p["interval"])
+        out["loops"] = max(round(p["loops"] * factor), min(floor_loops, p["loops"]))
+    else:
+        ns = round(p["duration"] * factor)
+        ns -= ns % MS if ns >= S else 0
+        out["duration"] = max(ns, min(floor_ns, p["duration"]))
+    return out
+
+
+PROBES: dict[str, Probe] = {
+    "timer": Probe("timer", "cyclic timer wake-up latency (cyclictest-class)", TIMER_PARAMS,
+                   exclusive=(("duration", "loops"),), build=timer_build, label=timer_label, label_keys=("interval",),
+                   time_ns=timer_time_ns, scale=timer_scale),
+}
+
+
+def overlay(base: dict, top: dict, probe: str) -> dict:
+    """Params of `top` over `base`; a key of an exclusive pair set in `top` drops its partner from `base`."""
+    out = dict(base)
+    for a, b in PROBES[probe].exclusive:
+        if a in top:
+            out.pop(b, None)
+        if b in top:
+            out.pop(a, None)
+    out.update(top)
+    return out
+
+
+def check_params(probe: str, raw, path: str, name_of: Callable[[str], str] | None = None) -> dict:
+    """Validate one table of probe params (no defaults filled). name_of renames keys in messages
+    (the CLI passes lambda k: '--' + k.replace('_', '-'))."""
+    fields = PROBES[probe].params
+    if not isinstance(raw, dict):
+        fail(path, "expected a table of probe parameters")
+    out = {}
+    for key, value in raw.items():
+        if key not in fields:
+            unknown_key(path, key, list(fields))
+        where = name_of(key) if name_of else key_path(path, key)
+        out[key] = check(fields[key], value, where)
+    for a, b in PROBES[probe].exclusive:
+        if a in out and b in out:
+            fail(path, f"'{a}' and '{b}' exclude each other: give one")
+    return out
+
+
+def full_params(probe: str, params: dict, default_cpus: list[int]) -> dict:
+    """Defaults filled under validated params; cpus from default_cpus when not given."""
+    spec = PROBES[probe]
+    full = overlay(defaults_of(spec.params), params, probe)
+    if "cpus" in spec.params and "cpus" not in full:
+        full["cpus"] = list(default_cpus)
+    return full
+
+
+def probe_case(probe: str, params: dict, default_cpus: list[int], case_id: str, label: str | None = None) -> dict:
+    """A runnable case from validated params: the dict shape the runner takes (rtqual run and plans)."""
+    args, case_params, requirements = PROBES[probe].build(full_params(probe, params, default_cpus))
+    return {"id": case_id, "label": label or PROBES[probe].label(case_params), "probe": probe, "args": args,
+            "params": case_params, "requirements": requirements}

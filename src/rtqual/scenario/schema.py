@@ -1,0 +1,103 @@
+"""JSON Schema (draft 2020-12) of scenario files, generated from the key tables of model and probes.
+
+For editors (taplo / Even Better TOML: `#:schema ../docs/scenario.schema.json` on line 1). rtqual's
+own check (model.validate) is stricter: it knows which probe a case uses and which loads exist.
+Regenerate docs/scenario.schema.json with: python -m rtqual.scenario.schema > docs/scenario.schema.json
+"""
+from __future__ import annotations
+
+import json
+
+from rtqual.scenario.fields import CPULIST_PATTERN, DURATION_PATTERN, FREQUENCY_PATTERN, MAX_CPU, NAME_PATTERN, Field
+from rtqual.scenario.model import AXIS_LOAD, BASE, CASE, CONDITIONS, LOAD_TYPES, MATRIX, TOP
+from rtqual.scenario.probes import PROBES
+
+_REFS = {id(CASE): "case", id(BASE): "base", id(CONDITIONS): "conditions"}
+
+
+def _ref(name: str) -> dict:
+    return {"$ref": f"#/$defs/{name}"}
+
+
+def _table(fields: dict) -> dict:
+    return {"type": "object", "properties": {k: field_schema(f) for k, f in fields.items()},
+            "additionalProperties": False}
+
+
+def _value(f: Field) -> dict:
+    """The schema of one value of kind f.kind (without description)."""
+    k = f.kind
+    if k == "table":
+        return _ref(_REFS[id(f.fields)]) if id(f.fields) in _REFS else _table(f.fields)
+    if k == "params":
+        return _table(f.fields) if f.fields else _ref("params")
+    simple = {"str": {"type": "string"}, "bool": {"type": "boolean"},
+              "name": {"type": "string", "pattern": NAME_PATTERN},
+              "enum": {"enum": list(f.choices)},
+              "duration": {"type": "string", "pattern": DURATION_PATTERN},
+              "frequency": {"type": "string", "pattern": FREQUENCY_PATTERN},
+              "cpulist": {"anyOf": [{"type": "string", "pattern": CPULIST_PATTERN},
+                                    {"type": "integer", "minimum": 0, "maximum": MAX_CPU},
+                                    {"type": "array", "minItems": 1,
+                                     "items": {"type": "integer", "minimum": 0, "maximum": MAX_CPU}}]},
+              "loads": {"type": "array", "items": {"anyOf": [{"type": "string"}, _ref("load")]}},
+              "load": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
+              "loadset": {"type": "object", "propertyNames": {"pattern": NAME_PATTERN, "not": {"const": "idle"}},
+                          "additionalProperties": _ref("load")},
+              "cases": {"type": "array", "items": _ref("case")},
+              "matrix": {"anyOf": [_ref("matrix"), {"type": "array", "items": _ref("matrix")}]}}
+    if k in simple:
+        return simple[k]
+    if k in ("int", "number"):
+        out = {"type": "integer" if k == "int" else "number"}
+        if f.lo is not None:
+            out["minimum"] = f.lo
+        if f.hi is not None:
+            out["maximum"] = f.hi
+        return out
+    raise AssertionError(f"no schema for kind {k}")
+
+
+def field_schema(f: Field) -> dict:
+    out = {"description": f.help, **_value(f)}
+    if f.default is not None and f.kind != "table":
+        out["default"] = f.default
+    return out
+
+
+def json_schema() -> dict:
+    """The whole schema as a dict (stable order, so the committed file can be compared)."""
+    params = {}
+    for p in PROBES.values():
+        params.update(p.params)
+    axes = {"load": AXIS_LOAD, **params, **CONDITIONS}
+    matrix = {"type": "object",
+              "properties": {**{k: field_schema(f) for k, f in MATRIX.items()},
+                             **{k: {"description": f"values of {k}: " + f.help, "type": "array", "minItems": 1,
+                                    "items": _value(f)} for k, f in axes.items()}},
+              "additionalProperties": False}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "rtqual scenario",
+        "description": "rtqual scenario file (docs/scenario.md). Durations need a unit (500us, 1ms, 10m); "
+                       "frequencies too (600MHz, 1.5GHz).",
+        **_table(TOP),
+        "$defs": {
+            "case": _table(CASE),
+            "base": _table(BASE),
+            "conditions": _table(CONDITIONS),
+            "params": {**_table(params), "description": "probe parameters (the union of every probe's; "
+                                                        "rtqual checks them against the case's probe)"},
+            "load": {"type": "object", "description": "a load: its type and the load's own options",
+                     "required": ["type"], "properties": {"type": {"enum": list(LOAD_TYPES)}}},
+            "matrix": matrix,
+        },
+    }
+
+
+def schema_text() -> str:
+    return json.dumps(json_schema(), indent=2) + "\n"
+
+
+if __name__ == "__main__":
+    print(schema_text(), end="")
