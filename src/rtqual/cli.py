@@ -21,12 +21,27 @@ class Parser(argparse.ArgumentParser):
         raise RtqError(f"{self.prog}: {message} (see --help)")
 
 
+def build_scenario_run_parser() -> Parser:
+    """`rtqual run SCENARIO.toml`: a separate parser, chosen when the run target is a file."""
+    p = Parser(prog="rtqual run", description="Run every case of a scenario file into one bundle.")
+    p.add_argument("scenario", help="scenario file (TOML); rtqual plan shows its cases")
+    p.add_argument("--scale", type=float, help="multiply every duration (e.g. 0.1)")
+    p.add_argument("--raw", action="store_true", help="keep every sample of every case")
+    p.add_argument("-o", "--output", help="bundle directory (default: the scenario's, or rtqual-<host>-<time>)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no live progress")
+    return p
+
+
+def _is_scenario_target(argv: list[str]) -> bool:
+    return len(argv) > 1 and argv[0] == "run" and (argv[1].endswith(".toml") or Path(argv[1]).is_file())
+
+
 def build_parser() -> Parser:
     p = Parser(prog="rtqual", description="Qualify a Linux host for real-time control.")
     p.add_argument("--version", action="store_true", help="print rtqual's and the probes' versions")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
-    run = sub.add_parser("run", help="run a measurement and write a result bundle")
+    run = sub.add_parser("run", help="run a measurement (PROBE or SCENARIO.toml) and write a result bundle")
     run_sub = run.add_subparsers(dest="probe", metavar="PROBE", required=True)
     t = run_sub.add_parser("timer", help="cyclic timer wake-up latency (cyclictest-class)",
                            description="One pinned thread per CPU sleeps to absolute deadlines; "
@@ -54,8 +69,14 @@ def build_parser() -> Parser:
     f.add_argument("--script", required=True)
     f.add_argument("--threshold", default="100us")
     f.add_argument("--raw", action="store_true")
+    f.add_argument("--raw-max-mb", type=int, default=256)
     f.add_argument("-o", "--output")
     f.add_argument("-q", "--quiet", action="store_true")
+
+    pl = sub.add_parser("plan", help="print a scenario's cases and total time; runs nothing")
+    pl.add_argument("scenario", help="scenario file (TOML)")
+    pl.add_argument("--scale", type=float, help="multiply every duration (e.g. 0.1)")
+    pl.add_argument("--json", action="store_true")
 
     s = sub.add_parser("show", help="print the results of a bundle")
     s.add_argument("bundle")
@@ -101,29 +122,55 @@ def _positive_ns(text: str, what: str) -> int:
 
 def cmd_run(a, argv: list[str]) -> int:
     case = timer_case(a) if a.probe == "timer" else fake_case(a)
-    _native.check(case["probe"], case["args"])
+    text = scenario_text(case, argv) if case["probe"] == "timer" else None
+    return execute([case], argv, a.output, a.quiet, raw_mb=a.raw_max_mb if a.raw else 0,
+                   plan={"schema_version": 1, "cases": [case]}, scenario_toml=text)
+
+
+def cmd_run_scenario(a, argv: list[str]) -> int:
+    from rtqual import scenario
+    if a.scale is not None and not a.scale > 0:
+        raise RtqError(f"--scale: must be greater than 0 (got {a.scale})")
+    sc = scenario.load(a.scenario)
+    cases = scenario.expand(sc, scale=a.scale)
+    raw = a.raw or sc["run"].get("raw", False)
+    return execute(cases, argv, a.output or sc["run"].get("output"), a.quiet, raw_mb=256 if raw else 0,
+                   plan=scenario.plan_json(cases, sc), scenario_toml=sc["text"])
+
+
+def execute(cases: list[dict], argv: list[str], output: str | None, quiet: bool, raw_mb: int,
+            plan: dict, scenario_toml: str | None) -> int:
+    """Check every case, then run them into a new bundle; print the results and, last, the bundle path."""
     from rtqual.host import facts
-    b = bundle_mod.Bundle(Path(a.output) if a.output else bundle_mod.default_path(), argv, _native.probe_version())
-    if a.raw:
-        case["args"] += ["--raw", str(b.path / "cases" / case["id"] / "raw.bin"),
-                         "--raw-max-bytes", str(getattr(a, "raw_max_mb", 256) * 1024 * 1024)]
+    from rtqual.loads import LoadSet, make_load
+    for case in cases:  # everything that can be known wrong is said before anything runs
+        _native.check(case["probe"], case["args"])
+        LoadSet([make_load(spec) for spec in case.get("loads", [])]).prepare_all()
+    b = bundle_mod.Bundle(Path(output) if output else bundle_mod.default_path(), argv, _native.probe_version())
+    if raw_mb:
+        for case in cases:
+            case["args"] += ["--raw", str(b.path / "cases" / case["id"] / "raw.bin"),
+                             "--raw-max-bytes", str(raw_mb * 1024 * 1024)]
     tools = {"rtqual": __version__, "rtqual-probe": b.manifest["probe_version"]}
     before = facts.collect(tools=tools)
     bundle_mod.write_json(b.path / "host" / "facts-before.json", before)
     bundle_mod.write_json(b.path / "host" / "tunables-before.json", facts.tunables(before))
-    bundle_mod.write_json(b.path / "plan.json", {"schema_version": 1, "cases": [case]})
-    if case["probe"] == "timer":
-        bundle_mod.write_text(b.path / "scenario.toml", scenario_text(case, argv))
-    guard = Interrupted()
-    verdicts = []
+    bundle_mod.write_json(b.path / "plan.json", plan)
+    if scenario_toml is not None:
+        bundle_mod.write_text(b.path / "scenario.toml", scenario_toml)
+    guard, verdicts = Interrupted(), []
+    display = TerminalDisplay(quiet=quiet, cases=cases)
     try:
         with guard.installed():
-            verdicts.append(run_case(case, b, TerminalDisplay(quiet=a.quiet), guard)["verdict"])
+            for case in cases:
+                if guard.signum:
+                    break
+                verdicts.append(run_case(case, b, display, guard)["verdict"])
     finally:
         after = facts.collect(tools=tools)
         bundle_mod.write_json(b.path / "host" / "facts-after.json", after)
         bundle_mod.write_json(b.path / "host" / "tunables-after.json", facts.tunables(after))
-        interrupted = bool(guard.signum) or len(verdicts) < 1
+        interrupted = bool(guard.signum) or len(verdicts) < len(cases)
         b.finish("interrupted" if interrupted else "complete", "inconclusive" if interrupted else worst(verdicts))
     print(report.show_text(bundle_mod.load(b.path)))
     print(b.path)
@@ -140,6 +187,19 @@ def scenario_text(case: dict, argv: list[str]) -> str:
     body = ", ".join(f"{k} = {json.dumps(v)}" for k, v in params.items())
     return (f"# {' '.join(argv)}\n[[case]]\nprobe = \"{case['probe']}\"\nlabel = {json.dumps(case['label'])}\n"
             f"params = {{ {body} }}\n")
+
+
+def cmd_plan(a) -> int:
+    from rtqual import scenario
+    if a.scale is not None and not a.scale > 0:
+        raise RtqError(f"--scale: must be greater than 0 (got {a.scale})")
+    sc = scenario.load(a.scenario)
+    cases = scenario.expand(sc, scale=a.scale)
+    if a.json:
+        print(json.dumps(scenario.plan_json(cases, sc), indent=1))
+    else:
+        print(scenario.plan_text(cases, scenario.plan_title(sc)))
+    return 0
 
 
 def cmd_show(a) -> int:
@@ -185,12 +245,16 @@ def _try_probe_version() -> str:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        if _is_scenario_target(argv):
+            return cmd_run_scenario(build_scenario_run_parser().parse_args(argv[1:]), ["rtqual", *argv])
         a = build_parser().parse_args(argv)
         if a.version:
             print(f"rtqual {__version__}\nrtqual-probe {_try_probe_version()}")
             return 0
         if a.command == "run":
             return cmd_run(a, ["rtqual", *argv])
+        if a.command == "plan":
+            return cmd_plan(a)
         if a.command == "show":
             return cmd_show(a)
         if a.command == "export":

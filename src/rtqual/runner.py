@@ -8,12 +8,14 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 from contextlib import contextmanager
 
 from rtqual import _native
 from rtqual.bundle import Bundle, write_json, write_text
-from rtqual.errors import EXIT_ERROR, EXIT_INCONCLUSIVE, EXIT_SKIP
+from rtqual.errors import EXIT_ERROR, EXIT_INCONCLUSIVE, EXIT_SKIP, RtqError
 from rtqual.hist import Histogram
+from rtqual.loads import LoadSet, make_load
 from rtqual.stream import Stream
 from rtqual.units import format_ns
 
@@ -57,11 +59,50 @@ def _signal_group(proc: subprocess.Popen, sig: int) -> None:
 
 
 def run_case(case: dict, bundle: Bundle, display, guard: Interrupted) -> dict:
-    """Run one probe case to its end (or interruption) and write it into the bundle at once."""
+    """One case: loads started and settled, the probe run to its end (or interruption), everything
+    stopped, and the case written into the bundle at once."""
     d = bundle.case_dir(case["id"])
-    write_json(d / "params.json", {k: case[k] for k in ("id", "label", "probe", "args", "params", "requirements")})
-    stream = Stream()
+    write_json(d / "params.json", {k: case.get(k) for k in
+                                   ("id", "label", "probe", "args", "params", "requirements", "loads", "conditions")})
+    loads = LoadSet([make_load(spec) for spec in case.get("loads", [])])
+    stream, exit_code, stderr_last, problems = Stream(), None, "", []
     display.start_case(case)
+    try:
+        loads.prepare_all()
+        loads.start_all(d)
+        _settle(case, loads, guard)
+        dead = loads.poll_all()
+        if dead is None and not guard.signum:
+            stream, exit_code, stderr_last = _measure(case, d, display, guard, loads)
+    finally:
+        try:
+            loads.stop_all()
+        except RtqError as e:
+            problems.append(str(e))
+    result = summarize(case, stream, exit_code if exit_code is not None else EXIT_INCONCLUSIVE, stderr_last,
+                       interrupted=bool(guard.signum))
+    result["loads"] = loads.collect_all()
+    dead = next((ld["dead_reason"] for ld in result["loads"] if ld["dead_reason"]), None)
+    if dead and result["verdict"] not in ("error", "skip"):
+        result["verdict"], result["reason"] = "inconclusive", f"load not running: {dead}"
+    result["warnings"] += problems
+    _write_hists(d, stream)
+    write_json(d / "result.json", result)
+    bundle.add_case(result)
+    display.end_case(case, result)
+    return result
+
+
+def _settle(case: dict, loads: LoadSet, guard: Interrupted) -> None:
+    """Let the loads reach steady state before measuring (interruptible, stops early if one dies)."""
+    end = time.monotonic() + (case.get("conditions") or {}).get("settle_ns", 0) / 1e9 if loads.loads else 0
+    while time.monotonic() < end and not guard.signum and loads.poll_all() is None:
+        time.sleep(min(0.1, max(end - time.monotonic(), 0)))
+
+
+def _measure(case: dict, d, display, guard: Interrupted, loads: LoadSet) -> tuple[Stream, int, str]:
+    """Run the probe, keeping its stream verbatim; a load dying mid-case stops the probe early."""
+    stream = Stream()
     with open(d / "probe.stderr", "w") as err, open(d / "stream.jsonl", "w", buffering=1) as log:
         proc = _native.spawn(case["probe"], case["args"], err)
         guard.proc = proc
@@ -69,25 +110,27 @@ def run_case(case: dict, bundle: Bundle, display, guard: Interrupted) -> dict:
             for line in proc.stdout:
                 log.write(line)
                 rec = stream.feed(line)
-                if rec is not None:
-                    display.record(case, rec)
+                if rec is None:
+                    continue
+                display.record(case, rec)
+                if rec["type"] == "progress" and loads.poll_all():
+                    _signal_group(proc, signal.SIGINT)
         finally:
             exit_code = _stop(proc)
             guard.proc = None
-    stderr_tail = (d / "probe.stderr").read_text(errors="replace").strip().splitlines()[-1:]
-    result = summarize(case, stream, exit_code, stderr_tail[0] if stderr_tail else "",
-                       interrupted=bool(guard.signum))
+    tail = (d / "probe.stderr").read_text(errors="replace").strip().splitlines()[-1:]
+    return stream, exit_code, tail[0] if tail else ""
+
+
+def _write_hists(d, stream: Stream) -> None:
     hists = {str(cpu): rec for cpu, rec in sorted(stream.hists.items())}
-    if hists:
-        merged = merged_hist(stream)
-        write_json(d / "hist.json", {"layout": "hdr", "per_cpu": hists, "all": merged.to_record()})
-        for cpu, rec in hists.items():
-            write_text(d / f"hist-cpu{cpu}.hdr", Histogram.from_record(rec).encode_hdr() + "\n")
-        write_text(d / "hist-all.hdr", merged.encode_hdr() + "\n")
-    write_json(d / "result.json", result)
-    bundle.add_case(result)
-    display.end_case(case, result)
-    return result
+    if not hists:
+        return
+    merged = merged_hist(stream)
+    write_json(d / "hist.json", {"layout": "hdr", "per_cpu": hists, "all": merged.to_record()})
+    for cpu, rec in hists.items():
+        write_text(d / f"hist-cpu{cpu}.hdr", Histogram.from_record(rec).encode_hdr() + "\n")
+    write_text(d / "hist-all.hdr", merged.encode_hdr() + "\n")
 
 
 def _stop(proc: subprocess.Popen) -> int:

@@ -16,11 +16,27 @@ def progress_line(rec: dict) -> str:
     return " | ".join(parts)
 
 
+def case_line(case: dict, cases: list[dict]) -> str:
+    """'[2/13] running 002-x: label (about 1h02m left in the run)' (pure)."""
+    ids = [c["id"] for c in cases]
+    if case["id"] not in ids or len(ids) < 2:
+        return f"running {case['id']}: {case['label']}"
+    k = ids.index(case["id"])
+    left_ns = sum(c.get("estimate_ns", c.get("params", {}).get("duration_ns", 0)) for c in cases[k:])
+    return f"[{k + 1}/{len(ids)}] running {case['id']}: {case['label']} (about {_hms(left_ns)} left in the run)"
+
+
+def _hms(ns: int) -> str:
+    s = round(ns / 1e9)
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
 class TerminalDisplay:
     """Shows progress records of the running case; quiet=True prints nothing."""
 
-    def __init__(self, stream=None, quiet: bool = False):
+    def __init__(self, stream=None, quiet: bool = False, cases: list[dict] | None = None):
         self.out = stream or sys.stdout
+        self.cases = cases or []
         self.quiet = quiet
         self.tty = self.out.isatty()
         self.live = None
@@ -32,7 +48,7 @@ class TerminalDisplay:
         self.case_total_s = case.get("params", {}).get("duration_ns", 0) / 1e9
         if self.quiet:
             return
-        print(f"running {case['id']}: {case['label']}", file=self.out, flush=True)
+        print(case_line(case, self.cases), file=self.out, flush=True)
         if self.tty:
             from rich.console import Console
             from rich.live import Live
