@@ -42,10 +42,12 @@ def check(probe: str, args: list[str]) -> None:
         raise RtqError(f"{PROBE} {probe} --check failed (exit {out.returncode}): {_last_line(out.stderr)}")
 
 
-def spawn(probe: str, args: list[str], stderr) -> subprocess.Popen:
-    """Start a probe in its own session (signals are forwarded by the runner); JSON Lines on stdout."""
+def spawn(probe: str, args: list[str], stderr, preexec=None) -> subprocess.Popen:
+    """Start a probe in its own session (signals are forwarded by the runner); JSON Lines on stdout.
+    preexec runs in the child before exec (e.g. joining a cpuset)."""
     return subprocess.Popen([probe_path(), probe, *args], stdout=subprocess.PIPE, stderr=stderr,
-                            stdin=subprocess.DEVNULL, text=True, bufsize=1, start_new_session=True)
+                            stdin=subprocess.DEVNULL, text=True, bufsize=1, start_new_session=True,
+                            preexec_fn=preexec)
 
 
 def _last_line(text: str) -> str:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from rtqual import __version__, _native, bundle as bundle_mod, rawfile, report
+from rtqual.conditions import CHANGES_FILE, Conditions, restore_from_bundle
 from rtqual.errors import EXIT_ERROR, EXIT_INCONCLUSIVE, EXIT_SKIP, VERDICT_EXIT, RtqError
 from rtqual.live.terminal import TerminalDisplay
 from rtqual.runner import Interrupted, run_case, worst
@@ -87,6 +88,9 @@ def build_parser() -> Parser:
     er = e_sub.add_parser("raw", help="raw samples as CSV: case,cpu,time_ns,latency_ns")
     er.add_argument("bundle")
 
+    r = sub.add_parser("restore", help="put back host settings a killed run left changed")
+    r.add_argument("bundle")
+
     h = sub.add_parser("host", help="host facts that matter for real-time behaviour")
     h.add_argument("--json", action="store_true")
     return p
@@ -159,14 +163,16 @@ def execute(cases: list[dict], argv: list[str], output: str | None, quiet: bool,
     if scenario_toml is not None:
         bundle_mod.write_text(b.path / "scenario.toml", scenario_toml)
     guard, verdicts = Interrupted(), []
+    cond = Conditions(state_path=b.path / CHANGES_FILE)
     display = TerminalDisplay(quiet=quiet, cases=cases)
     try:
         with guard.installed():
             for case in cases:
                 if guard.signum:
                     break
-                verdicts.append(run_case(case, b, display, guard)["verdict"])
+                verdicts.append(run_case(case, b, display, guard, cond)["verdict"])
     finally:
+        cond.restore()
         after = facts.collect(tools=tools)
         bundle_mod.write_json(b.path / "host" / "facts-after.json", after)
         bundle_mod.write_json(b.path / "host" / "tunables-after.json", facts.tunables(after))
@@ -225,6 +231,15 @@ def cmd_export_raw(a) -> int:
     return 0
 
 
+def cmd_restore(a) -> int:
+    actions = restore_from_bundle(a.bundle)
+    for act in actions:
+        print(json.dumps(act))
+    print(f"{len(actions)} setting(s) restored from {a.bundle}" if actions else f"{a.bundle}: nothing to restore")
+    failed = [x for x in actions if x.get("error") or x.get("ok") is False]
+    return EXIT_ERROR if failed else 0
+
+
 def cmd_host(a) -> int:
     from rtqual.host import facts
     f = facts.collect(tools={"rtqual": __version__, "rtqual-probe": _try_probe_version()})
@@ -259,6 +274,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_show(a)
         if a.command == "export":
             return cmd_export_raw(a)
+        if a.command == "restore":
+            return cmd_restore(a)
         if a.command == "host":
             return cmd_host(a)
         build_parser().print_help()

@@ -13,8 +13,10 @@ from contextlib import contextmanager
 
 from rtqual import _native
 from rtqual.bundle import Bundle, write_json, write_text
+from rtqual.conditions import CHANGES_FILE, Conditions, not_applied
 from rtqual.errors import EXIT_ERROR, EXIT_INCONCLUSIVE, EXIT_SKIP, RtqError
 from rtqual.hist import Histogram
+from rtqual.host.sampler import Sampler, read_samples, rt_tasks, summarize as summarize_samples
 from rtqual.loads import LoadSet, make_load
 from rtqual.stream import Stream
 from rtqual.units import format_ns
@@ -58,34 +60,47 @@ def _signal_group(proc: subprocess.Popen, sig: int) -> None:
         pass
 
 
-def run_case(case: dict, bundle: Bundle, display, guard: Interrupted) -> dict:
-    """One case: loads started and settled, the probe run to its end (or interruption), everything
-    stopped, and the case written into the bundle at once."""
+def run_case(case: dict, bundle: Bundle, display, guard: Interrupted, cond: Conditions | None = None) -> dict:
+    """One case: conditions applied, loads started and settled, host sampled, the probe run to its end
+    (or interruption), then everything stopped and restored, and the case written into the bundle at once."""
     d = bundle.case_dir(case["id"])
     write_json(d / "params.json", {k: case.get(k) for k in
                                    ("id", "label", "probe", "args", "params", "requirements", "loads", "conditions")})
+    cond = cond or Conditions(state_path=bundle.path / CHANGES_FILE)
     loads = LoadSet([make_load(spec) for spec in case.get("loads", [])])
-    stream, exit_code, stderr_last, problems = Stream(), None, "", []
+    sampler = Sampler(d / "host-samples.jsonl")
+    stream, exit_code, stderr_last, problems, changes, restored = Stream(), None, "", [], [], []
     display.start_case(case)
     try:
+        changes = cond.apply(case.get("conditions") or {})
         loads.prepare_all()
         loads.start_all(d)
+        if "loads" in cond.cpusets:
+            for inst in (i for ld in loads.collect_all() for i in ld["instances"]):
+                cond.cpusets["loads"].add_pid(inst["pid"])
         _settle(case, loads, guard)
-        dead = loads.poll_all()
-        if dead is None and not guard.signum:
-            stream, exit_code, stderr_last = _measure(case, d, display, guard, loads)
+        if loads.poll_all() is None and not guard.signum:
+            write_json(d / "rt-tasks.json", rt_tasks(exclude=[os.getpid()]))
+            sampler.start()
+            stream, exit_code, stderr_last = _measure(case, d, display, guard, loads, cond.cpusets.get("probe"))
     finally:
+        if sampler.is_alive():
+            sampler.stop()
         try:
             loads.stop_all()
         except RtqError as e:
             problems.append(str(e))
+        restored = cond.restore()
     result = summarize(case, stream, exit_code if exit_code is not None else EXIT_INCONCLUSIVE, stderr_last,
                        interrupted=bool(guard.signum))
     result["loads"] = loads.collect_all()
+    result["conditions"] = {"changes": changes, "restored": restored, "applied": not not_applied(changes)}
+    result["host_samples"] = summarize_samples(read_samples(d / "host-samples.jsonl")) \
+        if (d / "host-samples.jsonl").exists() else None
     dead = next((ld["dead_reason"] for ld in result["loads"] if ld["dead_reason"]), None)
     if dead and result["verdict"] not in ("error", "skip"):
         result["verdict"], result["reason"] = "inconclusive", f"load not running: {dead}"
-    result["warnings"] += problems
+    result["warnings"] += not_applied(changes) + problems
     _write_hists(d, stream)
     write_json(d / "result.json", result)
     bundle.add_case(result)
@@ -100,11 +115,13 @@ def _settle(case: dict, loads: LoadSet, guard: Interrupted) -> None:
         time.sleep(min(0.1, max(end - time.monotonic(), 0)))
 
 
-def _measure(case: dict, d, display, guard: Interrupted, loads: LoadSet) -> tuple[Stream, int, str]:
-    """Run the probe, keeping its stream verbatim; a load dying mid-case stops the probe early."""
+def _measure(case: dict, d, display, guard: Interrupted, loads: LoadSet, cpuset=None) -> tuple[Stream, int, str]:
+    """Run the probe (inside the probe cpuset if any), keeping its stream verbatim; a load dying
+    mid-case stops the probe early."""
     stream = Stream()
     with open(d / "probe.stderr", "w") as err, open(d / "stream.jsonl", "w", buffering=1) as log:
-        proc = _native.spawn(case["probe"], case["args"], err)
+        join = (lambda: cpuset.add_pid(os.getpid())) if cpuset else None  # before the probe pins its threads
+        proc = _native.spawn(case["probe"], case["args"], err, preexec=join)
         guard.proc = proc
         try:
             for line in proc.stdout:

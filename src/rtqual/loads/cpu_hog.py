@@ -1,0 +1,35 @@
+"""cpu-hog: the seed paper's `cat /dev/zero > /dev/null`, built in, one process pinned per CPU.
+
+Each instance is `python -m rtqual.loads.zero_to_null`: read/write syscalls in a loop like cat
+(mostly kernel time), so it needs nothing installed.
+"""
+import sys
+
+from rtqual.loads.base import Load, Option, python_env
+from rtqual.units import online_cpus
+
+
+class CpuHog(Load):
+    """One copier per selected CPU (all online CPUs by default), each pinned to its CPU."""
+    type = "cpu-hog"
+    OPTIONS = (
+        Option("block_size", "int", 128 * 1024, "bytes per read and write (cat uses 128 KiB)",
+               min=1, max=64 * 1024 * 1024),
+    )
+
+    def default_instances(self) -> int:
+        return len(self.cpus or online_cpus())
+
+    def instance_cpus(self, index: int) -> list[int]:
+        cpus = self.cpus or online_cpus()
+        return [cpus[index % len(cpus)]]
+
+    def find_tool(self) -> str:
+        return sys.executable
+
+    def argv(self, index: int) -> list[str]:
+        return [self.exe, "-m", "rtqual.loads.zero_to_null", str(self.options["block_size"])]
+
+    def env(self) -> dict:
+        return python_env()
+
