@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 from importlib import resources
 from pathlib import Path
 
 from rtqual.errors import EXIT_ERROR, EXIT_SKIP, RtqError
+from rtqual.procs import die_with_parent
 
 PROBE = "rtqual-probe"
 
@@ -45,9 +47,13 @@ def check(probe: str, args: list[str]) -> None:
 def spawn(probe: str, args: list[str], stderr, preexec=None) -> subprocess.Popen:
     """Start a probe in its own session (signals are forwarded by the runner); JSON Lines on stdout.
     preexec runs in the child before exec (e.g. joining a cpuset)."""
+    def setup():
+        die_with_parent(signal.SIGTERM)  # the probe stops cleanly if rtqual is killed
+        if preexec:
+            preexec()
     return subprocess.Popen([probe_path(), probe, *args], stdout=subprocess.PIPE, stderr=stderr,
                             stdin=subprocess.DEVNULL, text=True, bufsize=1, start_new_session=True,
-                            preexec_fn=preexec)
+                            preexec_fn=setup)
 
 
 def _last_line(text: str) -> str:

@@ -89,3 +89,40 @@ def test_interrupt_keeps_finished_cases_and_stops_loads(tmp_path):
     assert verdicts == ["pass", "inconclusive"]  # the third case never started
     assert not leftovers(tmp_path / "b")
     assert os.path.exists(tmp_path / "b" / "host" / "facts-after.json")
+
+
+def test_sigkill_then_restore(tmp_path, rtqual_cmd):
+    """rtqual killed with SIGKILL: its probe and loads die with it, `rtqual restore` removes the cpusets."""
+    f = tmp_path / "s.toml"
+    f.write_text('[defaults.timer]\ncpus = "1"\nduration = "60s"\n[[case]]\nlabel = "k"\n'
+                 'loads = [{type = "cpu-hog", cpus = "0"}]\n'
+                 'conditions = { settle = "100ms", cpuset = { probe = "1", loads = "0" } }\n')
+    proc = subprocess.Popen([sys.executable, "-m", "rtqual", "run", str(f), "-o", str(tmp_path / "b"), "-q"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    stream = tmp_path / "b" / "cases" / "001-k" / "stream.jsonl"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and '"progress"' not in (stream.read_text() if stream.exists() else ""):
+        time.sleep(0.1)
+    changes = json.loads((tmp_path / "b" / "host" / "changes.json").read_text())["changes"]
+    cpusets = [c["knob"] for c in changes if c["kind"] == "cpuset"]
+    assert len(cpusets) == 2 and all(os.path.isdir(p) for p in cpusets)
+    tasks = [int(t) for p in cpusets for t in open(os.path.join(p, "tasks")).read().split()]
+    assert tasks
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(t) for t in tasks):
+        time.sleep(0.1)
+    assert not any(_alive(t) for t in tasks), "probe or load outlived a SIGKILLed rtqual"
+    out = rtqual_cmd("restore", tmp_path / "b")
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert not any(os.path.exists(p) for p in cpusets)
+    assert "nothing to restore" in rtqual_cmd("restore", tmp_path / "b").stdout
+
+
+def _alive(pid: int) -> bool:
+    """A live, non-zombie process (PID 1 here may not reap orphans)."""
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

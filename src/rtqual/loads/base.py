@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rtqual.errors import EXIT_SKIP, RtqError
+from rtqual.procs import die_with_parent
 from rtqual.units import format_cpulist, online_cpus, parse_cpulist
 
 POLICIES = {"other": os.SCHED_OTHER, "batch": os.SCHED_BATCH, "idle": os.SCHED_IDLE,
@@ -361,6 +362,7 @@ def _child_setup(cpus: list[int] | None, policy: int, priority: int):
         signal.pthread_sigmask(signal.SIG_SETMASK, [])
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, signal.SIG_DFL)
+        die_with_parent(signal.SIGKILL)
         if cpus is not None:
             os.sched_setaffinity(0, cpus)
         os.sched_setscheduler(0, policy, os.sched_param(priority))
