@@ -11,7 +11,7 @@ from rtqual.conditions import CHANGES_FILE, Conditions, restore_from_bundle
 from rtqual.errors import EXIT_ERROR, EXIT_INCONCLUSIVE, EXIT_SKIP, VERDICT_EXIT, RtqError
 from rtqual.live.terminal import TerminalDisplay
 from rtqual.runner import Interrupted, run_case, worst
-from rtqual.scenario.probes import check_params, probe_case
+from rtqual.scenario.probes import PROBES, check_params, probe_case
 from rtqual.units import format_cpulist, online_cpus, parse_cpulist, parse_duration_ns
 
 
@@ -66,6 +66,10 @@ def build_parser() -> Parser:
     t.add_argument("-o", "--output", help="bundle directory (default rtqual-<host>-<time>)")
     t.add_argument("-q", "--quiet", action="store_true", help="no live progress")
 
+    for name, probe in PROBES.items():  # every other probe: options from its parameter table
+        if name != "timer":
+            add_probe_parser(run_sub, name, probe)
+
     f = run_sub.add_parser("fake", help=argparse.SUPPRESS)  # pipeline tests: replays a script
     f.add_argument("--script", required=True)
     f.add_argument("--threshold", default="100us")
@@ -94,6 +98,30 @@ def build_parser() -> Parser:
     h = sub.add_parser("host", help="host facts that matter for real-time behaviour")
     h.add_argument("--json", action="store_true")
     return p
+
+
+def add_probe_parser(run_sub, name: str, probe) -> None:
+    """`rtqual run NAME [--option value ...]` from the probe's parameter table."""
+    sp = run_sub.add_parser(name, help=probe.help, description=probe.help)
+    for key, f in probe.params.items():
+        opt = "--" + key.replace("_", "-")
+        default = f" (default {f.default})" if f.default not in (None, False) else ""
+        if f.kind == "bool":
+            sp.add_argument(opt, action="store_true", help=f.help)
+        else:
+            sp.add_argument(opt, type=int if f.kind == "int" else str, help=f.help + default,
+                            choices=f.choices or None)
+    sp.add_argument("--raw", action="store_true", help="keep every sample (raw.bin; rtqual export raw)")
+    sp.add_argument("--raw-max-mb", type=int, default=256, help="size cap of the raw file (default 256 MB)")
+    sp.add_argument("-o", "--output", help="bundle directory (default rtqual-<host>-<time>)")
+    sp.add_argument("-q", "--quiet", action="store_true", help="no live progress")
+
+
+def probe_options_case(name: str, a) -> dict:
+    """Validate a native probe's options with its table and make the case."""
+    given = {k: getattr(a, k) for k in PROBES[name].params if getattr(a, k, None) not in (None, False)}
+    params = check_params(name, given, "", name_of=lambda k: "--" + k.replace("_", "-"))
+    return probe_case(name, params, online_cpus(), f"001-{name}")
 
 
 def timer_case(a) -> dict:
@@ -125,7 +153,8 @@ def _positive_ns(text: str, what: str) -> int:
 
 
 def cmd_run(a, argv: list[str]) -> int:
-    case = timer_case(a) if a.probe == "timer" else fake_case(a)
+    case = timer_case(a) if a.probe == "timer" else fake_case(a) if a.probe == "fake" else \
+        probe_options_case(a.probe, a)
     text = scenario_text(case, argv) if case["probe"] == "timer" else None
     return execute([case], argv, a.output, a.quiet, raw_mb=a.raw_max_mb if a.raw else 0,
                    plan={"schema_version": 1, "cases": [case]}, scenario_toml=text)

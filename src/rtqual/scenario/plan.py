@@ -91,7 +91,7 @@ def _case(scenario: dict, layers: list[dict], label: str | None, n: int, scale: 
     cpuset = cond.get("cpuset", {})
     default_cpus = cpuset.get("probe", online)
     nominal = full_params(probe, shape["params"], default_cpus)
-    if "probe" in cpuset and not set(nominal["cpus"]) <= set(cpuset["probe"]):
+    if "probe" in cpuset and "cpus" in nominal and not set(nominal["cpus"]) <= set(cpuset["probe"]):
         raise RtqError(f"{scenario.get('source', '<scenario>')}: case {n}: cpus {format_cpulist(nominal['cpus'])} "
                        f"are outside the probe cpuset {format_cpulist(cpuset['probe'])}")
     names, specs = load_specs(shape.get("loads", []), scenario["loads"])

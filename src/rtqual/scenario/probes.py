@@ -5,7 +5,9 @@ defaults, writes docs/scenario.schema.json and builds the native probe's command
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 from rtqual.scenario.fields import Field, check, defaults_of, fail, key_path, unknown_key
@@ -89,10 +91,88 @@ def timer_scale(p: dict, factor: float) -> dict:
     return out
 
 
+# Probes other than timer take their parameters from the native option table (`rtqual-probe
+# --list`), kept in native_probes.json beside this file; a test checks it matches the binary.
+NATIVE_TABLE = Path(__file__).with_name("native_probes.json")
+MANAGED_OPTIONS = {"json-fd", "raw", "raw-max-bytes", "progress-ms", "script"}  # set by rtqual itself
+_KINDS = {"duration": "duration", "int": "int", "enum": "enum", "flag": "bool", "cpulist": "cpulist",
+          "path": "str", "string": "str"}
+REQUIREMENTS = {"max_latency": Field("duration", "requirement: the case fails if the max exceeds it", lo=1),
+                "p99_latency": Field("duration", "requirement: the case fails if p99 exceeds it", lo=1)}
+
+
+def _native_field(opt: dict) -> Field:
+    kind = _KINDS.get(opt["type"], "str")
+    default = opt.get("default")
+    if kind == "int" and default is not None:
+        default = int(default)
+    if kind == "bool":
+        default = False
+    return Field(kind, opt.get("help", ""), tuple(opt.get("choices") or ()), opt.get("min"), opt.get("max"),
+                 default=default)
+
+
+def native_probe(entry: dict) -> Probe:
+    """A Probe from one `rtqual-probe --list` entry: options pass straight to the binary."""
+    name = entry["name"]
+    params = {o["name"].lstrip("-").replace("-", "_"): _native_field(o)
+              for o in entry["options"] if o["name"].lstrip("-") not in MANAGED_OPTIONS}
+    params.update(REQUIREMENTS)
+
+    def build(p: dict) -> tuple[list[str], dict, dict]:
+        args, case_params = [], {}
+        for key, value in p.items():
+            if key in REQUIREMENTS or value is None or value is False:
+                continue
+            kind = params[key].kind
+            opt = "--" + key.replace("_", "-")
+            if kind == "bool":
+                args.append(opt)
+            else:
+                args += [opt, f"{value}ns" if kind == "duration" else
+                         format_cpulist(value) if kind == "cpulist" else str(value)]
+            case_params[f"{key}_ns" if kind == "duration" else key] = value
+        if "duration" in params and not p.get("loops"):
+            case_params.setdefault("duration_ns", p.get("duration"))
+        requirements = {out: p[key] for key, out in (("max_latency", "max_ns"), ("p99_latency", "p99_ns"))
+                        if p.get(key)}
+        return args, case_params, requirements
+
+    def label(case_params: dict) -> str:
+        words = [name] + [str(case_params[k]) for k in ("mode", "ipc", "component", "transport", "source", "width")
+                          if k in case_params]
+        return " ".join(words)
+
+    def time_ns(case_params: dict) -> int:
+        return case_params.get("duration_ns") or 10 * S
+
+    def scale(p: dict, factor: float) -> dict:
+        out = dict(p)
+        if p.get("duration"):
+            out["duration"] = max(round(p["duration"] * factor), min(S, p["duration"]))
+        elif p.get("loops"):
+            out["loops"] = max(round(p["loops"] * factor), min(100, p["loops"]))
+        return out
+
+    exclusive = (("duration", "loops"),) if {"duration", "loops"} <= set(params) else ()
+    return Probe(name, entry.get("summary", ""), params, exclusive=exclusive, build=build, label=label,
+                 label_keys=tuple(k for k in ("mode", "ipc", "component", "transport", "source", "width")
+                                  if k in params), time_ns=time_ns, scale=scale)
+
+
+def _native_probes() -> dict[str, Probe]:
+    try:
+        entries = json.loads(NATIVE_TABLE.read_text())
+    except (OSError, ValueError):
+        return {}
+    return {e["name"]: native_probe(e) for e in entries if e["name"] not in ("timer", "fake")}
+
+
 PROBES: dict[str, Probe] = {
     "timer": Probe("timer", "cyclic timer wake-up latency (cyclictest-class)", TIMER_PARAMS,
                    exclusive=(("duration", "loops"),), build=timer_build, label=timer_label, label_keys=("interval",),
                    time_ns=timer_time_ns, scale=timer_scale),
+    **_native_probes(),
 }
 
 
