@@ -102,7 +102,11 @@ def load(path: str | Path) -> dict:
             cases.append(read_json(path / "cases" / entry["id"] / "result.json"))
         except (OSError, ValueError, KeyError) as e:
             raise RtqError(f"{path}: case {entry.get('id')} unreadable ({e})") from None
-    return {"path": str(path), "manifest": manifest, "cases": cases}
+    try:
+        table = read_json(path / "plan.json").get("table")
+    except (OSError, ValueError):
+        table = None
+    return {"path": str(path), "manifest": manifest, "cases": cases, "table": table}
 
 
 def _now_iso() -> str:

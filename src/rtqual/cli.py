@@ -86,6 +86,8 @@ def build_parser() -> Parser:
     s = sub.add_parser("show", help="print the results of a bundle")
     s.add_argument("bundle")
     s.add_argument("--json", action="store_true", help="machine-readable statistics")
+    s.add_argument("--table", choices=["cases", *report.PAPER_TABLES],
+                   help="summary layout: one row per case, or a seed paper's columns (default: the scenario's)")
 
     e = sub.add_parser("export", help="export data from a bundle")
     e_sub = e.add_subparsers(dest="what", metavar="WHAT", required=True)
@@ -242,7 +244,7 @@ def cmd_show(a) -> int:
     if a.json:
         print(json.dumps(report.show_json(data), indent=1))
     else:
-        print(report.show_text(data))
+        print(report.show_text(data, a.table))
     return 0
 
 

@@ -42,8 +42,9 @@ def case_table(result: dict) -> str:
     return format_table(["", *[h for h, _ in STAT_COLUMNS]], rows)
 
 
-def show_text(data: dict) -> str:
-    """The human view of a bundle: per case, its table, verdict and warnings."""
+def show_text(data: dict, table: str | None = None) -> str:
+    """The human view of a bundle: per case, its table, verdict and warnings; then the summary table
+    (one row per case, or a seed paper's layout)."""
     out = []
     m = data["manifest"]
     out.append(f"bundle {data['path']}  ({m.get('status')}, rtqual {m.get('rtqual_version')}, "
@@ -55,9 +56,10 @@ def show_text(data: dict) -> str:
         out.append(case_table(r))
         out.append(f"verdict: {r['verdict'].upper()} - {r.get('reason', '')}")
         out.extend(f"warning: {w}" for w in r.get("warnings", []))
-    if len(data["cases"]) > 1:
+    table = table or data.get("table") or "cases"
+    if data["cases"] and (len(data["cases"]) > 1 or table != "cases"):
         out.append("")
-        out.append(cases_table(data["cases"]))
+        out.append(cases_table(data["cases"]) if table == "cases" else paper_table(data["cases"], table))
     out.append("")
     out.append(PERCENTILE_NOTE)
     return "\n".join(out)
@@ -70,6 +72,38 @@ def cases_table(results: list[dict]) -> str:
     head = ["case", "count", "min", "p50", "mean", "p99", "p99.9", "max", "stddev", "overruns", "%>thr", "verdict"]
     rows = [[r["label"], *(format_cell(k, r["stats"].get(k)) for k in keys), r["verdict"]] for r in results]
     return format_table(head, rows)
+
+
+# The seed papers' table layouts: (heading, stats key or None for the threshold share).
+PAPER_TABLES = {
+    "aps": ("APS IOCcore on Coldfire (seed 001, Tables 1-5)",
+            [("Minimum", "min_ns"), ("Median", "p50_ns"), ("Maximum", "max_ns"), ("% > {thr}", None)]),
+    "madoca": ("MADOCA II RTT (seed 003, Table 1)",
+               [("Minimum", "min_ns"), ("Maximum", "max_ns"), ("Average", "mean_ns"), ("Median", "p50_ns"),
+                ("Standard deviation", "stddev_ns")]),
+    "vme": ("VME context switch (seed 004, Table 3): mean (SD)", [("mean (SD)", "mean_sd")]),
+}
+
+
+def paper_table(results: list[dict], layout: str) -> str:
+    """One row per case in a seed paper's column layout (`rtqual show --table aps|madoca|vme`)."""
+    title, cols = PAPER_TABLES[layout]
+    rows = []
+    for r in results:
+        s, thr = r["stats"], r.get("params", {}).get("threshold_ns")
+        cells = [r["label"]]
+        for _, key in cols:
+            if key is None:
+                cells.append(format_cell("over_threshold_pct", s.get("over_threshold_pct")))
+            elif key == "mean_sd":
+                cells.append(f"{format_ns(s.get('mean_ns'))} ({format_ns(s.get('stddev_ns'))})")
+            else:
+                cells.append(format_cell(key, s.get(key)))
+        rows.append(cells)
+    thrs = {r.get("params", {}).get("threshold_ns") for r in results}
+    thr_text = format_ns(thrs.pop()) if len(thrs) == 1 else "threshold"
+    head = ["case", *(h.format(thr=thr_text) for h, _ in cols)]
+    return f"{title}\n{format_table(head, rows)}"
 
 
 def show_json(data: dict) -> dict:

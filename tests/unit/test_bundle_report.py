@@ -107,3 +107,14 @@ def test_cli_scenario_text_is_a_valid_equivalent_scenario():
     again = scenario.expand(scenario.loads(scenario_text(case, ["rtqual", "run"]), "scenario.toml"))[0]
     assert {k: again[k] for k in ("probe", "args", "params", "requirements")} == \
         {k: case[k] for k in ("probe", "args", "params", "requirements")}
+
+
+def test_paper_tables():
+    r = summarize(CASE, stream_of([10_000, 20_000, 300_000]), 0, "")
+    aps = report.paper_table([r], "aps").splitlines()
+    assert aps[1].split() == ["case", "Minimum", "Median", "Maximum", "%", ">", "100us"]
+    assert aps[3].split()[-4:] == ["10us", "20us", "300us", "33.3%"]
+    madoca = report.paper_table([r], "madoca").splitlines()
+    assert "Standard deviation" in madoca[1] and madoca[3].split()[-5:-2] == ["10us", "300us", "110us"]
+    vme = report.paper_table([r], "vme").splitlines()
+    assert vme[3].endswith("110us (134us)")

@@ -176,7 +176,7 @@ def plan_json(cases: list[dict], scenario: dict | None = None) -> dict:
     """The plan as stored in a bundle's plan.json."""
     run = (scenario or {}).get("run", {})
     return {"schema_version": PLAN_SCHEMA_VERSION, "name": run.get("name"), "description": run.get("description"),
-            "total_ns": total_ns(cases), "cases": cases}
+            "table": run.get("table", "cases"), "total_ns": total_ns(cases), "cases": cases}
 
 
 def plan_title(scenario: dict, scale: float | None = None) -> str:
