@@ -299,16 +299,10 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if a.command == "run":
             return cmd_run(a, ["rtqual", *argv])
-        if a.command == "plan":
-            return cmd_plan(a)
-        if a.command == "show":
-            return cmd_show(a)
-        if a.command == "export":
-            return cmd_export_raw(a)
-        if a.command == "restore":
-            return cmd_restore(a)
-        if a.command == "host":
-            return cmd_host(a)
+        commands = {"plan": cmd_plan, "show": cmd_show, "export": cmd_export_raw, "restore": cmd_restore,
+                    "host": cmd_host}
+        if a.command in commands:
+            return commands[a.command](a)
         build_parser().print_help()
         return EXIT_ERROR
     except RtqError as e:
