@@ -419,6 +419,8 @@ static void emit_summary(struct sink *s)
 		jw_u64(w, "out_of_range", st.out_of_range);
 		jw_i64(w, "cpu_time_ns", c->cpu_time_ns);
 		jw_u64(w, "wakeups", c->wakeups);
+		if (s->summary_extra)
+			s->summary_extra(w, i, s->summary_ctx);
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);
@@ -432,6 +434,8 @@ static void emit_summary(struct sink *s)
 	} else {
 		jw_null(w, "raw");
 	}
+	if (s->summary_extra)
+		s->summary_extra(w, -1, s->summary_ctx);
 	jw_obj_end(w);
 	emit_line(s);
 }

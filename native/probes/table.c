@@ -4,5 +4,11 @@
 const struct probe *const probe_table[] = {
 	&probe_timer,
 	&probe_fake,
+	&probe_event,
+	&probe_pio,
+	&probe_rtsafety,
+	&probe_msg,
+	&probe_switch,
+	&probe_rhealstone,
 	NULL,
 };

@@ -31,6 +31,12 @@ struct probe {
 
 extern const struct probe probe_timer;
 extern const struct probe probe_fake;
+extern const struct probe probe_event;
+extern const struct probe probe_pio;
+extern const struct probe probe_rtsafety;
+extern const struct probe probe_msg;
+extern const struct probe probe_switch;
+extern const struct probe probe_rhealstone;
 extern const struct probe *const probe_table[];
 
 #endif

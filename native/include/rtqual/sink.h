@@ -69,6 +69,10 @@ struct sink {
 	bool raw_truncated;
 	unsigned char *raw_buf;
 	size_t raw_buf_len;
+	/* optional: probe-specific OPTIONAL summary keys, called inside each
+	 * summary cpus[] object (slot = index) and once at the top level (slot -1) */
+	void (*summary_extra)(struct jw *w, int slot, const void *ctx);
+	const void *summary_ctx;
 };
 
 typedef void (*sink_params_fn)(struct jw *w, const void *ctx);

@@ -67,14 +67,24 @@ def field_schema(f: Field) -> dict:
 
 def json_schema() -> dict:
     """The whole schema as a dict (stable order, so the committed file can be compared)."""
-    params = {}
-    for p in PROBES.values():
-        params.update(p.params)
-    axes = {"load": AXIS_LOAD, **params, **CONDITIONS}
+    values: dict[str, list[dict]] = {}  # a key several probes share may differ per probe: any of them
+    helps: dict[str, str] = {}
+    for f_name, f in [(k, f) for p in PROBES.values() for k, f in p.params.items()] + \
+            [("load", AXIS_LOAD), *CONDITIONS.items()]:
+        helps.setdefault(f_name, f.help)
+        if _value(f) not in values.setdefault(f_name, []):
+            values[f_name].append(_value(f))
+
+    def one_of(k: str) -> dict:
+        return values[k][0] if len(values[k]) == 1 else {"anyOf": values[k]}
+
+    params_keys = [k for p in PROBES.values() for k in p.params]
+    params = {"type": "object", "properties": {k: {"description": helps[k], **one_of(k)} for k in params_keys},
+              "additionalProperties": False}
     matrix = {"type": "object",
               "properties": {**{k: field_schema(f) for k, f in MATRIX.items()},
-                             **{k: {"description": f"values of {k}: " + f.help, "type": "array", "minItems": 1,
-                                    "items": _value(f)} for k, f in axes.items()}},
+                             **{k: {"description": f"values of {k}: " + helps[k], "type": "array", "minItems": 1,
+                                    "items": one_of(k)} for k in values}},
               "additionalProperties": False}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -86,8 +96,8 @@ def json_schema() -> dict:
             "case": _table(CASE),
             "base": _table(BASE),
             "conditions": _table(CONDITIONS),
-            "params": {**_table(params), "description": "probe parameters (the union of every probe's; "
-                                                        "rtqual checks them against the case's probe)"},
+            "params": {**params, "description": "probe parameters (the union of every probe's; "
+                                                 "rtqual checks them against the case's probe)"},
             "load": {"type": "object", "description": "a load: its type and the load's own options",
                      "required": ["type"], "properties": {"type": {"enum": list(LOAD_TYPES)}}},
             "matrix": matrix,

@@ -1,0 +1,919 @@
+/* event probe: interrupt-to-user response (APS: "bottom half to user-level
+ * ISR", "total response"). A stimulus (thread, process, kernel timer or a
+ * GPIO loopback edge) fires at --rate on absolute deadlines and carries its
+ * CLOCK_MONOTONIC time; one pinned responder blocked in epoll_wait
+ * timestamps its wake-up. sample = t_wake - t_stimulus. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <inttypes.h>
+#include <linux/gpio.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "rtqual/cpulist.h"
+#include "rtqual/log.h"
+#include "rtqual/probe.h"
+#include "rtqual/rtenv.h"
+#include "rtqual/sink.h"
+
+#define THREAD_STACK_BYTES (256 * 1024)
+#define POLL_NS (50 * NS_PER_MS)
+#define WATCHDOG_MARGIN_S 10
+#define RTTIME_SOFT_US 200000
+#define RTTIME_HARD_US 400000
+#define START_DELAY_NS (50 * NS_PER_MS) /* first deadline after launch */
+#define STIM_RING 65536u                /* stimulus timestamps in flight (power of 2) */
+#define READ_BATCH 256                  /* records read per read() */
+#define EPOLL_TIMEOUT_MS 100
+
+enum ev_source { SRC_EVENTFD, SRC_FIFO, SRC_TIMERFD, SRC_GPIO };
+static const char *const source_names[] = {"eventfd", "fifo", "timerfd", "gpio", NULL};
+enum ev_stimulus { STIM_THREAD, STIM_PROCESS };
+static const char *const stimulus_names[] = {"thread", "process", NULL};
+
+struct event_cfg {
+	int source, stimulus, policy;
+	int64_t rate_hz, cpu, stimulus_cpu, priority, duration_ns, loops, warmup, threshold_ns, max_events;
+	const char *gpiochip;
+	int64_t out_line, in_line;
+	bool timerlat, no_dma_latency, allow_degraded;
+	const char *raw;
+	int64_t raw_max_bytes, json_fd, progress_ms;
+};
+
+#define F(x) offsetof(struct event_cfg, x)
+static const struct opt_def event_opts[] = {
+	{"source", OPT_ENUM, F(source), 0, 0, "eventfd", source_names,
+	 "what wakes the responder: eventfd, fifo (pipe carrying the timestamp), timerfd (kernel timer), "
+	 "gpio (loopback of two lines, needs --gpiochip)"},
+	{"stimulus", OPT_ENUM, F(stimulus), 0, 0, "thread", stimulus_names,
+	 "who fires eventfd/fifo/gpio stimuli: a thread of this process or a forked process"},
+	{"rate", OPT_INT, F(rate_hz), 1, 100000, "1000", NULL, "stimuli per second, Hz (absolute deadlines)"},
+	{"cpu", OPT_INT, F(cpu), 0, CPULIST_MAX - 1, NULL, NULL,
+	 "responder CPU (default: the last CPU of our affinity mask)"},
+	{"stimulus-cpu", OPT_INT, F(stimulus_cpu), 0, CPULIST_MAX - 1, NULL, NULL,
+	 "stimulus CPU (default: another CPU than the responder when there are >= 2)"},
+	{"policy", OPT_ENUM, F(policy), 0, 0, "fifo", rt_policy_names, "scheduling policy of responder and stimulus"},
+	{"priority", OPT_INT, F(priority), 1, 99, "80", NULL, "RT priority of responder and stimulus"},
+	{"duration", OPT_DURATION, F(duration_ns), NS_PER_MS, 365 * 24 * 3600 * NS_PER_S, "10s", NULL,
+	 "measured time after warm-up (stimuli = duration x rate)"},
+	{"loops", OPT_INT, F(loops), 1, 1LL << 40, NULL, NULL, "measured stimuli; replaces --duration"},
+	{"warmup", OPT_INT, F(warmup), 0, 1000000000, "100", NULL, "stimuli discarded before measuring"},
+	{"threshold", OPT_DURATION, F(threshold_ns), 1, 60 * NS_PER_S, "100us", NULL,
+	 "samples above it emit event records"},
+	{"max-events", OPT_INT, F(max_events), 0, 1000000, "100", NULL,
+	 "threshold events per second; the rest counted as suppressed"},
+	{"gpiochip", OPT_PATH, F(gpiochip), 0, 0, NULL, NULL, "GPIO character device for --source gpio"},
+	{"out-line", OPT_INT, F(out_line), 0, 1023, "0", NULL, "GPIO output line offset (wired to --in-line)"},
+	{"in-line", OPT_INT, F(in_line), 0, 1023, "1", NULL, "GPIO input line offset (edge events)"},
+	{"timerlat", OPT_FLAG, F(timerlat), 0, 0, NULL, NULL,
+	 "use the kernel timerlat tracer instead (not implemented: exits 3 saying why)"},
+	{"no-dma-latency", OPT_FLAG, F(no_dma_latency), 0, 0, NULL, NULL, "do not hold /dev/cpu_dma_latency at 0"},
+	{"raw", OPT_PATH, F(raw), 0, 0, NULL, NULL, "keep every sample in FILE (protocol.md raw format)"},
+	{"raw-max-bytes", OPT_INT, F(raw_max_bytes), 4096, 1LL << 40, "268435456", NULL,
+	 "cap of the raw file; capture stops (flagged) at the cap"},
+	{"allow-degraded", OPT_FLAG, F(allow_degraded), 0, 0, NULL, NULL,
+	 "run with what is permitted (SCHED_OTHER, no mlock), marked degraded"},
+	{"json-fd", OPT_INT, F(json_fd), 1, 65535, "1", NULL, "fd for JSON Lines"},
+	{"progress-ms", OPT_INT, F(progress_ms), 50, 60000, "1000", NULL, "period of progress records, ms"},
+};
+#undef F
+#define EVENT_NOPTS ((int)(sizeof(event_opts) / sizeof(event_opts[0])))
+
+/* Shared with the stimulus (MAP_SHARED: also across fork). */
+struct ev_shared {
+	_Atomic uint64_t sent;   /* stimuli delivered */
+	_Atomic uint64_t failed; /* deliveries that failed (full pipe, ioctl error) */
+	_Atomic bool stop, done;
+	int64_t first_deadline_ns;
+	_Atomic int64_t t[STIM_RING]; /* stimulus time of seq k at k % STIM_RING */
+};
+
+/* All state of one event run. */
+struct event {
+	struct event_cfg cfg;
+	uint64_t given;
+	struct rt_info rt;
+	struct overhead ov;
+	struct sink sink;
+	struct ev_shared *sh;
+	int64_t period_ns;
+	uint64_t total;             /* stimuli planned: warm-up + measured */
+	int efd, pipe_r, pipe_w, tfd, gpio_out, gpio_in, epfd, dma_fd;
+	pthread_t resp_tid, stim_tid;
+	bool resp_started, stim_started;
+	pid_t stim_pid;
+	int stim_cpu;
+	_Atomic bool resp_done;
+	/* responder results, read after join */
+	uint64_t answered, warm_stimuli, ring_overwritten;
+	int64_t *lt, *le;           /* local stimulus / edge times, STIM_RING each */
+	struct hist *edge;          /* gpio: kernel edge timestamp -> user wake-up */
+	char warn[4][256];
+	int nwarn;
+};
+
+static const char *errname(int e)
+{
+	switch (e) {
+	case EPERM: return "EPERM";
+	case EACCES: return "EACCES";
+	case ENOMEM: return "ENOMEM";
+	case EAGAIN: return "EAGAIN";
+	default: return strerror(e);
+	}
+}
+
+static void defer_warning(struct event *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void defer_warning(struct event *t, const char *fmt, ...)
+{
+	va_list ap;
+	if (t->nwarn >= 4)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(t->warn[t->nwarn++], sizeof(t->warn[0]), fmt, ap);
+	va_end(ap);
+}
+
+/* Pin the calling thread/process and set its policy (used by the process
+ * stimulus, which cannot use pthread attributes). 0 or errno. */
+static int self_sched(int cpu, int policy, int priority)
+{
+	cpu_set_t set;
+	struct sched_param sp = {.sched_priority = policy == RT_OTHER ? 0 : priority};
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		return errno;
+	if (sched_setscheduler(0, rt_sched_policy(policy), &sp))
+		return errno;
+	return 0;
+}
+
+/* Fire one stimulus: timestamp, publish, deliver. Runs in the stimulus. */
+static void stim_fire(struct event *t, uint64_t k, int *level)
+{
+	struct ev_shared *sh = t->sh;
+	int64_t now = mono_now_ns();
+	bool ok = false;
+	atomic_store_explicit(&sh->t[k & (STIM_RING - 1)], now, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	switch (t->cfg.source) {
+	case SRC_EVENTFD: {
+		uint64_t one = 1;
+		ok = write(t->efd, &one, sizeof(one)) == (ssize_t)sizeof(one);
+		break;
+	}
+	case SRC_FIFO:
+		ok = write(t->pipe_w, &now, sizeof(now)) == (ssize_t)sizeof(now); /* < PIPE_BUF: atomic */
+		break;
+	case SRC_GPIO: {
+		struct gpio_v2_line_values v = {.bits = (uint64_t)(*level ^= 1), .mask = 1};
+		ok = ioctl(t->gpio_out, GPIO_V2_LINE_SET_VALUES_IOCTL, &v) == 0;
+		break;
+	}
+	}
+	if (ok)
+		atomic_store_explicit(&sh->sent, k + 1, memory_order_release);
+	else
+		atomic_fetch_add(&sh->failed, 1);
+}
+
+/* Stimulus loop: stimulus k at first_deadline + k * period, all of them
+ * sent even when late (the sample starts at the stimulus' own timestamp). */
+static void stim_loop(struct event *t)
+{
+	struct ev_shared *sh = t->sh;
+	int level = 0;
+	uint64_t k = 0;
+	rt_prefault_stack();
+	prctl(PR_SET_TIMERSLACK, 1UL);
+	for (uint64_t i = 0; i < t->total && !atomic_load(&sh->stop); i++) {
+		int64_t dl = sh->first_deadline_ns + (int64_t)i * t->period_ns;
+		struct timespec ts = ns_to_ts(dl);
+		int r;
+		while ((r = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL)) == EINTR)
+			if (atomic_load(&sh->stop))
+				break;
+		if (atomic_load(&sh->stop))
+			break;
+		/* stimuli are numbered by delivery: a failed one is not numbered */
+		uint64_t before = atomic_load(&sh->sent);
+		stim_fire(t, k, &level);
+		if (atomic_load(&sh->sent) != before)
+			k++;
+	}
+	atomic_store(&sh->done, true);
+}
+
+static void *stim_thread_main(void *arg)
+{
+	stim_loop(arg);
+	return NULL;
+}
+
+/* Learn new stimuli after a wake-up: append their stimulus (and edge)
+ * times to the local ring. Returns how many, 0 if none, -1 on error. */
+static int64_t resp_drain(struct event *t, uint64_t avail)
+{
+	const uint64_t M = STIM_RING - 1;
+	switch (t->cfg.source) {
+	case SRC_EVENTFD: {
+		uint64_t n;
+		if (read(t->efd, &n, sizeof(n)) != (ssize_t)sizeof(n))
+			return errno == EAGAIN ? 0 : -1;
+		atomic_thread_fence(memory_order_acquire);
+		uint64_t sent = atomic_load_explicit(&t->sh->sent, memory_order_acquire);
+		if (sent < avail + n) /* the eventfd write precedes the counter store */
+			sent = avail + n;
+		if (n > STIM_RING)
+			t->ring_overwritten += n - STIM_RING;
+		for (uint64_t k = avail; k < avail + n; k++) {
+			int64_t ts = atomic_load_explicit(&t->sh->t[k & M], memory_order_relaxed);
+			if (k + STIM_RING < avail + n) /* overwritten: its scheduled deadline bounds it */
+				ts = t->sh->first_deadline_ns + (int64_t)k * t->period_ns;
+			t->lt[k & M] = ts;
+		}
+		return (int64_t)n;
+	}
+	case SRC_FIFO: {
+		int64_t buf[READ_BATCH];
+		int64_t got = 0;
+		for (;;) {
+			ssize_t r = read(t->pipe_r, buf, sizeof(buf));
+			if (r <= 0)
+				return r < 0 && errno != EAGAIN && got == 0 ? -1 : got;
+			for (size_t i = 0; i < (size_t)r / sizeof(int64_t); i++)
+				t->lt[(avail + (uint64_t)got++) & M] = buf[i];
+			if ((size_t)r < sizeof(buf) || got >= (int64_t)(STIM_RING / 2))
+				return got;
+		}
+	}
+	case SRC_TIMERFD: {
+		uint64_t n;
+		if (read(t->tfd, &n, sizeof(n)) != (ssize_t)sizeof(n))
+			return errno == EAGAIN ? 0 : -1;
+		for (uint64_t k = avail; k < avail + n; k++)
+			t->lt[k & M] = t->sh->first_deadline_ns + (int64_t)k * t->period_ns;
+		uint64_t sent = avail + n < t->total ? avail + n : t->total;
+		atomic_store(&t->sh->sent, sent);
+		return (int64_t)n;
+	}
+	case SRC_GPIO: {
+		struct gpio_v2_line_event evs[16];
+		ssize_t r = read(t->gpio_in, evs, sizeof(evs));
+		if (r <= 0)
+			return r < 0 && errno != EAGAIN ? -1 : 0;
+		int64_t n = (int64_t)((size_t)r / sizeof(evs[0]));
+		for (int64_t i = 0; i < n; i++) {
+			uint64_t k = avail + (uint64_t)i;
+			t->lt[k & M] = atomic_load_explicit(&t->sh->t[k & M], memory_order_relaxed);
+			t->le[k & M] = (int64_t)evs[i].timestamp_ns;
+		}
+		return n;
+	}
+	}
+	return -1;
+}
+
+/* Responder: block in epoll_wait, timestamp the wake-up, answer every
+ * stimulus that happened before it. One sample per wake-up measured from
+ * the earliest unanswered stimulus; the others it answers go to overruns.
+ * Stimuli learnt in the same read but fired after the wake-up stay pending
+ * and are answered at once (their wake-up is "now"). */
+static void *resp_thread_main(void *arg)
+{
+	struct event *t = arg;
+	struct cpu_state *cs = &t->sink.cs[0];
+	const uint64_t M = STIM_RING - 1, warm = (uint64_t)t->cfg.warmup;
+	uint64_t e = 0, avail = 0, wakeups = 0;
+	int64_t idle_since = mono_now_ns();
+	struct epoll_event ev;
+
+	rt_prefault_stack();
+	while (e < t->total && !atomic_load_explicit(&t->sink.stop, memory_order_relaxed)) {
+		int64_t now;
+		if (e == avail) {
+			int r = epoll_wait(t->epfd, &ev, 1, EPOLL_TIMEOUT_MS);
+			now = mono_now_ns();
+			if (r < 0 && errno != EINTR)
+				break;
+			if (r <= 0) {
+				/* the stimulus ended and nothing came for a while: unanswered */
+				if (atomic_load(&t->sh->done) && now - idle_since > 2 * t->period_ns + 200 * NS_PER_MS)
+					break;
+				continue;
+			}
+			wakeups++;
+			int64_t n = resp_drain(t, avail);
+			if (n < 0)
+				break;
+			avail += (uint64_t)n;
+			if (avail > t->total)
+				avail = t->total; /* timerfd expirations past the run */
+		} else {
+			now = mono_now_ns();
+		}
+		uint64_t m = 0;
+		while (e + m < avail && t->lt[(e + m) & M] <= now)
+			m++;
+		if (m == 0) {
+			if (avail > e) /* stimulus stamped after our wake-up: answer it next round */
+				continue;
+			continue;
+		}
+		idle_since = now;
+		int64_t lat = now - t->lt[e & M];
+		if (e < warm) {
+			t->warm_stimuli += m;
+		} else {
+			sink_sample(cs, lat, now, m - 1);
+			if (t->edge)
+				hist_record(t->edge, now - t->le[e & M]);
+		}
+		e += m;
+	}
+	if (t->cfg.source == SRC_TIMERFD) {
+		struct itimerspec off = {{0, 0}, {0, 0}};
+		timerfd_settime(t->tfd, 0, &off, NULL);
+	}
+	t->answered = e;
+	cs->wakeups = wakeups;
+	cs->cpu_time_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	atomic_store(&t->resp_done, true);
+	return NULL;
+}
+
+/* Header "params": the effective configuration. */
+static void event_params(struct jw *w, const void *ctx)
+{
+	const struct event *t = ctx;
+	const struct event_cfg *c = &t->cfg;
+	jw_str(w, "source", source_names[c->source]);
+	jw_str(w, "stimulus", c->source == SRC_TIMERFD ? "kernel_timer" : stimulus_names[c->stimulus]);
+	jw_i64(w, "rate_hz", c->rate_hz);
+	jw_i64(w, "period_ns", t->period_ns);
+	jw_i64(w, "cpu", c->cpu);
+	if (c->source == SRC_TIMERFD)
+		jw_null(w, "stimulus_cpu");
+	else
+		jw_i64(w, "stimulus_cpu", t->stim_cpu);
+	jw_str(w, "policy", rt_policy_names[c->policy]);
+	jw_i64(w, "priority", c->priority);
+	jw_i64(w, "duration_ns", c->duration_ns);
+	jw_i64(w, "loops", c->loops);
+	jw_i64(w, "warmup", c->warmup);
+	jw_u64(w, "stimuli_planned", t->total);
+	jw_i64(w, "threshold_ns", c->threshold_ns);
+	jw_i64(w, "max_events", c->max_events);
+	if (c->source == SRC_GPIO) {
+		jw_str(w, "gpiochip", c->gpiochip);
+		jw_i64(w, "out_line", c->out_line);
+		jw_i64(w, "in_line", c->in_line);
+	}
+	jw_bool(w, "dma_latency", !c->no_dma_latency);
+	jw_str(w, "raw", c->raw);
+	jw_i64(w, "raw_max_bytes", c->raw_max_bytes);
+	jw_bool(w, "allow_degraded", c->allow_degraded);
+	jw_i64(w, "progress_ms", c->progress_ms);
+}
+
+/* Summary extension (optional keys, top level): stimulus accounting, and
+ * for gpio the kernel-edge-to-user distribution. */
+static void event_summary_extra(struct jw *w, int slot, const void *ctx)
+{
+	const struct event *t = ctx;
+	if (slot >= 0)
+		return;
+	uint64_t sent = atomic_load(&t->sh->sent);
+	jw_obj_begin(w, "stimuli");
+	jw_u64(w, "planned", t->total);
+	jw_u64(w, "sent", sent);
+	jw_u64(w, "failed", atomic_load(&t->sh->failed));
+	jw_u64(w, "warmup", t->warm_stimuli);
+	jw_u64(w, "unanswered", sent > t->answered ? sent - t->answered : 0);
+	jw_u64(w, "timestamps_overwritten", t->ring_overwritten);
+	jw_obj_end(w);
+	if (t->edge) {
+		struct hist_stats st;
+		hist_get_stats(t->edge, &st);
+		jw_obj_begin(w, "edge_to_user");
+		jw_u64(w, "count", st.count);
+		jw_i64(w, "min_ns", st.min_ns);
+		jw_i64(w, "p50_ns", st.p50_ns);
+		jw_i64(w, "mean_ns", st.mean_ns);
+		jw_i64(w, "p99_ns", st.p99_ns);
+		jw_i64(w, "max_ns", st.max_ns);
+		jw_u64(w, "out_of_range", st.out_of_range);
+		jw_obj_end(w);
+	}
+}
+
+/* The kernel timerlat tracer: where its list of tracers would be. */
+static int timerlat_skip(void)
+{
+	static const char *const lists[] = {"/sys/kernel/tracing/available_tracers",
+					    "/sys/kernel/debug/tracing/available_tracers"};
+	for (size_t i = 0; i < 2; i++) {
+		FILE *f = fopen(lists[i], "r");
+		char buf[4096] = "";
+		if (!f)
+			continue;
+		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[n] = 0;
+		if (strstr(buf, "timerlat"))
+			return log_skip("use rtla timerlat for the kernel-side measurement",
+					"--timerlat: the timerlat tracer is present (%s) but this probe does not drive "
+					"it yet",
+					lists[i]);
+		return log_skip("a kernel built with CONFIG_TIMERLAT_TRACER",
+				"--timerlat: the kernel has no timerlat tracer (not listed in %s)", lists[i]);
+	}
+	return log_skip("mount tracefs (mount -t tracefs nodev /sys/kernel/tracing) on a kernel with "
+			"CONFIG_TIMERLAT_TRACER",
+			"--timerlat: no tracefs: neither /sys/kernel/tracing/available_tracers nor "
+			"/sys/kernel/debug/tracing/available_tracers exists");
+}
+
+/* --source gpio: the chip must exist; say exactly what is missing. */
+static int gpio_check(const struct event_cfg *c)
+{
+	glob_t g;
+	int n = glob("/dev/gpiochip*", 0, NULL, &g) == 0 ? (int)g.gl_pathc : 0;
+	if (n)
+		globfree(&g);
+	if (!n)
+		return log_skip("a GPIO character device (/dev/gpiochipN, CONFIG_GPIO_CDEV) with an output line "
+				"wired to an input line",
+				"--source gpio: no GPIO character device on this host (no /dev/gpiochip*)");
+	if (!c->gpiochip)
+		return log_error("--source gpio needs --gpiochip /dev/gpiochipN (%d chip%s present)", n,
+				 n == 1 ? "" : "s");
+	if (access(c->gpiochip, R_OK | W_OK) != 0)
+		return log_skip("read/write access to the GPIO chip (root or the gpio group)",
+				"--gpiochip %s: %s", c->gpiochip, strerror(errno));
+	if (c->out_line == c->in_line)
+		return log_error("--out-line and --in-line must be two different lines wired together");
+	return 0;
+}
+
+/* Request one GPIO line (v2 uAPI); fd or -1 with errno. */
+static int gpio_request(int chip, uint32_t line, uint64_t flags, const char *label)
+{
+	struct gpio_v2_line_request req;
+	memset(&req, 0, sizeof(req));
+	req.offsets[0] = line;
+	req.num_lines = 1;
+	req.config.flags = flags;
+	snprintf(req.consumer, sizeof(req.consumer), "%s", label);
+	if (ioctl(chip, GPIO_V2_GET_LINE_IOCTL, &req) < 0)
+		return -1;
+	return req.fd;
+}
+
+/* Options that need more than a range check; picks the CPUs. */
+static int event_validate(struct event *t, bool check)
+{
+	struct event_cfg *c = &t->cfg;
+	char err[512], d1[32], d2[32];
+	bool have_loops = opts_given(event_opts, EVENT_NOPTS, t->given, "loops");
+	if (have_loops && opts_given(event_opts, EVENT_NOPTS, t->given, "duration"))
+		return log_error("--duration and --loops exclude each other: give one");
+	t->period_ns = NS_PER_S / c->rate_hz;
+	if (have_loops)
+		c->duration_ns = 0;
+	else if (c->duration_ns < t->period_ns)
+		return log_error("--duration (%s) is shorter than one period (%s at --rate %" PRId64
+				 "): nothing would be measured",
+				 duration_format(c->duration_ns, d1, sizeof(d1)),
+				 duration_format(t->period_ns, d2, sizeof(d2)), c->rate_hz);
+	t->total = (uint64_t)c->warmup + (have_loops ? (uint64_t)c->loops : (uint64_t)(c->duration_ns / t->period_ns));
+
+	struct cpulist usable, one;
+	if (cpulist_usable(&usable, err, sizeof(err)))
+		return log_error("%s", err);
+	if (!opts_given(event_opts, EVENT_NOPTS, t->given, "cpu"))
+		c->cpu = usable.cpu[usable.n - 1];
+	one.n = 1;
+	one.cpu[0] = (int)c->cpu;
+	if (cpulist_check(&one, err, sizeof(err)))
+		return log_error("--cpu: %s", err);
+	if (opts_given(event_opts, EVENT_NOPTS, t->given, "stimulus-cpu")) {
+		one.cpu[0] = (int)c->stimulus_cpu;
+		if (cpulist_check(&one, err, sizeof(err)))
+			return log_error("--stimulus-cpu: %s", err);
+		t->stim_cpu = (int)c->stimulus_cpu;
+	} else {
+		t->stim_cpu = (int)c->cpu;
+		for (int i = 0; i < usable.n; i++)
+			if (usable.cpu[i] != c->cpu) {
+				t->stim_cpu = usable.cpu[i];
+				break;
+			}
+	}
+	if (fcntl((int)c->json_fd, F_GETFD) < 0)
+		return log_error("--json-fd: fd %" PRId64 " is not open", c->json_fd);
+	if (c->raw && check && sink_raw_check(c->raw, err, sizeof(err)))
+		return log_error("%s", err);
+	if (c->timerlat)
+		return timerlat_skip();
+	if (c->source == SRC_GPIO)
+		return gpio_check(c);
+	return 0;
+}
+
+/* Scheduling and memory locking, tried for real (as the timer probe). */
+static int event_privileges(struct event *t)
+{
+	struct event_cfg *c = &t->cfg;
+	const char *pn = c->policy == RT_FIFO ? "FIFO" : "RR";
+	t->rt.policy = c->policy;
+	t->rt.priority = c->policy == RT_OTHER ? 0 : (int)c->priority;
+	if (c->policy != RT_OTHER) {
+		int e = rt_try_sched(c->policy, (int)c->priority);
+		if (e == EPERM || e == EACCES) {
+			char grant[160];
+			snprintf(grant, sizeof(grant), RT_GRANT_SCHED_FMT, (int)c->priority);
+			if (!c->allow_degraded)
+				return log_skip(grant, "SCHED_%s not permitted (%s)", pn, errname(e));
+			defer_warning(t, "degraded: SCHED_%s priority %d not permitted (%s); running SCHED_OTHER", pn,
+				      (int)c->priority, errname(e));
+			t->rt.policy = RT_OTHER;
+			t->rt.priority = 0;
+			t->rt.degraded = true;
+		} else if (e) {
+			return log_error("cannot create a SCHED_%s thread: %s", pn, strerror(e));
+		}
+	}
+	int e = rt_lock_memory();
+	if (e == 0) {
+		t->rt.mlockall = true;
+	} else if (e == EPERM || e == ENOMEM || e == EAGAIN) {
+		if (!c->allow_degraded)
+			return log_skip(RT_GRANT_MLOCK, "mlockall not permitted (%s)", errname(e));
+		defer_warning(t, "degraded: mlockall not permitted (%s); memory not locked", errname(e));
+		t->rt.degraded = true;
+	} else {
+		return log_error("mlockall: %s", strerror(e));
+	}
+	return 0;
+}
+
+/* Create the source fds and the epoll set. */
+static int event_open_source(struct event *t, char *err, size_t errlen)
+{
+	struct event_cfg *c = &t->cfg;
+	int fd = -1;
+	switch (c->source) {
+	case SRC_EVENTFD:
+		fd = t->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		break;
+	case SRC_FIFO: {
+		int p[2];
+		if (pipe2(p, O_CLOEXEC) == 0) {
+			t->pipe_r = p[0];
+			t->pipe_w = p[1];
+			fcntl(p[0], F_SETFL, O_NONBLOCK);
+			fcntl(p[1], F_SETFL, O_NONBLOCK); /* a full pipe is a failed stimulus, never a block */
+			fd = p[0];
+		}
+		break;
+	}
+	case SRC_TIMERFD:
+		fd = t->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+		break;
+	case SRC_GPIO: {
+		int chip = open(c->gpiochip, O_RDWR | O_CLOEXEC);
+		if (chip < 0) {
+			snprintf(err, errlen, "--gpiochip %s: %s", c->gpiochip, strerror(errno));
+			return -1;
+		}
+		t->gpio_out = gpio_request(chip, (uint32_t)c->out_line, GPIO_V2_LINE_FLAG_OUTPUT, "rtqual-out");
+		int e1 = errno;
+		t->gpio_in = gpio_request(chip, (uint32_t)c->in_line,
+					  GPIO_V2_LINE_FLAG_INPUT | GPIO_V2_LINE_FLAG_EDGE_RISING |
+						  GPIO_V2_LINE_FLAG_EDGE_FALLING,
+					  "rtqual-in");
+		int e2 = errno;
+		close(chip);
+		if (t->gpio_out < 0 || t->gpio_in < 0) {
+			snprintf(err, errlen, "%s %s line %" PRId64 ": %s", c->gpiochip,
+				 t->gpio_out < 0 ? "output" : "input", t->gpio_out < 0 ? c->out_line : c->in_line,
+				 strerror(t->gpio_out < 0 ? e1 : e2));
+			return -1;
+		}
+		fcntl(t->gpio_in, F_SETFL, O_NONBLOCK);
+		if (!(t->edge = malloc(sizeof(*t->edge)))) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		hist_reset(t->edge);
+		fd = t->gpio_in;
+		break;
+	}
+	}
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot create the %s: %s", source_names[c->source], strerror(errno));
+		return -1;
+	}
+	struct epoll_event ev = {.events = EPOLLIN};
+	t->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (t->epfd < 0 || epoll_ctl(t->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		snprintf(err, errlen, "epoll: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Start responder, then the stimulus (thread, forked process, or the
+ * armed timerfd). */
+static int event_start(struct event *t, char *err, size_t errlen)
+{
+	struct event_cfg *c = &t->cfg;
+	sigset_t old;
+	pthread_attr_t a;
+	int rc = -1, e;
+	t->sh->first_deadline_ns = mono_now_ns() + START_DELAY_NS;
+	rt_signals_block(&old);
+	e = rt_thread_attr(&a, t->rt.policy, t->rt.priority, (int)c->cpu, THREAD_STACK_BYTES);
+	if (!e) {
+		e = pthread_create(&t->resp_tid, &a, resp_thread_main, t);
+		pthread_attr_destroy(&a);
+	}
+	if (e) {
+		snprintf(err, errlen, "cannot start the responder on CPU %" PRId64 ": %s", c->cpu, strerror(e));
+		goto out;
+	}
+	t->resp_started = true;
+	if (c->source == SRC_TIMERFD) {
+		struct itimerspec its = {.it_interval = ns_to_ts(t->period_ns),
+					 .it_value = ns_to_ts(t->sh->first_deadline_ns)};
+		if (timerfd_settime(t->tfd, TFD_TIMER_ABSTIME, &its, NULL) < 0) {
+			snprintf(err, errlen, "timerfd_settime: %s", strerror(errno));
+			goto out;
+		}
+		atomic_store(&t->sh->done, true); /* no stimulus to wait for */
+	} else if (c->stimulus == STIM_THREAD) {
+		e = rt_thread_attr(&a, t->rt.policy, t->rt.priority, t->stim_cpu, THREAD_STACK_BYTES);
+		if (!e) {
+			e = pthread_create(&t->stim_tid, &a, stim_thread_main, t);
+			pthread_attr_destroy(&a);
+		}
+		if (e) {
+			snprintf(err, errlen, "cannot start the stimulus on CPU %d: %s", t->stim_cpu, strerror(e));
+			goto out;
+		}
+		t->stim_started = true;
+	} else {
+		unsigned wd = (unsigned)(((u128)t->total * (uint64_t)t->period_ns) / NS_PER_S) + 1 + WATCHDOG_MARGIN_S;
+		pid_t pid = fork();
+		if (pid < 0) {
+			snprintf(err, errlen, "fork: %s", strerror(errno));
+			goto out;
+		}
+		if (pid == 0) {
+			/* the stimulus process: default signals, dies with us, own watchdog */
+			signal(SIGINT, SIG_DFL);
+			signal(SIGTERM, SIG_DFL);
+			signal(SIGALRM, SIG_DFL);
+			rt_signals_restore(&old);
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			alarm(wd);
+			if (t->rt.mlockall)
+				mlockall(MCL_CURRENT | MCL_FUTURE);
+			if (self_sched(t->stim_cpu, t->rt.policy, t->rt.priority))
+				_exit(2);
+			stim_loop(t);
+			_exit(0);
+		}
+		t->stim_pid = pid;
+	}
+	rc = 0;
+out:
+	rt_signals_restore(&old);
+	return rc;
+}
+
+/* Main thread while measuring: drain rings, progress, until the responder
+ * is done or a signal arrived. */
+static void event_supervise(struct event *t)
+{
+	int64_t now = mono_now_ns();
+	int64_t next_progress = now + t->cfg.progress_ms * NS_PER_MS;
+	while (!atomic_load(&t->resp_done)) {
+		if (rt_signals_caught() || atomic_load(&t->sink.stop)) {
+			atomic_store(&t->sink.stop, true);
+			break;
+		}
+		if (t->stim_pid > 0) { /* a dead stimulus process ends the stimuli */
+			int st;
+			if (waitpid(t->stim_pid, &st, WNOHANG) == t->stim_pid) {
+				t->stim_pid = 0;
+				atomic_store(&t->sh->done, true);
+				if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+					sink_warning(&t->sink, "stimulus process ended abnormally (%s %d)",
+						     WIFEXITED(st) ? "exit" : "signal",
+						     WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+			}
+		}
+		int64_t wake = now + POLL_NS;
+		sleep_until_ns(wake < next_progress ? wake : next_progress);
+		now = mono_now_ns();
+		sink_poll(&t->sink);
+		if (now >= next_progress) {
+			sink_progress(&t->sink);
+			next_progress += t->cfg.progress_ms * NS_PER_MS;
+			if (next_progress < now)
+				next_progress = now + t->cfg.progress_ms * NS_PER_MS;
+		}
+	}
+}
+
+/* Stop and reap the stimulus, join the responder. */
+static void event_stop(struct event *t)
+{
+	atomic_store(&t->sh->stop, true);
+	if (t->stim_started)
+		pthread_join(t->stim_tid, NULL);
+	if (t->stim_pid > 0) {
+		int64_t give_up = mono_now_ns() + 2 * t->period_ns + 500 * NS_PER_MS;
+		while (waitpid(t->stim_pid, NULL, WNOHANG) == 0) {
+			if (mono_now_ns() > give_up) {
+				kill(t->stim_pid, SIGKILL);
+				waitpid(t->stim_pid, NULL, 0);
+				break;
+			}
+			usleep(10000);
+		}
+		t->stim_pid = 0;
+	}
+	atomic_store(&t->sh->done, true);
+	if (t->resp_started)
+		pthread_join(t->resp_tid, NULL);
+}
+
+static void event_cleanup(struct event *t)
+{
+	int fds[] = {t->efd, t->pipe_r, t->pipe_w, t->tfd, t->gpio_out, t->gpio_in, t->epfd, t->dma_fd};
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	if (t->sh)
+		munmap(t->sh, sizeof(*t->sh));
+	free(t->lt);
+	free(t->le);
+	free(t->edge);
+	sink_free(&t->sink);
+}
+
+/* Validate, acquire the RT environment, emit the header, measure, then emit
+ * hist/summary/end. Returns the exit code. */
+static int event_run(const struct probe_args *a)
+{
+	struct event *t = calloc(1, sizeof(*t));
+	char err[512] = "";
+	int rc;
+	if (!t)
+		return log_error("out of memory");
+	t->efd = t->pipe_r = t->pipe_w = t->tfd = t->gpio_out = t->gpio_in = t->epfd = t->dma_fd = -1;
+	t->sink.raw_fd = -1;
+	if (opts_parse(event_opts, EVENT_NOPTS, &t->cfg, a->opt_argc, a->opt_argv, &t->given, err, sizeof(err))) {
+		free(t);
+		return log_error("%s", err);
+	}
+	if ((rc = event_validate(t, a->check)) || (rc = event_privileges(t)) || a->check) {
+		free(t);
+		return rc;
+	}
+	struct event_cfg *c = &t->cfg;
+	int cpu = (int)c->cpu;
+	t->sh = mmap(NULL, sizeof(*t->sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (t->sh == MAP_FAILED) {
+		t->sh = NULL;
+		free(t);
+		return log_error("mmap of the stimulus ring: %s", strerror(errno));
+	}
+	t->lt = calloc(STIM_RING, sizeof(int64_t));
+	t->le = calloc(STIM_RING, sizeof(int64_t));
+	if (sink_init(&t->sink, (int)c->json_fd, &cpu, 1, c->threshold_ns, (uint64_t)c->max_events, c->raw != NULL,
+		      err, sizeof(err)) ||
+	    (c->raw && sink_raw_open(&t->sink, c->raw, (uint64_t)c->raw_max_bytes, err, sizeof(err))) || !t->lt ||
+	    !t->le || event_open_source(t, err, sizeof(err))) {
+		rc = log_error("%s", err[0] ? err : "out of memory");
+		event_cleanup(t);
+		free(t);
+		return rc;
+	}
+	rt_pretouch(t->sh, sizeof(*t->sh));
+	rt_pretouch(t->lt, STIM_RING * sizeof(int64_t));
+	rt_pretouch(t->le, STIM_RING * sizeof(int64_t));
+	t->sink.summary_extra = event_summary_extra;
+	t->sink.summary_ctx = t;
+	if (!c->no_dma_latency) {
+		int e = rt_dma_latency_hold(&t->dma_fd);
+		if (e)
+			defer_warning(t, "/dev/cpu_dma_latency not held at 0: %s", strerror(e));
+		t->rt.dma_latency = e == 0;
+	}
+	if (t->rt.policy != RT_OTHER) {
+		int e = rt_set_rttime_limit(RTTIME_SOFT_US, RTTIME_HARD_US);
+		if (e)
+			defer_warning(t, "RLIMIT_RTTIME safety net not set: %s", strerror(e));
+	}
+	if (t->stim_cpu == cpu && c->source != SRC_TIMERFD)
+		defer_warning(t, "stimulus and responder share CPU %d: the response includes the stimulus' own "
+			      "return to sleep", cpu);
+	t->ov.clock_read_ns = measure_clock_read_ns(10000);
+	t->ov.sample_update_ns = sink_measure_update_ns(100000);
+
+	rt_signals_install();
+	int64_t start_mono = mono_now_ns(), start_real = real_now_ns();
+	sink_raw_start(&t->sink, t->period_ns, start_mono, start_real);
+	if (sink_header(&t->sink, "event", a->argc, a->argv, event_params, t, &t->rt, &t->ov, start_mono,
+			start_real) != 0) {
+		rc = log_error("--json-fd %d: write failed: %s", t->sink.fd, strerror(t->sink.write_errno));
+		event_cleanup(t);
+		free(t);
+		return rc;
+	}
+	for (int i = 0; i < t->nwarn; i++)
+		sink_warning(&t->sink, "%s", t->warn[i]);
+
+	u128 wd_s = ((u128)t->total * (uint64_t)t->period_ns) / NS_PER_S + 1 + WATCHDOG_MARGIN_S;
+	alarm(wd_s < 0x7fffffff ? (unsigned)wd_s : 0x7fffffff);
+	bool start_failed = event_start(t, err, sizeof(err)) != 0;
+	if (start_failed)
+		atomic_store(&t->sink.stop, true);
+	else
+		event_supervise(t);
+	if (rt_signals_caught())
+		atomic_store(&t->sink.stop, true);
+	event_stop(t);
+	alarm(0);
+
+	int sig = rt_signals_caught();
+	uint64_t sent = atomic_load(&t->sh->sent);
+	if (!start_failed && !sig && sent > t->answered)
+		sink_warning(&t->sink, "%" PRIu64 " of %" PRIu64 " stimuli were never answered", sent - t->answered,
+			     sent);
+	if (!start_failed && !sig && atomic_load(&t->sh->failed))
+		sink_warning(&t->sink, "%" PRIu64 " stimuli could not be delivered",
+			     (uint64_t)atomic_load(&t->sh->failed));
+	if (t->ring_overwritten)
+		sink_warning(&t->sink, "%" PRIu64 " stimulus timestamps overwritten (responder stalled): measured "
+			     "from their scheduled deadline", t->ring_overwritten);
+	if (start_failed)
+		rc = sink_finish(&t->sink, 1, "error", err);
+	else if (sig & RT_SIG_WATCHDOG)
+		rc = sink_finish(&t->sink, 1, "error", "watchdog");
+	else if (sig & RT_SIG_STOP)
+		rc = sink_finish(&t->sink, 4, "interrupted", "stopped by signal");
+	else if (sent > t->answered || atomic_load(&t->sh->failed))
+		rc = sink_finish(&t->sink, 4, "incomplete", "stimuli lost or unanswered (see summary stimuli)");
+	else
+		rc = sink_finish(&t->sink, -1, NULL, NULL);
+	if (start_failed)
+		log_error("%s", err);
+	event_cleanup(t);
+	free(t);
+	return rc;
+}
+
+/* eventfd, pipes, timerfd and epoll exist on every supported Linux; the
+ * gpio and --timerlat modes say at run time what they miss (exit 3). */
+static bool event_supported(char *why_not, size_t len)
+{
+	int fd = eventfd(0, EFD_CLOEXEC);
+	if (fd < 0) {
+		snprintf(why_not, len, "eventfd not available: %s", strerror(errno));
+		return false;
+	}
+	close(fd);
+	return true;
+}
+
+const struct probe probe_event = {
+	.name = "event",
+	.summary = "interrupt-to-user response: stimulus (eventfd, pipe, timerfd; gpio loopback where wired) to "
+		   "the wake-up of a responder blocked in epoll_wait",
+	.opts = event_opts,
+	.nopts = EVENT_NOPTS,
+	.supported = event_supported,
+	.run = event_run,
+};

@@ -1,0 +1,668 @@
+/* pio probe: programmed-I/O transfer speed (SPring-8 VME, Fig. 1: D8/D16/
+ * D32 read and write). One pinned thread sweeps a mapped region with
+ * volatile accesses of one width; each pass is timed with CLOCK_MONOTONIC.
+ * sample = time per access (or per pass) in ns; throughput in the summary. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rtqual/cpulist.h"
+#include "rtqual/log.h"
+#include "rtqual/probe.h"
+#include "rtqual/rtenv.h"
+#include "rtqual/sink.h"
+
+#define THREAD_STACK_BYTES (256 * 1024)
+#define POLL_NS (50 * NS_PER_MS)
+#define WATCHDOG_MARGIN_S 10
+#define RTTIME_SOFT_US 1000000 /* one pass at RT priority: at most 1 s */
+#define RTTIME_HARD_US 2000000
+
+static const char *const width_names[] = {"8", "16", "32", "64", NULL};
+enum pio_op { OP_READ, OP_WRITE };
+static const char *const op_names[] = {"read", "write", NULL};
+enum pio_sample { SAMPLE_ACCESS, SAMPLE_PASS };
+static const char *const sample_names[] = {"access", "pass", NULL};
+enum pio_map { MAP_SHM, MAP_UIO, MAP_MEM };
+static const char *const map_kinds[] = {"shm", "uio", "mem"};
+
+struct pio_cfg {
+	int width, op, sample, policy;
+	const char *map;
+	int64_t size, passes, duration_ns, warmup, pause_ns, cpu, priority, threshold_ns, max_events;
+	bool allow_degraded;
+	const char *raw;
+	int64_t raw_max_bytes, json_fd, progress_ms;
+};
+
+#define F(x) offsetof(struct pio_cfg, x)
+static const struct opt_def pio_opts[] = {
+	{"width", OPT_ENUM, F(width), 0, 0, "32", width_names, "access width in bits (D8/D16/D32/D64)"},
+	{"op", OPT_ENUM, F(op), 0, 0, "read", op_names, "read or write every element of the region"},
+	{"map", OPT_STRING, F(map), 0, 0, "shm", NULL,
+	 "region: shm (memfd shared memory), uio:/dev/uioN[:MAP] (UIO map, size from sysfs), "
+	 "mem:OFFSET:SIZE (/dev/mem, physical address)"},
+	{"size", OPT_INT, F(size), 8, 1LL << 32, "1048576", NULL,
+	 "bytes swept per pass (default 1 MiB for shm, the whole map for uio/mem)"},
+	{"passes", OPT_INT, F(passes), 1, 1000000000, NULL, NULL, "measured passes; replaces --duration"},
+	{"duration", OPT_DURATION, F(duration_ns), NS_PER_MS, 24 * 3600 * NS_PER_S, "2s", NULL,
+	 "measured time after warm-up (whole passes)"},
+	{"warmup", OPT_INT, F(warmup), 0, 1000000, "3", NULL, "passes discarded before measuring"},
+	{"pause", OPT_DURATION, F(pause_ns), 0, NS_PER_S, "100us", NULL,
+	 "sleep between passes (lets others run; resets the RT-time watchdog)"},
+	{"sample", OPT_ENUM, F(sample), 0, 0, "access", sample_names,
+	 "histogram sample: mean time per access of a pass (rounded ns) or time per pass"},
+	{"cpu", OPT_INT, F(cpu), 0, CPULIST_MAX - 1, NULL, NULL, "CPU to run on (default: last of our affinity mask)"},
+	{"policy", OPT_ENUM, F(policy), 0, 0, "fifo", rt_policy_names, "scheduling policy"},
+	{"priority", OPT_INT, F(priority), 1, 99, "40", NULL, "RT priority (ignored for other)"},
+	{"threshold", OPT_DURATION, F(threshold_ns), 1, 60 * NS_PER_S, "1ms", NULL,
+	 "samples above it emit event records"},
+	{"max-events", OPT_INT, F(max_events), 0, 1000000, "100", NULL,
+	 "threshold events per second; the rest counted as suppressed"},
+	{"raw", OPT_PATH, F(raw), 0, 0, NULL, NULL, "keep every sample in FILE (protocol.md raw format)"},
+	{"raw-max-bytes", OPT_INT, F(raw_max_bytes), 4096, 1LL << 40, "268435456", NULL,
+	 "cap of the raw file; capture stops (flagged) at the cap"},
+	{"allow-degraded", OPT_FLAG, F(allow_degraded), 0, 0, NULL, NULL,
+	 "run with what is permitted (SCHED_OTHER, no mlock), marked degraded"},
+	{"json-fd", OPT_INT, F(json_fd), 1, 65535, "1", NULL, "fd for JSON Lines"},
+	{"progress-ms", OPT_INT, F(progress_ms), 50, 60000, "1000", NULL, "period of progress records, ms"},
+};
+#undef F
+#define PIO_NOPTS ((int)(sizeof(pio_opts) / sizeof(pio_opts[0])))
+
+/* All state of one pio run. */
+struct pio {
+	struct pio_cfg cfg;
+	uint64_t given;
+	struct rt_info rt;
+	struct overhead ov;
+	struct sink sink;
+	int kind; /* enum pio_map */
+	const char *dev;
+	char devbuf[256];
+	uint64_t map_index, phys_offset;
+	int fd;
+	void *map_base;
+	size_t map_len, page_off;
+	volatile unsigned char *region;
+	size_t bytes; /* swept per pass, a multiple of the width */
+	unsigned width_bytes;
+	uint64_t accesses; /* per pass */
+	pthread_t tid;
+	bool started;
+	_Atomic bool done;
+	/* results, read after join */
+	uint64_t passes_done, checksum;
+	int64_t measured_ns;
+	bool rttime_hit;
+	char warn[4][256];
+	int nwarn;
+};
+
+/* SIGXCPU from RLIMIT_RTTIME: a pass ran too long at RT priority. */
+static _Atomic bool xcpu_caught;
+static void on_xcpu(int sig)
+{
+	(void)sig;
+	atomic_store(&xcpu_caught, true);
+}
+
+static const char *errname(int e)
+{
+	switch (e) {
+	case EPERM: return "EPERM";
+	case EACCES: return "EACCES";
+	case ENOMEM: return "ENOMEM";
+	case EAGAIN: return "EAGAIN";
+	case ENOENT: return "ENOENT";
+	default: return strerror(e);
+	}
+}
+
+static void defer_warning(struct pio *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void defer_warning(struct pio *t, const char *fmt, ...)
+{
+	va_list ap;
+	if (t->nwarn >= 4)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(t->warn[t->nwarn++], sizeof(t->warn[0]), fmt, ap);
+	va_end(ap);
+}
+
+/* One pass of each width and direction: volatile, one access per element,
+ * never merged or vectorized; reads are summed (one add per access, the
+ * cheapest dependency) into a checksum that is emitted. */
+#define PIO_PASS(T, BITS)                                                                                   \
+	static uint64_t read##BITS(volatile unsigned char *p, uint64_t n)                                  \
+	{                                                                                                  \
+		volatile T *q = (volatile T *)p;                                                           \
+		uint64_t sum = 0;                                                                          \
+		for (uint64_t i = 0; i < n; i++)                                                           \
+			sum += q[i];                                                                       \
+		return sum;                                                                                \
+	}                                                                                                  \
+	static uint64_t write##BITS(volatile unsigned char *p, uint64_t n, uint64_t pattern)               \
+	{                                                                                                  \
+		volatile T *q = (volatile T *)p;                                                           \
+		for (uint64_t i = 0; i < n; i++)                                                           \
+			q[i] = (T)(pattern + i);                                                           \
+		return pattern;                                                                            \
+	}
+PIO_PASS(uint8_t, 8)
+PIO_PASS(uint16_t, 16)
+PIO_PASS(uint32_t, 32)
+PIO_PASS(uint64_t, 64)
+
+static uint64_t pio_pass(const struct pio *t, uint64_t pass)
+{
+	volatile unsigned char *p = t->region;
+	uint64_t n = t->accesses;
+	if (t->cfg.op == OP_READ) {
+		switch (t->cfg.width) {
+		case 0: return read8(p, n);
+		case 1: return read16(p, n);
+		case 2: return read32(p, n);
+		default: return read64(p, n);
+		}
+	}
+	switch (t->cfg.width) {
+	case 0: return write8(p, n, pass);
+	case 1: return write16(p, n, pass);
+	case 2: return write32(p, n, pass);
+	default: return write64(p, n, pass);
+	}
+}
+
+/* Measurement thread: warm-up passes, then timed passes until --passes or
+ * the duration is reached, the sink stops or RLIMIT_RTTIME fired. */
+static void *pio_thread_main(void *arg)
+{
+	struct pio *t = arg;
+	struct cpu_state *cs = &t->sink.cs[0];
+	const struct pio_cfg *c = &t->cfg;
+	uint64_t sum = 0, pass = 0, measured = 0, wakeups = 0;
+	int64_t total_ns = 0, end_ns = INT64_MAX;
+	const bool by_passes = c->passes > 0;
+
+	rt_prefault_stack();
+	for (;;) {
+		if (atomic_load_explicit(&t->sink.stop, memory_order_relaxed) || atomic_load(&xcpu_caught) ||
+		    rt_signals_caught())
+			break;
+		bool warm = pass < (uint64_t)c->warmup;
+		int64_t t0 = mono_now_ns();
+		if (!warm && measured == 0 && !by_passes)
+			end_ns = t0 + c->duration_ns;
+		if (!warm && (by_passes ? measured >= (uint64_t)c->passes : t0 >= end_ns))
+			break;
+		sum = (sum << 7 | sum >> 57) ^ pio_pass(t, pass);
+		int64_t t1 = mono_now_ns();
+		int64_t d = t1 - t0;
+		pass++;
+		wakeups++;
+		if (!warm) {
+			int64_t s = c->sample == SAMPLE_PASS ? d : (int64_t)((d + (int64_t)(t->accesses / 2)) /
+									      (int64_t)t->accesses);
+			sink_sample(cs, s, t1, 0);
+			measured++;
+			total_ns += d;
+		}
+		if (c->pause_ns > 0) {
+			struct timespec ts = ns_to_ts(c->pause_ns);
+			nanosleep(&ts, NULL);
+		}
+	}
+	t->passes_done = measured;
+	t->measured_ns = total_ns;
+	t->checksum = sum;
+	t->rttime_hit = atomic_load(&xcpu_caught);
+	cs->wakeups = wakeups;
+	cs->cpu_time_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	atomic_store(&t->done, true);
+	return NULL;
+}
+
+static void pio_params(struct jw *w, const void *ctx)
+{
+	const struct pio *t = ctx;
+	const struct pio_cfg *c = &t->cfg;
+	jw_str(w, "map", c->map);
+	jw_str(w, "map_kind", map_kinds[t->kind]);
+	jw_i64(w, "width_bits", (int64_t)t->width_bytes * 8);
+	jw_str(w, "op", op_names[c->op]);
+	jw_str(w, "sample", sample_names[c->sample]);
+	jw_u64(w, "bytes_per_pass", t->bytes);
+	jw_u64(w, "accesses_per_pass", t->accesses);
+	jw_i64(w, "passes", c->passes);
+	jw_i64(w, "duration_ns", c->duration_ns);
+	jw_i64(w, "warmup", c->warmup);
+	jw_i64(w, "pause_ns", c->pause_ns);
+	jw_i64(w, "cpu", c->cpu);
+	jw_str(w, "policy", rt_policy_names[c->policy]);
+	jw_i64(w, "priority", c->priority);
+	jw_i64(w, "threshold_ns", c->threshold_ns);
+	jw_str(w, "raw", c->raw);
+	jw_bool(w, "allow_degraded", c->allow_degraded);
+	jw_i64(w, "progress_ms", c->progress_ms);
+}
+
+/* Summary extension (optional per-slot keys): throughput of the measured
+ * passes, exact mean time per access, and the checksum of what was read. */
+static void pio_summary_extra(struct jw *w, int slot, const void *ctx)
+{
+	const struct pio *t = ctx;
+	if (slot != 0)
+		return;
+	uint64_t nbytes = (uint64_t)t->bytes * t->passes_done;
+	double bytes = (double)nbytes;
+	jw_i64(w, "width_bits", (int64_t)t->width_bytes * 8);
+	jw_str(w, "op", op_names[t->cfg.op]);
+	jw_u64(w, "passes", t->passes_done);
+	jw_u64(w, "bytes", nbytes);
+	jw_i64(w, "transfer_ns", t->measured_ns);
+	jw_double(w, "throughput_mb_s", t->measured_ns > 0 ? bytes * 1e3 / (double)t->measured_ns : 0.0);
+	jw_double(w, "ns_per_access",
+		  t->passes_done ? (double)t->measured_ns / ((double)t->accesses * (double)t->passes_done) : 0.0);
+	char hex[24];
+	snprintf(hex, sizeof(hex), "%016" PRIx64, t->checksum);
+	jw_str(w, "checksum", hex);
+}
+
+/* Parse a number with C prefixes (0x...), no trailing junk. */
+static int parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	if (!*s || *s == '-')
+		return -1;
+	unsigned long long v = strtoull(s, &end, 0);
+	if (errno || *end)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* --map: which kind and its arguments. */
+static int pio_parse_map(struct pio *t)
+{
+	const char *m = t->cfg.map;
+	char *dev = t->devbuf;
+	if (strcmp(m, "shm") == 0) {
+		t->kind = MAP_SHM;
+		return 0;
+	}
+	if (strncmp(m, "uio:", 4) == 0) {
+		const char *p = m + 4, *colon = strchr(p, ':');
+		size_t n = colon ? (size_t)(colon - p) : strlen(p);
+		if (n == 0 || n >= sizeof(t->devbuf) || strncmp(p, "/dev/uio", 8) != 0)
+			return log_error("--map: expected uio:/dev/uioN[:MAP] (got '%s')", m);
+		memcpy(dev, p, n);
+		dev[n] = 0;
+		if (colon && parse_u64(colon + 1, &t->map_index))
+			return log_error("--map: map index '%s' is not a number", colon + 1);
+		if (t->map_index > 4)
+			return log_error("--map: UIO map index must be 0..4 (got %" PRIu64 ")", t->map_index);
+		t->kind = MAP_UIO;
+		t->dev = dev;
+		return 0;
+	}
+	if (strncmp(m, "mem:", 4) == 0) {
+		char buf[128];
+		snprintf(buf, sizeof(buf), "%s", m + 4);
+		char *colon = strchr(buf, ':');
+		uint64_t size;
+		if (!colon)
+			return log_error("--map: expected mem:OFFSET:SIZE (got '%s')", m);
+		*colon = 0;
+		if (parse_u64(buf, &t->phys_offset) || parse_u64(colon + 1, &size) || size == 0)
+			return log_error("--map: expected mem:OFFSET:SIZE with numbers (0x... allowed) (got '%s')", m);
+		if (opts_given(pio_opts, PIO_NOPTS, t->given, "size") && (uint64_t)t->cfg.size > size)
+			return log_error("--size %" PRId64 " is larger than the mem: region (%" PRIu64 " bytes)",
+					 t->cfg.size, size);
+		if (!opts_given(pio_opts, PIO_NOPTS, t->given, "size"))
+			t->cfg.size = (int64_t)size;
+		t->kind = MAP_MEM;
+		t->dev = "/dev/mem";
+		return 0;
+	}
+	return log_error("--map: must be shm, uio:/dev/uioN[:MAP] or mem:OFFSET:SIZE (got '%s')", m);
+}
+
+/* UIO map size from sysfs (/sys/class/uio/uioN/maps/mapM/size, hex). */
+static int uio_map_size(const char *dev, uint64_t index, uint64_t *size)
+{
+	char path[512], buf[64] = "";
+	const char *name = strrchr(dev, '/') + 1;
+	snprintf(path, sizeof(path), "/sys/class/uio/%s/maps/map%" PRIu64 "/size", name, index);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return log_skip("a UIO driver exposing that map", "--map: %s has no map %" PRIu64 " (%s: %s)", dev,
+				index, path, strerror(errno));
+	bool ok = fgets(buf, sizeof(buf), f) != NULL;
+	fclose(f);
+	buf[strcspn(buf, "\n")] = 0;
+	if (!ok || parse_u64(buf, size) || *size == 0)
+		return log_error("--map: cannot read the size of %s map %" PRIu64 " from %s", dev, index, path);
+	return 0;
+}
+
+/* Does the device exist and may we open it? Exit 3 with the reason if not. */
+static int pio_check_device(struct pio *t)
+{
+	struct stat st;
+	if (t->kind == MAP_SHM)
+		return 0;
+	if (stat(t->dev, &st) != 0) {
+		if (t->kind == MAP_UIO)
+			return log_skip("a UIO device (load a UIO driver such as uio_pci_generic or uio_pdrv_genirq "
+					"for the bus bridge)",
+					"--map: %s does not exist (%s): no UIO device on this host", t->dev,
+					errname(errno));
+		return log_skip("a kernel with CONFIG_DEVMEM (and CONFIG_STRICT_DEVMEM allowing the range)",
+				"--map: /dev/mem does not exist (%s)", errname(errno));
+	}
+	int flags = (t->cfg.op == OP_READ ? O_RDONLY : O_RDWR) | O_CLOEXEC | (t->kind == MAP_MEM ? O_SYNC : 0);
+	int fd = open(t->dev, flags);
+	if (fd < 0)
+		return log_skip("run as root (CAP_SYS_RAWIO for /dev/mem) or read/write access to the device",
+				"--map: cannot open %s: %s", t->dev, errname(errno));
+	close(fd);
+	if (t->kind == MAP_UIO) {
+		uint64_t size;
+		int rc = uio_map_size(t->dev, t->map_index, &size);
+		if (rc)
+			return rc;
+		if (opts_given(pio_opts, PIO_NOPTS, t->given, "size") && (uint64_t)t->cfg.size > size)
+			return log_error("--size %" PRId64 " is larger than %s map %" PRIu64 " (%" PRIu64 " bytes)",
+					 t->cfg.size, t->dev, t->map_index, size);
+		if (!opts_given(pio_opts, PIO_NOPTS, t->given, "size"))
+			t->cfg.size = (int64_t)size;
+	}
+	return 0;
+}
+
+/* Map the region. 0, or an exit code after the one-line message. */
+static int pio_map(struct pio *t)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	int prot = PROT_READ | (t->cfg.op == OP_WRITE || t->kind == MAP_SHM ? PROT_WRITE : 0);
+	off_t off = 0;
+	if (t->kind == MAP_SHM) {
+		t->fd = memfd_create("rtqual-pio", MFD_CLOEXEC);
+		if (t->fd < 0 || ftruncate(t->fd, (off_t)t->cfg.size) != 0)
+			return log_error("shared memory of %" PRId64 " bytes: %s", t->cfg.size, strerror(errno));
+		t->map_len = (size_t)t->cfg.size;
+	} else {
+		int flags = (t->cfg.op == OP_READ ? O_RDONLY : O_RDWR) | O_CLOEXEC | (t->kind == MAP_MEM ? O_SYNC : 0);
+		t->fd = open(t->dev, flags);
+		if (t->fd < 0)
+			return log_skip("access to the device", "--map: cannot open %s: %s", t->dev, errname(errno));
+		if (t->kind == MAP_UIO) {
+			off = (off_t)(t->map_index * (uint64_t)pg); /* UIO: map N is at offset N pages */
+		} else {
+			t->page_off = (size_t)(t->phys_offset % (uint64_t)pg);
+			off = (off_t)(t->phys_offset - t->page_off);
+		}
+		t->map_len = t->page_off + (size_t)t->cfg.size;
+	}
+	void *p = mmap(NULL, t->map_len, prot, MAP_SHARED, t->fd, off);
+	if (p == MAP_FAILED) {
+		int e = errno;
+		if (t->kind != MAP_SHM && (e == EPERM || e == EACCES))
+			return log_skip("a kernel that allows mapping this range (CONFIG_STRICT_DEVMEM, "
+					"iomem=relaxed)",
+					"--map: mmap of %s refused (%s)", t->dev, errname(e));
+		return log_error("--map: mmap of %s: %s", t->kind == MAP_SHM ? "shared memory" : t->dev, strerror(e));
+	}
+	t->map_base = p;
+	t->region = (volatile unsigned char *)p + t->page_off;
+	if (t->kind == MAP_SHM) /* backed by RAM before measuring; a pattern the checksum can tell */
+		for (size_t i = 0; i < t->map_len; i++)
+			((unsigned char *)p)[i] = (unsigned char)(i * 2654435761u >> 13);
+	return 0;
+}
+
+/* Options that need more than a range check. */
+static int pio_validate(struct pio *t, bool check)
+{
+	struct pio_cfg *c = &t->cfg;
+	char err[512];
+	(void)check;
+	if (opts_given(pio_opts, PIO_NOPTS, t->given, "passes") && opts_given(pio_opts, PIO_NOPTS, t->given, "duration"))
+		return log_error("--duration and --passes exclude each other: give one");
+	if (opts_given(pio_opts, PIO_NOPTS, t->given, "passes"))
+		c->duration_ns = 0;
+	else
+		c->passes = 0;
+	struct cpulist usable, one;
+	if (cpulist_usable(&usable, err, sizeof(err)))
+		return log_error("%s", err);
+	if (!opts_given(pio_opts, PIO_NOPTS, t->given, "cpu"))
+		c->cpu = usable.cpu[usable.n - 1];
+	one.n = 1;
+	one.cpu[0] = (int)c->cpu;
+	if (cpulist_check(&one, err, sizeof(err)))
+		return log_error("--cpu: %s", err);
+	if (c->policy != RT_OTHER && sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		return log_error("--policy %s on the only online CPU would stall the machine for every pass: use "
+				 "--policy other",
+				 rt_policy_names[c->policy]);
+	if (c->policy != RT_OTHER && c->pause_ns == 0)
+		return log_error("--pause 0 at --policy %s is an unbounded RT busy loop: give a pause (e.g. 100us) "
+				 "or --policy other",
+				 rt_policy_names[c->policy]);
+	if (fcntl((int)c->json_fd, F_GETFD) < 0)
+		return log_error("--json-fd: fd %" PRId64 " is not open", c->json_fd);
+	if (c->raw && check && sink_raw_check(c->raw, err, sizeof(err)))
+		return log_error("%s", err);
+	int rc = pio_parse_map(t);
+	if (!rc)
+		rc = pio_check_device(t);
+	if (rc)
+		return rc;
+	t->width_bytes = 1u << c->width;
+	t->bytes = (size_t)c->size / t->width_bytes * t->width_bytes;
+	t->accesses = t->bytes / t->width_bytes;
+	if (t->accesses == 0)
+		return log_error("--size %" PRId64 " is smaller than one %u-bit access", c->size, t->width_bytes * 8);
+	return 0;
+}
+
+/* Scheduling and memory locking, tried for real (as the timer probe). */
+static int pio_privileges(struct pio *t)
+{
+	struct pio_cfg *c = &t->cfg;
+	const char *pn = c->policy == RT_FIFO ? "FIFO" : "RR";
+	t->rt.policy = c->policy;
+	t->rt.priority = c->policy == RT_OTHER ? 0 : (int)c->priority;
+	if (c->policy != RT_OTHER) {
+		int e = rt_try_sched(c->policy, (int)c->priority);
+		if (e == EPERM || e == EACCES) {
+			char grant[160];
+			snprintf(grant, sizeof(grant), RT_GRANT_SCHED_FMT, (int)c->priority);
+			if (!c->allow_degraded)
+				return log_skip(grant, "SCHED_%s not permitted (%s)", pn, errname(e));
+			defer_warning(t, "degraded: SCHED_%s priority %d not permitted (%s); running SCHED_OTHER", pn,
+				      (int)c->priority, errname(e));
+			t->rt.policy = RT_OTHER;
+			t->rt.priority = 0;
+			t->rt.degraded = true;
+		} else if (e) {
+			return log_error("cannot create a SCHED_%s thread: %s", pn, strerror(e));
+		}
+	}
+	int e = rt_lock_memory();
+	if (e == 0) {
+		t->rt.mlockall = true;
+	} else if (e == EPERM || e == ENOMEM || e == EAGAIN) {
+		if (!c->allow_degraded)
+			return log_skip(RT_GRANT_MLOCK, "mlockall not permitted (%s)", errname(e));
+		defer_warning(t, "degraded: mlockall not permitted (%s); memory not locked", errname(e));
+		t->rt.degraded = true;
+	} else {
+		return log_error("mlockall: %s", strerror(e));
+	}
+	return 0;
+}
+
+static void pio_cleanup(struct pio *t)
+{
+	if (t->map_base)
+		munmap(t->map_base, t->map_len);
+	if (t->fd >= 0)
+		close(t->fd);
+	sink_free(&t->sink);
+}
+
+/* Main thread while measuring: progress until done or a signal. */
+static void pio_supervise(struct pio *t)
+{
+	int64_t now = mono_now_ns();
+	int64_t next_progress = now + t->cfg.progress_ms * NS_PER_MS;
+	while (!atomic_load(&t->done)) {
+		if (rt_signals_caught() || atomic_load(&t->sink.stop)) {
+			atomic_store(&t->sink.stop, true);
+			break;
+		}
+		int64_t wake = now + POLL_NS;
+		sleep_until_ns(wake < next_progress ? wake : next_progress);
+		now = mono_now_ns();
+		sink_poll(&t->sink);
+		if (now >= next_progress) {
+			sink_progress(&t->sink);
+			next_progress += t->cfg.progress_ms * NS_PER_MS;
+			if (next_progress < now)
+				next_progress = now + t->cfg.progress_ms * NS_PER_MS;
+		}
+	}
+}
+
+static int pio_run(const struct probe_args *a)
+{
+	struct pio *t = calloc(1, sizeof(*t));
+	char err[512] = "";
+	int rc;
+	if (!t)
+		return log_error("out of memory");
+	t->fd = -1;
+	t->sink.raw_fd = -1;
+	if (opts_parse(pio_opts, PIO_NOPTS, &t->cfg, a->opt_argc, a->opt_argv, &t->given, err, sizeof(err))) {
+		free(t);
+		return log_error("%s", err);
+	}
+	if ((rc = pio_validate(t, a->check)) || (rc = pio_privileges(t)) || a->check) {
+		free(t);
+		return rc;
+	}
+	struct pio_cfg *c = &t->cfg;
+	int cpu = (int)c->cpu;
+	if ((rc = pio_map(t))) {
+		pio_cleanup(t);
+		free(t);
+		return rc;
+	}
+	if (sink_init(&t->sink, (int)c->json_fd, &cpu, 1, c->threshold_ns, (uint64_t)c->max_events, c->raw != NULL,
+		      err, sizeof(err)) ||
+	    (c->raw && sink_raw_open(&t->sink, c->raw, (uint64_t)c->raw_max_bytes, err, sizeof(err)))) {
+		rc = log_error("%s", err);
+		pio_cleanup(t);
+		free(t);
+		return rc;
+	}
+	t->sink.summary_extra = pio_summary_extra;
+	t->sink.summary_ctx = t;
+	if (t->rt.policy != RT_OTHER) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_xcpu;
+		sigaction(SIGXCPU, &sa, NULL);
+		int e = rt_set_rttime_limit(RTTIME_SOFT_US, RTTIME_HARD_US);
+		if (e)
+			defer_warning(t, "RLIMIT_RTTIME safety net not set: %s", strerror(e));
+	}
+	t->ov.clock_read_ns = measure_clock_read_ns(10000);
+	t->ov.sample_update_ns = sink_measure_update_ns(100000);
+
+	rt_signals_install();
+	int64_t start_mono = mono_now_ns(), start_real = real_now_ns();
+	sink_raw_start(&t->sink, 0, start_mono, start_real);
+	if (sink_header(&t->sink, "pio", a->argc, a->argv, pio_params, t, &t->rt, &t->ov, start_mono, start_real)) {
+		rc = log_error("--json-fd %d: write failed: %s", t->sink.fd, strerror(t->sink.write_errno));
+		pio_cleanup(t);
+		free(t);
+		return rc;
+	}
+	for (int i = 0; i < t->nwarn; i++)
+		sink_warning(&t->sink, "%s", t->warn[i]);
+
+	/* watchdog: --duration (or a generous bound for --passes) plus margin */
+	int64_t wd_s = (c->passes ? 3600 : c->duration_ns / NS_PER_S) + WATCHDOG_MARGIN_S + 1;
+	alarm((unsigned)wd_s);
+	sigset_t old;
+	pthread_attr_t attr;
+	rt_signals_block(&old);
+	int e = rt_thread_attr(&attr, t->rt.policy, t->rt.priority, cpu, THREAD_STACK_BYTES);
+	if (!e) {
+		e = pthread_create(&t->tid, &attr, pio_thread_main, t);
+		pthread_attr_destroy(&attr);
+	}
+	rt_signals_restore(&old);
+	if (e)
+		snprintf(err, sizeof(err), "cannot start the thread on CPU %d: %s", cpu, strerror(e));
+	else
+		pio_supervise(t);
+	if (!e)
+		pthread_join(t->tid, NULL);
+	alarm(0);
+
+	int sig = rt_signals_caught();
+	if (e)
+		rc = sink_finish(&t->sink, 1, "error", err);
+	else if (t->rttime_hit)
+		rc = sink_finish(&t->sink, 1, "error", "a pass ran over 1 s at RT priority (RLIMIT_RTTIME): use a "
+				 "smaller --size");
+	else if (sig & RT_SIG_WATCHDOG)
+		rc = sink_finish(&t->sink, 1, "error", "watchdog");
+	else if (sig & RT_SIG_STOP)
+		rc = sink_finish(&t->sink, 4, "interrupted", "stopped by signal");
+	else
+		rc = sink_finish(&t->sink, -1, NULL, NULL);
+	if (e)
+		log_error("%s", err);
+	pio_cleanup(t);
+	free(t);
+	return rc;
+}
+
+/* The default shm region needs memfd_create (Linux 3.17); uio/mem say at
+ * run time what they miss (exit 3). */
+static bool pio_supported(char *why_not, size_t len)
+{
+	int fd = memfd_create("rtqual-pio-probe", MFD_CLOEXEC);
+	if (fd < 0) {
+		snprintf(why_not, len, "memfd_create not available: %s", strerror(errno));
+		return false;
+	}
+	close(fd);
+	return true;
+}
+
+const struct probe probe_pio = {
+	.name = "pio",
+	.summary = "programmed-I/O transfer speed: volatile 8/16/32/64-bit reads or writes over shared memory, a UIO "
+		   "map or /dev/mem; ns per access and MB/s",
+	.opts = pio_opts,
+	.nopts = PIO_NOPTS,
+	.supported = pio_supported,
+	.run = pio_run,
+};

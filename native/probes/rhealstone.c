@@ -1,0 +1,1105 @@
+/* rhealstone probe: the Rhealstone components (Kar & Porter, 1989), one per
+ * run, each its own latency distribution in one sink slot (the CPU where the
+ * measured thread runs). Each run is paced: a driver thread starts one round
+ * per --interval, so every thread blocks once per round and the CPU is never
+ * monopolised; the only busy loops (the preempted spinner, the medium-priority
+ * spinner) are bounded by a clock check, RLIMIT_RTTIME and alarm(), and never
+ * run on the only online CPU. Every sample: CLOCK_MONOTONIC at the measured
+ * event's start (stored by the thread causing it, right before the call) and
+ * at its end (read by the thread that runs because of it). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <mqueue.h>
+#include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "rtqual/cpulist.h"
+#include "rtqual/log.h"
+#include "rtqual/probe.h"
+#include "rtqual/rtenv.h"
+#include "rtqual/sink.h"
+
+#define THREAD_STACK_BYTES (256 * 1024)
+#define POLL_NS (50 * NS_PER_MS)
+#define WATCHDOG_MARGIN_S 10
+#define READY_NS (5 * NS_PER_S)  /* helper threads must reach their first wait */
+#define JOIN_NS (5 * NS_PER_S)   /* then the run is abandoned as an error */
+#define STALL_NS (10 * NS_PER_S) /* no round for this long (+ 2 intervals): watchdog */
+#define WATCHDOG_FACTOR 10       /* hard cap: this many times the paced run */
+#define RTTIME_SOFT_US 200000
+#define RTTIME_HARD_US 400000
+#define MQ_MAXMSG 4
+#define MAX_THREADS 3
+
+enum rh_comp { C_TASK_SWITCH, C_PREEMPTION, C_SEM_SHUFFLE, C_DEADLOCK_BREAK, C_MESSAGE, C_INTERRUPT, C_NONE };
+static const char *const comp_names[] = {"task-switch",     "preemption",        "semaphore-shuffle",
+					 "deadlock-break",  "intertask-message", "interrupt-latency", NULL};
+static const char *const onoff_names[] = {"on", "off", NULL};
+
+struct rh_cfg {
+	int component;
+	struct cpulist cpu, peer_cpu;
+	int policy, pi;
+	int64_t priority, interval_ns, duration_ns, loops, warmup, spin_ns, hold_ns, msg_bytes;
+	int64_t threshold_ns, max_events;
+	bool no_dma_latency, allow_degraded;
+	const char *raw;
+	int64_t raw_max_bytes, json_fd, progress_ms;
+};
+
+#define F(x) offsetof(struct rh_cfg, x)
+static const struct opt_def rh_opts[] = {
+	{"component", OPT_ENUM, F(component), 0, 0, NULL, comp_names,
+	 "the one component measured by this run (required)"},
+	{"cpu", OPT_CPULIST, F(cpu), 0, 0, NULL, NULL, "the measured CPU, all threads there (default: the last usable CPU)"},
+	{"peer-cpu", OPT_CPULIST, F(peer_cpu), 0, 0, NULL, NULL,
+	 "interrupt-latency: CPU of the writer thread (default: the highest other usable CPU)"},
+	{"policy", OPT_ENUM, F(policy), 0, 0, "fifo", rt_policy_names,
+	 "scheduling policy (preemption and deadlock-break need fifo or rr)"},
+	{"priority", OPT_INT, F(priority), 1, 89, "40", NULL,
+	 "base RT priority: low/equal threads at base, medium base+5, high base+10"},
+	{"interval", OPT_DURATION, F(interval_ns), 10 * NS_PER_US, 50 * NS_PER_MS, "500us", NULL,
+	 "period of the rounds (preemption: also how long the low thread spins before the deadline)"},
+	{"loops", OPT_INT, F(loops), 1, 1LL << 40, "10000", NULL, "measured samples"},
+	{"duration", OPT_DURATION, F(duration_ns), NS_PER_MS, 365 * 24 * 3600 * NS_PER_S, NULL, NULL,
+	 "measured time after warm-up; replaces --loops"},
+	{"warmup", OPT_INT, F(warmup), 0, 1000000000, "100", NULL, "samples discarded before measuring"},
+	{"pi", OPT_ENUM, F(pi), 0, 0, "on", onoff_names,
+	 "deadlock-break: PTHREAD_PRIO_INHERIT mutex (on) or a plain mutex (off)"},
+	{"spin", OPT_DURATION, F(spin_ns), NS_PER_US, 10 * NS_PER_MS, "100us", NULL,
+	 "deadlock-break: longest spin of the medium thread per round"},
+	{"hold", OPT_DURATION, F(hold_ns), 0, NS_PER_MS, "10us", NULL,
+	 "deadlock-break: the low thread's critical section (busy)"},
+	{"msg-bytes", OPT_INT, F(msg_bytes), 8, 8192, "8", NULL, "intertask-message: message size, bytes"},
+	{"threshold", OPT_DURATION, F(threshold_ns), 1, 60 * NS_PER_S, "100us", NULL,
+	 "samples above it emit event records"},
+	{"max-events", OPT_INT, F(max_events), 0, 1000000, "100", NULL,
+	 "threshold events per second; the rest counted as suppressed"},
+	{"no-dma-latency", OPT_FLAG, F(no_dma_latency), 0, 0, NULL, NULL, "do not hold /dev/cpu_dma_latency at 0"},
+	{"raw", OPT_PATH, F(raw), 0, 0, NULL, NULL, "keep every sample in FILE (protocol.md raw format)"},
+	{"raw-max-bytes", OPT_INT, F(raw_max_bytes), 4096, 1LL << 40, "268435456", NULL,
+	 "cap of the raw file; capture stops (flagged) at the cap"},
+	{"allow-degraded", OPT_FLAG, F(allow_degraded), 0, 0, NULL, NULL,
+	 "run with what is permitted (SCHED_OTHER, no mlock), marked degraded (not for preemption, deadlock-break)"},
+	{"json-fd", OPT_INT, F(json_fd), 1, 65535, "1", NULL, "fd for JSON Lines"},
+	{"progress-ms", OPT_INT, F(progress_ms), 50, 60000, "1000", NULL, "period of progress records, ms"},
+};
+#undef F
+#define RH_NOPTS ((int)(sizeof(rh_opts) / sizeof(rh_opts[0])))
+
+struct rh;
+typedef void *(*thread_fn)(void *);
+
+/* One thread of a component: its role, priority offset, CPU. */
+struct role {
+	const char *name;
+	int prio_off;
+	bool on_peer; /* interrupt-latency writer */
+	thread_fn fn;
+};
+
+/* A component: its threads (the driver last: its end ends the run). */
+struct component {
+	int nroles;
+	struct role roles[MAX_THREADS];
+	bool spins;     /* has an RT busy loop: never on the only online CPU */
+	bool needs_rt;  /* priorities are the point: no SCHED_OTHER */
+	int per_round;  /* samples per round */
+	const char *sample;
+};
+
+static void *ts_a(void *), *ts_b(void *), *pre_h(void *), *pre_l(void *), *sh_a(void *), *sh_b(void *),
+	*db_l(void *), *db_m(void *), *db_h(void *), *im_s(void *), *im_r(void *), *il_w(void *), *il_r(void *);
+
+static const struct component components[] = {
+	[C_TASK_SWITCH] = {2, {{"B", 0, false, ts_b}, {"A", 0, false, ts_a}}, false, false, 2,
+			   "sched_yield() call in one equal-priority thread -> the other running"},
+	[C_PREEMPTION] = {2, {{"low", 0, false, pre_l}, {"high", 10, false, pre_h}}, true, true, 1,
+			  "high thread's timer deadline -> high running, while the low thread spins"},
+	[C_SEM_SHUFFLE] = {2, {{"waiter", 0, false, sh_b}, {"holder", 0, false, sh_a}}, false, false, 1,
+			   "sem_post() by the holder -> the equal-priority waiter returning from sem_wait()"},
+	[C_DEADLOCK_BREAK] = {3, {{"high", 10, false, db_h}, {"medium", 5, false, db_m}, {"low", 0, false, db_l}},
+			      true, true, 1,
+			      "high thread's mutex lock call -> lock acquired (held by low; medium spins)"},
+	[C_MESSAGE] = {2, {{"receiver", 10, false, im_r}, {"sender", 0, false, im_s}}, false, false, 1,
+		       "mq_send() -> the higher-priority receiver returning from mq_receive()"},
+	[C_INTERRUPT] = {2, {{"responder", 10, false, il_r}, {"writer", 0, true, il_w}}, false, false, 1,
+			 "eventfd write on the peer CPU -> responder returning from epoll_wait()"},
+};
+
+/* All state of one run; the fields under "shared" are used by its threads. */
+struct rh {
+	struct rh_cfg cfg;
+	const struct component *comp;
+	uint64_t given;
+	struct rt_info rt;
+	struct overhead ov;
+	struct sink sink;
+	int cpu, peer;
+	pthread_t tid[MAX_THREADS];
+	bool started[MAX_THREADS];
+	_Atomic bool driver_done, kicked;
+	bool stalled;
+	int dma_fd;
+	char warn[4][256];
+	int nwarn;
+	/* shared */
+	_Alignas(64) _Atomic int stop;
+	_Atomic int ready;
+	_Atomic int64_t t_mark; /* start of the event in flight */
+	_Atomic int last;       /* task-switch: who yielded last (1 = A, 2 = B) */
+	_Atomic int64_t pend_lat, pend_wake;
+	_Atomic int pend;
+	_Atomic int64_t spin_since;
+	_Atomic int stop_spin, round_done;
+	_Atomic uint64_t sent, acked;
+	sem_t go_b, sem_s, go_l, sem_h, sem_m;
+	pthread_mutex_t mtx;
+	bool mtx_ok;
+	mqd_t mq;
+	int efd, epfd;
+	/* recorder thread only (read after join) */
+	uint64_t warm, n;
+	int64_t end_ns;
+	/* counters, read after join */
+	_Atomic uint64_t rounds, discarded, spin_capped, responses, coalesced, skipped_periods;
+	_Atomic int64_t rec_cpu_time_ns;
+	_Atomic uint64_t rec_wakeups;
+	char err[256];
+};
+
+static const char *errname(int e)
+{
+	switch (e) {
+	case EPERM: return "EPERM";
+	case EACCES: return "EACCES";
+	case ENOMEM: return "ENOMEM";
+	case EAGAIN: return "EAGAIN";
+	default: return strerror(e);
+	}
+}
+
+static void defer_warning(struct rh *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void defer_warning(struct rh *r, const char *fmt, ...)
+{
+	va_list ap;
+	if (r->nwarn >= 4)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(r->warn[r->nwarn++], sizeof(r->warn[0]), fmt, ap);
+	va_end(ap);
+}
+
+static bool stopping(struct rh *r)
+{
+	return atomic_load_explicit(&r->stop, memory_order_relaxed) != 0;
+}
+
+static void swait(sem_t *s)
+{
+	while (sem_wait(s) != 0 && errno == EINTR)
+		;
+}
+
+/* Sleep to an absolute CLOCK_MONOTONIC time (threads have signals blocked). */
+static void nap_until(int64_t t)
+{
+	struct timespec ts = ns_to_ts(t);
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+/* The next round's start: one --interval later, or one interval from now
+ * if the round overran (the driver always blocks between rounds). */
+static int64_t next_round(struct rh *r, int64_t prev)
+{
+	int64_t next = prev + r->cfg.interval_ns, now = mono_now_ns();
+	return next > now ? next : now + r->cfg.interval_ns;
+}
+
+/* Bounded RT busy loop: until `until_ns`, *flag set or stop. The clock
+ * check is one of three bounds (with RLIMIT_RTTIME and alarm()). Returns
+ * true if it ran to until_ns. */
+static bool spin_until(struct rh *r, int64_t until_ns, _Atomic int *flag)
+{
+	while (!(flag && atomic_load_explicit(flag, memory_order_relaxed)) && !stopping(r))
+		if (mono_now_ns() >= until_ns)
+			return true;
+	return false;
+}
+
+/* Recorder thread: account one sample (warm-up first); stop the run once
+ * --loops samples are in or --duration has passed. */
+static void rh_record(struct rh *r, int64_t lat, int64_t now)
+{
+	const struct rh_cfg *c = &r->cfg;
+	if (r->warm < (uint64_t)c->warmup) {
+		r->warm++;
+		return;
+	}
+	if (!r->end_ns)
+		r->end_ns = c->duration_ns ? now + c->duration_ns : INT64_MAX;
+	if (stopping(r))
+		return;
+	sink_sample(&r->sink.cs[0], lat, now, 0);
+	r->n++;
+	if ((!c->duration_ns && r->n >= (uint64_t)c->loops) || now >= r->end_ns)
+		atomic_store(&r->stop, 1);
+}
+
+/* Wake every thread wherever it waits: stop flag, then a token on every
+ * object (tokens persist, so a thread that has not reached its wait yet
+ * still finds one). Semaphores two threads may wait on get two. */
+static void rh_kick(struct rh *r)
+{
+	atomic_store(&r->stop, 1);
+	if (atomic_exchange(&r->kicked, true))
+		return;
+	sem_post(&r->go_b);
+	sem_post(&r->sem_s);
+	sem_post(&r->sem_s);
+	sem_post(&r->go_l);
+	sem_post(&r->sem_h);
+	sem_post(&r->sem_m);
+	if (r->mq != (mqd_t)-1) {
+		char buf[8192] = {0};
+		struct timespec now = ns_to_ts(real_now_ns());
+		mq_timedsend(r->mq, buf, (size_t)r->cfg.msg_bytes, 0, &now);
+	}
+	if (r->efd >= 0) {
+		uint64_t one = 1;
+		if (write(r->efd, &one, sizeof(one)) < 0) {
+			/* best effort: the responder also sees stop at its next event */
+		}
+	}
+}
+
+/* Common thread prologue and the recorder's epilogue. */
+static void thread_begin(struct rh *r)
+{
+	rt_prefault_stack();
+	atomic_fetch_add(&r->ready, 1);
+}
+
+static void recorder_end(struct rh *r, uint64_t wakeups)
+{
+	atomic_store(&r->rec_cpu_time_ns, clock_ns(CLOCK_THREAD_CPUTIME_ID));
+	atomic_store(&r->rec_wakeups, wakeups);
+}
+
+/* The driver waits for its helpers to reach their first wait, runs, then
+ * wakes everyone for the end. */
+static void driver_begin(struct rh *r)
+{
+	int64_t limit = mono_now_ns() + READY_NS;
+	rt_prefault_stack();
+	while (atomic_load(&r->ready) < r->comp->nroles - 1 && !stopping(r) && mono_now_ns() < limit)
+		nap_until(mono_now_ns() + 100 * NS_PER_US);
+	nap_until(mono_now_ns() + 100 * NS_PER_US); /* let them block */
+}
+
+static void driver_end(struct rh *r)
+{
+	rh_kick(r);
+	atomic_store(&r->driver_done, true);
+}
+
+/* ---- task-switch: A and B, equal priority, yield to each other. Per
+ * round A makes B runnable, yields (sample A->B, measured by B), B yields
+ * back (sample B->A, measured by A); A records both. */
+static void *ts_a(void *arg)
+{
+	struct rh *r = arg;
+	uint64_t wakeups = 0;
+	driver_begin(r);
+	int64_t next = mono_now_ns() + r->cfg.interval_ns;
+	while (!stopping(r)) {
+		nap_until(next);
+		if (stopping(r))
+			break;
+		atomic_store(&r->pend, 0);
+		sem_post(&r->go_b); /* B runnable, queued behind A */
+		atomic_store(&r->last, 1);
+		atomic_store(&r->t_mark, mono_now_ns());
+		sched_yield();
+		int64_t tw = mono_now_ns();
+		if (stopping(r))
+			break;
+		wakeups++;
+		atomic_fetch_add(&r->rounds, 1);
+		if (atomic_load(&r->last) == 2 && atomic_load(&r->pend)) {
+			rh_record(r, atomic_load(&r->pend_lat), atomic_load(&r->pend_wake));
+			rh_record(r, tw - atomic_load(&r->t_mark), tw);
+		} else {
+			atomic_fetch_add(&r->discarded, 1); /* yield did not switch to B */
+		}
+		next = next_round(r, next);
+	}
+	recorder_end(r, wakeups);
+	driver_end(r);
+	return NULL;
+}
+
+static void *ts_b(void *arg)
+{
+	struct rh *r = arg;
+	thread_begin(r);
+	while (!stopping(r)) {
+		swait(&r->go_b);
+		int64_t tw = mono_now_ns();
+		if (stopping(r))
+			break;
+		if (atomic_load(&r->last) == 1) {
+			atomic_store(&r->pend_lat, tw - atomic_load(&r->t_mark));
+			atomic_store(&r->pend_wake, tw);
+			atomic_store(&r->pend, 1);
+		}
+		atomic_store(&r->last, 2);
+		atomic_store(&r->t_mark, mono_now_ns());
+		sched_yield();
+	}
+	return NULL;
+}
+
+/* ---- preemption: per round the high thread lets the low one spin, sleeps
+ * to a deadline one --interval ahead, and measures deadline -> running. */
+static void *pre_h(void *arg)
+{
+	struct rh *r = arg;
+	uint64_t wakeups = 0;
+	driver_begin(r);
+	int64_t t0 = mono_now_ns() + r->cfg.interval_ns;
+	while (!stopping(r)) {
+		nap_until(t0); /* rest: the low thread is blocked */
+		if (stopping(r))
+			break;
+		atomic_store(&r->stop_spin, 0);
+		sem_post(&r->go_l);
+		int64_t d = mono_now_ns() + r->cfg.interval_ns;
+		nap_until(d);
+		int64_t tw = mono_now_ns();
+		if (stopping(r))
+			break;
+		wakeups++;
+		atomic_fetch_add(&r->rounds, 1);
+		int64_t ss = atomic_load(&r->spin_since);
+		if (ss && ss <= d)
+			rh_record(r, tw - d, tw);
+		else
+			atomic_fetch_add(&r->discarded, 1); /* low was not spinning at the deadline */
+		atomic_store(&r->stop_spin, 1);
+		t0 = next_round(r, d);
+	}
+	recorder_end(r, wakeups);
+	driver_end(r);
+	return NULL;
+}
+
+static void *pre_l(void *arg)
+{
+	struct rh *r = arg;
+	thread_begin(r);
+	while (!stopping(r)) {
+		swait(&r->go_l);
+		if (stopping(r))
+			break;
+		int64_t s = mono_now_ns();
+		atomic_store(&r->spin_since, s);
+		if (spin_until(r, s + 2 * r->cfg.interval_ns + NS_PER_MS, &r->stop_spin))
+			atomic_fetch_add(&r->spin_capped, 1);
+		atomic_store(&r->spin_since, 0);
+	}
+	return NULL;
+}
+
+/* ---- semaphore-shuffle: the holder takes S, lets the equal-priority
+ * waiter block on it, posts S and yields; the waiter measures post -> own
+ * sem_wait return, releases S and waits for the next round. */
+static void *sh_a(void *arg)
+{
+	struct rh *r = arg;
+	driver_begin(r);
+	int64_t next = mono_now_ns() + r->cfg.interval_ns;
+	while (!stopping(r)) {
+		nap_until(next);
+		if (stopping(r))
+			break;
+		swait(&r->sem_s);
+		if (stopping(r))
+			break;
+		sem_post(&r->go_b);
+		sched_yield(); /* the waiter runs and blocks on S */
+		atomic_store(&r->t_mark, mono_now_ns());
+		sem_post(&r->sem_s);
+		sched_yield(); /* the waiter takes S */
+		atomic_fetch_add(&r->rounds, 1);
+		next = next_round(r, next);
+	}
+	driver_end(r);
+	return NULL;
+}
+
+static void *sh_b(void *arg)
+{
+	struct rh *r = arg;
+	uint64_t wakeups = 0;
+	thread_begin(r);
+	while (!stopping(r)) {
+		swait(&r->go_b);
+		if (stopping(r))
+			break;
+		int64_t tws = mono_now_ns();
+		swait(&r->sem_s);
+		int64_t tw = mono_now_ns();
+		if (stopping(r))
+			break;
+		wakeups++;
+		int64_t tp = atomic_load(&r->t_mark);
+		if (tp >= tws)
+			rh_record(r, tw - tp, tw);
+		else
+			atomic_fetch_add(&r->discarded, 1); /* sem_wait did not block on the holder */
+		sem_post(&r->sem_s);
+	}
+	recorder_end(r, wakeups);
+	return NULL;
+}
+
+/* ---- deadlock-break: low locks M and wakes high; high wakes medium and
+ * requests M; with priority inheritance low runs at high's priority and
+ * releases at once, without it medium spins first (--spin, bounded). */
+static void *db_l(void *arg)
+{
+	struct rh *r = arg;
+	driver_begin(r);
+	int64_t next = mono_now_ns() + r->cfg.interval_ns;
+	while (!stopping(r)) {
+		nap_until(next);
+		if (stopping(r))
+			break;
+		pthread_mutex_lock(&r->mtx);
+		sem_post(&r->sem_h); /* high preempts, blocks on M */
+		spin_until(r, mono_now_ns() + r->cfg.hold_ns, NULL);
+		pthread_mutex_unlock(&r->mtx); /* high preempts, takes M */
+		atomic_fetch_add(&r->rounds, 1);
+		next = next_round(r, next);
+	}
+	driver_end(r);
+	return NULL;
+}
+
+static void *db_m(void *arg)
+{
+	struct rh *r = arg;
+	thread_begin(r);
+	while (!stopping(r)) {
+		swait(&r->sem_m);
+		if (stopping(r))
+			break;
+		if (spin_until(r, mono_now_ns() + r->cfg.spin_ns, &r->round_done))
+			atomic_fetch_add(&r->spin_capped, 1);
+	}
+	return NULL;
+}
+
+static void *db_h(void *arg)
+{
+	struct rh *r = arg;
+	uint64_t wakeups = 0;
+	thread_begin(r);
+	while (!stopping(r)) {
+		swait(&r->sem_h);
+		if (stopping(r))
+			break;
+		atomic_store(&r->round_done, 0);
+		sem_post(&r->sem_m); /* medium runnable: runs when high blocks */
+		int64_t treq = mono_now_ns();
+		pthread_mutex_lock(&r->mtx);
+		int64_t tw = mono_now_ns();
+		wakeups++;
+		rh_record(r, tw - treq, tw);
+		pthread_mutex_unlock(&r->mtx);
+		atomic_store(&r->round_done, 1);
+	}
+	recorder_end(r, wakeups);
+	return NULL;
+}
+
+/* ---- intertask-message: the sender puts its CLOCK_MONOTONIC into a
+ * message; the higher-priority receiver measures send -> receive return. */
+static void *im_s(void *arg)
+{
+	struct rh *r = arg;
+	char buf[8192] = {0};
+	driver_begin(r);
+	int64_t next = mono_now_ns() + r->cfg.interval_ns;
+	while (!stopping(r)) {
+		nap_until(next);
+		if (stopping(r))
+			break;
+		int64_t t = mono_now_ns();
+		memcpy(buf, &t, sizeof(t));
+		while (mq_send(r->mq, buf, (size_t)r->cfg.msg_bytes, 0) != 0 && errno == EINTR)
+			;
+		atomic_fetch_add(&r->rounds, 1);
+		next = next_round(r, next);
+	}
+	driver_end(r);
+	return NULL;
+}
+
+static void *im_r(void *arg)
+{
+	struct rh *r = arg;
+	char buf[8192];
+	uint64_t wakeups = 0;
+	thread_begin(r);
+	while (!stopping(r)) {
+		ssize_t len = mq_receive(r->mq, buf, sizeof(buf), NULL);
+		int64_t tw = mono_now_ns();
+		if (stopping(r))
+			break;
+		if (len < (ssize_t)sizeof(int64_t)) {
+			if (len < 0 && errno == EINTR)
+				continue;
+			snprintf(r->err, sizeof(r->err), "mq_receive: %s", len < 0 ? strerror(errno) : "short message");
+			atomic_store(&r->stop, 1);
+			break;
+		}
+		int64_t t;
+		memcpy(&t, buf, sizeof(t));
+		wakeups++;
+		rh_record(r, tw - t, tw);
+	}
+	recorder_end(r, wakeups);
+	return NULL;
+}
+
+/* ---- interrupt-latency: the writer on the peer CPU stores t and writes
+ * the eventfd (only after the previous event was consumed); the responder,
+ * blocked in epoll_wait, measures t -> its return. */
+static void *il_w(void *arg)
+{
+	struct rh *r = arg;
+	driver_begin(r);
+	int64_t next = mono_now_ns() + r->cfg.interval_ns;
+	while (!stopping(r)) {
+		nap_until(next);
+		next = next_round(r, next);
+		if (atomic_load(&r->acked) != atomic_load(&r->sent)) {
+			atomic_fetch_add(&r->skipped_periods, 1); /* previous event not consumed yet */
+			continue;
+		}
+		if (stopping(r)) /* after the ack: the responder sets stop before acking the last one */
+			break;
+		uint64_t one = 1;
+		atomic_fetch_add(&r->sent, 1);
+		atomic_store(&r->t_mark, mono_now_ns());
+		if (write(r->efd, &one, sizeof(one)) != (ssize_t)sizeof(one)) {
+			snprintf(r->err, sizeof(r->err), "eventfd write: %s", strerror(errno));
+			break;
+		}
+		atomic_fetch_add(&r->rounds, 1);
+	}
+	driver_end(r);
+	return NULL;
+}
+
+static void *il_r(void *arg)
+{
+	struct rh *r = arg;
+	uint64_t wakeups = 0;
+	thread_begin(r);
+	while (!stopping(r)) {
+		struct epoll_event ev;
+		int k = epoll_wait(r->epfd, &ev, 1, -1);
+		int64_t tw = mono_now_ns();
+		if (stopping(r))
+			break;
+		if (k <= 0) {
+			if (k < 0 && errno != EINTR) {
+				snprintf(r->err, sizeof(r->err), "epoll_wait: %s", strerror(errno));
+				atomic_store(&r->stop, 1);
+				break;
+			}
+			continue;
+		}
+		uint64_t v = 0;
+		if (read(r->efd, &v, sizeof(v)) != (ssize_t)sizeof(v))
+			continue;
+		wakeups++;
+		atomic_fetch_add(&r->responses, 1);
+		if (v > 1)
+			atomic_fetch_add(&r->coalesced, v - 1);
+		rh_record(r, tw - atomic_load(&r->t_mark), tw);
+		atomic_store(&r->acked, atomic_load(&r->sent));
+	}
+	recorder_end(r, wakeups);
+	return NULL;
+}
+
+/* ---- setup, header, supervision ---- */
+
+static int prio_of(const struct rh *r, const struct role *ro)
+{
+	return r->rt.policy == RT_OTHER ? 0 : r->rt.priority + ro->prio_off;
+}
+
+static void rh_params(struct jw *w, const void *ctx)
+{
+	const struct rh *r = ctx;
+	const struct rh_cfg *c = &r->cfg;
+	jw_str(w, "component", comp_names[c->component]);
+	jw_str(w, "sample", r->comp->sample);
+	jw_arr_begin(w, "cpus");
+	jw_i64(w, NULL, r->cpu);
+	jw_arr_end(w);
+	if (c->component == C_INTERRUPT)
+		jw_i64(w, "peer_cpu", r->peer);
+	else
+		jw_null(w, "peer_cpu");
+	jw_arr_begin(w, "threads");
+	for (int i = 0; i < r->comp->nroles; i++) {
+		const struct role *ro = &r->comp->roles[i];
+		jw_obj_begin(w, NULL);
+		jw_str(w, "role", ro->name);
+		jw_i64(w, "cpu", ro->on_peer ? r->peer : r->cpu);
+		jw_i64(w, "priority", prio_of(r, ro));
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+	jw_str(w, "policy", rt_policy_names[c->policy]);
+	jw_i64(w, "priority", c->priority);
+	jw_i64(w, "interval_ns", c->interval_ns);
+	jw_i64(w, "loops", c->duration_ns ? 0 : c->loops);
+	jw_i64(w, "duration_ns", c->duration_ns);
+	jw_i64(w, "warmup", c->warmup);
+	if (c->component == C_DEADLOCK_BREAK) {
+		jw_bool(w, "pi", c->pi == 0);
+		jw_i64(w, "spin_ns", c->spin_ns);
+		jw_i64(w, "hold_ns", c->hold_ns);
+	}
+	if (c->component == C_MESSAGE)
+		jw_i64(w, "msg_bytes", c->msg_bytes);
+	jw_i64(w, "threshold_ns", c->threshold_ns);
+	jw_i64(w, "max_events", c->max_events);
+	jw_bool(w, "dma_latency", !c->no_dma_latency);
+	jw_str(w, "raw", c->raw);
+	jw_i64(w, "raw_max_bytes", c->raw_max_bytes);
+	jw_bool(w, "allow_degraded", c->allow_degraded);
+	jw_i64(w, "progress_ms", c->progress_ms);
+}
+
+/* Summary "rhealstone": rounds, samples thrown away and why, and for
+ * interrupt-latency the stimulus/response accounting. */
+static void rh_summary_extra(struct jw *w, int slot, const void *ctx)
+{
+	const struct rh *r = ctx;
+	if (slot >= 0)
+		return;
+	jw_obj_begin(w, "rhealstone");
+	jw_str(w, "component", comp_names[r->cfg.component]);
+	jw_u64(w, "rounds", atomic_load(&r->rounds));
+	jw_i64(w, "samples_per_round", r->comp->per_round);
+	jw_u64(w, "warmup_samples", r->warm);
+	jw_u64(w, "discarded", atomic_load(&r->discarded));
+	if (r->comp->spins)
+		jw_u64(w, "spin_capped", atomic_load(&r->spin_capped));
+	if (r->cfg.component == C_DEADLOCK_BREAK)
+		jw_bool(w, "pi", r->cfg.pi == 0);
+	if (r->cfg.component == C_INTERRUPT) {
+		jw_u64(w, "stimuli", atomic_load(&r->sent));
+		jw_u64(w, "responses", atomic_load(&r->responses));
+		jw_u64(w, "coalesced", atomic_load(&r->coalesced));
+		jw_u64(w, "skipped_periods", atomic_load(&r->skipped_periods));
+	}
+	jw_obj_end(w);
+}
+
+/* Pick a default CPU: the last usable one; `not` excluded (-1: none). */
+static int last_usable(int not, char *err, size_t len)
+{
+	struct cpulist l;
+	if (cpulist_usable(&l, err, len))
+		return -1;
+	for (int i = l.n - 1; i >= 0; i--)
+		if (l.cpu[i] != not)
+			return l.cpu[i];
+	snprintf(err, len, "no usable CPU other than %d", not);
+	return -2;
+}
+
+static int rh_validate(struct rh *r, bool check)
+{
+	struct rh_cfg *c = &r->cfg;
+	char err[512];
+	if (!opts_given(rh_opts, RH_NOPTS, r->given, "component"))
+		return log_error("--component is required: one of task-switch, preemption, semaphore-shuffle, "
+				 "deadlock-break, intertask-message, interrupt-latency");
+	r->comp = &components[c->component];
+	if (opts_given(rh_opts, RH_NOPTS, r->given, "duration")) {
+		if (opts_given(rh_opts, RH_NOPTS, r->given, "loops"))
+			return log_error("--duration and --loops exclude each other: give one");
+		c->loops = 0;
+	}
+	if (opts_given(rh_opts, RH_NOPTS, r->given, "cpu")) {
+		if (cpulist_check(&c->cpu, err, sizeof(err)))
+			return log_error("--cpu: %s", err);
+		if (c->cpu.n != 1)
+			return log_error("--cpu: give one CPU (got %d)", c->cpu.n);
+		r->cpu = c->cpu.cpu[0];
+	} else if ((r->cpu = last_usable(-1, err, sizeof(err))) < 0) {
+		return log_error("--cpu: %s", err);
+	}
+	r->peer = -1;
+	if (opts_given(rh_opts, RH_NOPTS, r->given, "peer-cpu")) {
+		if (c->component != C_INTERRUPT)
+			return log_error("--peer-cpu applies to --component interrupt-latency only");
+		if (cpulist_check(&c->peer_cpu, err, sizeof(err)))
+			return log_error("--peer-cpu: %s", err);
+		if (c->peer_cpu.n != 1 || c->peer_cpu.cpu[0] == r->cpu)
+			return log_error("--peer-cpu: give one CPU other than --cpu %d", r->cpu);
+		r->peer = c->peer_cpu.cpu[0];
+	} else if (c->component == C_INTERRUPT) {
+		int p = last_usable(r->cpu, err, sizeof(err));
+		if (p == -2)
+			return log_skip("a second usable CPU", "interrupt-latency needs two CPUs: %s", err);
+		if (p < 0)
+			return log_error("--peer-cpu: %s", err);
+		r->peer = p;
+	}
+	static const struct {
+		const char *opt;
+		int comp;
+	} only[] = {{"pi", C_DEADLOCK_BREAK}, {"spin", C_DEADLOCK_BREAK}, {"hold", C_DEADLOCK_BREAK},
+		    {"msg-bytes", C_MESSAGE}};
+	for (size_t i = 0; i < sizeof(only) / sizeof(only[0]); i++)
+		if (opts_given(rh_opts, RH_NOPTS, r->given, only[i].opt) && c->component != only[i].comp)
+			return log_error("--%s applies to --component %s only", only[i].opt, comp_names[only[i].comp]);
+	if (r->comp->spins && sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		return log_skip("a second online CPU",
+				"%s spins at RT priority and this host has one online CPU: refusing to block it",
+				comp_names[c->component]);
+	if (r->comp->needs_rt && c->policy == RT_OTHER)
+		return log_error("--component %s needs --policy fifo or rr (priorities are what it measures)",
+				 comp_names[c->component]);
+	if (fcntl((int)c->json_fd, F_GETFD) < 0)
+		return log_error("--json-fd: fd %" PRId64 " is not open", c->json_fd);
+	if (c->raw && check && sink_raw_check(c->raw, err, sizeof(err)))
+		return log_error("%s", err);
+	return 0;
+}
+
+/* Try scheduling (at the highest priority used) and memory locking. */
+static int rh_privileges(struct rh *r)
+{
+	struct rh_cfg *c = &r->cfg;
+	const char *pname = c->policy == RT_FIFO ? "FIFO" : "RR";
+	int top = (int)c->priority;
+	for (int i = 0; i < r->comp->nroles; i++)
+		if ((int)c->priority + r->comp->roles[i].prio_off > top)
+			top = (int)c->priority + r->comp->roles[i].prio_off;
+	r->rt.policy = c->policy;
+	r->rt.priority = c->policy == RT_OTHER ? 0 : (int)c->priority;
+	if (c->policy != RT_OTHER) {
+		int e = rt_try_sched(c->policy, top);
+		if (e == EPERM || e == EACCES) {
+			char grant[160];
+			snprintf(grant, sizeof(grant), RT_GRANT_SCHED_FMT, top);
+			if (!c->allow_degraded || r->comp->needs_rt)
+				return log_skip(grant, "SCHED_%s priority %d not permitted (%s)", pname, top, errname(e));
+			defer_warning(r, "degraded: SCHED_%s not permitted (%s); running SCHED_OTHER (no priorities)",
+				      pname, errname(e));
+			r->rt.policy = RT_OTHER;
+			r->rt.priority = 0;
+			r->rt.degraded = true;
+		} else if (e) {
+			return log_error("cannot create a SCHED_%s thread: %s", pname, strerror(e));
+		}
+	}
+	int e = rt_lock_memory();
+	if (e == 0) {
+		r->rt.mlockall = true;
+	} else if (e == EPERM || e == ENOMEM || e == EAGAIN) {
+		if (!c->allow_degraded)
+			return log_skip(RT_GRANT_MLOCK, "mlockall not permitted (%s)", errname(e));
+		defer_warning(r, "degraded: mlockall not permitted (%s); memory not locked", errname(e));
+		r->rt.degraded = true;
+	} else {
+		return log_error("mlockall: %s", strerror(e));
+	}
+	return 0;
+}
+
+/* Semaphores, the mutex, the queue, the eventfd: what the component uses. */
+static int rh_objects(struct rh *r, char *err, size_t len)
+{
+	sem_t *sems[] = {&r->go_b, &r->sem_s, &r->go_l, &r->sem_h, &r->sem_m};
+	for (size_t i = 0; i < sizeof(sems) / sizeof(sems[0]); i++)
+		sem_init(sems[i], 0, sems[i] == &r->sem_s ? 1 : 0);
+	pthread_mutexattr_t ma;
+	pthread_mutexattr_init(&ma);
+	int e = pthread_mutexattr_setprotocol(&ma, r->cfg.pi == 0 ? PTHREAD_PRIO_INHERIT : PTHREAD_PRIO_NONE);
+	if (!e)
+		e = pthread_mutex_init(&r->mtx, &ma);
+	pthread_mutexattr_destroy(&ma);
+	if (e) {
+		snprintf(err, len, "pthread_mutex_init: %s", strerror(e));
+		return -1;
+	}
+	r->mtx_ok = true;
+	if (r->cfg.component == C_MESSAGE) {
+		struct mq_attr at = {.mq_maxmsg = MQ_MAXMSG, .mq_msgsize = r->cfg.msg_bytes};
+		char name[64];
+		snprintf(name, sizeof(name), "/rtqual-rhealstone-%d", (int)getpid());
+		for (int attempt = 0; attempt < 2 && r->mq == (mqd_t)-1; attempt++) {
+			r->mq = mq_open(name, O_RDWR | O_CREAT | O_EXCL, 0600, &at);
+			if (r->mq == (mqd_t)-1 && errno == EEXIST)
+				mq_unlink(name); /* stale queue of a crashed process with our pid */
+		}
+		if (r->mq == (mqd_t)-1) {
+			snprintf(err, len, "mq_open %s: %s", name, strerror(errno));
+			return -1;
+		}
+		mq_unlink(name);
+	}
+	if (r->cfg.component == C_INTERRUPT) {
+		struct epoll_event ev = {.events = EPOLLIN};
+		r->efd = eventfd(0, EFD_CLOEXEC);
+		r->epfd = epoll_create1(EPOLL_CLOEXEC);
+		if (r->efd < 0 || r->epfd < 0 || epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->efd, &ev) != 0) {
+			snprintf(err, len, "eventfd/epoll: %s", strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void rh_cleanup(struct rh *r)
+{
+	if (r->mq != (mqd_t)-1)
+		mq_close(r->mq);
+	if (r->efd >= 0)
+		close(r->efd);
+	if (r->epfd >= 0)
+		close(r->epfd);
+	if (r->mtx_ok)
+		pthread_mutex_destroy(&r->mtx);
+	if (r->dma_fd >= 0)
+		close(r->dma_fd);
+	sink_free(&r->sink);
+}
+
+/* Start the helpers, then the driver (last role), pinned, with their
+ * priorities; signals stay with the main thread. */
+static int rh_start(struct rh *r, char *err, size_t len)
+{
+	sigset_t old;
+	int rc = 0;
+	rt_signals_block(&old);
+	for (int i = 0; i < r->comp->nroles; i++) {
+		const struct role *ro = &r->comp->roles[i];
+		pthread_attr_t a;
+		int cpu = ro->on_peer ? r->peer : r->cpu;
+		int e = rt_thread_attr(&a, r->rt.policy, prio_of(r, ro), cpu, THREAD_STACK_BYTES);
+		if (!e) {
+			e = pthread_create(&r->tid[i], &a, ro->fn, r);
+			pthread_attr_destroy(&a);
+		}
+		if (e) {
+			snprintf(err, len, "cannot start the %s thread on CPU %d: %s", ro->name, cpu, strerror(e));
+			rc = -1;
+			break;
+		}
+		r->started[i] = true;
+	}
+	rt_signals_restore(&old);
+	return rc;
+}
+
+static void rh_supervise(struct rh *r)
+{
+	int64_t now = mono_now_ns();
+	int64_t next_progress = now + r->cfg.progress_ms * NS_PER_MS;
+	uint64_t seen = 0;
+	int64_t seen_at = now;
+	while (!atomic_load(&r->driver_done)) {
+		if (rt_signals_caught() || atomic_load(&r->sink.stop)) {
+			rh_kick(r);
+			break;
+		}
+		uint64_t p = atomic_load(&r->rounds);
+		if (p != seen) {
+			seen = p;
+			seen_at = now;
+		} else if (now - seen_at > STALL_NS + 2 * r->cfg.interval_ns) {
+			r->stalled = true;
+			rh_kick(r);
+			break;
+		}
+		int64_t wake = now + POLL_NS;
+		sleep_until_ns(wake < next_progress ? wake : next_progress);
+		now = mono_now_ns();
+		sink_poll(&r->sink);
+		if (now >= next_progress) {
+			sink_progress(&r->sink);
+			next_progress += r->cfg.progress_ms * NS_PER_MS;
+			if (next_progress < now)
+				next_progress = now + r->cfg.progress_ms * NS_PER_MS;
+		}
+	}
+}
+
+/* Join every thread; false if one does not end within JOIN_NS. */
+static bool rh_join(struct rh *r)
+{
+	bool ok = true;
+	for (int i = 0; i < r->comp->nroles; i++) {
+		if (!r->started[i])
+			continue;
+		struct timespec ts = ns_to_ts(real_now_ns() + JOIN_NS);
+		if (pthread_timedjoin_np(r->tid[i], NULL, &ts) != 0) {
+			rh_kick(r);
+			ok = false;
+		}
+	}
+	return ok;
+}
+
+static int rh_run(const struct probe_args *a)
+{
+	struct rh *r = calloc(1, sizeof(*r));
+	char err[512] = "";
+	int rc;
+	if (!r)
+		return log_error("out of memory");
+	r->dma_fd = r->sink.raw_fd = r->efd = r->epfd = -1;
+	r->mq = (mqd_t)-1;
+	if (opts_parse(rh_opts, RH_NOPTS, &r->cfg, a->opt_argc, a->opt_argv, &r->given, err, sizeof(err))) {
+		free(r);
+		return log_error("%s", err);
+	}
+	if ((rc = rh_validate(r, a->check)) || (rc = rh_privileges(r)) || a->check) {
+		free(r);
+		return rc;
+	}
+	struct rh_cfg *c = &r->cfg;
+	if (sink_init(&r->sink, (int)c->json_fd, &r->cpu, 1, c->threshold_ns, (uint64_t)c->max_events, c->raw != NULL,
+		      err, sizeof(err)) ||
+	    (c->raw && sink_raw_open(&r->sink, c->raw, (uint64_t)c->raw_max_bytes, err, sizeof(err))) ||
+	    rh_objects(r, err, sizeof(err))) {
+		rc = log_error("%s", err[0] ? err : "out of memory");
+		rh_cleanup(r);
+		free(r);
+		return rc;
+	}
+	r->sink.summary_extra = rh_summary_extra;
+	r->sink.summary_ctx = r;
+	if (!c->no_dma_latency) {
+		int e = rt_dma_latency_hold(&r->dma_fd);
+		if (e)
+			defer_warning(r, "/dev/cpu_dma_latency not held at 0: %s", strerror(e));
+		r->rt.dma_latency = e == 0;
+	}
+	if (r->rt.policy != RT_OTHER) {
+		int e = rt_set_rttime_limit(RTTIME_SOFT_US, RTTIME_HARD_US);
+		if (e) {
+			if (r->comp->spins) {
+				rc = log_error("RLIMIT_RTTIME (safety net of the busy loop) cannot be set: %s", strerror(e));
+				rh_cleanup(r);
+				free(r);
+				return rc;
+			}
+			defer_warning(r, "RLIMIT_RTTIME safety net not set: %s", strerror(e));
+		}
+	}
+	r->ov.clock_read_ns = measure_clock_read_ns(10000);
+	r->ov.sample_update_ns = sink_measure_update_ns(100000);
+
+	rt_signals_install();
+	int64_t start_mono = mono_now_ns(), start_real = real_now_ns();
+	sink_raw_start(&r->sink, c->interval_ns, start_mono, start_real);
+	if (sink_header(&r->sink, "rhealstone", a->argc, a->argv, rh_params, r, &r->rt, &r->ov, start_mono,
+			start_real) != 0) {
+		rc = log_error("--json-fd %d: write failed: %s", r->sink.fd, strerror(r->sink.write_errno));
+		rh_cleanup(r);
+		free(r);
+		return rc;
+	}
+	for (int i = 0; i < r->nwarn; i++)
+		sink_warning(&r->sink, "%s", r->warn[i]);
+
+	/* watchdog: a hard cap of WATCHDOG_FACTOR paced runs (rounds may overrun or be
+	 * discarded) plus a margin; rh_supervise also stops a run without rounds */
+	int64_t round_ns = c->interval_ns + (c->component == C_DEADLOCK_BREAK ? c->spin_ns + c->hold_ns : 0);
+	u128 rounds = ((u128)(uint64_t)c->loops + (uint64_t)c->warmup) / (uint64_t)r->comp->per_round + 1;
+	u128 paced_ns = c->duration_ns ? (u128)(uint64_t)c->warmup * (uint64_t)round_ns : rounds * (uint64_t)round_ns;
+	u128 run_ns = (u128)(uint64_t)c->duration_ns + paced_ns * WATCHDOG_FACTOR;
+	u128 wd = run_ns / NS_PER_S + 1 + WATCHDOG_MARGIN_S;
+	alarm(wd < 0x7fff0000 ? (unsigned)wd : 0x7fff0000);
+
+	bool start_failed = rh_start(r, err, sizeof(err)) != 0;
+	if (start_failed)
+		rh_kick(r);
+	else
+		rh_supervise(r);
+	bool joined = rh_join(r);
+	alarm(0);
+	r->sink.cs[0].cpu_time_ns = atomic_load(&r->rec_cpu_time_ns);
+	r->sink.cs[0].wakeups = atomic_load(&r->rec_wakeups);
+
+	int sig = rt_signals_caught();
+	if (start_failed)
+		rc = sink_finish(&r->sink, 1, "error", err);
+	else if (!joined)
+		rc = sink_finish(&r->sink, 1, "error", "a measurement thread did not stop");
+	else if (sig & RT_SIG_WATCHDOG)
+		rc = sink_finish(&r->sink, 1, "error", "watchdog");
+	else if (r->stalled)
+		rc = sink_finish(&r->sink, 1, "error", "watchdog: no round completed for 10 s");
+	else if (sig & RT_SIG_STOP)
+		rc = sink_finish(&r->sink, 4, "interrupted", "stopped by signal");
+	else if (r->err[0])
+		rc = sink_finish(&r->sink, 1, "error", r->err);
+	else
+		rc = sink_finish(&r->sink, -1, NULL, NULL);
+	if (start_failed)
+		log_error("%s", err);
+	else if (r->stalled && !sig)
+		log_error("watchdog: no round completed for 10 s");
+	else if (r->err[0])
+		log_error("%s", r->err);
+	if (!joined) {
+		log_error("a measurement thread did not stop");
+		_exit(rc ? rc : 1); /* threads still running: do not free what they use */
+	}
+	rh_cleanup(r);
+	free(r);
+	return rc;
+}
+
+static bool rh_supported(char *why_not, size_t len)
+{
+	(void)why_not;
+	(void)len;
+	return true;
+}
+
+const struct probe probe_rhealstone = {
+	.name = "rhealstone",
+	.summary = "Rhealstone components (task switch, preemption, semaphore shuffle, deadlock break, "
+		   "intertask message, interrupt latency), one per run",
+	.opts = rh_opts,
+	.nopts = RH_NOPTS,
+	.supported = rh_supported,
+	.run = rh_run,
+};
