@@ -58,8 +58,8 @@ struct rh_cfg {
 
 #define F(x) offsetof(struct rh_cfg, x)
 static const struct opt_def rh_opts[] = {
-	{"component", OPT_ENUM, F(component), 0, 0, NULL, comp_names,
-	 "the one component measured by this run (required)"},
+	{"component", OPT_ENUM, F(component), 0, 0, "task-switch", comp_names,
+	 "the one component measured by this run (a scenario matrix over components gives the table)"},
 	{"cpu", OPT_CPULIST, F(cpu), 0, 0, NULL, NULL, "the measured CPU, all threads there (default: the last usable CPU)"},
 	{"peer-cpu", OPT_CPULIST, F(peer_cpu), 0, 0, NULL, NULL,
 	 "interrupt-latency: CPU of the writer thread (default: the highest other usable CPU)"},
@@ -742,9 +742,6 @@ static int rh_validate(struct rh *r, bool check)
 {
 	struct rh_cfg *c = &r->cfg;
 	char err[512];
-	if (!opts_given(rh_opts, RH_NOPTS, r->given, "component"))
-		return log_error("--component is required: one of task-switch, preemption, semaphore-shuffle, "
-				 "deadlock-break, intertask-message, interrupt-latency");
 	r->comp = &components[c->component];
 	if (opts_given(rh_opts, RH_NOPTS, r->given, "duration")) {
 		if (opts_given(rh_opts, RH_NOPTS, r->given, "loops"))

@@ -1,6 +1,6 @@
 /* rtsafety probe: the runaway real-time loop of the SPring-8 multi-core
  * study ("an RT while(1) on N of N processors hangs the OS"), bounded.
- * K SCHED_FIFO busy loops run for --spin-time on K of N CPUs; meanwhile
+ * K SCHED_FIFO busy loops run for --duration on K of N CPUs; meanwhile
  *  (a) a SCHED_OTHER thread pinned to each spinner CPU reads the clock in a
  *      loop: every gap longer than --gap is one sample (a stall), slot =
  *      that CPU;
@@ -32,8 +32,8 @@
 #define THREAD_STACK_BYTES (256 * 1024)
 #define POLL_NS (20 * NS_PER_MS)
 #define START_DELAY_NS (20 * NS_PER_MS)  /* victims run this long before the spin */
-#define RTTIME_SOFT_MARGIN_US 100000      /* SIGXCPU 100 ms after --spin-time */
-#define RTTIME_HARD_MARGIN_US 500000      /* SIGKILL 500 ms after --spin-time */
+#define RTTIME_SOFT_MARGIN_US 100000      /* SIGXCPU 100 ms after --duration */
+#define RTTIME_HARD_MARGIN_US 500000      /* SIGKILL 500 ms after --duration */
 #define ALARM_MARGIN_S 2
 #define DEMOTE_GRACE_NS (200 * NS_PER_MS) /* spinner past its end: demoted */
 #define VICTIM_MAX_AFTER_NS (2 * NS_PER_S)
@@ -52,7 +52,7 @@ static const struct opt_def rts_opts[] = {
 	 "SCHED_FIFO busy loops, one per CPU, on the last K CPUs of our affinity mask (K < online CPUs)"},
 	{"spin-priority", OPT_INT, F(spin_priority), 1, 99, "10", NULL,
 	 "SCHED_FIFO priority of the spinners (>= 50, above threaded IRQs, needs --force)"},
-	{"spin-time", OPT_DURATION, F(spin_time_ns), 10 * NS_PER_MS, 60 * NS_PER_S, "2s", NULL,
+	{"duration", OPT_DURATION, F(spin_time_ns), 10 * NS_PER_MS, 60 * NS_PER_S, "2s", NULL,
 	 "how long each spinner runs"},
 	{"gap", OPT_DURATION, F(gap_ns), 10 * NS_PER_US, NS_PER_S, "1ms", NULL,
 	 "a SCHED_OTHER clock-read gap longer than this is a stall (one sample)"},
@@ -665,10 +665,10 @@ static int rts_run(const struct probe_args *a)
 
 	int sig = rt_signals_caught();
 	if (t->demoted)
-		sink_warning(&t->sink, "%d spinner(s) outlived --spin-time and were demoted to SCHED_OTHER",
+		sink_warning(&t->sink, "%d spinner(s) outlived --duration and were demoted to SCHED_OTHER",
 			     t->demoted);
 	if (atomic_load(&xcpu_caught))
-		sink_warning(&t->sink, "RLIMIT_RTTIME soft limit hit (SIGXCPU): a spinner ran past --spin-time");
+		sink_warning(&t->sink, "RLIMIT_RTTIME soft limit hit (SIGXCPU): a spinner ran past --duration");
 	if (t->login_failed)
 		sink_warning(&t->sink, "%" PRIu64 " of %" PRIu64 " fork+exec attempts failed", t->login_failed,
 			     t->login_attempts);

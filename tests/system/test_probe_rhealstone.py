@@ -112,7 +112,7 @@ def test_sigint_is_inconclusive():
 
 
 @pytest.mark.parametrize("args, text", [
-    ([], "--component is required"),
+    (["--component", "nosuch"], "--component"),
     (["--component", "preemption", "--policy", "other"], "needs --policy fifo or rr"),
     (["--component", "task-switch", "--pi", "off"], "--pi applies"),
     (["--component", "intertask-message", "--interval", "1"], "--interval"),

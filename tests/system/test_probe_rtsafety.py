@@ -21,7 +21,7 @@ def run_probe(*args, timeout=30):
 
 def test_one_spinner_short():
     t0 = time.monotonic()
-    out, recs = run_probe("--spinners", "1", "--spin-time", "500ms", "--login-interval", "50ms")
+    out, recs = run_probe("--spinners", "1", "--duration", "500ms", "--login-interval", "50ms")
     elapsed = time.monotonic() - t0
     assert out.returncode == 0, out.stderr
     assert elapsed < 5  # bounded: the machine stayed responsive enough to end the test in time
@@ -56,25 +56,25 @@ def test_one_spinner_short():
 
 def test_refuses_every_cpu_without_force():
     n = os.sysconf("SC_NPROCESSORS_ONLN")
-    out, recs = run_probe("--spinners", n, "--spin-time", "100ms")
+    out, recs = run_probe("--spinners", n, "--duration", "100ms")
     assert out.returncode == 1 and not recs
     assert out.stderr.startswith("rtqual-probe: error: refusing --spinners") and "freeze" in out.stderr
     assert out.stderr.count("\n") == 1
 
 
 def test_refuses_priority_above_irq_threads():
-    out, _ = run_probe("--spin-priority", "60", "--spin-time", "100ms")
+    out, _ = run_probe("--spin-priority", "60", "--duration", "100ms")
     assert out.returncode == 1 and "--force" in out.stderr
 
 
 def test_check_only():
-    out, recs = run_probe("--check", "--spin-time", "500ms")
+    out, recs = run_probe("--check", "--duration", "500ms")
     assert out.returncode == 0 and not recs
 
 
 def test_through_pipeline(tmp_path, rtqual_cmd):
     t0 = time.monotonic()
-    out = rtqual_cmd("run", "rtsafety", "--spin-time", "500ms", "-o", tmp_path / "b", "-q", timeout=60)
+    out = rtqual_cmd("run", "rtsafety", "--duration", "500ms", "-o", tmp_path / "b", "-q", timeout=60)
     if out.returncode != 0 and "invalid choice" in out.stderr:
         pytest.skip("`rtqual run` does not drive the rtsafety probe yet")
     assert out.returncode == 0, out.stderr + out.stdout

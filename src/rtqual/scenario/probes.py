@@ -118,20 +118,25 @@ def native_probe(entry: dict) -> Probe:
     params = {o["name"].lstrip("-").replace("-", "_"): _native_field(o)
               for o in entry["options"] if o["name"].lstrip("-") not in MANAGED_OPTIONS}
     params.update(REQUIREMENTS)
+    defaults = defaults_of(params)
 
     def build(p: dict) -> tuple[list[str], dict, dict]:
+        """Options given (defaults are the probe's own, so they are not repeated: some apply
+        only to one mode, e.g. rhealstone --pi), and the case's full params."""
         args, case_params = [], {}
         for key, value in p.items():
             if key in REQUIREMENTS or value is None or value is False:
                 continue
             kind = params[key].kind
+            case_params[f"{key}_ns" if kind == "duration" else key] = value
+            if defaults.get(key) == value:
+                continue
             opt = "--" + key.replace("_", "-")
             if kind == "bool":
                 args.append(opt)
             else:
                 args += [opt, f"{value}ns" if kind == "duration" else
                          format_cpulist(value) if kind == "cpulist" else str(value)]
-            case_params[f"{key}_ns" if kind == "duration" else key] = value
         if "duration" in params and not p.get("loops"):
             case_params.setdefault("duration_ns", p.get("duration"))
         requirements = {out: p[key] for key, out in (("max_latency", "max_ns"), ("p99_latency", "p99_ns"))
