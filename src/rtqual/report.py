@@ -81,8 +81,16 @@ PAPER_TABLES = {
     "madoca": ("MADOCA II RTT (seed 003, Table 1)",
                [("Minimum", "min_ns"), ("Maximum", "max_ns"), ("Average", "mean_ns"), ("Median", "p50_ns"),
                 ("Standard deviation", "stddev_ns")]),
-    "vme": ("VME context switch (seed 004, Table 3): mean (SD)", [("mean (SD)", "mean_sd")]),
+    "vme": ("VME context switch (seed 004, Table 3): mean (SD); transfer speed (Fig. 1)",
+            [("mean (SD)", "mean_sd"), ("MB/s", "throughput")]),
 }
+
+
+def _throughput(r: dict) -> str:
+    """pio's transfer speed (MB = 10^6 B), summed over its CPUs; '-' for other probes."""
+    rates = [c.get("throughput_mb_s") for c in ((r.get("probe_summary") or {}).get("cpus") or [])]
+    rates = [x for x in rates if x is not None]
+    return f"{sum(rates):.1f}" if rates else "-"
 
 
 def paper_table(results: list[dict], layout: str) -> str:
@@ -95,6 +103,8 @@ def paper_table(results: list[dict], layout: str) -> str:
         for _, key in cols:
             if key is None:
                 cells.append(format_cell("over_threshold_pct", s.get("over_threshold_pct")))
+            elif key == "throughput":
+                cells.append(_throughput(r))
             elif key == "mean_sd":
                 cells.append(f"{format_ns(s.get('mean_ns'))} ({format_ns(s.get('stddev_ns'))})")
             else:

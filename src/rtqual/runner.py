@@ -211,6 +211,7 @@ def summarize(case: dict, stream: Stream, exit_code: int, stderr_last: str, inte
         "suppressed_events": stream.suppressed_events,
         "cpu_time": {str(c): {k: s.get(k) for k in ("cpu_time_ns", "wakeups")} for c, s in summary_by_cpu.items()},
         "raw": raw, "warnings": warnings,
+        "probe_summary": stream.summary,  # the probe's own summary, with its probe-specific keys
     }
 
 

@@ -117,4 +117,6 @@ def test_paper_tables():
     madoca = report.paper_table([r], "madoca").splitlines()
     assert "Standard deviation" in madoca[1] and madoca[3].split()[-5:-2] == ["10us", "300us", "110us"]
     vme = report.paper_table([r], "vme").splitlines()
-    assert vme[3].endswith("110us (134us)")
+    assert vme[3].split()[-3:] == ["110us", "(134us)", "-"]
+    r["probe_summary"] = {"cpus": [{"cpu": 0, "throughput_mb_s": 2809.5}]}
+    assert report.paper_table([r], "vme").splitlines()[3].endswith("2809.5")
