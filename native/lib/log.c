@@ -38,3 +38,14 @@ int log_skip(const char *grant, const char *fmt, ...)
 	va_end(ap);
 	return 3;
 }
+
+/* Remember a warning for after the header (dropped beyond WARNINGS_MAX). */
+void warnings_add(struct warnings *w, const char *fmt, ...)
+{
+	va_list ap;
+	if (w->n >= WARNINGS_MAX)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(w->msg[w->n++], sizeof(w->msg[0]), fmt, ap);
+	va_end(ap);
+}

@@ -6,10 +6,13 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
+
+#include "rtqual/log.h"
 
 const char *const rt_policy_names[] = {"fifo", "rr", "other", NULL};
 
@@ -17,6 +20,19 @@ const char *const rt_policy_names[] = {"fifo", "rr", "other", NULL};
 
 /* The only process-wide state: which stop signals arrived (set by handler). */
 static atomic_int caught_signals;
+
+/* Symbolic errno for skip messages ("EPERM"), portable beyond glibc. */
+const char *rt_errname(int e)
+{
+	switch (e) {
+	case EPERM: return "EPERM";
+	case EACCES: return "EACCES";
+	case ENOMEM: return "ENOMEM";
+	case EAGAIN: return "EAGAIN";
+	case ENOENT: return "ENOENT";
+	default: return strerror(e);
+	}
+}
 
 /* enum rt_policy -> SCHED_* constant. */
 int rt_sched_policy(int policy)
@@ -49,6 +65,65 @@ int rt_try_sched(int policy, int priority)
 int rt_lock_memory(void)
 {
 	return mlockall(MCL_CURRENT | MCL_FUTURE) == 0 ? 0 : errno;
+}
+
+/* Try an RT policy (not RT_OTHER) for real at `priority`. Not permitted ->
+ * skip (returns 3), or with allow_degraded: rt becomes SCHED_OTHER, degraded,
+ * and a warning is kept. Returns 0 or the exit code (other failures: 1). */
+int rt_acquire_sched(int policy, int priority, bool allow_degraded, const struct rt_words *words,
+		     struct rt_info *rt, struct warnings *w)
+{
+	const char *pn = policy == RT_FIFO ? "FIFO" : "RR";
+	int e = rt_try_sched(policy, priority);
+	if (e != EPERM && e != EACCES)
+		return e ? log_error("cannot create a SCHED_%s thread: %s", pn, strerror(e)) : 0;
+
+	char grant[160], prio[32], role[64] = "";
+	bool in_skip = words && words->priority_in_skip;
+	snprintf(grant, sizeof(grant), RT_GRANT_SCHED_FMT, priority);
+	snprintf(prio, sizeof(prio), " priority %d", priority);
+	if (words && words->role)
+		snprintf(role, sizeof(role), " for the %s", words->role);
+	if (!allow_degraded)
+		return log_skip(grant, "SCHED_%s%s%s not permitted (%s)", pn, in_skip ? prio : "", role,
+				rt_errname(e));
+	warnings_add(w, "degraded: SCHED_%s%s not permitted (%s); %s", pn, in_skip ? "" : prio, rt_errname(e),
+		     words && words->instead ? words->instead : "running SCHED_OTHER");
+	rt->policy = RT_OTHER;
+	rt->priority = 0;
+	rt->degraded = true;
+	return 0;
+}
+
+/* mlockall, or with allow_degraded and not permitted: memory not locked,
+ * degraded, a warning kept. Returns 0 or the exit code (skip 3, error 1). */
+int rt_acquire_mlock(bool allow_degraded, struct rt_info *rt, struct warnings *w)
+{
+	int e = rt_lock_memory();
+	if (e == 0) {
+		rt->mlockall = true;
+	} else if (e == EPERM || e == ENOMEM || e == EAGAIN) {
+		if (!allow_degraded)
+			return log_skip(RT_GRANT_MLOCK, "mlockall not permitted (%s)", rt_errname(e));
+		warnings_add(w, "degraded: mlockall not permitted (%s); memory not locked", rt_errname(e));
+		rt->degraded = true;
+	} else {
+		return log_error("mlockall: %s", strerror(e));
+	}
+	return 0;
+}
+
+/* Scheduling and memory locking, tried for real, filling rt. Not permitted ->
+ * skip (exit 3) or, with allow_degraded, SCHED_OTHER / no mlock. Returns 0
+ * or the exit code. */
+int rt_acquire(int policy, int priority, bool allow_degraded, struct rt_info *rt, struct warnings *w)
+{
+	int rc;
+	rt->policy = policy;
+	rt->priority = policy == RT_OTHER ? 0 : priority;
+	if (policy != RT_OTHER && (rc = rt_acquire_sched(policy, priority, allow_degraded, NULL, rt, w)))
+		return rc;
+	return rt_acquire_mlock(allow_degraded, rt, w);
 }
 
 /* Touch PREFAULT_STACK_BYTES of stack so the hot loop never faults on it. */
@@ -113,6 +188,16 @@ int rt_dma_latency_hold(int *fd_out)
 	}
 	*fd_out = fd;
 	return 0;
+}
+
+/* Hold /dev/cpu_dma_latency at 0 (fd kept in *fd_out), recorded in rt;
+ * not possible -> a warning kept, the run goes on. */
+void rt_acquire_dma_latency(int *fd_out, struct rt_info *rt, struct warnings *w)
+{
+	int e = rt_dma_latency_hold(fd_out);
+	if (e)
+		warnings_add(w, "/dev/cpu_dma_latency not held at 0: %s", strerror(e));
+	rt->dma_latency = e == 0;
 }
 
 /* Safety net: SIGXCPU (soft) then SIGKILL (hard) if an RT thread runs this

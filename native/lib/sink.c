@@ -238,6 +238,13 @@ void sink_warning(struct sink *s, const char *fmt, ...)
 	emit_line(s);
 }
 
+/* Emit the warnings kept while the header was not yet written. */
+void sink_warnings(struct sink *s, const struct warnings *w)
+{
+	for (int i = 0; i < w->n; i++)
+		sink_warning(s, "%s", w->msg[i]);
+}
+
 /* {"kind":"suppressed","count":N} for events held back by the rate limit. */
 static void emit_suppressed(struct sink *s)
 {

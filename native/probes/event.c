@@ -12,7 +12,6 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,31 +123,8 @@ struct event {
 	uint64_t answered, warm_stimuli, ring_overwritten;
 	int64_t *lt, *le;           /* local stimulus / edge times, STIM_RING each */
 	struct hist *edge;          /* gpio: kernel edge timestamp -> user wake-up */
-	char warn[4][256];
-	int nwarn;
+	struct warnings warn; /* until the header is out */
 };
-
-static const char *errname(int e)
-{
-	switch (e) {
-	case EPERM: return "EPERM";
-	case EACCES: return "EACCES";
-	case ENOMEM: return "ENOMEM";
-	case EAGAIN: return "EAGAIN";
-	default: return strerror(e);
-	}
-}
-
-static void defer_warning(struct event *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void defer_warning(struct event *t, const char *fmt, ...)
-{
-	va_list ap;
-	if (t->nwarn >= 4)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(t->warn[t->nwarn++], sizeof(t->warn[0]), fmt, ap);
-	va_end(ap);
-}
 
 /* Pin the calling thread/process and set its policy (used by the process
  * stimulus, which cannot use pthread attributes). 0 or errno. */
@@ -541,38 +517,7 @@ static int event_validate(struct event *t, bool check)
 /* Scheduling and memory locking, tried for real (as the timer probe). */
 static int event_privileges(struct event *t)
 {
-	struct event_cfg *c = &t->cfg;
-	const char *pn = c->policy == RT_FIFO ? "FIFO" : "RR";
-	t->rt.policy = c->policy;
-	t->rt.priority = c->policy == RT_OTHER ? 0 : (int)c->priority;
-	if (c->policy != RT_OTHER) {
-		int e = rt_try_sched(c->policy, (int)c->priority);
-		if (e == EPERM || e == EACCES) {
-			char grant[160];
-			snprintf(grant, sizeof(grant), RT_GRANT_SCHED_FMT, (int)c->priority);
-			if (!c->allow_degraded)
-				return log_skip(grant, "SCHED_%s not permitted (%s)", pn, errname(e));
-			defer_warning(t, "degraded: SCHED_%s priority %d not permitted (%s); running SCHED_OTHER", pn,
-				      (int)c->priority, errname(e));
-			t->rt.policy = RT_OTHER;
-			t->rt.priority = 0;
-			t->rt.degraded = true;
-		} else if (e) {
-			return log_error("cannot create a SCHED_%s thread: %s", pn, strerror(e));
-		}
-	}
-	int e = rt_lock_memory();
-	if (e == 0) {
-		t->rt.mlockall = true;
-	} else if (e == EPERM || e == ENOMEM || e == EAGAIN) {
-		if (!c->allow_degraded)
-			return log_skip(RT_GRANT_MLOCK, "mlockall not permitted (%s)", errname(e));
-		defer_warning(t, "degraded: mlockall not permitted (%s); memory not locked", errname(e));
-		t->rt.degraded = true;
-	} else {
-		return log_error("mlockall: %s", strerror(e));
-	}
-	return 0;
+	return rt_acquire(t->cfg.policy, (int)t->cfg.priority, t->cfg.allow_degraded, &t->rt, &t->warn);
 }
 
 /* Create the source fds and the epoll set. */
@@ -825,20 +770,16 @@ static int event_run(const struct probe_args *a)
 	rt_pretouch(t->le, STIM_RING * sizeof(int64_t));
 	t->sink.summary_extra = event_summary_extra;
 	t->sink.summary_ctx = t;
-	if (!c->no_dma_latency) {
-		int e = rt_dma_latency_hold(&t->dma_fd);
-		if (e)
-			defer_warning(t, "/dev/cpu_dma_latency not held at 0: %s", strerror(e));
-		t->rt.dma_latency = e == 0;
-	}
+	if (!c->no_dma_latency)
+		rt_acquire_dma_latency(&t->dma_fd, &t->rt, &t->warn);
 	if (t->rt.policy != RT_OTHER) {
 		int e = rt_set_rttime_limit(RTTIME_SOFT_US, RTTIME_HARD_US);
 		if (e)
-			defer_warning(t, "RLIMIT_RTTIME safety net not set: %s", strerror(e));
+			warnings_add(&t->warn, "RLIMIT_RTTIME safety net not set: %s", strerror(e));
 	}
 	if (t->stim_cpu == cpu && c->source != SRC_TIMERFD)
-		defer_warning(t, "stimulus and responder share CPU %d: the response includes the stimulus' own "
-			      "return to sleep", cpu);
+		warnings_add(&t->warn, "stimulus and responder share CPU %d: the response includes the stimulus' own "
+			     "return to sleep", cpu);
 	t->ov.clock_read_ns = measure_clock_read_ns(10000);
 	t->ov.sample_update_ns = sink_measure_update_ns(100000);
 
@@ -852,8 +793,7 @@ static int event_run(const struct probe_args *a)
 		free(t);
 		return rc;
 	}
-	for (int i = 0; i < t->nwarn; i++)
-		sink_warning(&t->sink, "%s", t->warn[i]);
+	sink_warnings(&t->sink, &t->warn);
 
 	u128 wd_s = ((u128)t->total * (uint64_t)t->period_ns) / NS_PER_S + 1 + WATCHDOG_MARGIN_S;
 	alarm(wd_s < 0x7fffffff ? (unsigned)wd_s : 0x7fffffff);

@@ -169,8 +169,7 @@ struct msg {
 	char endpoint[NROLES][128]; /* where each role can be reached */
 	int64_t period_ns;
 	int dma_fd;
-	char warn[4][256];
-	int nwarn;
+	struct warnings warn; /* until the header is out */
 	/* client thread */
 	pthread_t tid;
 	bool thread_started;
@@ -189,28 +188,6 @@ struct msg {
 static bool is_zmq(int tr) { return tr == TR_ZMQ_TCP || tr == TR_ZMQ_IPC; }
 static bool is_stream(int tr) { return tr == TR_TCP || tr == TR_UNIX_STREAM; }
 static bool is_unix(int tr) { return tr == TR_UNIX_STREAM || tr == TR_UNIX_DGRAM; }
-
-static const char *errname(int e)
-{
-	switch (e) {
-	case EPERM: return "EPERM";
-	case EACCES: return "EACCES";
-	case ENOMEM: return "ENOMEM";
-	case EAGAIN: return "EAGAIN";
-	default: return strerror(e);
-	}
-}
-
-static void defer_warning(struct msg *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void defer_warning(struct msg *m, const char *fmt, ...)
-{
-	va_list ap;
-	if (m->nwarn >= 4)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(m->warn[m->nwarn++], sizeof(m->warn[0]), fmt, ap);
-	va_end(ap);
-}
 
 /* ---- scheduling read-back ---------------------------------------------- */
 
@@ -1046,7 +1023,7 @@ static int msg_validate(struct msg *m, bool check)
 	/* a scenario matrix may vary --chain under fixed broker settings: ignore, say so */
 	if (!c->chain && (c->cpu[ROLE_BROKER] >= 0 || opts_given(msg_opts, MSG_NOPTS, m->given, "broker-policy") ||
 			  opts_given(msg_opts, MSG_NOPTS, m->given, "broker-priority")))
-		defer_warning(m, "--broker-cpu/--broker-policy/--broker-priority ignored without --chain");
+		warnings_add(&m->warn, "--broker-cpu/--broker-policy/--broker-priority ignored without --chain");
 	static const char *const cpu_opt[] = {"client-cpu", "broker-cpu", "server-cpu"};
 	static const char *const pol_opt[] = {"client-policy", "broker-policy", "server-policy"};
 	static const char *const pri_opt[] = {"client-priority", "broker-priority", "server-priority"};
@@ -1082,40 +1059,19 @@ static int msg_privileges(struct msg *m)
 	m->rt.priority = m->proc[ROLE_CLIENT].priority_req;
 	for (int i = 0; i < nroles; i++) {
 		struct proc_info *pi = &m->proc[roles[i]];
+		struct rt_words words = {.role = role_names[roles[i]], .instead = "every process runs SCHED_OTHER"};
 		if (pi->policy_req == RT_OTHER)
 			continue;
-		int e = rt_try_sched(pi->policy_req, pi->priority_req);
-		if (e == EPERM || e == EACCES) {
-			char grant[160];
-			snprintf(grant, sizeof(grant), RT_GRANT_SCHED_FMT, pi->priority_req);
-			if (!c->allow_degraded)
-				return log_skip(grant, "SCHED_%s for the %s not permitted (%s)",
-						pi->policy_req == RT_FIFO ? "FIFO" : "RR", role_names[roles[i]], errname(e));
-			defer_warning(m, "degraded: SCHED_%s priority %d not permitted (%s); every process runs SCHED_OTHER",
-				      pi->policy_req == RT_FIFO ? "FIFO" : "RR", pi->priority_req, errname(e));
+		int rc = rt_acquire_sched(pi->policy_req, pi->priority_req, c->allow_degraded, &words, &m->rt, &m->warn);
+		if (rc)
+			return rc;
+		if (m->rt.degraded) {
 			for (int r = 0; r < NROLES; r++)
 				m->proc[r].policy_req = RT_OTHER, m->proc[r].priority_req = 0;
-			m->rt.policy = RT_OTHER;
-			m->rt.priority = 0;
-			m->rt.degraded = true;
 			break;
-		} else if (e) {
-			return log_error("cannot create a SCHED_%s thread: %s", pi->policy_req == RT_FIFO ? "FIFO" : "RR",
-					 strerror(e));
 		}
 	}
-	int e = rt_lock_memory();
-	if (e == 0) {
-		m->rt.mlockall = true;
-	} else if (e == EPERM || e == ENOMEM || e == EAGAIN) {
-		if (!c->allow_degraded)
-			return log_skip(RT_GRANT_MLOCK, "mlockall not permitted (%s)", errname(e));
-		defer_warning(m, "degraded: mlockall not permitted (%s); memory not locked", errname(e));
-		m->rt.degraded = true;
-	} else {
-		return log_error("mlockall: %s", strerror(e));
-	}
-	return 0;
+	return rt_acquire_mlock(c->allow_degraded, &m->rt, &m->warn);
 }
 
 /* ---- run ----------------------------------------------------------------------- */
@@ -1214,18 +1170,14 @@ static int msg_run(const struct probe_args *a)
 	if (any_rt) { /* inherited by the children; ping-pong blocks, so only a runaway hits it */
 		int e = rt_set_rttime_limit(RTTIME_SOFT_US, RTTIME_HARD_US);
 		if (e)
-			defer_warning(m, "RLIMIT_RTTIME safety net not set: %s", strerror(e));
+			warnings_add(&m->warn, "RLIMIT_RTTIME safety net not set: %s", strerror(e));
 	}
 	/* children first: no threads, no zmq context exist in this process yet */
 	if (start_child(m, ROLE_SERVER, err, sizeof(err)) ||
 	    (c->chain && start_child(m, ROLE_BROKER, err, sizeof(err))))
 		return msg_fail(m, "%s", err);
-	if (!c->no_dma_latency) {
-		int e = rt_dma_latency_hold(&m->dma_fd);
-		if (e)
-			defer_warning(m, "/dev/cpu_dma_latency not held at 0: %s", strerror(e));
-		m->rt.dma_latency = e == 0;
-	}
+	if (!c->no_dma_latency)
+		rt_acquire_dma_latency(&m->dma_fd, &m->rt, &m->warn);
 	m->ov.clock_read_ns = measure_clock_read_ns(10000);
 	m->ov.sample_update_ns = sink_measure_update_ns(100000);
 	rt_signals_install();
@@ -1235,14 +1187,13 @@ static int msg_run(const struct probe_args *a)
 	for (int r = 0; r < NROLES; r++)
 		if ((r != ROLE_BROKER || c->chain) && m->proc[r].cpu_req >= 0 &&
 		    !CPU_ISSET(m->proc[r].cpu_req, &m->proc[r].self.aff))
-			defer_warning(m, "the %s is not confined to CPU %d as asked", role_names[r], m->proc[r].cpu_req);
+			warnings_add(&m->warn, "the %s is not confined to CPU %d as asked", role_names[r], m->proc[r].cpu_req);
 
 	int64_t start_mono = mono_now_ns(), start_real = real_now_ns();
 	sink_raw_start(&m->sink, m->period_ns, start_mono, start_real);
 	if (sink_header(&m->sink, "msg", a->argc, a->argv, msg_params, m, &m->rt, &m->ov, start_mono, start_real) != 0)
 		return msg_fail(m, "--json-fd %d: write failed: %s", m->sink.fd, strerror(m->sink.write_errno));
-	for (int i = 0; i < m->nwarn; i++)
-		sink_warning(&m->sink, "%s", m->warn[i]);
+	sink_warnings(&m->sink, &m->warn);
 
 	pthread_mutex_lock(&m->mu);
 	m->client_go = true;

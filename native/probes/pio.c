@@ -7,7 +7,6 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,8 +103,7 @@ struct pio {
 	uint64_t passes_done, checksum;
 	int64_t measured_ns;
 	bool rttime_hit;
-	char warn[4][256];
-	int nwarn;
+	struct warnings warn; /* until the header is out */
 };
 
 /* SIGXCPU from RLIMIT_RTTIME: a pass ran too long at RT priority. */
@@ -114,29 +112,6 @@ static void on_xcpu(int sig)
 {
 	(void)sig;
 	atomic_store(&xcpu_caught, true);
-}
-
-static const char *errname(int e)
-{
-	switch (e) {
-	case EPERM: return "EPERM";
-	case EACCES: return "EACCES";
-	case ENOMEM: return "ENOMEM";
-	case EAGAIN: return "EAGAIN";
-	case ENOENT: return "ENOENT";
-	default: return strerror(e);
-	}
-}
-
-static void defer_warning(struct pio *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void defer_warning(struct pio *t, const char *fmt, ...)
-{
-	va_list ap;
-	if (t->nwarn >= 4)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(t->warn[t->nwarn++], sizeof(t->warn[0]), fmt, ap);
-	va_end(ap);
 }
 
 /* One pass of each width and direction: volatile, one access per element,
@@ -367,15 +342,15 @@ static int pio_check_device(struct pio *t)
 			return log_skip("a UIO device (load a UIO driver such as uio_pci_generic or uio_pdrv_genirq "
 					"for the bus bridge)",
 					"--map: %s does not exist (%s): no UIO device on this host", t->dev,
-					errname(errno));
+					rt_errname(errno));
 		return log_skip("a kernel with CONFIG_DEVMEM (and CONFIG_STRICT_DEVMEM allowing the range)",
-				"--map: /dev/mem does not exist (%s)", errname(errno));
+				"--map: /dev/mem does not exist (%s)", rt_errname(errno));
 	}
 	int flags = (t->cfg.op == OP_READ ? O_RDONLY : O_RDWR) | O_CLOEXEC | (t->kind == MAP_MEM ? O_SYNC : 0);
 	int fd = open(t->dev, flags);
 	if (fd < 0)
 		return log_skip("run as root (CAP_SYS_RAWIO for /dev/mem) or read/write access to the device",
-				"--map: cannot open %s: %s", t->dev, errname(errno));
+				"--map: cannot open %s: %s", t->dev, rt_errname(errno));
 	close(fd);
 	if (t->kind == MAP_UIO) {
 		uint64_t size;
@@ -406,7 +381,7 @@ static int pio_map(struct pio *t)
 		int flags = (t->cfg.op == OP_READ ? O_RDONLY : O_RDWR) | O_CLOEXEC | (t->kind == MAP_MEM ? O_SYNC : 0);
 		t->fd = open(t->dev, flags);
 		if (t->fd < 0)
-			return log_skip("access to the device", "--map: cannot open %s: %s", t->dev, errname(errno));
+			return log_skip("access to the device", "--map: cannot open %s: %s", t->dev, rt_errname(errno));
 		if (t->kind == MAP_UIO) {
 			off = (off_t)(t->map_index * (uint64_t)pg); /* UIO: map N is at offset N pages */
 		} else {
@@ -421,7 +396,7 @@ static int pio_map(struct pio *t)
 		if (t->kind != MAP_SHM && (e == EPERM || e == EACCES))
 			return log_skip("a kernel that allows mapping this range (CONFIG_STRICT_DEVMEM, "
 					"iomem=relaxed)",
-					"--map: mmap of %s refused (%s)", t->dev, errname(e));
+					"--map: mmap of %s refused (%s)", t->dev, rt_errname(e));
 		return log_error("--map: mmap of %s: %s", t->kind == MAP_SHM ? "shared memory" : t->dev, strerror(e));
 	}
 	t->map_base = p;
@@ -481,38 +456,7 @@ static int pio_validate(struct pio *t, bool check)
 /* Scheduling and memory locking, tried for real (as the timer probe). */
 static int pio_privileges(struct pio *t)
 {
-	struct pio_cfg *c = &t->cfg;
-	const char *pn = c->policy == RT_FIFO ? "FIFO" : "RR";
-	t->rt.policy = c->policy;
-	t->rt.priority = c->policy == RT_OTHER ? 0 : (int)c->priority;
-	if (c->policy != RT_OTHER) {
-		int e = rt_try_sched(c->policy, (int)c->priority);
-		if (e == EPERM || e == EACCES) {
-			char grant[160];
-			snprintf(grant, sizeof(grant), RT_GRANT_SCHED_FMT, (int)c->priority);
-			if (!c->allow_degraded)
-				return log_skip(grant, "SCHED_%s not permitted (%s)", pn, errname(e));
-			defer_warning(t, "degraded: SCHED_%s priority %d not permitted (%s); running SCHED_OTHER", pn,
-				      (int)c->priority, errname(e));
-			t->rt.policy = RT_OTHER;
-			t->rt.priority = 0;
-			t->rt.degraded = true;
-		} else if (e) {
-			return log_error("cannot create a SCHED_%s thread: %s", pn, strerror(e));
-		}
-	}
-	int e = rt_lock_memory();
-	if (e == 0) {
-		t->rt.mlockall = true;
-	} else if (e == EPERM || e == ENOMEM || e == EAGAIN) {
-		if (!c->allow_degraded)
-			return log_skip(RT_GRANT_MLOCK, "mlockall not permitted (%s)", errname(e));
-		defer_warning(t, "degraded: mlockall not permitted (%s); memory not locked", errname(e));
-		t->rt.degraded = true;
-	} else {
-		return log_error("mlockall: %s", strerror(e));
-	}
-	return 0;
+	return rt_acquire(t->cfg.policy, (int)t->cfg.priority, t->cfg.allow_degraded, &t->rt, &t->warn);
 }
 
 static void pio_cleanup(struct pio *t)
@@ -588,7 +532,7 @@ static int pio_run(const struct probe_args *a)
 		sigaction(SIGXCPU, &sa, NULL);
 		int e = rt_set_rttime_limit(RTTIME_SOFT_US, RTTIME_HARD_US);
 		if (e)
-			defer_warning(t, "RLIMIT_RTTIME safety net not set: %s", strerror(e));
+			warnings_add(&t->warn, "RLIMIT_RTTIME safety net not set: %s", strerror(e));
 	}
 	t->ov.clock_read_ns = measure_clock_read_ns(10000);
 	t->ov.sample_update_ns = sink_measure_update_ns(100000);
@@ -602,8 +546,7 @@ static int pio_run(const struct probe_args *a)
 		free(t);
 		return rc;
 	}
-	for (int i = 0; i < t->nwarn; i++)
-		sink_warning(&t->sink, "%s", t->warn[i]);
+	sink_warnings(&t->sink, &t->warn);
 
 	/* watchdog: --duration (or a generous bound for --passes) plus margin */
 	int64_t wd_s = (c->passes ? 3600 : c->duration_ns / NS_PER_S) + WATCHDOG_MARGIN_S + 1;

@@ -14,7 +14,6 @@
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,8 +149,7 @@ struct rh {
 	_Atomic bool driver_done, kicked;
 	bool stalled;
 	int dma_fd;
-	char warn[4][256];
-	int nwarn;
+	struct warnings warn; /* until the header is out */
 	/* shared */
 	_Alignas(64) _Atomic int stop;
 	_Atomic int ready;
@@ -176,28 +174,6 @@ struct rh {
 	_Atomic uint64_t rec_wakeups;
 	char err[256];
 };
-
-static const char *errname(int e)
-{
-	switch (e) {
-	case EPERM: return "EPERM";
-	case EACCES: return "EACCES";
-	case ENOMEM: return "ENOMEM";
-	case EAGAIN: return "EAGAIN";
-	default: return strerror(e);
-	}
-}
-
-static void defer_warning(struct rh *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void defer_warning(struct rh *r, const char *fmt, ...)
-{
-	va_list ap;
-	if (r->nwarn >= 4)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(r->warn[r->nwarn++], sizeof(r->warn[0]), fmt, ap);
-	va_end(ap);
-}
 
 static bool stopping(struct rh *r)
 {
@@ -799,42 +775,19 @@ static int rh_validate(struct rh *r, bool check)
 /* Try scheduling (at the highest priority used) and memory locking. */
 static int rh_privileges(struct rh *r)
 {
+	static const struct rt_words words = {.priority_in_skip = true,
+					      .instead = "running SCHED_OTHER (no priorities)"};
 	struct rh_cfg *c = &r->cfg;
-	const char *pname = c->policy == RT_FIFO ? "FIFO" : "RR";
-	int top = (int)c->priority;
+	int rc, top = (int)c->priority;
 	for (int i = 0; i < r->comp->nroles; i++)
 		if ((int)c->priority + r->comp->roles[i].prio_off > top)
 			top = (int)c->priority + r->comp->roles[i].prio_off;
 	r->rt.policy = c->policy;
 	r->rt.priority = c->policy == RT_OTHER ? 0 : (int)c->priority;
-	if (c->policy != RT_OTHER) {
-		int e = rt_try_sched(c->policy, top);
-		if (e == EPERM || e == EACCES) {
-			char grant[160];
-			snprintf(grant, sizeof(grant), RT_GRANT_SCHED_FMT, top);
-			if (!c->allow_degraded || r->comp->needs_rt)
-				return log_skip(grant, "SCHED_%s priority %d not permitted (%s)", pname, top, errname(e));
-			defer_warning(r, "degraded: SCHED_%s not permitted (%s); running SCHED_OTHER (no priorities)",
-				      pname, errname(e));
-			r->rt.policy = RT_OTHER;
-			r->rt.priority = 0;
-			r->rt.degraded = true;
-		} else if (e) {
-			return log_error("cannot create a SCHED_%s thread: %s", pname, strerror(e));
-		}
-	}
-	int e = rt_lock_memory();
-	if (e == 0) {
-		r->rt.mlockall = true;
-	} else if (e == EPERM || e == ENOMEM || e == EAGAIN) {
-		if (!c->allow_degraded)
-			return log_skip(RT_GRANT_MLOCK, "mlockall not permitted (%s)", errname(e));
-		defer_warning(r, "degraded: mlockall not permitted (%s); memory not locked", errname(e));
-		r->rt.degraded = true;
-	} else {
-		return log_error("mlockall: %s", strerror(e));
-	}
-	return 0;
+	if (c->policy != RT_OTHER &&
+	    (rc = rt_acquire_sched(c->policy, top, c->allow_degraded && !r->comp->needs_rt, &words, &r->rt, &r->warn)))
+		return rc;
+	return rt_acquire_mlock(c->allow_degraded, &r->rt, &r->warn);
 }
 
 /* Semaphores, the mutex, the queue, the eventfd: what the component uses. */
@@ -1001,12 +954,8 @@ static int rh_run(const struct probe_args *a)
 	}
 	r->sink.summary_extra = rh_summary_extra;
 	r->sink.summary_ctx = r;
-	if (!c->no_dma_latency) {
-		int e = rt_dma_latency_hold(&r->dma_fd);
-		if (e)
-			defer_warning(r, "/dev/cpu_dma_latency not held at 0: %s", strerror(e));
-		r->rt.dma_latency = e == 0;
-	}
+	if (!c->no_dma_latency)
+		rt_acquire_dma_latency(&r->dma_fd, &r->rt, &r->warn);
 	if (r->rt.policy != RT_OTHER) {
 		int e = rt_set_rttime_limit(RTTIME_SOFT_US, RTTIME_HARD_US);
 		if (e) {
@@ -1016,7 +965,7 @@ static int rh_run(const struct probe_args *a)
 				free(r);
 				return rc;
 			}
-			defer_warning(r, "RLIMIT_RTTIME safety net not set: %s", strerror(e));
+			warnings_add(&r->warn, "RLIMIT_RTTIME safety net not set: %s", strerror(e));
 		}
 	}
 	r->ov.clock_read_ns = measure_clock_read_ns(10000);
@@ -1032,8 +981,7 @@ static int rh_run(const struct probe_args *a)
 		free(r);
 		return rc;
 	}
-	for (int i = 0; i < r->nwarn; i++)
-		sink_warning(&r->sink, "%s", r->warn[i]);
+	sink_warnings(&r->sink, &r->warn);
 
 	/* watchdog: a hard cap of WATCHDOG_FACTOR paced runs (rounds may overrun or be
 	 * discarded) plus a margin; rh_supervise also stops a run without rounds */

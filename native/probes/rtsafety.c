@@ -15,7 +15,6 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,8 +117,7 @@ struct rts {
 	uint64_t rttime_soft_us, rttime_hard_us;
 	unsigned alarm_s;
 	int demoted;
-	char warn[4][256];
-	int nwarn;
+	struct warnings warn; /* until the header is out */
 };
 
 /* SIGXCPU from RLIMIT_RTTIME: a spinner outlived its soft limit. */
@@ -128,17 +126,6 @@ static void on_xcpu(int sig)
 {
 	(void)sig;
 	atomic_store(&xcpu_caught, true);
-}
-
-static void defer_warning(struct rts *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void defer_warning(struct rts *t, const char *fmt, ...)
-{
-	va_list ap;
-	if (t->nwarn >= 4)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(t->warn[t->nwarn++], sizeof(t->warn[0]), fmt, ap);
-	va_end(ap);
 }
 
 /* One integer from a /proc or /sys file; false if unreadable. */
@@ -419,21 +406,16 @@ static int rts_validate(struct rts *t, bool check)
 /* SCHED_FIFO is the point of this probe: no degraded mode. */
 static int rts_privileges(struct rts *t)
 {
-	int e = rt_try_sched(RT_FIFO, (int)t->cfg.spin_priority);
-	if (e == EPERM || e == EACCES) {
-		char grant[160];
-		snprintf(grant, sizeof(grant), RT_GRANT_SCHED_FMT, (int)t->cfg.spin_priority);
-		return log_skip(grant, "SCHED_FIFO not permitted (%s)", e == EPERM ? "EPERM" : "EACCES");
-	}
-	if (e)
-		return log_error("cannot create a SCHED_FIFO thread: %s", strerror(e));
 	t->rt.policy = RT_FIFO;
 	t->rt.priority = (int)t->cfg.spin_priority;
+	int e = rt_acquire_sched(RT_FIFO, (int)t->cfg.spin_priority, false, NULL, &t->rt, &t->warn);
+	if (e)
+		return e;
 	e = rt_lock_memory();
 	t->rt.mlockall = e == 0;
 	if (e)
-		defer_warning(t, "mlockall not permitted (%s): page faults may add to the measured stalls",
-			      strerror(e));
+		warnings_add(&t->warn, "mlockall not permitted (%s): page faults may add to the measured stalls",
+			     strerror(e));
 	return 0;
 }
 
@@ -597,8 +579,8 @@ static int rts_run(const struct probe_args *a)
 	read_i64("/proc/sys/kernel/sched_rt_runtime_us", &t->rt_runtime_us);
 	read_i64("/proc/sys/kernel/sched_rt_period_us", &t->rt_period_us);
 	if (t->rt_runtime_us == -1)
-		defer_warning(t, "RT throttling is off (sched_rt_runtime_us = -1): SCHED_OTHER tasks on the spinner "
-			      "CPUs get no time until the spin ends");
+		warnings_add(&t->warn, "RT throttling is off (sched_rt_runtime_us = -1): SCHED_OTHER tasks on the spinner "
+			     "CPUs get no time until the spin ends");
 
 	/* bound 2: RLIMIT_RTTIME just above the spin time (SIGXCPU, then SIGKILL) */
 	struct sigaction sa;
@@ -630,8 +612,7 @@ static int rts_run(const struct probe_args *a)
 		free(t);
 		return rc;
 	}
-	for (int i = 0; i < t->nwarn; i++)
-		sink_warning(&t->sink, "%s", t->warn[i]);
+	sink_warnings(&t->sink, &t->warn);
 
 	t->spin_start_ns = mono_now_ns() + START_DELAY_NS;
 	t->spin_end_ns = t->spin_start_ns + c->spin_time_ns;

@@ -15,7 +15,6 @@
 #include <sched.h>
 #include <semaphore.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,32 +136,8 @@ struct sw {
 	int64_t measured_ns, rested_ns;
 	bool rest_on;
 	int dma_fd;
-	char warn[4][256];
-	int nwarn;
+	struct warnings warn; /* until the header is out */
 };
-
-static const char *errname(int e)
-{
-	switch (e) {
-	case EPERM: return "EPERM";
-	case EACCES: return "EACCES";
-	case ENOMEM: return "ENOMEM";
-	case EAGAIN: return "EAGAIN";
-	default: return strerror(e);
-	}
-}
-
-/* Remember a warning for after the header (the header must come first). */
-static void defer_warning(struct sw *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void defer_warning(struct sw *s, const char *fmt, ...)
-{
-	va_list ap;
-	if (s->nwarn >= 4)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(s->warn[s->nwarn++], sizeof(s->warn[0]), fmt, ap);
-	va_end(ap);
-}
 
 /* Wake the waiter of direction `d`. Returns 0 or an errno value. */
 static int chan_wake(struct sw *s, int d)
@@ -476,38 +451,7 @@ static int switch_validate(struct sw *s, bool check)
  * skip (exit 3) or, with --allow-degraded, SCHED_OTHER / no mlock. */
 static int switch_privileges(struct sw *s)
 {
-	struct switch_cfg *c = &s->cfg;
-	const char *pname = c->policy == RT_FIFO ? "FIFO" : "RR";
-	s->rt.policy = c->policy;
-	s->rt.priority = c->policy == RT_OTHER ? 0 : (int)c->priority;
-	if (c->policy != RT_OTHER) {
-		int e = rt_try_sched(c->policy, (int)c->priority);
-		if (e == EPERM || e == EACCES) {
-			char grant[160];
-			snprintf(grant, sizeof(grant), RT_GRANT_SCHED_FMT, (int)c->priority);
-			if (!c->allow_degraded)
-				return log_skip(grant, "SCHED_%s not permitted (%s)", pname, errname(e));
-			defer_warning(s, "degraded: SCHED_%s priority %d not permitted (%s); running SCHED_OTHER", pname,
-				      (int)c->priority, errname(e));
-			s->rt.policy = RT_OTHER;
-			s->rt.priority = 0;
-			s->rt.degraded = true;
-		} else if (e) {
-			return log_error("cannot create a SCHED_%s thread: %s", pname, strerror(e));
-		}
-	}
-	int e = rt_lock_memory();
-	if (e == 0) {
-		s->rt.mlockall = true;
-	} else if (e == EPERM || e == ENOMEM || e == EAGAIN) {
-		if (!c->allow_degraded)
-			return log_skip(RT_GRANT_MLOCK, "mlockall not permitted (%s)", errname(e));
-		defer_warning(s, "degraded: mlockall not permitted (%s); memory not locked", errname(e));
-		s->rt.degraded = true;
-	} else {
-		return log_error("mlockall: %s", strerror(e));
-	}
-	return 0;
+	return rt_acquire(s->cfg.policy, (int)s->cfg.priority, s->cfg.allow_degraded, &s->rt, &s->warn);
 }
 
 /* Open one unnamed-in-effect message queue: a unique name, unlinked at once. */
@@ -740,16 +684,12 @@ static int switch_run(const struct probe_args *a)
 	}
 	s->sink.summary_extra = switch_summary_extra;
 	s->sink.summary_ctx = s;
-	if (!c->no_dma_latency) {
-		int e = rt_dma_latency_hold(&s->dma_fd);
-		if (e)
-			defer_warning(s, "/dev/cpu_dma_latency not held at 0: %s", strerror(e));
-		s->rt.dma_latency = e == 0;
-	}
+	if (!c->no_dma_latency)
+		rt_acquire_dma_latency(&s->dma_fd, &s->rt, &s->warn);
 	if (s->rt.policy != RT_OTHER) {
 		int e = rt_set_rttime_limit(RTTIME_SOFT_US, RTTIME_HARD_US);
 		if (e)
-			defer_warning(s, "RLIMIT_RTTIME safety net not set: %s", strerror(e));
+			warnings_add(&s->warn, "RLIMIT_RTTIME safety net not set: %s", strerror(e));
 	}
 	s->ov.clock_read_ns = measure_clock_read_ns(10000);
 	s->ov.sample_update_ns = sink_measure_update_ns(100000);
@@ -764,8 +704,7 @@ static int switch_run(const struct probe_args *a)
 		free(s);
 		return rc;
 	}
-	for (int i = 0; i < s->nwarn; i++)
-		sink_warning(&s->sink, "%s", s->warn[i]);
+	sink_warnings(&s->sink, &s->warn);
 
 	/* watchdog: the run plus a margin (with --loops: a generous budget per round trip) */
 	u128 run_ns = (u128)(uint64_t)c->warmup * LOOP_BUDGET_NS +

@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,33 +79,8 @@ struct timer {
 	struct timer_thread *thr;
 	_Atomic int threads_done;
 	int dma_fd, mark_fd;
-	char warn[4][256];
-	int nwarn;
+	struct warnings warn; /* until the header is out */
 };
-
-/* Symbolic errno for skip messages ("EPERM"), portable beyond glibc. */
-static const char *errname(int e)
-{
-	switch (e) {
-	case EPERM: return "EPERM";
-	case EACCES: return "EACCES";
-	case ENOMEM: return "ENOMEM";
-	case EAGAIN: return "EAGAIN";
-	default: return strerror(e);
-	}
-}
-
-/* Remember a warning for after the header (the header must come first). */
-static void defer_warning(struct timer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void defer_warning(struct timer *t, const char *fmt, ...)
-{
-	va_list ap;
-	if (t->nwarn >= 4)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(t->warn[t->nwarn++], sizeof(t->warn[0]), fmt, ap);
-	va_end(ap);
-}
 
 /* Write a threshold mark into the kernel trace, at most max_events per
  * second per thread. Runs in the measurement thread, only above threshold. */
@@ -243,39 +217,7 @@ static int timer_validate(struct timer *t, bool check)
  * skip (exit 3) or, with --allow-degraded, SCHED_OTHER / no mlock. */
 static int timer_privileges(struct timer *t)
 {
-	struct timer_cfg *c = &t->cfg;
-	t->rt.policy = c->policy;
-	t->rt.priority = c->policy == RT_OTHER ? 0 : (int)c->priority;
-	if (c->policy != RT_OTHER) {
-		int e = rt_try_sched(c->policy, (int)c->priority);
-		if (e == EPERM || e == EACCES) {
-			char grant[160];
-			snprintf(grant, sizeof(grant), RT_GRANT_SCHED_FMT, (int)c->priority);
-			if (!c->allow_degraded)
-				return log_skip(grant, "SCHED_%s not permitted (%s)", c->policy == RT_FIFO ? "FIFO" : "RR",
-						errname(e));
-			defer_warning(t, "degraded: SCHED_%s priority %d not permitted (%s); running SCHED_OTHER",
-				      c->policy == RT_FIFO ? "FIFO" : "RR", (int)c->priority, errname(e));
-			t->rt.policy = RT_OTHER;
-			t->rt.priority = 0;
-			t->rt.degraded = true;
-		} else if (e) {
-			return log_error("cannot create a SCHED_%s thread: %s", c->policy == RT_FIFO ? "FIFO" : "RR",
-					 strerror(e));
-		}
-	}
-	int e = rt_lock_memory();
-	if (e == 0) {
-		t->rt.mlockall = true;
-	} else if (e == EPERM || e == ENOMEM || e == EAGAIN) {
-		if (!c->allow_degraded)
-			return log_skip(RT_GRANT_MLOCK, "mlockall not permitted (%s)", errname(e));
-		defer_warning(t, "degraded: mlockall not permitted (%s); memory not locked", errname(e));
-		t->rt.degraded = true;
-	} else {
-		return log_error("mlockall: %s", strerror(e));
-	}
-	return 0;
+	return rt_acquire(t->cfg.policy, (int)t->cfg.priority, t->cfg.allow_degraded, &t->rt, &t->warn);
 }
 
 /* Start one pinned thread per CPU with explicit sched attributes. */
@@ -370,12 +312,8 @@ static int timer_run(const struct probe_args *a)
 		free(t);
 		return rc;
 	}
-	if (!c->no_dma_latency) {
-		int e = rt_dma_latency_hold(&t->dma_fd);
-		if (e)
-			defer_warning(t, "/dev/cpu_dma_latency not held at 0: %s", strerror(e));
-		t->rt.dma_latency = e == 0;
-	}
+	if (!c->no_dma_latency)
+		rt_acquire_dma_latency(&t->dma_fd, &t->rt, &t->warn);
 	if (!c->no_tracemark) {
 		t->mark_fd = rt_tracemark_open();
 		t->rt.tracemark = t->mark_fd >= 0;
@@ -383,7 +321,7 @@ static int timer_run(const struct probe_args *a)
 	if (t->rt.policy != RT_OTHER) {
 		int e = rt_set_rttime_limit(RTTIME_SOFT_US, RTTIME_HARD_US);
 		if (e)
-			defer_warning(t, "RLIMIT_RTTIME safety net not set: %s", strerror(e));
+			warnings_add(&t->warn, "RLIMIT_RTTIME safety net not set: %s", strerror(e));
 	}
 	t->ov.clock_read_ns = measure_clock_read_ns(10000);
 	t->ov.sample_update_ns = sink_measure_update_ns(100000);
@@ -398,8 +336,7 @@ static int timer_run(const struct probe_args *a)
 		free(t);
 		return rc;
 	}
-	for (int i = 0; i < t->nwarn; i++)
-		sink_warning(&t->sink, "%s", t->warn[i]);
+	sink_warnings(&t->sink, &t->warn);
 
 	/* watchdog: the whole run (warm-up included) plus a margin */
 	u128 run_ns = ((u128)(c->loops ? (uint64_t)c->loops : (uint64_t)(c->duration_ns / c->interval_ns)) +

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rtqual/log.h"
+
 enum rt_policy { RT_FIFO, RT_RR, RT_OTHER };
 extern const char *const rt_policy_names[]; /* "fifo", "rr", "other", NULL */
 
@@ -24,17 +26,31 @@ struct rt_info {
 #define RT_GRANT_MLOCK \
 	"run as root, or CAP_IPC_LOCK, or a memlock limit of unlimited in /etc/security/limits.conf"
 
+/* How a probe words a refused RT policy where it says more than the common
+ * line; NULL in rt_acquire_sched() takes the common wording. */
+struct rt_words {
+	const char *role;      /* skip line: "SCHED_FIFO for the <role> not permitted" */
+	bool priority_in_skip; /* the skip line names the priority, the warning does not */
+	const char *instead;   /* warning tail; NULL: "running SCHED_OTHER" */
+};
+
 /* Signal bits reported by rt_signals_caught(). */
 #define RT_SIG_STOP 1     /* SIGINT or SIGTERM */
 #define RT_SIG_WATCHDOG 2 /* SIGALRM */
 
+const char *rt_errname(int e);
 int rt_sched_policy(int policy);
 int rt_try_sched(int policy, int priority);
 int rt_lock_memory(void);
+int rt_acquire_sched(int policy, int priority, bool allow_degraded, const struct rt_words *words,
+		     struct rt_info *rt, struct warnings *w);
+int rt_acquire_mlock(bool allow_degraded, struct rt_info *rt, struct warnings *w);
+int rt_acquire(int policy, int priority, bool allow_degraded, struct rt_info *rt, struct warnings *w);
 void rt_prefault_stack(void);
 void rt_pretouch(void *p, size_t n);
 int rt_thread_attr(pthread_attr_t *a, int policy, int priority, int cpu, size_t stack_bytes);
 int rt_dma_latency_hold(int *fd_out);
+void rt_acquire_dma_latency(int *fd_out, struct rt_info *rt, struct warnings *w);
 int rt_set_rttime_limit(uint64_t soft_us, uint64_t hard_us);
 int rt_tracemark_open(void);
 void rt_signals_install(void);

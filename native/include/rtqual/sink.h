@@ -10,6 +10,7 @@
 
 #include "rtqual/emit.h"
 #include "rtqual/hist.h"
+#include "rtqual/log.h"
 #include "rtqual/ring.h"
 #include "rtqual/rtenv.h"
 #include "rtqual/timens.h"
@@ -87,6 +88,7 @@ int sink_header(struct sink *s, const char *probe, int argc, char **argv, sink_p
 		const void *ctx, const struct rt_info *rt, const struct overhead *ov,
 		int64_t start_mono_ns, int64_t start_real_ns);
 void sink_warning(struct sink *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sink_warnings(struct sink *s, const struct warnings *w);
 void sink_poll(struct sink *s);
 void sink_progress(struct sink *s);
 int sink_finish(struct sink *s, int status, const char *reason, const char *message);
