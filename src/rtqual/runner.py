@@ -1,7 +1,8 @@
 """The runner: owns ordering, signals and cleanup; runs cases and flushes each into the bundle.
 
 A case is a dict: {"id", "label", "probe", "args": [probe options], "params": {...},
-"requirements": {"max_ns": N, "p99_ns": N}}.
+"requirements": {"max_ns": N, "p99_ns": N}, and from scenarios "loads": [load specs],
+"conditions": {"settle_ns", "governor", "frequency_khz", "cpuset"}} (scenario/plan.py makes them).
 """
 from __future__ import annotations
 
