@@ -23,6 +23,18 @@ def probe_path() -> Path:
     return path
 
 
+def epics_devsup() -> tuple[Path, Path]:
+    """The EPICS device support built with the package: (librtqual_devsup.so, rtqual.dbd) in
+    rtqual/epics/, or in $RTQUAL_DEVSUP_DIR for development (a CMake build's native/epics)."""
+    override = os.environ.get("RTQUAL_DEVSUP_DIR")
+    folder = Path(override) if override else Path(str(resources.files("rtqual"))) / "epics"
+    lib, dbd = folder / "librtqual_devsup.so", folder / "rtqual.dbd"
+    if not lib.is_file() or not dbd.is_file():
+        raise RtqError(f"EPICS device support not found in {folder}: reinstall rtqual with epicscorelibs "
+                       "(pip install .) or set RTQUAL_DEVSUP_DIR", EXIT_SKIP)
+    return lib, dbd
+
+
 def probe_version() -> str:
     """'0.1.0' from `rtqual-probe --version`."""
     out = subprocess.run([probe_path(), "--version"], capture_output=True, text=True, timeout=10)

@@ -1,0 +1,80 @@
+"""The IOC process: `python -m rtqual.epics.iocmain --db FILE --prefix P --fifo-in PATH --fifo-out PATH`.
+
+One EPICS 7 IOC per process (iocInit cannot be repeated), from the epicscorelibs wheel, with
+rtqual's device support loaded RTLD_GLOBAL before registerAllRecordDeviceDrivers. stdout carries
+only JSON lines for rtqual (first: {"type": "ready", ...}); the IOC's own console output goes to
+stderr. SIGINT or SIGTERM stops it through epicsExit (the device support joins its threads)."""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import signal
+import sys
+
+from rtqual.epics import env as epics_env
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m rtqual.epics.iocmain", description=__doc__.splitlines()[0])
+    ap.add_argument("--db", required=True, help="database file (macros P, IN, OUT, MODE, PRIO)")
+    ap.add_argument("--prefix", default="rtq:", help="PV prefix (macro P)")
+    inp = ap.add_mutually_exclusive_group(required=True)
+    inp.add_argument("--fifo-in", help="input line: a FIFO carrying int64 stimulus times")
+    inp.add_argument("--eventfd-in", type=int, metavar="FD", help="input line: an inherited eventfd")
+    out = ap.add_mutually_exclusive_group(required=True)
+    out.add_argument("--fifo-out", help="output line: a FIFO receiving 4 x int64 per response")
+    out.add_argument("--eventfd-out", type=int, metavar="FD", help="output line: an inherited eventfd")
+    ap.add_argument("--mode", choices=("callback", "immediate"), default="callback",
+                    help="process the records in the callback threads (scanIoRequest) or in the "
+                         "reader thread (scanIoImmediate)")
+    ap.add_argument("--prio", type=int, default=90, help="reader thread EPICS priority 0..99 (default 90)")
+    ap.add_argument("--macros", default="", help="extra macros for the database, a=1,b=2")
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    epics_env.apply()  # loopback even when started by hand; ports come from the parent
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # EPICS prints to stdout: send it to stderr, keep stdout for JSON lines
+
+    from rtqual import _native
+    lib, dbd = _native.epics_devsup()
+    devsup = ctypes.CDLL(str(lib), mode=ctypes.RTLD_GLOBAL)  # pvar_dset_*/pvar_func_* for registerAll…
+    devsup.rtqualEpicsVersion.restype = ctypes.c_char_p
+    from epicscorelibs import ioc  # loads libCom/libdbCore/libdbRecStd RTLD_GLOBAL
+
+    line_in = f"fifo:{args.fifo_in}" if args.fifo_in else f"eventfd:{args.eventfd_in}"
+    line_out = f"fifo:{args.fifo_out}" if args.fifo_out else f"eventfd:{args.eventfd_out}"
+    macros = f"P={args.prefix},IN={line_in},OUT={line_out},MODE={args.mode},PRIO={args.prio}"
+    if args.macros:
+        macros += "," + args.macros
+
+    stop = {"sig": 0}
+
+    def on_signal(signum, frame):
+        stop["sig"] = signum
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+
+    ioc.start_ioc(database=args.db, macros=macros, extra_dbd_load=[(dbd.name, str(dbd.parent))])
+    from epicscorelibs import version
+    if devsup.rtqualDevsupErrors():
+        print(f"rtqual.epics.iocmain: {devsup.rtqualDevsupErrors()} record(s) could not use rtqual's "
+              "device support (see above)", file=sys.stderr, flush=True)
+        os._exit(2)  # no clean epicsExit: the IOC is half set up
+    proto.write(json.dumps({
+        "type": "ready", "pid": os.getpid(), "prefix": args.prefix, "mode": args.mode,
+        "epics_version": devsup.rtqualEpicsVersion().decode(), "epicscorelibs": version.version,
+        "ca_server_port": os.environ.get("EPICS_CA_SERVER_PORT"),
+    }) + "\n")
+    while not stop["sig"]:
+        signal.pause()
+    proto.write(json.dumps({"type": "end", "signal": stop["sig"]}) + "\n")
+    return 0  # atexit: epicsExitCallAtExits stops the device support threads and the servers
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,148 @@
+"""A real EPICS 7 IOC (epicscorelibs) with rtqual's device support, on loopback."""
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.epics
+
+if importlib.util.find_spec("epicscorelibs") is None:
+    pytest.skip("epicscorelibs is not importable (pip install epicscorelibs, or pip install .)",
+                allow_module_level=True)
+
+from rtqual import _native  # noqa: E402
+from rtqual.epics import env as epics_env  # noqa: E402
+from rtqual.epics.ioc import Ioc, make_db  # noqa: E402
+from rtqual.errors import RtqError  # noqa: E402
+
+try:
+    _native.epics_devsup()
+except RtqError as e:
+    pytest.skip(f"rtqual's EPICS device support is not built: {e}", allow_module_level=True)
+
+needs_pyepics = pytest.mark.skipif(importlib.util.find_spec("epics") is None,
+                                   reason="pyepics not installed (pip install .[test])")
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    # a zombie would still answer; ours are reaped by Ioc.stop
+    return False
+
+
+@pytest.fixture(params=[("kek", "callback"), ("aps", "callback"), ("aps", "immediate")],
+                ids=lambda p: "-".join(p))
+def ioc(request):
+    preset, mode = request.param
+    ioc = Ioc(preset=preset, mode=mode)
+    try:
+        ioc.start()
+        yield ioc
+    finally:
+        ioc.stop()
+        if ioc.proc is not None:
+            assert gone(ioc.proc.pid), "IOC still running after stop"
+        assert not ioc.dir.exists()
+
+
+def test_env_loopback_defaults_do_not_override():
+    env = epics_env.epics_env({"EPICS_CA_ADDR_LIST": "10.0.0.5", "EPICS_CA_SERVER_PORT": "5999"})
+    assert env["EPICS_CA_ADDR_LIST"] == "10.0.0.5"
+    assert env["EPICS_CA_SERVER_PORT"] == "5999"
+    assert env["EPICS_CA_AUTO_ADDR_LIST"] == "NO"
+    assert env["EPICS_CAS_INTF_ADDR_LIST"] == "127.0.0.1"
+    assert env["EPICS_PVA_AUTO_ADDR_LIST"] == "NO"
+    assert env["EPICS_PVAS_INTF_ADDR_LIST"] == "127.0.0.1"
+    ports = [int(env[k]) for k in ("EPICS_CA_REPEATER_PORT", "EPICS_PVA_SERVER_PORT", "EPICS_PVA_BROADCAST_PORT")]
+    assert len(set(ports)) == 3 and all(1024 <= p < 65536 for p in ports)
+
+
+def test_env_ports_are_free_for_tcp_and_udp():
+    (port,) = epics_env.free_ports([("tcp", "udp")])
+    for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+        with socket.socket(socket.AF_INET, kind) as s:
+            s.bind(("127.0.0.1", port))
+
+
+def test_make_db_presets():
+    kek, aps = make_db("kek"), make_db("aps")
+    assert kek.count("record(") == 2 and 'DTYP, "rtqual"' in kek
+    assert aps.count("record(") == 3 and "record(calc" in aps
+    with pytest.raises(RtqError):
+        make_db("nosuch")
+
+
+def test_ioc_ready_and_device_support_loaded(ioc):
+    assert ioc.alive()
+    assert ioc.ready["type"] == "ready" and ioc.ready["prefix"] == ioc.prefix
+    assert ioc.ready["ca_server_port"] == ioc.env["EPICS_CA_SERVER_PORT"]
+    assert ioc.ready["epics_version"].startswith("7.")
+    assert "recGblRecordError" not in ioc.log.read_text()
+
+
+def test_every_stimulus_gets_one_response_with_ordered_stages(ioc):
+    n = 100
+    sent = []
+    got = []
+    for _ in range(n):
+        sent.append(ioc.trigger())
+        got += ioc.responses(1, timeout=5)
+    got += ioc.responses(1, timeout=0.3)  # nothing extra may follow
+    assert len(got) == n, ioc.log_tail()
+    assert [r[0] for r in got] == sent
+    for t_stim, t_wake, t_process, t_out in got:
+        assert t_stim <= t_wake <= t_process <= t_out
+        # the stages add up to the total
+        assert (t_wake - t_stim) + (t_process - t_wake) + (t_out - t_process) == t_out - t_stim
+        assert t_out - t_stim < 1_000_000_000
+
+
+def test_burst_of_stimuli_is_not_coalesced(ioc):
+    sent = [ioc.trigger() for _ in range(50)]
+    got = ioc.responses(50, timeout=10)
+    assert [r[0] for r in got] == sent
+    assert ioc.responses(1, timeout=0.3) == []
+
+
+@needs_pyepics
+def test_ca_read_and_put_on_loopback(ioc):
+    """An independent CA client (pyepics, same libca) reads the bi and writes the bo; a CA put
+    to the bo is not a stimulus, so it gives no response."""
+    code = ("import sys, epicscorelibs.path.pyepics, epics\n"
+            "print(epics.caget(sys.argv[1], timeout=5))\n"
+            "print(epics.caput(sys.argv[2], 1, wait=True, timeout=5))\n"
+            "print(epics.caget(sys.argv[2] + '.DTYP', as_string=True, timeout=5))\n")
+    ioc.trigger()
+    assert len(ioc.responses(1)) == 1
+    out = subprocess.run([sys.executable, "-c", code, ioc.pv("in"), ioc.pv("out")], env=ioc.env,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    val, put, dtyp = out.stdout.split("\n")[:3]
+    assert val in ("0", "1") and put == "1" and dtyp == "rtqual", out.stdout
+    assert ioc.responses(1, timeout=0.3) == []
+
+
+def test_ioc_stopped_when_the_block_fails():
+    with pytest.raises(RuntimeError):
+        with Ioc(preset="kek") as ioc:
+            pid = ioc.proc.pid
+            raise RuntimeError("test failure inside the block")
+    assert gone(pid)
+    assert not ioc.dir.exists()
+
+
+def test_ioc_start_error_is_reported_and_cleaned_up(tmp_path):
+    ioc = Ioc(preset="kek", workdir=tmp_path)
+    ioc.fifo_in.write_text("not a fifo")  # the bi cannot open its line: the IOC must not report ready
+    try:
+        with pytest.raises(RtqError, match="not a FIFO|could not use"):
+            ioc.start()
+    finally:
+        ioc.stop()
+    assert gone(ioc.proc.pid)
