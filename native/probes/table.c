@@ -10,5 +10,6 @@ const struct probe *const probe_table[] = {
 	&probe_msg,
 	&probe_switch,
 	&probe_rhealstone,
+	&probe_iocresp,
 	NULL,
 };

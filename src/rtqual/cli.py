@@ -66,6 +66,32 @@ def build_parser() -> Parser:
     t.add_argument("-o", "--output", help="bundle directory (default rtqual-<host>-<time>)")
     t.add_argument("-q", "--quiet", action="store_true", help="no live progress")
 
+    io = run_sub.add_parser("ioc", help="EPICS IOC response latency: stimulus -> bi -> (chain) -> bo -> response",
+                            description="Starts rtqual's EPICS IOC (epicscorelibs), sends stimuli into its input "
+                                        "FIFO at --rate and times each response (total and per stage: wake, "
+                                        "dispatch, chain, return); the IOC is always stopped afterwards.")
+    io.add_argument("--preset", choices=["kek", "aps"], default="kek",
+                    help="record chain: kek = bi -> bo, aps = bi -> calc -> bo (default kek)")
+    io.add_argument("--mode", choices=["callback", "immediate"], default="callback",
+                    help="process the records in the callback thread or in the reader thread (default callback)")
+    io.add_argument("--rate", type=int, default=50, help="stimuli per second (default 50)")
+    g = io.add_mutually_exclusive_group()
+    g.add_argument("--duration", default="10s", help="measured time (default 10s)")
+    g.add_argument("--loops", type=int, help="measured stimuli instead of --duration")
+    io.add_argument("--warmup", type=int, default=10, help="stimuli discarded first (default 10)")
+    io.add_argument("--threshold", default="100us", help="responses above it are logged as events (default 100us)")
+    io.add_argument("--timeout", default="5s", help="a response missing this long ends the run (default 5s)")
+    io.add_argument("--ioc-priority", type=int, default=90, help="EPICS priority of the IOC's reader thread (default 90)")
+    io.add_argument("--cpu", type=int, help="CPU of the harness thread")
+    io.add_argument("--policy", choices=["fifo", "rr", "other"], default="fifo", help="harness scheduling policy")
+    io.add_argument("--priority", type=int, default=80, help="harness RT priority (default 80)")
+    io.add_argument("--allow-degraded", action="store_true",
+                    help="without RT privileges, run the harness as SCHED_OTHER and mark the result degraded")
+    io.add_argument("--raw", action="store_true", help="keep every sample (raw.bin; rtqual export raw)")
+    io.add_argument("--raw-max-mb", type=int, default=256, help="size cap of the raw file (default 256 MB)")
+    io.add_argument("-o", "--output", help="bundle directory (default rtqual-<host>-<time>)")
+    io.add_argument("-q", "--quiet", action="store_true", help="no live progress")
+
     for name, probe in PROBES.items():  # every other probe: options from its parameter table
         if name != "timer":
             add_probe_parser(run_sub, name, probe)
@@ -139,6 +165,24 @@ def timer_case(a) -> dict:
     return probe_case("timer", params, online_cpus(), "001-timer")
 
 
+def ioc_case(a) -> dict:
+    """`rtqual run ioc`: the iocresp probe against an IOC the runner starts around it (case["service"])."""
+    from rtqual.epics.ioc import IocService
+    if not 0 <= a.ioc_priority <= 99:
+        raise RtqError(f"--ioc-priority: 0..99 (got {a.ioc_priority})")
+    raw = {"rate": a.rate, "duration": None if a.loops is not None else a.duration, "loops": a.loops,
+           "warmup": a.warmup, "threshold": a.threshold, "timeout": a.timeout, "cpu": a.cpu, "policy": a.policy,
+           "priority": a.priority, "allow_degraded": a.allow_degraded, "in": "/dev/null", "out": "/dev/null"}
+    params = check_params("iocresp", {k: v for k, v in raw.items() if v not in (None, False)}, "",
+                          name_of=lambda k: "--" + k.replace("_", "-"))
+    svc = IocService(preset=a.preset, mode=a.mode, prio=a.ioc_priority)
+    params.update({"in": str(svc.ioc.fifo_in), "out": str(svc.ioc.fifo_out)})
+    case = probe_case("iocresp", params, online_cpus(), "001-ioc", label=f"ioc {a.preset} {a.mode} {a.rate} Hz")
+    case["params"].update({"preset": a.preset, "mode": a.mode, "ioc_priority": a.ioc_priority})
+    case["service"] = svc
+    return case
+
+
 def fake_case(a) -> dict:
     """The fake probe replays a script of samples through the real pipeline (tests, no root)."""
     threshold_ns = _positive_ns(a.threshold, "--threshold")
@@ -155,6 +199,14 @@ def _positive_ns(text: str, what: str) -> int:
 
 
 def cmd_run(a, argv: list[str]) -> int:
+    if a.probe == "ioc":
+        case = ioc_case(a)
+        plan_case = {k: v for k, v in case.items() if k != "service"}
+        try:
+            return execute([case], argv, a.output, a.quiet, raw_mb=a.raw_max_mb if a.raw else 0,
+                           plan={"schema_version": 1, "cases": [plan_case]}, scenario_toml=None)
+        finally:
+            case["service"].discard()
     case = timer_case(a) if a.probe == "timer" else fake_case(a) if a.probe == "fake" else \
         probe_options_case(a.probe, a)
     text = scenario_text(case, argv) if case["probe"] == "timer" else None

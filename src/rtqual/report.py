@@ -42,6 +42,35 @@ def case_table(result: dict) -> str:
     return format_table(["", *[h for h, _ in STAT_COLUMNS]], rows)
 
 
+STAGES = ("wake", "dispatch", "chain", "return")
+STAGE_NOTE = ("stages: wake = stimulus -> IOC reader awake, dispatch = -> record processing (read_bi), "
+              "chain = -> bo written, return = -> response read by the harness")
+
+
+def stage_table(result: dict) -> str | None:
+    """Per-stage statistics of an IOC response case (iocresp's summary "stages") and the total;
+    None for other probes."""
+    stages = ((result.get("probe_summary") or {}).get("stages")) or {}
+    if not stages:
+        return None
+    keys = [("count", "count"), ("min", "min_ns"), ("p50", "p50_ns"), ("mean", "mean_ns"), ("p99", "p99_ns"),
+            ("max", "max_ns"), (">thr", "over_threshold")]
+    rows = [[name, *(format_cell(k, stages[name].get(k)) for _, k in keys)] for name in STAGES if name in stages]
+    rows.append(["total", *(format_cell(k, result["stats"].get(k)) for _, k in keys)])
+    return format_table(["stage", *(h for h, _ in keys)], rows)
+
+
+def ioc_line(result: dict) -> str | None:
+    ioc = result.get("ioc")
+    if not ioc:
+        return None
+    threads = ioc.get("threads") or []
+    rt = sorted({f"{t['comm']} {t['cls']} {t['rtprio']}" for t in threads if t.get("rtprio")})
+    return (f"ioc: preset {ioc.get('preset')}, mode {ioc.get('mode')}, EPICS {ioc.get('epics_version')}, "
+            f"{len(threads)} threads ({len(rt)} real-time), VmLck {ioc.get('vm_lck')}, "
+            f"CPUs {ioc.get('cpus_allowed')}")
+
+
 def show_text(data: dict, table: str | None = None) -> str:
     """The human view of a bundle: per case, its table, verdict and warnings; then the summary table
     (one row per case, or a seed paper's layout)."""
@@ -54,6 +83,11 @@ def show_text(data: dict, table: str | None = None) -> str:
         out.append("")
         out.append(f"case {r['id']}: {r['label']}" + (f"  (threshold {format_ns(thr)})" if thr else ""))
         out.append(case_table(r))
+        stages = stage_table(r)
+        if stages:
+            out.extend(["", stages, STAGE_NOTE])
+        if ioc_line(r):
+            out.append(ioc_line(r))
         out.append(f"verdict: {r['verdict'].upper()} - {r.get('reason', '')}")
         out.extend(f"warning: {w}" for w in r.get("warnings", []))
     table = table or data.get("table") or "cases"
@@ -124,4 +158,7 @@ def show_json(data: dict) -> dict:
             "cases": [{"id": r["id"], "label": r["label"], "probe": r["probe"], "params": r["params"],
                        "stats": pick(r["stats"]), "per_cpu": {c: pick(s) for c, s in r["per_cpu"].items()},
                        "verdict": r["verdict"], "reason": r.get("reason"), "degraded": r.get("degraded", False),
-                       "warnings": r.get("warnings", [])} for r in data["cases"]]}
+                       "warnings": r.get("warnings", []),
+                       **({"stages": (r.get("probe_summary") or {}).get("stages")}
+                          if (r.get("probe_summary") or {}).get("stages") else {}),
+                       **({"ioc": r["ioc"]} if r.get("ioc") else {})} for r in data["cases"]]}

@@ -3,6 +3,9 @@
 A case is a dict: {"id", "label", "probe", "args": [probe options], "params": {...},
 "requirements": {"max_ns": N, "p99_ns": N}, and from scenarios "loads": [load specs],
 "conditions": {"settle_ns", "governor", "frequency_khz", "cpuset"}} (scenario/plan.py makes them).
+Optional "service": a callable (case folder -> context manager yielding a dict) with a `key`: something
+the probe measures (rtqual run ioc: an EPICS IOC), running just around the probe; the dict it
+yielded is stored as result[service.key].
 """
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import os
 import signal
 import subprocess
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 from rtqual import _native
 from rtqual.bundle import Bundle, write_json, write_text
@@ -71,6 +74,7 @@ def run_case(case: dict, bundle: Bundle, display, guard: Interrupted, cond: Cond
     loads = LoadSet([make_load(spec) for spec in case.get("loads", [])])
     sampler = Sampler(d / "host-samples.jsonl")
     stream, exit_code, stderr_last, problems, changes, restored = Stream(), None, "", [], [], []
+    service, service_info = case.get("service"), None
     display.start_case(case)
     try:
         changes = cond.apply(case.get("conditions") or {})
@@ -83,7 +87,14 @@ def run_case(case: dict, bundle: Bundle, display, guard: Interrupted, cond: Cond
         if loads.poll_all() is None and not guard.signum:
             write_json(d / "rt-tasks.json", rt_tasks(exclude=[os.getpid()]))
             sampler.start()
-            stream, exit_code, stderr_last = _measure(case, d, display, guard, loads, cond.cpusets.get("probe"))
+            try:
+                with service(d) if service else nullcontext() as service_info:
+                    stream, exit_code, stderr_last = _measure(case, d, display, guard, loads,
+                                                              cond.cpusets.get("probe"))
+            except RtqError as e:
+                if not service:
+                    raise
+                exit_code, stderr_last = EXIT_ERROR, str(e)  # the service did not start
     finally:
         if sampler.is_alive():
             sampler.stop()
@@ -95,6 +106,8 @@ def run_case(case: dict, bundle: Bundle, display, guard: Interrupted, cond: Cond
     result = summarize(case, stream, exit_code if exit_code is not None else EXIT_INCONCLUSIVE, stderr_last,
                        interrupted=bool(guard.signum))
     result["loads"] = loads.collect_all()
+    if service:
+        result[service.key] = service_info
     result["conditions"] = {"changes": changes, "restored": restored, "applied": not not_applied(changes)}
     result["host_samples"] = summarize_samples(read_samples(d / "host-samples.jsonl")) \
         if (d / "host-samples.jsonl").exists() else None

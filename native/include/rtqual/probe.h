@@ -37,6 +37,7 @@ extern const struct probe probe_rtsafety;
 extern const struct probe probe_msg;
 extern const struct probe probe_switch;
 extern const struct probe probe_rhealstone;
+extern const struct probe probe_iocresp;
 extern const struct probe *const probe_table[];
 
 #endif

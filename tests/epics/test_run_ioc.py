@@ -1,0 +1,89 @@
+"""`rtqual run ioc`: the iocresp harness against a real IOC the runner starts and always stops."""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.epics
+
+if importlib.util.find_spec("epicscorelibs") is None:
+    pytest.skip("epicscorelibs is not importable (pip install epicscorelibs, or pip install .)",
+                allow_module_level=True)
+
+from rtqual import _native  # noqa: E402
+from rtqual.errors import RtqError  # noqa: E402
+from rtqual.report import stage_table  # noqa: E402
+
+try:
+    _native.epics_devsup()
+except RtqError as e:
+    pytest.skip(f"rtqual's EPICS device support is not built: {e}", allow_module_level=True)
+
+
+def rtqual(*args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "rtqual", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@pytest.fixture(scope="module", params=[("kek", "callback"), ("aps", "immediate")], ids=lambda p: "-".join(p))
+def run(request, tmp_path_factory):
+    preset, mode = request.param
+    out = tmp_path_factory.mktemp("ioc") / "bundle"
+    p = rtqual("run", "ioc", "--preset", preset, "--mode", mode, "--duration", "2s", "--rate", "200",
+               "--allow-degraded", "-o", str(out), "-q")
+    result = json.loads((out / "cases" / "001-ioc" / "result.json").read_text()) \
+        if (out / "cases" / "001-ioc" / "result.json").exists() else None
+    return p, out, result
+
+
+def test_run_ioc_exits_0_and_prints_stages(run):
+    p, _, _ = run
+    assert p.returncode == 0, p.stdout + p.stderr
+    for word in ("wake", "dispatch", "chain", "return", "total", "EPICS 7."):
+        assert word in p.stdout
+
+
+def test_every_stimulus_answered_count_matches_rate(run):
+    p, out, result = run
+    show = json.loads(rtqual("show", "--json", str(out)).stdout)
+    count = show["cases"][0]["stats"]["count"]
+    assert count == 2 * 200  # warm-up excluded
+    st = result["probe_summary"]["stimuli"]
+    assert st["sent"] == st["answered"] == count + st["warmup"]
+    assert st["unanswered"] == 0 and st["mismatched"] == 0
+
+
+def test_stages_add_up_to_total(run):
+    _, _, result = run
+    stages = result["probe_summary"]["stages"]
+    total = result["stats"]
+    assert set(stages) == {"wake", "dispatch", "chain", "return"}
+    for s in stages.values():
+        assert s["count"] == total["count"]
+        assert 0 <= s["min_ns"] <= s["p50_ns"] <= s["max_ns"]
+    # per stimulus the stages sum to the total, so the sums of minima / maxima bound it
+    assert sum(s["min_ns"] for s in stages.values()) <= total["min_ns"] * 1.002 + 1
+    assert sum(s["max_ns"] for s in stages.values()) >= total["max_ns"] * 0.998
+    # and the means add up exactly (up to rounding)
+    assert abs(sum(s["mean_ns"] for s in stages.values()) - total["mean_ns"]) <= 4 + total["mean_ns"] * 0.002
+    assert stage_table(result).count("\n") == 6
+
+
+def test_ioc_recorded_and_stopped(run):
+    _, out, result = run
+    ioc = result["ioc"]
+    assert ioc["epics_version"].startswith("7.") and ioc["threads"]
+    assert all({"comm", "cls", "rtprio"} <= set(t) for t in ioc["threads"])
+    assert ioc["affinity"] and ioc["vm_lck"] is not None
+    assert gone(ioc["pid"]), "IOC still running after rtqual run ioc"
+    assert (out / "cases" / "001-ioc" / "ioc.stderr").exists()
