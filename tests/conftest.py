@@ -37,3 +37,19 @@ needs_probe = pytest.mark.skipif(not probe_available(), reason="rtqual-probe not
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (SCHED_FIFO, mlockall)")
 needs_cyclictest = pytest.mark.skipif(shutil.which("cyclictest") is None, reason="cyclictest (rt-tests) missing")
 DATA = Path(__file__).parent / "data"
+
+
+def probe_records(probe: str, *args, timeout: float = 60):
+    """Run `rtqual-probe PROBE ARGS` directly; (CompletedProcess, its JSON Lines records)."""
+    import json
+    from rtqual import _native
+    out = subprocess.run([str(_native.probe_path()), probe, *map(str, args)], capture_output=True, text=True,
+                         timeout=timeout)
+    return out, [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+
+
+def one(recs: list[dict], kind: str) -> dict:
+    """The single record of a type (asserts there is exactly one)."""
+    found = [r for r in recs if r["type"] == kind]
+    assert len(found) == 1, f"{len(found)} {kind} records"
+    return found[0]

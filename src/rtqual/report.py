@@ -132,7 +132,7 @@ def paper_table(results: list[dict], layout: str) -> str:
     title, cols = PAPER_TABLES[layout]
     rows = []
     for r in results:
-        s, thr = r["stats"], r.get("params", {}).get("threshold_ns")
+        s = r["stats"]
         cells = [r["label"]]
         for _, key in cols:
             if key is None:

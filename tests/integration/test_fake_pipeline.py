@@ -5,7 +5,6 @@ import subprocess
 import sys
 import time
 
-import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import needs_probe

@@ -1,26 +1,18 @@
 """Short real `event` probe runs (root): stimulus -> epoll wake-up response. Invariants only."""
 import json
-import subprocess
 
 import pytest
 
-from conftest import needs_probe, needs_root
+from conftest import needs_probe, needs_root, one, probe_records
 from rtqual import _native
 
 pytestmark = [needs_probe, needs_root]
 
 
 def run_probe(*args, timeout=60):
-    out = subprocess.run([str(_native.probe_path()), "event", *map(str, args)], capture_output=True, text=True,
-                         timeout=timeout)
-    recs = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
-    return out, recs
+    return probe_records("event", *args, timeout=timeout)
 
 
-def one(recs, kind):
-    found = [r for r in recs if r["type"] == kind]
-    assert len(found) == 1, kind
-    return found[0]
 
 
 @pytest.mark.parametrize("stimulus", ["thread", "process"])

@@ -12,9 +12,14 @@ import time
 
 import pytest
 
-from conftest import needs_probe, needs_root
+from conftest import needs_probe, needs_root, one, probe_records
 
 pytestmark = [needs_probe, needs_root]
+
+
+def run(*args, timeout=60):
+    return probe_records("msg", *args, timeout=timeout)
+
 
 ZMQ = ("zmq-tcp", "zmq-ipc")
 BARE = ("udp", "tcp", "unix-stream", "unix-dgram")
@@ -49,17 +54,6 @@ def transport_param(t):
 
 TRANSPORTS = [transport_param(t) for t in ZMQ + BARE]
 
-
-def run(*args, timeout=60):
-    out = subprocess.run([probe(), "msg", *map(str, args)], capture_output=True, text=True, timeout=timeout)
-    recs = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
-    return out, recs
-
-
-def one(recs, kind):
-    found = [r for r in recs if r["type"] == kind]
-    assert len(found) == 1, f"{len(found)} {kind} records"
-    return found[0]
 
 
 def child_pids(header) -> list[int]:

@@ -1,19 +1,16 @@
 """Short real `pio` probe runs (root): programmed-I/O sweeps over shared memory. Invariants only."""
 import json
-import subprocess
 
 import pytest
 
-from conftest import needs_probe, needs_root
-from rtqual import _native
+from conftest import needs_probe, needs_root, probe_records
 
 pytestmark = [needs_probe, needs_root]
 
 
 def run_probe(*args, timeout=60):
-    out = subprocess.run([str(_native.probe_path()), "pio", *map(str, args)], capture_output=True, text=True,
-                         timeout=timeout)
-    return out, [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+    return probe_records("pio", *args, timeout=timeout)
+
 
 
 @pytest.mark.parametrize("op", ["read", "write"])

@@ -12,9 +12,14 @@ import time
 
 import pytest
 
-from conftest import needs_probe, needs_root
+from conftest import needs_probe, needs_root, one, probe_records
 
 pytestmark = [needs_probe, needs_root]
+
+
+def run(*args, timeout=60):
+    return probe_records("rhealstone", *args, timeout=timeout)
+
 
 CPUS = sorted(os.sched_getaffinity(0))
 COMPONENTS = ("task-switch", "preemption", "semaphore-shuffle", "deadlock-break", "intertask-message",
@@ -27,16 +32,6 @@ def probe() -> str:
     from rtqual import _native
     return str(_native.probe_path())
 
-
-def run(*args, timeout=60):
-    out = subprocess.run([probe(), "rhealstone", *map(str, args)], capture_output=True, text=True, timeout=timeout)
-    return out, [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
-
-
-def one(recs, kind):
-    found = [r for r in recs if r["type"] == kind]
-    assert len(found) == 1, f"{len(found)} {kind} records"
-    return found[0]
 
 
 def component_param(c):

@@ -1,22 +1,18 @@
 """The runaway RT loop test (root), bounded: one spinner on one CPU of N >= 2. Invariants only."""
 import json
 import os
-import subprocess
 import time
 
 import pytest
 
-from conftest import needs_probe, needs_root
-from rtqual import _native
+from conftest import needs_probe, needs_root, probe_records
 
 pytestmark = [needs_probe, needs_root,
               pytest.mark.skipif(os.cpu_count() < 2, reason="needs >= 2 CPUs (never spin on the only one)")]
 
 
 def run_probe(*args, timeout=30):
-    out = subprocess.run([str(_native.probe_path()), "rtsafety", *map(str, args)], capture_output=True, text=True,
-                         timeout=timeout)
-    return out, [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+    return probe_records("rtsafety", *args, timeout=timeout)
 
 
 def test_one_spinner_short():

@@ -5,7 +5,6 @@ import subprocess
 import sys
 import time
 
-import pytest
 
 from conftest import needs_probe, needs_root
 
