@@ -30,7 +30,7 @@ static int list_probes(void)
 	for (int i = 0; probe_table[i]; i++) {
 		const struct probe *p = probe_table[i];
 		char why[256] = "";
-		bool ok = p->supported(why, sizeof(why));
+		bool ok = !p->supported || p->supported(why, sizeof(why));
 		jw_obj_begin(&w, NULL);
 		jw_str(&w, "name", p->name);
 		jw_str(&w, "summary", p->summary);
@@ -85,7 +85,7 @@ int main(int argc, char **argv)
 	}
 	char why[256] = "";
 	int rc;
-	if (!p->supported(why, sizeof(why)))
+	if (p->supported && !p->supported(why, sizeof(why)))
 		rc = log_skip("a host where it is supported", "%s: %s", p->name, why);
 	else
 		rc = p->run(&a);

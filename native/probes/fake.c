@@ -339,19 +339,10 @@ out:
 	return rc;
 }
 
-/* The fake probe works everywhere. */
-static bool fake_supported(char *why_not, size_t len)
-{
-	(void)why_not;
-	(void)len;
-	return true;
-}
-
 const struct probe probe_fake = {
 	.name = "fake",
 	.summary = "replays a script of samples through the real sink (pipeline tests, no root)",
 	.opts = fake_opts,
 	.nopts = FAKE_NOPTS,
-	.supported = fake_supported,
 	.run = fake_run,
 };

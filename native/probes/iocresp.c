@@ -434,19 +434,11 @@ static int iocresp_run(const struct probe_args *a)
 	return rc;
 }
 
-static bool iocresp_supported(char *why_not, size_t len)
-{
-	(void)why_not;
-	(void)len;
-	return true;
-}
-
 const struct probe probe_iocresp = {
 	.name = "iocresp",
 	.summary = "EPICS IOC response: stimulus written to the IOC's input FIFO to its response on the output "
 		   "FIFO, with the IOC's stage times (wake, dispatch, chain, return)",
 	.opts = iocresp_opts,
 	.nopts = IOCRESP_NOPTS,
-	.supported = iocresp_supported,
 	.run = iocresp_run,
 };

@@ -1226,19 +1226,10 @@ static int msg_run(const struct probe_args *a)
 	return rc;
 }
 
-/* Bare transports need only sockets; zmq ones are checked per run. */
-static bool msg_supported(char *why_not, size_t len)
-{
-	(void)why_not;
-	(void)len;
-	return true;
-}
-
 const struct probe probe_msg = {
 	.name = "msg",
 	.summary = "message round-trip time client -> [broker ->] server processes over ZeroMQ or bare sockets (MADOCA II)",
 	.opts = msg_opts,
 	.nopts = MSG_NOPTS,
-	.supported = msg_supported,
 	.run = msg_run,
 };

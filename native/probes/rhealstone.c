@@ -1032,19 +1032,11 @@ static int rh_run(const struct probe_args *a)
 	return rc;
 }
 
-static bool rh_supported(char *why_not, size_t len)
-{
-	(void)why_not;
-	(void)len;
-	return true;
-}
-
 const struct probe probe_rhealstone = {
 	.name = "rhealstone",
 	.summary = "Rhealstone components (task switch, preemption, semaphore shuffle, deadlock break, "
 		   "intertask message, interrupt latency), one per run",
 	.opts = rh_opts,
 	.nopts = RH_NOPTS,
-	.supported = rh_supported,
 	.run = rh_run,
 };

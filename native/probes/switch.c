@@ -779,18 +779,10 @@ static int switch_run(const struct probe_args *a)
 
 /* Pipes, futexes and semaphores are everywhere; message queues need
  * CONFIG_POSIX_MQUEUE, checked when --ipc mq is used. */
-static bool switch_supported(char *why_not, size_t len)
-{
-	(void)why_not;
-	(void)len;
-	return true;
-}
-
 const struct probe probe_switch = {
 	.name = "switch",
 	.summary = "context-switch latency of a two-thread or two-process ping-pong (pipe, futex, sem, mq)",
 	.opts = switch_opts,
 	.nopts = SWITCH_NOPTS,
-	.supported = switch_supported,
 	.run = switch_run,
 };

@@ -23,7 +23,8 @@ struct probe {
 	const char *summary;
 	const struct opt_def *opts;
 	int nopts;
-	/* true if the probe can work on this host; else why_not says why */
+	/* true if the probe can work on this host; else why_not says why.
+	 * NULL: it works on any Linux host (checks per run, if any, are the run's) */
 	bool (*supported)(char *why_not, size_t len);
 	/* returns the exit code (0 pass, 1 error, 3 skip, 4 inconclusive) */
 	int (*run)(const struct probe_args *a);
