@@ -214,12 +214,18 @@ def cmd_run(a, argv: list[str]) -> int:
                    plan={"schema_version": 1, "cases": [case]}, scenario_toml=text)
 
 
-def cmd_run_scenario(a, argv: list[str]) -> int:
+def load_scenario(a):
+    """The scenario file of `run`/`plan`, validated, and its cases expanded at --scale."""
     from rtqual import scenario
     if a.scale is not None and not a.scale > 0:
         raise RtqError(f"--scale: must be greater than 0 (got {a.scale})")
     sc = scenario.load(a.scenario)
-    cases = scenario.expand(sc, scale=a.scale)
+    return sc, scenario.expand(sc, scale=a.scale)
+
+
+def cmd_run_scenario(a, argv: list[str]) -> int:
+    from rtqual import scenario
+    sc, cases = load_scenario(a)
     raw = a.raw or sc["run"].get("raw", False)
     return execute(cases, argv, a.output or sc["run"].get("output"), a.quiet, raw_mb=256 if raw else 0,
                    plan=scenario.plan_json(cases, sc), scenario_toml=sc["text"])
@@ -280,10 +286,7 @@ def scenario_text(case: dict, argv: list[str]) -> str:
 
 def cmd_plan(a) -> int:
     from rtqual import scenario
-    if a.scale is not None and not a.scale > 0:
-        raise RtqError(f"--scale: must be greater than 0 (got {a.scale})")
-    sc = scenario.load(a.scenario)
-    cases = scenario.expand(sc, scale=a.scale)
+    sc, cases = load_scenario(a)
     if a.json:
         print(json.dumps(scenario.plan_json(cases, sc), indent=1))
     else:
