@@ -167,7 +167,7 @@ def timer_case(a) -> dict:
 
 def ioc_case(a) -> dict:
     """`rtqual run ioc`: the iocresp probe against an IOC the runner starts around it (case["service"])."""
-    from rtqual.epics.ioc import IocService
+    from rtqual.epics.service import IocService
     if not 0 <= a.ioc_priority <= 99:
         raise RtqError(f"--ioc-priority: 0..99 (got {a.ioc_priority})")
     raw = {"rate": a.rate, "duration": None if a.loops is not None else a.duration, "loops": a.loops,

@@ -1,0 +1,82 @@
+"""The IOC as a service of one measured case (case["service"] for the runner): rtqual's EPICS IOC
+running just around the probe, and what the bundle records about it."""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+from rtqual.epics.ioc import Ioc
+
+_POLICY = {0: "TS", 1: "FF", 2: "RR", 3: "B", 5: "IDL", 6: "DLN"}  # as ps -o cls
+
+
+def ioc_threads(pid: int) -> list[dict]:
+    """The process's threads like `ps -eLo tid,cls,rtprio,comm` (from /proc/PID/task/*/stat)."""
+    out = []
+    for task in sorted(Path(f"/proc/{pid}/task").iterdir(), key=lambda p: int(p.name)):
+        try:
+            stat = (task / "stat").read_text()
+        except OSError:
+            continue
+        comm = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()  # fields[0] is stat field 3 (state)
+        rtprio, policy, cpu = int(fields[37]), int(fields[38]), int(fields[36])
+        out.append({"tid": int(task.name), "comm": comm, "cls": _POLICY.get(policy, str(policy)),
+                    "rtprio": rtprio if policy in (1, 2) else None, "last_cpu": cpu})
+    return out
+
+
+def ioc_process_facts(pid: int) -> dict:
+    """Threads, locked memory and CPU affinity of the running IOC."""
+    status = {}
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            status[key] = value.strip()
+    except OSError:
+        pass
+    try:
+        affinity = sorted(os.sched_getaffinity(pid))
+    except OSError:
+        affinity = None
+    return {"threads": ioc_threads(pid), "vm_lck": status.get("VmLck"),
+            "cpus_allowed": status.get("Cpus_allowed_list"), "affinity": affinity}
+
+
+class IocService:
+    """case["service"] for the runner: an IOC running around the probe (started before it, always
+    stopped after it). The FIFOs exist from construction on, so the probe's options can name them
+    and be checked before anything runs; the IOC's console goes to the case folder."""
+    key = "ioc"
+
+    def __init__(self, preset: str = "kek", mode: str = "callback", prio: int = 90):
+        self.ioc = Ioc(preset=preset, mode=mode, prio=prio, workdir=tempfile.mkdtemp(prefix="rtqual-ioc-"))
+        self.ioc._own_dir = True  # remove the temp folder at stop
+        for fifo in (self.ioc.fifo_in, self.ioc.fifo_out):
+            os.mkfifo(fifo, 0o600)
+
+    def __call__(self, case_dir: Path):
+        @contextmanager
+        def running():
+            self.ioc.log = Path(case_dir) / "ioc.stderr"
+            info = {"preset": self.ioc.preset, "mode": self.ioc.mode, "reader_priority": self.ioc.prio,
+                    "prefix": self.ioc.prefix}
+            try:
+                self.ioc.start()
+                r = self.ioc.ready
+                info.update({"pid": r.get("pid"), "epics_version": r.get("epics_version"),
+                             "epicscorelibs": r.get("epicscorelibs"), "ca_server_port": r.get("ca_server_port")})
+                info.update(ioc_process_facts(self.ioc.proc.pid))
+                yield info
+                info["alive_at_end"] = self.ioc.alive()
+            finally:
+                info["exit_code"] = self.ioc.stop()
+        return running()
+
+    def discard(self) -> None:
+        """The case never ran: remove the FIFOs' folder."""
+        if self.ioc.proc is None:
+            shutil.rmtree(self.ioc.dir, ignore_errors=True)
