@@ -74,10 +74,12 @@ def random_prefix() -> str:
 
 class Ioc:
     def __init__(self, preset: str = "kek", mode: str = "callback", prefix: str | None = None,
-                 prio: int = 90, env: dict[str, str] | None = None, workdir: str | Path | None = None):
+                 prio: int = 90, env: dict[str, str] | None = None, workdir: str | Path | None = None,
+                 extra_db: str = ""):
         if mode not in ("callback", "immediate"):
             raise RtqError(f"unknown IOC processing mode {mode!r}: callback or immediate")
         self.preset, self.mode, self.prio = preset, mode, prio
+        self.extra_db = extra_db  # more records (macro P), e.g. the CA load's (rtqual.epics.ca)
         self.prefix = prefix or random_prefix()
         self.env = epics_env.epics_env(env)
         self._own_dir = workdir is None
@@ -97,7 +99,7 @@ class Ioc:
     # ---- lifetime ----
 
     def start(self, timeout: float = 30.0) -> "Ioc":
-        self.db.write_text(make_db(self.preset))
+        self.db.write_text(make_db(self.preset) + self.extra_db)
         for fifo in (self.fifo_in, self.fifo_out):
             if not fifo.exists():
                 os.mkfifo(fifo, 0o600)
