@@ -66,35 +66,13 @@ def build_parser() -> Parser:
     t.add_argument("-o", "--output", help="bundle directory (default rtqual-<host>-<time>)")
     t.add_argument("-q", "--quiet", action="store_true", help="no live progress")
 
-    io = run_sub.add_parser("ioc", help="EPICS IOC response latency: stimulus -> bi -> (chain) -> bo -> response",
-                            description="Starts rtqual's EPICS IOC (epicscorelibs), sends stimuli into its input "
-                                        "FIFO at --rate and times each response (total and per stage: wake, "
-                                        "dispatch, chain, return); the IOC is always stopped afterwards.")
-    io.add_argument("--preset", choices=["kek", "aps"], default="kek",
-                    help="record chain: kek = bi -> bo, aps = bi -> calc -> bo (default kek)")
-    io.add_argument("--mode", choices=["callback", "immediate"], default="callback",
-                    help="process the records in the callback thread or in the reader thread (default callback)")
-    io.add_argument("--rate", type=int, default=50, help="stimuli per second (default 50)")
-    g = io.add_mutually_exclusive_group()
-    g.add_argument("--duration", default="10s", help="measured time (default 10s)")
-    g.add_argument("--loops", type=int, help="measured stimuli instead of --duration")
-    io.add_argument("--warmup", type=int, default=10, help="stimuli discarded first (default 10)")
-    io.add_argument("--threshold", default="100us", help="responses above it are logged as events (default 100us)")
-    io.add_argument("--timeout", default="5s", help="a response missing this long ends the run (default 5s)")
-    io.add_argument("--ioc-priority", type=int, default=90, help="EPICS priority of the IOC's reader thread (default 90)")
-    io.add_argument("--cpu", type=int, help="CPU of the harness thread")
-    io.add_argument("--policy", choices=["fifo", "rr", "other"], default="fifo", help="harness scheduling policy")
-    io.add_argument("--priority", type=int, default=80, help="harness RT priority (default 80)")
-    io.add_argument("--allow-degraded", action="store_true",
-                    help="without RT privileges, run the harness as SCHED_OTHER and mark the result degraded")
-    io.add_argument("--raw", action="store_true", help="keep every sample (raw.bin; rtqual export raw)")
-    io.add_argument("--raw-max-mb", type=int, default=256, help="size cap of the raw file (default 256 MB)")
-    io.add_argument("-o", "--output", help="bundle directory (default rtqual-<host>-<time>)")
-    io.add_argument("-q", "--quiet", action="store_true", help="no live progress")
-
     for name, probe in PROBES.items():  # every other probe: options from its parameter table
         if name != "timer":
-            add_probe_parser(run_sub, name, probe)
+            sp = add_probe_parser(run_sub, name, probe)
+            if probe.service:
+                sp.add_argument("--baseline", default="5s",
+                                help="timer latency measured first on the same host, for comparison (default 5s; "
+                                     "0: none)")
 
     f = run_sub.add_parser("fake", help=argparse.SUPPRESS)  # pipeline tests: replays a script
     f.add_argument("--script", required=True)
@@ -143,6 +121,7 @@ def add_probe_parser(run_sub, name: str, probe) -> None:
     sp.add_argument("--raw-max-mb", type=int, default=256, help="size cap of the raw file (default 256 MB)")
     sp.add_argument("-o", "--output", help="bundle directory (default rtqual-<host>-<time>)")
     sp.add_argument("-q", "--quiet", action="store_true", help="no live progress")
+    return sp
 
 
 def probe_options_case(name: str, a) -> dict:
@@ -165,22 +144,20 @@ def timer_case(a) -> dict:
     return probe_case("timer", params, online_cpus(), "001-timer")
 
 
-def ioc_case(a) -> dict:
-    """`rtqual run ioc`: the iocresp probe against an IOC the runner starts around it (case["service"])."""
-    from rtqual.epics.service import IocService
-    if not 0 <= a.ioc_priority <= 99:
-        raise RtqError(f"--ioc-priority: 0..99 (got {a.ioc_priority})")
-    raw = {"rate": a.rate, "duration": None if a.loops is not None else a.duration, "loops": a.loops,
-           "warmup": a.warmup, "threshold": a.threshold, "timeout": a.timeout, "cpu": a.cpu, "policy": a.policy,
-           "priority": a.priority, "allow_degraded": a.allow_degraded, "in": "/dev/null", "out": "/dev/null"}
-    params = check_params("iocresp", {k: v for k, v in raw.items() if v not in (None, False)}, "",
-                          name_of=lambda k: "--" + k.replace("_", "-"))
-    svc = IocService(preset=a.preset, mode=a.mode, prio=a.ioc_priority)
-    params.update({"in": str(svc.ioc.fifo_in), "out": str(svc.ioc.fifo_out)})
-    case = probe_case("iocresp", params, online_cpus(), "001-ioc", label=f"ioc {a.preset} {a.mode} {a.rate} Hz")
-    case["params"].update({"preset": a.preset, "mode": a.mode, "ioc_priority": a.ioc_priority})
-    case["service"] = svc
-    return case
+def service_cases(name: str, a) -> list[dict]:
+    """A probe measured against rtqual's IOC (`rtqual run ioc`): a timer baseline on the same host
+    first (--baseline), then the probe's case, whose IOC the runner starts around it."""
+    case = probe_options_case(name, a)
+    if a.baseline.strip() == "0" or not parse_duration_ns(a.baseline, "--baseline"):
+        return [case]
+    base = {"duration": a.baseline, "policy": case["params"]["policy"], "priority": case["params"]["priority"]}
+    if a.allow_degraded:
+        base["allow_degraded"] = True
+    params = check_params("timer", base, "", name_of=lambda k: "--baseline" if k == "duration" else "--" + k)
+    timer = probe_case("timer", params, online_cpus(), "001-timer-baseline",
+                       label=f"timer baseline {format_cpulist(online_cpus())}")
+    case["id"] = f"002-{name}"
+    return [timer, case]
 
 
 def fake_case(a) -> dict:
@@ -199,14 +176,10 @@ def _positive_ns(text: str, what: str) -> int:
 
 
 def cmd_run(a, argv: list[str]) -> int:
-    if a.probe == "ioc":
-        case = ioc_case(a)
-        plan_case = {k: v for k, v in case.items() if k != "service"}
-        try:
-            return execute([case], argv, a.output, a.quiet, raw_mb=a.raw_max_mb if a.raw else 0,
-                           plan={"schema_version": 1, "cases": [plan_case]}, scenario_toml=None)
-        finally:
-            case["service"].discard()
+    if PROBES.get(a.probe) and PROBES[a.probe].service:
+        cases = service_cases(a.probe, a)
+        return execute(cases, argv, a.output, a.quiet, raw_mb=a.raw_max_mb if a.raw else 0,
+                       plan={"schema_version": 1, "cases": cases}, scenario_toml=None)
     case = timer_case(a) if a.probe == "timer" else fake_case(a) if a.probe == "fake" else \
         probe_options_case(a.probe, a)
     text = scenario_text(case, argv) if case["probe"] == "timer" else None
@@ -233,7 +206,26 @@ def cmd_run_scenario(a, argv: list[str]) -> int:
 
 def execute(cases: list[dict], argv: list[str], output: str | None, quiet: bool, raw_mb: int,
             plan: dict, scenario_toml: str | None) -> int:
-    """Check every case, then run them into a new bundle; print the results and, last, the bundle path."""
+    """Check every case, then run them into a new bundle; print the results and, last, the bundle path.
+    A case's "service" spec (an IOC) becomes the service the runner starts around its probe."""
+    from rtqual.epics.service import make_service
+    services = []
+    try:
+        runs = []
+        for case in cases:  # the plan keeps the service specs; the runs get the services themselves
+            run = dict(case)
+            if case.get("service"):
+                services.append(make_service(case["service"]))
+                run["service"], run["args"] = services[-1], services[-1].resolve(case["args"])
+            runs.append(run)
+        return _execute(runs, argv, output, quiet, raw_mb, plan, scenario_toml)
+    finally:
+        for svc in services:
+            svc.discard()
+
+
+def _execute(cases: list[dict], argv: list[str], output: str | None, quiet: bool, raw_mb: int,
+             plan: dict, scenario_toml: str | None) -> int:
     from rtqual.host import facts
     from rtqual.loads import LoadSet, make_load
     for case in cases:  # everything that can be known wrong is said before anything runs
@@ -242,8 +234,8 @@ def execute(cases: list[dict], argv: list[str], output: str | None, quiet: bool,
     b = bundle_mod.Bundle(Path(output) if output else bundle_mod.default_path(), argv, _native.probe_version())
     if raw_mb:
         for case in cases:
-            case["args"] += ["--raw", str(b.path / "cases" / case["id"] / "raw.bin"),
-                             "--raw-max-bytes", str(raw_mb * 1024 * 1024)]
+            case["args"] = case["args"] + ["--raw", str(b.path / "cases" / case["id"] / "raw.bin"),
+                                           "--raw-max-bytes", str(raw_mb * 1024 * 1024)]
     tools = {"rtqual": __version__, "rtqual-probe": b.manifest["probe_version"]}
     before = facts.collect(tools=tools)
     bundle_mod.write_json(b.path / "host" / "facts-before.json", before)

@@ -35,15 +35,26 @@ def gone(pid: int) -> bool:
     return False
 
 
-@pytest.fixture(scope="module", params=[("kek", "callback"), ("aps", "immediate")], ids=lambda p: "-".join(p))
+# (preset, mode, timer baseline): the IOC case is 002-ioc after a baseline, else 001-ioc.
+@pytest.fixture(scope="module", params=[("kek", "callback", "1s"), ("aps", "immediate", "0")],
+                ids=lambda p: "-".join(p[:2]))
 def run(request, tmp_path_factory):
-    preset, mode = request.param
+    preset, mode, baseline = request.param
     out = tmp_path_factory.mktemp("ioc") / "bundle"
     p = rtqual("run", "ioc", "--preset", preset, "--mode", mode, "--duration", "2s", "--rate", "200",
-               "--allow-degraded", "-o", str(out), "-q")
-    result = json.loads((out / "cases" / "001-ioc" / "result.json").read_text()) \
-        if (out / "cases" / "001-ioc" / "result.json").exists() else None
+               "--baseline", baseline, "--allow-degraded", "-o", str(out), "-q")
+    case = out / "cases" / ("001-ioc" if baseline == "0" else "002-ioc")
+    result = json.loads((case / "result.json").read_text()) if (case / "result.json").exists() else None
     return p, out, result
+
+
+def test_baseline_timer_case_comes_first_in_the_same_bundle(run):
+    p, out, result = run
+    show = json.loads(rtqual("show", "--json", str(out)).stdout)
+    probes = [c["probe"] for c in show["cases"]]
+    assert probes == (["timer", "iocresp"] if result["id"] == "002-ioc" else ["iocresp"])
+    if len(probes) == 2:
+        assert show["cases"][0]["stats"]["count"] > 0
 
 
 def test_run_ioc_exits_0_and_prints_stages(run):
@@ -56,7 +67,7 @@ def test_run_ioc_exits_0_and_prints_stages(run):
 def test_every_stimulus_answered_count_matches_rate(run):
     p, out, result = run
     show = json.loads(rtqual("show", "--json", str(out)).stdout)
-    count = show["cases"][0]["stats"]["count"]
+    count = show["cases"][-1]["stats"]["count"]
     assert count == 2 * 200  # warm-up excluded
     st = result["probe_summary"]["stimuli"]
     assert st["sent"] == st["answered"] == count + st["warmup"]
@@ -86,4 +97,4 @@ def test_ioc_recorded_and_stopped(run):
     assert all({"comm", "cls", "rtprio"} <= set(t) for t in ioc["threads"])
     assert ioc["affinity"] and ioc["vm_lck"] is not None
     assert gone(ioc["pid"]), "IOC still running after rtqual run ioc"
-    assert (out / "cases" / "001-ioc" / "ioc.stderr").exists()
+    assert (out / "cases" / result["id"] / "ioc.stderr").exists()

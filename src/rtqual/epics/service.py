@@ -48,15 +48,30 @@ def ioc_process_facts(pid: int) -> dict:
 
 class IocService:
     """case["service"] for the runner: an IOC running around the probe (started before it, always
-    stopped after it). The FIFOs exist from construction on, so the probe's options can name them
+    stopped after it), with its CA load clients if the spec asks for them. The FIFOs exist from
+    construction on, so the probe's options can name them ($(IOC_IN), $(IOC_OUT), $(P): resolve())
     and be checked before anything runs; the IOC's console goes to the case folder."""
     key = "ioc"
 
-    def __init__(self, preset: str = "kek", mode: str = "callback", prio: int = 90):
-        self.ioc = Ioc(preset=preset, mode=mode, prio=prio, workdir=tempfile.mkdtemp(prefix="rtqual-ioc-"))
+    def __init__(self, spec: dict):
+        self.spec = dict(spec)
+        self.ioc = Ioc(preset=spec.get("preset", "kek"), mode=spec.get("mode", "callback"),
+                       prio=spec.get("ioc_priority", 90), workdir=tempfile.mkdtemp(prefix="rtqual-ioc-"),
+                       **{k: spec[s] for k, s in (("cpus", "ioc_cpus"), ("rtprio", "ioc_rtprio"),
+                                                   ("reader_cpu", "reader_cpu")) if spec.get(s) is not None})
         self.ioc._own_dir = True  # remove the temp folder at stop
         for fifo in (self.ioc.fifo_in, self.ioc.fifo_out):
             os.mkfifo(fifo, 0o600)
+
+    def resolve(self, args: list[str]) -> list[str]:
+        """The probe's options with the IOC's macros filled in."""
+        macros = {"$(P)": self.ioc.prefix, "$(IOC_IN)": str(self.ioc.fifo_in), "$(IOC_OUT)": str(self.ioc.fifo_out)}
+        out = []
+        for arg in args:
+            for macro, value in macros.items():
+                arg = arg.replace(macro, value)
+            out.append(arg)
+        return out
 
     def __call__(self, case_dir: Path):
         @contextmanager
@@ -80,3 +95,10 @@ class IocService:
         """The case never ran: remove the FIFOs' folder."""
         if self.ioc.proc is None:
             shutil.rmtree(self.ioc.dir, ignore_errors=True)
+
+
+def make_service(spec: dict) -> IocService:
+    """The service a case's spec names (only "ioc" so far)."""
+    if spec.get("type") != "ioc":
+        raise ValueError(f"unknown service {spec.get('type')!r}")
+    return IocService(spec)

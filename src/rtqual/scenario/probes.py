@@ -29,6 +29,8 @@ class Probe:
     label_keys: tuple = ()       # params shown in an automatic scenario case label
     time_ns: Callable[[dict], int] = None  # estimated run time from the case params
     scale: Callable[[dict, float], dict] = None  # full params, factor -> params with durations scaled
+    service: Callable[[dict], dict | None] = None  # full params -> what runs around the probe (an IOC)
+    native: str | None = None    # the rtqual-probe probe a case runs (default: name)
 
 
 TIMER_PARAMS = {
@@ -173,11 +175,87 @@ def _native_probes() -> dict[str, Probe]:
     return {e["name"]: native_probe(e) for e in entries if e["name"] not in ("timer", "fake")}
 
 
+# Probes measured against rtqual's own EPICS IOC, started around the probe (case["service"]).
+# Their args name the IOC with macros the service fills in at run time: $(P) (PV prefix),
+# $(IOC_IN) and $(IOC_OUT) (the device support's input and output FIFOs).
+EPICS_SCANS = ("10 second", "5 second", "2 second", "1 second", ".5 second", ".2 second", ".1 second")
+IOC_PARAMS = {
+    "preset": Field("enum", "record chain: kek = bi -> bo (KEK's two records), aps = bi -> calc -> bo",
+                    ("kek", "aps"), default="kek"),
+    "mode": Field("enum", "process the records in the callback thread (scanIoRequest) or in the reader thread "
+                          "(scanIoImmediate)", ("callback", "immediate"), default="callback"),
+    "ioc_priority": Field("int", "EPICS priority (0-99) of the IOC's input reader thread", lo=0, hi=99, default=90),
+    "ioc_rtprio": Field("int", "run the IOC process SCHED_FIFO at this priority, like chrt -f (default: as rtqual runs)",
+                        lo=1, hi=99),
+    "ioc_cpus": Field("cpulist", "CPU affinity of the IOC process, all its threads (default: all)"),
+    "reader_cpu": Field("int", "CPU of the IOC's input reader thread (default: the IOC's affinity)", lo=0, hi=8191),
+    "records": Field("int", "CA load: records in the IOC scanned periodically and served to the CA clients (0: none)",
+                     lo=0, hi=100_000, default=0),
+    "scan": Field("enum", "CA load: scan period of the load records", EPICS_SCANS, default=".1 second"),
+    "put_rate": Field("int", "CA load: puts per second by the put client, round-robin over the records (0: no put client)",
+                      lo=0, hi=1_000_000, default=1000),
+    "monitor": Field("enum", "CA load: a client monitoring every load record", ("yes", "no"), default="yes"),
+}
+
+
+def ioc_service(p: dict) -> dict:
+    """The IOC service spec of a case (rtqual.epics.service.IocService takes it)."""
+    spec = {"type": "ioc", **{k: p.get(k) for k in IOC_PARAMS}}
+    spec["monitor"] = p.get("monitor") == "yes"
+    return spec
+
+
+def with_ioc(base: Probe, name: str, help: str, fixed: dict, label: Callable[[dict], str],
+             optional_service: str | None = None) -> Probe:
+    """A native probe run against rtqual's IOC: the IOC's parameters added to the probe's, the probe's
+    `fixed` options filled with the IOC's macros. With optional_service, giving that option means an
+    external IOC: no service is started."""
+    params = {k: f for k, f in base.params.items() if k not in fixed}
+    params.update(IOC_PARAMS)
+    params.update(REQUIREMENTS)
+
+    def build(p: dict) -> tuple[list[str], dict, dict]:
+        own = {k: v for k, v in p.items() if k in base.params}
+        external = optional_service and p.get(optional_service)
+        args, case_params, req = base.build({**fixed, **own} if not external else own)
+        for k in fixed:
+            case_params.pop(k, None)
+        if not external:
+            case_params.update({k: v for k, v in ioc_service(p).items() if k != "type"})
+        return args, case_params, req
+
+    def service(p: dict) -> dict | None:
+        return None if optional_service and p.get(optional_service) else ioc_service(p)
+
+    def time_ns(case_params: dict) -> int:
+        return base.time_ns(case_params) + 2 * S  # the IOC starts in about a second
+
+    return Probe(name, help, params, exclusive=base.exclusive, build=build, label=label,
+                 label_keys=("preset", "mode"), time_ns=time_ns, scale=base.scale, service=service,
+                 native=base.native or base.name)
+
+
+def ioc_label(c: dict) -> str:
+    load = f" +{c['records']} records CA load" if c.get("records") else ""
+    return f"ioc {c['preset']} {c['mode']} {c['rate']} Hz{load}"
+
+
+def _ioc_probes(native: dict[str, Probe]) -> dict[str, Probe]:
+    out = {}
+    if "iocresp" in native:
+        out["ioc"] = with_ioc(native["iocresp"], "ioc", "EPICS IOC response latency: stimulus -> bi -> (chain) "
+                              "-> bo -> response, total and per stage", {"in": "$(IOC_IN)", "out": "$(IOC_OUT)"},
+                              ioc_label)
+    return out
+
+
+_NATIVE = _native_probes()
 PROBES: dict[str, Probe] = {
     "timer": Probe("timer", "cyclic timer wake-up latency (cyclictest-class)", TIMER_PARAMS,
                    exclusive=(("duration", "loops"),), build=timer_build, label=timer_label, label_keys=("interval",),
                    time_ns=timer_time_ns, scale=timer_scale),
-    **_native_probes(),
+    **_NATIVE,
+    **_ioc_probes(_NATIVE),
 }
 
 
@@ -222,6 +300,12 @@ def full_params(probe: str, params: dict, default_cpus: list[int]) -> dict:
 
 def probe_case(probe: str, params: dict, default_cpus: list[int], case_id: str, label: str | None = None) -> dict:
     """A runnable case from validated params: the dict shape the runner takes (rtqual run and plans)."""
-    args, case_params, requirements = PROBES[probe].build(full_params(probe, params, default_cpus))
-    return {"id": case_id, "label": label or PROBES[probe].label(case_params), "probe": probe, "args": args,
+    spec = PROBES[probe]
+    full = full_params(probe, params, default_cpus)
+    args, case_params, requirements = spec.build(full)
+    case = {"id": case_id, "label": label or spec.label(case_params), "probe": spec.native or probe, "args": args,
             "params": case_params, "requirements": requirements}
+    service = spec.service(full) if spec.service else None
+    if service:
+        case["service"] = service
+    return case
