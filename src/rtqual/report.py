@@ -60,15 +60,42 @@ def stage_table(result: dict) -> str | None:
     return format_table(["stage", *(h for h, _ in keys)], rows)
 
 
-def ioc_line(result: dict) -> str | None:
+def ioc_lines(result: dict) -> list[str]:
+    """The IOC a case measured (result["ioc"]) and its CA load's achieved rates."""
     ioc = result.get("ioc")
     if not ioc:
-        return None
+        return []
     threads = ioc.get("threads") or []
     rt = sorted({f"{t['comm']} {t['cls']} {t['rtprio']}" for t in threads if t.get("rtprio")})
-    return (f"ioc: preset {ioc.get('preset')}, mode {ioc.get('mode')}, EPICS {ioc.get('epics_version')}, "
-            f"{len(threads)} threads ({len(rt)} real-time), VmLck {ioc.get('vm_lck')}, "
-            f"CPUs {ioc.get('cpus_allowed')}")
+    out = [f"ioc: preset {ioc.get('preset')}, mode {ioc.get('mode')}, EPICS {ioc.get('epics_version')}, "
+           f"{len(threads)} threads ({len(rt)} real-time), VmLck {ioc.get('vm_lck')}, "
+           f"CPUs {ioc.get('cpus_allowed')}"]
+    load = ioc.get("ca_load")
+    if load:
+        put, mon = load.get("put") or {}, load.get("monitor") or {}
+        words = [f"CA load: {load.get('records')} records"]
+        if put:
+            words.append(f"put {_rate(put.get('rate_hz'))}/s (asked {_rate(put.get('requested_rate_hz'))}, "
+                         f"{put.get('errors', 0)} errors)")
+        if mon:
+            words.append(f"monitor {_rate(mon.get('rate_hz'))} events/s on {mon.get('connected')} channels")
+        out.append(", ".join(words))
+    return out
+
+
+def _rate(x) -> str:
+    return "-" if x is None else f"{x:.0f}" if x >= 10 else f"{x:.3g}"
+
+
+def baseline_line(result: dict, results: list[dict]) -> str | None:
+    """An IOC case next to the timer baseline measured in the same run (the first timer case)."""
+    base = next((r for r in results if r["probe"] == "timer" and r["stats"].get("count")), None)
+    if not result.get("ioc") or base is None:
+        return None
+    s, b = result["stats"], base["stats"]
+    pairs = ", ".join(f"{name} {format_cell(k, s.get(k))} vs {format_cell(k, b.get(k))}"
+                      for name, k in (("p50", "p50_ns"), ("p99", "p99_ns"), ("max", "max_ns")))
+    return f"vs timer baseline (case {base['id']}, same run): {pairs}"
 
 
 def show_text(data: dict, table: str | None = None) -> str:
@@ -86,8 +113,9 @@ def show_text(data: dict, table: str | None = None) -> str:
         stages = stage_table(r)
         if stages:
             out.extend(["", stages, STAGE_NOTE])
-        if ioc_line(r):
-            out.append(ioc_line(r))
+        out.extend(ioc_lines(r))
+        if baseline_line(r, data["cases"]):
+            out.append(baseline_line(r, data["cases"]))
         out.append(f"verdict: {r['verdict'].upper()} - {r.get('reason', '')}")
         out.extend(f"warning: {w}" for w in r.get("warnings", []))
     table = table or data.get("table") or "cases"
@@ -127,13 +155,28 @@ def _throughput(r: dict) -> str:
     return f"{sum(rates):.1f}" if rates else "-"
 
 
+def _paper_rows(results: list[dict], layout: str):
+    """(label, stats, result) per table row: one per case; in the APS layout an IOC case gives one
+    row per stage and one for the total, as seed 001's Tables 1-5 list each latency."""
+    for r in results:
+        stages = (r.get("probe_summary") or {}).get("stages") or {}
+        if layout != "aps" or not stages:
+            yield r["label"], r["stats"], r
+            continue
+        for name in STAGES:
+            if name in stages:
+                s = dict(stages[name])
+                s["over_threshold_pct"] = 100.0 * s.get("over_threshold", 0) / s["count"] if s.get("count") else 0.0
+                yield f"{r['label']}: {name}", s, r
+        yield f"{r['label']}: total", r["stats"], r
+
+
 def paper_table(results: list[dict], layout: str) -> str:
     """One row per case in a seed paper's column layout (`rtqual show --table aps|madoca|vme`)."""
     title, cols = PAPER_TABLES[layout]
     rows = []
-    for r in results:
-        s = r["stats"]
-        cells = [r["label"]]
+    for label, s, r in _paper_rows(results, layout):
+        cells = [label]
         for _, key in cols:
             if key is None:
                 cells.append(format_cell("over_threshold_pct", s.get("over_threshold_pct")))

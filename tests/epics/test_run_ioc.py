@@ -98,3 +98,63 @@ def test_ioc_recorded_and_stopped(run):
     assert ioc["affinity"] and ioc["vm_lck"] is not None
     assert gone(ioc["pid"]), "IOC still running after rtqual run ioc"
     assert (out / "cases" / result["id"] / "ioc.stderr").exists()
+
+
+def iocs_of(parent: int) -> list[int]:
+    """Pids of IOC processes (rtqual.epics.iocmain) whose parent is `parent`."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            cmd = open(f"/proc/{d}/cmdline", "rb").read()
+            stat = open(f"/proc/{d}/stat").read()
+        except OSError:
+            continue
+        if b"rtqual.epics.iocmain" in cmd and int(stat[stat.rindex(")") + 2:].split()[1]) == parent:
+            out.append(int(d))
+    return out
+
+
+def start_and_wait_for_ioc(tmp_path):
+    """`rtqual run ioc` for 60 s; returns (Popen, bundle, IOC pid) once the harness measures."""
+    import time
+    out = tmp_path / "bundle"
+    p = subprocess.Popen([sys.executable, "-m", "rtqual", "run", "ioc", "--duration", "60s", "--baseline", "0",
+                          "--allow-degraded", "-o", str(out), "-q"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    stream = out / "cases" / "001-ioc" / "stream.jsonl"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if stream.exists() and '"progress"' in stream.read_text():
+            break
+        time.sleep(0.1)
+    else:
+        p.kill()
+        pytest.fail(f"the IOC case never started measuring: {p.communicate()}")
+    pids = iocs_of(p.pid)
+    assert len(pids) == 1
+    return p, out, pids[0]
+
+
+def test_sigint_keeps_the_measured_part_and_stops_the_ioc(tmp_path):
+    p, out, ioc_pid = start_and_wait_for_ioc(tmp_path)
+    p.send_signal(2)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 4, err  # inconclusive: interrupted
+    result = json.loads((out / "cases" / "001-ioc" / "result.json").read_text())
+    assert result["verdict"] == "inconclusive" and result["stats"]["count"] > 0
+    assert result["ioc"]["exit_code"] is not None
+    assert gone(ioc_pid)
+    assert json.loads((out / "manifest.json").read_text())["status"] == "interrupted"
+
+
+def test_sigkill_of_rtqual_still_stops_the_ioc(tmp_path):
+    import time
+    p, _, ioc_pid = start_and_wait_for_ioc(tmp_path)
+    p.kill()
+    p.communicate(timeout=30)
+    deadline = time.monotonic() + 15  # PR_SET_PDEATHSIG: SIGTERM, then the IOC's clean exit
+    while not gone(ioc_pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert gone(ioc_pid), "IOC left running after rtqual was killed"

@@ -120,3 +120,23 @@ def test_paper_tables():
     assert vme[3].split()[-3:] == ["110us", "(134us)", "-"]
     r["probe_summary"] = {"cpus": [{"cpu": 0, "throughput_mb_s": 2809.5}]}
     assert report.paper_table([r], "vme").splitlines()[3].endswith("2809.5")
+
+
+def test_aps_table_lists_each_ioc_stage_then_the_total_and_the_baseline_line():
+    timer = summarize(dict(CASE, id="001-t", label="baseline"), stream_of([10_000, 20_000]), 0, "")
+    r = summarize(dict(CASE, id="002-ioc", label="ioc"), stream_of([10_000, 20_000, 300_000]), 0, "")
+    stage = {"count": 3, "min_ns": 1_000, "p50_ns": 2_000, "max_ns": 150_000, "over_threshold": 1}
+    r["probe_summary"] = {"stages": {name: stage for name in report.STAGES}}
+    r["ioc"] = {"preset": "kek", "threads": [],
+                "ca_load": {"records": 10, "put": {"rate_hz": 99.5, "requested_rate_hz": 100, "errors": 0},
+                            "monitor": {"rate_hz": 1000.0, "connected": 10}}}
+    rows = report.paper_table([timer, r], "aps").splitlines()[3:]
+    assert [row.split(":")[0].split()[0] for row in rows] == ["baseline"] + ["ioc"] * 5
+    assert [row.split()[1] for row in rows[1:]] == [*report.STAGES, "total"]
+    assert rows[1].split()[-4:] == ["1us", "2us", "150us", "33.3%"]
+    assert rows[-1].split()[-4:] == ["10us", "20us", "300us", "33.3%"]
+    assert report.paper_table([timer, r], "madoca").count("\n") == 4  # one row a case
+    line = report.baseline_line(r, [timer, r])
+    assert line.startswith("vs timer baseline (case 001-t") and "max 300us vs 20us" in line
+    assert report.baseline_line(timer, [timer, r]) is None
+    assert "put 100/s (asked 100, 0 errors), monitor 1000 events/s on 10 channels" in report.ioc_lines(r)[1]
