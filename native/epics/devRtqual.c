@@ -1,8 +1,10 @@
 /* rtqual device support for the EPICS IOC under test.
  *
- *   bi  DTYP "rtqual", SCAN "I/O Intr", INP "@fifo:/path [ch=N] [mode=immediate|callback] [prio=P]"
- *                                    or "@eventfd:FD [...]"
- *   bo  DTYP "rtqual", OUT "@fifo:/path [ch=N]" or "@eventfd:FD [ch=N]"
+ *   bi  DTYP "rtqual", SCAN "I/O Intr",
+ *       INP "@fifo:/path [ch=N] [mode=immediate|callback] [prio=P] [cpu=C]"
+ *        or "@eventfd:FD [...]" or "@gpio:/dev/gpiochipN:LINE [edge=rising|falling|both] [...]"
+ *   bo  DTYP "rtqual", OUT "@fifo:/path [ch=N]" or "@eventfd:FD [ch=N]" or "@gpio:/dev/gpiochipN:LINE [ch=N]"
+ *   ai  DTYP "rtqual latency", SCAN "I/O Intr", PRIO "LOW", INP "@wake|dispatch|chain|total|count [ch=N]"
  *
  * Each bi has its own reader thread that waits with epoll on the input line. A stimulus is one
  * int64 (host endian): its CLOCK_MONOTONIC time in ns (t_stim). The reader stamps t_wake after
@@ -12,7 +14,18 @@
  * processing. read_bi stamps t_process; the record chain (FLNK, DOL links) ends in the bo whose
  * write_bo stamps t_out and writes one response on its output line: four int64
  * {t_stim, t_wake, t_process, t_out}. The bi and bo meet through a channel number (ch=, default 0).
- * On an eventfd output only t_out is written (an eventfd carries one counter).
+ * On an eventfd output only t_out is written (an eventfd carries one counter); a GPIO output line
+ * is set to the bo's value (GPIO_V2_LINE_SET_VALUES_IOCTL) and nothing else is written.
+ *
+ * GPIO lines use the character device v2 ABI (linux/gpio.h): the bi requests its line as an input
+ * with edge detection and reads struct gpio_v2_line_event, whose timestamp_ns (CLOCK_MONOTONIC
+ * since Linux 5.7) is t_stim. Untested on hardware.
+ *
+ * Operator view: after dispatch returns, the reader thread copies the event's four times into the
+ * channel's publish ring and requests the channel's own IOSCANPVT (scanIoRequest); the "rtqual
+ * latency" ai records (PRIO LOW) then read the event in a low-priority callback thread, so
+ * publishing never runs inside the measured path. The ring's entry is dropped when the scan
+ * completes; a full ring drops events (counted, see dbior).
  *
  * Registered without generated code: the IOC loads this library RTLD_GLOBAL before
  * registerAllRecordDeviceDrivers(), which finds pvar_dset_* and pvar_func_* by name (rtqual.dbd).
@@ -23,15 +36,19 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/gpio.h>
 
 #include <alarm.h>
 #include <callback.h>
@@ -45,36 +62,58 @@
 #include <epicsVersion.h>
 #include <initHooks.h>
 #include <recGbl.h>
+#include <aiRecord.h>
 #include <biRecord.h>
 #include <boRecord.h>
 #include <epicsExport.h>
 
 #define RTQ_CHANNELS 16
 #define RTQ_MAX_READERS 64
+#define RTQ_PUBLISH_RING 256 /* events waiting for the latency records, per channel */
 
-enum line_kind { LINE_FIFO, LINE_EVENTFD };
+enum line_kind { LINE_FIFO, LINE_EVENTFD, LINE_GPIO };
 enum proc_mode { MODE_CALLBACK, MODE_IMMEDIATE };
+enum stage { STAGE_WAKE, STAGE_DISPATCH, STAGE_CHAIN, STAGE_TOTAL, STAGE_COUNT };
+static const char *const stage_names[] = {"wake", "dispatch", "chain", "total", "count"};
 
-/* The event in flight on one channel: written by the bi side, consumed by the bo. */
+struct event_times {
+    int64_t t_stim, t_wake, t_process, t_out;
+};
+
+/* The event in flight on one channel: written by the bi side, consumed by the bo; and the
+ * responses waiting to be published to the latency records. */
 struct channel {
     epicsMutexId lock;
     int pending;
     int64_t t_stim, t_wake, t_process;
     uint64_t responses, unmatched, write_errors;
+    struct event_times last;               /* of the last response written */
+    int nlat;                              /* latency records bound to this channel */
+    IOSCANPVT lat_scan;
+    struct event_times ring[RTQ_PUBLISH_RING];
+    uint64_t head, tail, dropped;          /* tail: the event the latency records read now */
 };
 
 struct line {
     enum line_kind kind;
     char path[256];
+    unsigned gpio_line;
     int fd;
+};
+
+/* What a link says besides its line. */
+struct link_opts {
+    int ch;
+    enum proc_mode mode;
+    unsigned prio;
+    int cpu;       /* reader thread CPU, -1: not pinned */
+    uint64_t edge; /* GPIO_V2_LINE_FLAG_EDGE_* for a GPIO input */
 };
 
 struct bi_pvt {
     struct biRecord *prec;
     struct line in;
-    int ch;
-    enum proc_mode mode;
-    unsigned prio;
+    struct link_opts o;
     IOSCANPVT scan;
     epicsEventId done;
     volatile int completed;
@@ -86,6 +125,11 @@ struct bi_pvt {
 
 struct bo_pvt {
     struct line out;
+    int ch;
+};
+
+struct lat_pvt {
+    enum stage stage;
     int ch;
 };
 
@@ -106,70 +150,138 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* The latency records have read the event at the ring's tail: drop it. */
+static void published(void *usr, IOSCANPVT scan, int prio)
+{
+    struct channel *c = usr;
+    (void)scan;
+    (void)prio;
+    epicsMutexMustLock(c->lock);
+    if (c->tail != c->head)
+        c->tail++;
+    epicsMutexUnlock(c->lock);
+}
+
 static struct channel *chan(int ch)
 {
     struct channel *c = &channels[ch];
-    if (!c->lock)
-        c->lock = epicsMutexMustCreate(); /* init_record runs in one thread (iocInit) */
+    if (!c->lock) { /* init_record runs in one thread (iocInit) */
+        c->lock = epicsMutexMustCreate();
+        scanIoInit(&c->lat_scan);
+        scanIoSetComplete(c->lat_scan, published, c);
+    }
     return c;
 }
 
-/* "fifo:/path ch=1 mode=immediate prio=80" -> fields; returns 0 or -1 with msg. */
-static int parse_link(const char *s, struct line *ln, int *ch, enum proc_mode *mode, unsigned *prio,
-                      const char **msg)
+/* "fifo:/path ch=1 mode=immediate prio=80 cpu=1" -> line and options; input: the bi's options
+ * (mode=, prio=, cpu=, edge=) are allowed. Returns 0, or -1 with msg. */
+static int parse_link(const char *s, int input, struct line *ln, struct link_opts *o, const char **msg)
 {
     char buf[512];
-    char *save = NULL, *tok;
+    char *save = NULL, *tok, *end;
     if (strlen(s) >= sizeof buf) { *msg = "link too long"; return -1; }
     strcpy(buf, s);
     tok = strtok_r(buf, " \t", &save);
-    if (!tok) { *msg = "empty link: want fifo:/path or eventfd:FD"; return -1; }
+    if (!tok) { *msg = "empty link: want fifo:/path, eventfd:FD or gpio:/dev/gpiochipN:LINE"; return -1; }
     ln->fd = -1;
     if (strncmp(tok, "fifo:", 5) == 0 && tok[5]) {
         ln->kind = LINE_FIFO;
         if (strlen(tok + 5) >= sizeof ln->path) { *msg = "fifo path too long"; return -1; }
         strcpy(ln->path, tok + 5);
     } else if (strncmp(tok, "eventfd:", 8) == 0 && tok[8]) {
-        char *end;
         long fd = strtol(tok + 8, &end, 10);
         if (*end || fd < 0) { *msg = "eventfd:FD wants a file descriptor number"; return -1; }
         ln->kind = LINE_EVENTFD;
         ln->fd = (int)fd;
         snprintf(ln->path, sizeof ln->path, "eventfd:%ld", fd);
+    } else if (strncmp(tok, "gpio:", 5) == 0) {
+        char *colon = strrchr(tok + 5, ':');
+        long line = colon && colon[1] ? strtol(colon + 1, &end, 10) : -1;
+        if (!colon || colon == tok + 5 || *end || line < 0 || line > 65535) {
+            *msg = "gpio: wants gpio:/dev/gpiochipN:LINE";
+            return -1;
+        }
+        *colon = 0;
+        if (strlen(tok + 5) >= sizeof ln->path) { *msg = "gpio chip path too long"; return -1; }
+        ln->kind = LINE_GPIO;
+        strcpy(ln->path, tok + 5);
+        ln->gpio_line = (unsigned)line;
     } else {
-        *msg = "unknown line: want fifo:/path or eventfd:FD";
+        *msg = "unknown line: want fifo:/path, eventfd:FD or gpio:/dev/gpiochipN:LINE";
         return -1;
     }
     while ((tok = strtok_r(NULL, " \t", &save))) {
-        char *end;
         if (strncmp(tok, "ch=", 3) == 0) {
             long v = strtol(tok + 3, &end, 10);
             if (*end || v < 0 || v >= RTQ_CHANNELS) { *msg = "ch= wants 0..15"; return -1; }
-            *ch = (int)v;
-        } else if (mode && strcmp(tok, "mode=immediate") == 0) {
-            *mode = MODE_IMMEDIATE;
-        } else if (mode && strcmp(tok, "mode=callback") == 0) {
-            *mode = MODE_CALLBACK;
-        } else if (prio && strncmp(tok, "prio=", 5) == 0) {
+            o->ch = (int)v;
+        } else if (input && strcmp(tok, "mode=immediate") == 0) {
+            o->mode = MODE_IMMEDIATE;
+        } else if (input && strcmp(tok, "mode=callback") == 0) {
+            o->mode = MODE_CALLBACK;
+        } else if (input && strncmp(tok, "prio=", 5) == 0) {
             long v = strtol(tok + 5, &end, 10);
             if (*end || v < epicsThreadPriorityMin || v > epicsThreadPriorityMax) {
                 *msg = "prio= wants an EPICS thread priority 0..99";
                 return -1;
             }
-            *prio = (unsigned)v;
+            o->prio = (unsigned)v;
+        } else if (input && strncmp(tok, "cpu=", 4) == 0) {
+            long v = strtol(tok + 4, &end, 10);
+            cpu_set_t allowed;
+            if (*end || !tok[4] || v < 0 || v >= CPU_SETSIZE) { *msg = "cpu= wants a CPU number"; return -1; }
+            if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || !CPU_ISSET((int)v, &allowed)) {
+                *msg = "cpu= names a CPU outside the IOC's CPU set";
+                return -1;
+            }
+            o->cpu = (int)v;
+        } else if (input && ln->kind == LINE_GPIO && strncmp(tok, "edge=", 5) == 0) {
+            if (strcmp(tok + 5, "rising") == 0)
+                o->edge = GPIO_V2_LINE_FLAG_EDGE_RISING;
+            else if (strcmp(tok + 5, "falling") == 0)
+                o->edge = GPIO_V2_LINE_FLAG_EDGE_FALLING;
+            else if (strcmp(tok + 5, "both") == 0)
+                o->edge = GPIO_V2_LINE_FLAG_EDGE_RISING | GPIO_V2_LINE_FLAG_EDGE_FALLING;
+            else { *msg = "edge= wants rising, falling or both"; return -1; }
         } else {
-            *msg = "unknown option (ch=, mode=immediate|callback, prio=)";
+            *msg = input ? "unknown option (ch=, mode=immediate|callback, prio=, cpu=, edge= for gpio)"
+                         : "unknown option (ch=)";
             return -1;
         }
     }
     return 0;
 }
 
+/* Request one GPIO line from its chip (v2 ABI): an input with edge events, or an output. */
+static int open_gpio(struct line *ln, uint64_t flags)
+{
+    struct gpio_v2_line_request req;
+    int chip = open(ln->path, O_RDWR | O_CLOEXEC);
+    if (chip < 0)
+        return -1;
+    memset(&req, 0, sizeof req);
+    req.offsets[0] = ln->gpio_line;
+    req.num_lines = 1;
+    strcpy(req.consumer, "rtqual");
+    req.config.flags = flags;
+    int rc = ioctl(chip, GPIO_V2_GET_LINE_IOCTL, &req);
+    int err = errno;
+    close(chip);
+    if (rc < 0) {
+        errno = err;
+        return -1;
+    }
+    ln->fd = req.fd;
+    return 0;
+}
+
 /* Open a line. A FIFO is opened read-write (Linux), so it never reports hang-up when the peer
  * closes and an output FIFO can be opened before anyone reads it. An inherited eventfd is
- * blocking: make it non-blocking. */
-static int open_line(struct line *ln)
+ * blocking: make it non-blocking. A GPIO line is requested with gpio_flags. */
+static int open_line(struct line *ln, uint64_t gpio_flags)
 {
+    if (ln->kind == LINE_GPIO)
+        return open_gpio(ln, gpio_flags);
     if (ln->kind == LINE_FIFO) {
         struct stat st;
         if (stat(ln->path, &st) != 0)
@@ -202,7 +314,7 @@ static void dispatch(struct bi_pvt *p, int64_t t_stim, int64_t t_wake)
     p->t_stim = t_stim;
     p->t_wake = t_wake;
     p->events++;
-    if (p->mode == MODE_IMMEDIATE) {
+    if (p->o.mode == MODE_IMMEDIATE) {
         for (int prio = 0; prio < NUM_CALLBACK_PRIORITIES; prio++)
             scanIoImmediate(p->scan, prio);
         return;
@@ -218,9 +330,66 @@ static void dispatch(struct bi_pvt *p, int64_t t_stim, int64_t t_wake)
     }
 }
 
+/* After dispatch: if the event got its response, queue its times for the latency records and
+ * request their scan (a low-priority callback; never waited for). */
+static void publish(struct channel *c, uint64_t responses_before)
+{
+    epicsMutexMustLock(c->lock);
+    if (!c->nlat || c->responses == responses_before) {
+        epicsMutexUnlock(c->lock);
+        return;
+    }
+    if (c->head - c->tail >= RTQ_PUBLISH_RING) {
+        c->dropped++;
+        epicsMutexUnlock(c->lock);
+        return;
+    }
+    c->ring[c->head++ % RTQ_PUBLISH_RING] = c->last;
+    epicsMutexUnlock(c->lock);
+    if (!scanIoRequest(c->lat_scan)) { /* callback queue full: the event was never requested */
+        epicsMutexMustLock(c->lock);
+        c->head--;
+        c->dropped++;
+        epicsMutexUnlock(c->lock);
+    }
+}
+
+/* Read one stimulus from the input line: 1 and its time, 0 nothing to read, -1 bad read. */
+static int read_stimulus(struct bi_pvt *p, int64_t t_wake, int64_t *t_stim)
+{
+    if (p->in.kind == LINE_GPIO) {
+        struct gpio_v2_line_event ev;
+        ssize_t r = read(p->in.fd, &ev, sizeof ev);
+        if (r != (ssize_t)sizeof ev)
+            return r < 0 && (errno == EAGAIN || errno == EINTR) ? 0 : -1;
+        *t_stim = (int64_t)ev.timestamp_ns; /* CLOCK_MONOTONIC (default event clock) */
+        return 1;
+    }
+    uint64_t v;
+    ssize_t r = read(p->in.fd, &v, sizeof v);
+    if (r != (ssize_t)sizeof v)
+        return r < 0 && (errno == EAGAIN || errno == EINTR) ? 0 : -1;
+    *t_stim = (int64_t)v;
+    if (p->in.kind == LINE_EVENTFD && *t_stim > t_wake) {
+        /* several eventfd writes summed up: the times are lost, count it */
+        p->coalesced++;
+        *t_stim = t_wake;
+    }
+    return 1;
+}
+
 static void reader(void *arg)
 {
     struct bi_pvt *p = arg;
+    struct channel *c = &channels[p->o.ch];
+    if (p->o.cpu >= 0) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(p->o.cpu, &one);
+        if (sched_setaffinity(0, sizeof one, &one) != 0) /* 0: this thread */
+            fprintf(stderr, "rtqual devsup %s: cannot pin the reader to CPU %d: %s\n", p->prec->name,
+                    p->o.cpu, strerror(errno));
+    }
     int ep = epoll_create1(EPOLL_CLOEXEC);
     struct epoll_event ev = {.events = EPOLLIN, .data.fd = p->in.fd};
     if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, p->in.fd, &ev) != 0) {
@@ -250,21 +419,15 @@ static void reader(void *arg)
         if (!input)
             continue;
         /* One stimulus per wake-up (the next one, if queued, wakes epoll at once). */
-        uint64_t v;
-        ssize_t r = read(p->in.fd, &v, sizeof v);
-        if (r != (ssize_t)sizeof v) {
-            if (r < 0 && (errno == EAGAIN || errno == EINTR))
-                continue;
+        int64_t t_stim;
+        int got_one = read_stimulus(p, t_wake, &t_stim);
+        if (got_one < 0)
             p->read_errors++;
+        if (got_one <= 0)
             continue;
-        }
-        int64_t t_stim = (int64_t)v;
-        if (p->in.kind == LINE_EVENTFD && t_stim > t_wake) {
-            /* several eventfd writes summed up: the times are lost, count it */
-            p->coalesced++;
-            t_stim = t_wake;
-        }
+        uint64_t before = __atomic_load_n(&c->responses, __ATOMIC_RELAXED);
         dispatch(p, t_stim, t_wake);
+        publish(c, before);
     }
     close(ep);
 }
@@ -294,7 +457,7 @@ static void start_readers(initHookState state)
         struct bi_pvt *p = readers[i];
         epicsThreadOpts opts = EPICS_THREAD_OPTS_INIT;
         char name[32];
-        opts.priority = p->prio;
+        opts.priority = p->o.prio;
         opts.stackSize = epicsThreadGetStackSize(epicsThreadStackSmall);
         opts.joinable = 1;
         snprintf(name, sizeof name, "rtqIn%d", i);
@@ -330,14 +493,16 @@ static long bi_init_record(struct dbCommon *pcommon)
     if (!p)
         return init_error(S_db_noMemory);
     p->prec = prec;
-    p->mode = MODE_CALLBACK;
-    p->prio = epicsThreadPriorityHigh;
-    if (parse_link(prec->inp.value.instio.string, &p->in, &p->ch, &p->mode, &p->prio, &msg) != 0) {
+    p->o.mode = MODE_CALLBACK;
+    p->o.prio = epicsThreadPriorityHigh;
+    p->o.cpu = -1;
+    p->o.edge = GPIO_V2_LINE_FLAG_EDGE_RISING;
+    if (parse_link(prec->inp.value.instio.string, 1, &p->in, &p->o, &msg) != 0) {
         recGblRecordError(S_db_badField, prec, msg);
         free(p);
         return init_error(S_db_badField);
     }
-    if (open_line(&p->in) != 0) {
+    if (open_line(&p->in, GPIO_V2_LINE_FLAG_INPUT | p->o.edge) != 0) {
         recGblRecordError(S_db_badField, prec, "rtqual bi: cannot open the input line");
         fprintf(stderr, "rtqual devsup %s: %s: %s\n", prec->name, p->in.path,
                 errno == ENOTSUP ? "not a FIFO" : strerror(errno));
@@ -348,7 +513,7 @@ static long bi_init_record(struct dbCommon *pcommon)
     p->done = epicsEventMustCreate(epicsEventEmpty);
     scanIoInit(&p->scan);
     scanIoSetComplete(p->scan, scan_complete, p);
-    chan(p->ch);
+    chan(p->o.ch);
     readers[nreaders++] = p;
     prec->dpvt = p;
     return 0;
@@ -370,7 +535,7 @@ static long bi_read(struct biRecord *prec)
     int64_t t_process = now_ns();
     if (!p)
         return -1;
-    struct channel *c = &channels[p->ch];
+    struct channel *c = &channels[p->o.ch];
     epicsMutexMustLock(c->lock);
     c->pending = 1;
     c->t_stim = p->t_stim;
@@ -386,19 +551,20 @@ static long bi_report(int level)
 {
     for (int i = 0; i < nreaders; i++) {
         struct bi_pvt *p = readers[i];
-        printf("  rtqual bi %s: %s ch=%d mode=%s prio=%u events=%llu coalesced=%llu timeouts=%llu "
-               "read_errors=%llu\n", p->prec->name, p->in.path, p->ch,
-               p->mode == MODE_IMMEDIATE ? "immediate" : "callback", p->prio,
+        printf("  rtqual bi %s: %s ch=%d mode=%s prio=%u cpu=%d events=%llu coalesced=%llu timeouts=%llu "
+               "read_errors=%llu\n", p->prec->name, p->in.path, p->o.ch,
+               p->o.mode == MODE_IMMEDIATE ? "immediate" : "callback", p->o.prio, p->o.cpu,
                (unsigned long long)p->events, (unsigned long long)p->coalesced,
                (unsigned long long)p->timeouts, (unsigned long long)p->read_errors);
     }
     if (level > 0) {
         for (int ch = 0; ch < RTQ_CHANNELS; ch++)
             if (channels[ch].lock)
-                printf("  rtqual ch %d: responses=%llu unmatched=%llu write_errors=%llu\n", ch,
-                       (unsigned long long)channels[ch].responses,
+                printf("  rtqual ch %d: responses=%llu unmatched=%llu write_errors=%llu published=%llu "
+                       "dropped=%llu\n", ch, (unsigned long long)channels[ch].responses,
                        (unsigned long long)channels[ch].unmatched,
-                       (unsigned long long)channels[ch].write_errors);
+                       (unsigned long long)channels[ch].write_errors,
+                       (unsigned long long)channels[ch].tail, (unsigned long long)channels[ch].dropped);
     }
     return 0;
 }
@@ -423,12 +589,14 @@ static long bo_init_record(struct dbCommon *pcommon)
     p = calloc(1, sizeof *p);
     if (!p)
         return init_error(S_db_noMemory);
-    if (parse_link(prec->out.value.instio.string, &p->out, &p->ch, NULL, NULL, &msg) != 0) {
+    struct link_opts o = {0};
+    if (parse_link(prec->out.value.instio.string, 0, &p->out, &o, &msg) != 0) {
         recGblRecordError(S_db_badField, prec, msg);
         free(p);
         return init_error(S_db_badField);
     }
-    if (open_line(&p->out) != 0) {
+    p->ch = o.ch;
+    if (open_line(&p->out, GPIO_V2_LINE_FLAG_OUTPUT) != 0) {
         recGblRecordError(S_db_badField, prec, "rtqual bo: cannot open the output line");
         fprintf(stderr, "rtqual devsup %s: %s: %s\n", prec->name, p->out.path,
                 errno == ENOTSUP ? "not a FIFO" : strerror(errno));
@@ -438,6 +606,19 @@ static long bo_init_record(struct dbCommon *pcommon)
     chan(p->ch);
     prec->dpvt = p;
     return 2; /* do not convert RVAL to VAL */
+}
+
+/* The response on the output line: FIFO 4 x int64, eventfd t_out, GPIO the bo's value. */
+static int write_response(struct bo_pvt *p, struct boRecord *prec, const int64_t msg[4])
+{
+    if (p->out.kind == LINE_FIFO)
+        return write(p->out.fd, msg, 4 * sizeof msg[0]) == 4 * sizeof msg[0] ? 0 : -1; /* <= PIPE_BUF */
+    if (p->out.kind == LINE_EVENTFD) {
+        uint64_t v = (uint64_t)msg[3];
+        return write(p->out.fd, &v, sizeof v) == sizeof v ? 0 : -1;
+    }
+    struct gpio_v2_line_values v = {.bits = prec->val ? 1 : 0, .mask = 1};
+    return ioctl(p->out.fd, GPIO_V2_LINE_SET_VALUES_IOCTL, &v);
 }
 
 static long bo_write(struct boRecord *prec)
@@ -459,26 +640,19 @@ static long bo_write(struct boRecord *prec)
     epicsMutexUnlock(c->lock);
     if (!pending) { /* a write not caused by a stimulus (e.g. a CA put): no response */
         c->unmatched++;
+        if (p->out.kind == LINE_GPIO && write_response(p, prec, msg) != 0)
+            recGblSetSevr(prec, WRITE_ALARM, MINOR_ALARM);
         return 0;
     }
-    ssize_t w;
-    if (p->out.kind == LINE_FIFO) {
-        w = write(p->out.fd, msg, sizeof msg); /* <= PIPE_BUF: atomic */
-        if (w != (ssize_t)sizeof msg) {
-            c->write_errors++;
-            recGblSetSevr(prec, WRITE_ALARM, MINOR_ALARM);
-            return 0;
-        }
-    } else {
-        uint64_t v = (uint64_t)t_out;
-        w = write(p->out.fd, &v, sizeof v);
-        if (w != (ssize_t)sizeof v) {
-            c->write_errors++;
-            recGblSetSevr(prec, WRITE_ALARM, MINOR_ALARM);
-            return 0;
-        }
+    if (write_response(p, prec, msg) != 0) {
+        c->write_errors++;
+        recGblSetSevr(prec, WRITE_ALARM, MINOR_ALARM);
+        return 0;
     }
-    c->responses++;
+    epicsMutexMustLock(c->lock);
+    c->last = (struct event_times){msg[0], msg[1], msg[2], msg[3]};
+    __atomic_add_fetch(&c->responses, 1, __ATOMIC_RELAXED);
+    epicsMutexUnlock(c->lock);
     return 0;
 }
 
@@ -487,6 +661,89 @@ static bodset devBoRtqual = {
     bo_write,
 };
 epicsExportAddress(dset, devBoRtqual);
+
+/* ---- ai "rtqual latency": one stage of the event being published, in microseconds ---- */
+
+static long lat_init_record(struct dbCommon *pcommon)
+{
+    struct aiRecord *prec = (struct aiRecord *)pcommon;
+    char buf[64], *save = NULL, *tok;
+    struct lat_pvt *p;
+    int stage = -1, ch = 0;
+    if (prec->inp.type != INST_IO || strlen(prec->inp.value.instio.string) >= sizeof buf) {
+        recGblRecordError(S_db_badField, prec, "rtqual latency: INP must be @wake|dispatch|chain|total|count [ch=N]");
+        return init_error(S_db_badField);
+    }
+    strcpy(buf, prec->inp.value.instio.string);
+    tok = strtok_r(buf, " \t", &save);
+    for (int i = 0; tok && i <= STAGE_COUNT; i++)
+        if (strcmp(tok, stage_names[i]) == 0)
+            stage = i;
+    while (stage >= 0 && (tok = strtok_r(NULL, " \t", &save))) {
+        char *end;
+        long v = strncmp(tok, "ch=", 3) == 0 ? strtol(tok + 3, &end, 10) : -1;
+        if (v < 0 || v >= RTQ_CHANNELS || *end)
+            stage = -1;
+        else
+            ch = (int)v;
+    }
+    if (stage < 0) {
+        recGblRecordError(S_db_badField, prec, "rtqual latency: INP must be @wake|dispatch|chain|total|count [ch=N]");
+        return init_error(S_db_badField);
+    }
+    p = calloc(1, sizeof *p);
+    if (!p)
+        return init_error(S_db_noMemory);
+    p->stage = (enum stage)stage;
+    p->ch = ch;
+    chan(ch)->nlat++;
+    prec->dpvt = p;
+    return 0;
+}
+
+static long lat_get_ioint_info(int detach, struct dbCommon *prec, IOSCANPVT *pscan)
+{
+    struct lat_pvt *p = prec->dpvt;
+    (void)detach;
+    if (!p)
+        return -1;
+    *pscan = channels[p->ch].lat_scan;
+    return 0;
+}
+
+static long lat_read(struct aiRecord *prec)
+{
+    struct lat_pvt *p = prec->dpvt;
+    struct event_times e;
+    uint64_t count;
+    if (!p)
+        return -1;
+    struct channel *c = &channels[p->ch];
+    epicsMutexMustLock(c->lock);
+    if (c->tail == c->head) { /* processed without an event (e.g. a CA put to PROC) */
+        epicsMutexUnlock(c->lock);
+        return 2;
+    }
+    e = c->ring[c->tail % RTQ_PUBLISH_RING];
+    count = c->tail + 1;
+    epicsMutexUnlock(c->lock);
+    switch (p->stage) {
+    case STAGE_WAKE: prec->val = (e.t_wake - e.t_stim) / 1e3; break;
+    case STAGE_DISPATCH: prec->val = (e.t_process - e.t_wake) / 1e3; break;
+    case STAGE_CHAIN: prec->val = (e.t_out - e.t_process) / 1e3; break;
+    case STAGE_TOTAL: prec->val = (e.t_out - e.t_stim) / 1e3; break;
+    case STAGE_COUNT: prec->val = (double)count; break;
+    }
+    prec->udf = 0;
+    return 2; /* no conversion */
+}
+
+static aidset devAiRtqualLatency = {
+    {6, NULL, NULL, lat_init_record, lat_get_ioint_info},
+    lat_read,
+    NULL,
+};
+epicsExportAddress(dset, devAiRtqualLatency);
 
 /* ---- registrar ---- */
 

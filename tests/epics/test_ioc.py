@@ -71,9 +71,13 @@ def test_env_ports_are_free_for_tcp_and_udp():
 
 
 def test_make_db_presets():
-    kek, aps = make_db("kek"), make_db("aps")
+    kek, aps = make_db("kek", operator=False), make_db("aps", operator=False)
     assert kek.count("record(") == 2 and 'DTYP, "rtqual"' in kek
     assert aps.count("record(") == 3 and "record(calc" in aps
+    # the operator view is part of every preset by default
+    for preset in ("kek", "aps"):
+        assert make_db(preset).startswith(make_db(preset, operator=False))
+        assert 'DTYP, "rtqual latency"' in make_db(preset)
     with pytest.raises(RtqError):
         make_db("nosuch")
 

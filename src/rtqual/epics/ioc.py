@@ -33,7 +33,7 @@ _BI = """record(bi, "$(P)in") {
     field(DESC, "rtqual input line")
     field(DTYP, "rtqual")
     field(SCAN, "I/O Intr")
-    field(INP, "@$(IN) mode=$(MODE) prio=$(PRIO)")
+    field(INP, "@$(IN) mode=$(MODE) prio=$(PRIO) $(OPTS=)")
     field(ZNAM, "low")
     field(ONAM, "high")
     field(FLNK, "$(P)%s")
@@ -58,14 +58,163 @@ _BO = """record(bo, "$(P)out") {
 """
 
 
-def make_db(preset: str = "kek") -> str:
-    """The database for a preset; macros P, IN, OUT, MODE, PRIO are filled in by iocmain.
-    kek: bi -> bo (KEK's two records); aps: bi -> calc -> bo."""
+# ---- operator view: latency statistics as plain records (docs/epics.md) ----
+
+STAGES = ("wake", "dispatch", "chain", "total")  # as published by the "rtqual latency" ai records
+STAT_N, STAT_THR_US = 1000, 100.0  # defaults of $(P)stat:N and $(P)stat:thr
+WINDOW = 4096  # max $(P)stat:N; a power of two (the compress record's LIFO index wraps modulo NSAM)
+HISTORY = 1000  # points in $(P)lat:<stage>:history
+HIST_BINS, HIST_MAX_US = 200, 2000.0  # $(P)lat:total:hist: 10 us bins; larger values land in the last
+
+# What an operator or display reads and writes; everything else in the database is plumbing.
+OPERATOR_PVS = ("stat:N", "stat:thr", "stat:count", "lat:total:hist",
+                *(f"lat:{s}{suffix}" for s in STAGES
+                  for suffix in ("", ":min", ":median", ":max", ":over", ":history")))
+
+_STAGE_DB = """record(ai, "$(P)lat:{s}") {{
+    field(DESC, "{s} latency of the last event")
+    field(DTYP, "rtqual latency")
+    field(SCAN, "I/O Intr")
+    field(PRIO, "LOW")
+    field(INP, "@{s}")
+    field(EGU, "us")
+    field(PREC, "1")
+    field(FLNK, "$(P)lat:{s}:fan")
+}}
+record(fanout, "$(P)lat:{s}:fan") {{
+    field(LNK1, "$(P)lat:{s}:window")
+    field(LNK2, "$(P)lat:{s}:isover")
+    field(LNK3, "$(P)lat:{s}:min")
+    field(LNK4, "$(P)lat:{s}:median")
+    field(LNK5, "$(P)lat:{s}:max")
+    field(LNK6, "$(P)lat:{s}:over")
+    field(LNK7, "$(P)lat:{s}:history"){hist}
+}}
+record(compress, "$(P)lat:{s}:window") {{
+    field(DESC, "{s}: newest first")
+    field(ALG, "Circular Buffer")
+    field(BALG, "LIFO Buffer")
+    field(NSAM, "{window}")
+    field(INP, "$(P)lat:{s} NPP")
+}}
+record(calc, "$(P)lat:{s}:isover") {{
+    field(INPA, "$(P)lat:{s} NPP")
+    field(INPB, "$(P)stat:thr NPP")
+    field(CALC, "A>B?100:0")
+    field(FLNK, "$(P)lat:{s}:overwin")
+}}
+record(compress, "$(P)lat:{s}:overwin") {{
+    field(DESC, "{s} over thr: newest first")
+    field(ALG, "Circular Buffer")
+    field(BALG, "LIFO Buffer")
+    field(NSAM, "{window}")
+    field(INP, "$(P)lat:{s}:isover NPP")
+}}
+{stats}record(compress, "$(P)lat:{s}:history") {{
+    field(DESC, "{s} latency, oldest first")
+    field(ALG, "Circular Buffer")
+    field(NSAM, "{history}")
+    field(INP, "$(P)lat:{s} NPP")
+    field(EGU, "us")
+    field(PREC, "1")
+}}
+record(dfanout, "$(P)lat:{s}:setN") {{
+    field(DESC, "stat:N to {s}'s compress records")
+    field(OMSL, "closed_loop")
+    field(DOL, "$(P)stat:N NPP")
+    field(OUTA, "$(P)lat:{s}:min.N NPP")
+    field(OUTB, "$(P)lat:{s}:median.N NPP")
+    field(OUTC, "$(P)lat:{s}:max.N NPP")
+    field(OUTD, "$(P)lat:{s}:over.N NPP")
+    field(OUTE, "$(P)lat:{s}:window.N NPP")
+    field(OUTF, "$(P)lat:{s}:overwin.N NPP")
+    field(OUTG, "$(P)lat:{s}:history.N NPP")
+    field(FLNK, "{next}")
+}}
+"""
+# N to 1 compress of the window's newest N values (a scalar input would give the average, not
+# the median: compressRecord.c implements the median only for arrays).
+_STAT_DB = """record(compress, "$(P)lat:{s}:{name}") {{
+    field(DESC, "{desc}")
+    field(ALG, "{alg}")
+    field(NSAM, "1")
+    field(N, "{n}")
+    field(INP, "$(P)lat:{s}:{src} NPP")
+    field(EGU, "{egu}")
+    field(PREC, "1")
+}}
+"""
+_STATS = (("min", "N to 1 Low Value", "window", "us"), ("median", "N to 1 Median", "window", "us"),
+          ("max", "N to 1 High Value", "window", "us"), ("over", "N to 1 Average", "overwin", "%"))
+
+_CONTROL_DB = """record(longout, "$(P)stat:N") {{
+    field(DESC, "samples per statistic")
+    field(VAL, "{n}")
+    field(DRVL, "1")
+    field(DRVH, "{window}")
+    field(PINI, "YES")
+    field(FLNK, "$(P)lat:{first}:setN")
+}}
+record(ao, "$(P)stat:thr") {{
+    field(DESC, "over-threshold limit")
+    field(VAL, "{thr}")
+    field(EGU, "us")
+    field(PREC, "1")
+    field(DRVL, "0")
+    field(DRVH, "1e9")
+    field(FLNK, "$(P)stat:N")
+}}
+record(ai, "$(P)stat:count") {{
+    field(DESC, "events published")
+    field(DTYP, "rtqual latency")
+    field(SCAN, "I/O Intr")
+    field(PRIO, "LOW")
+    field(INP, "@count")
+}}
+record(calc, "$(P)lat:total:clip") {{
+    field(DESC, "total, clipped into the histogram")
+    field(INPA, "$(P)lat:total NPP")
+    field(CALC, "A<{top}?A:{top}")
+    field(FLNK, "$(P)lat:total:hist")
+}}
+record(histogram, "$(P)lat:total:hist") {{
+    field(DESC, "total latency histogram (us)")
+    field(SVL, "$(P)lat:total:clip NPP")
+    field(NELM, "{bins}")
+    field(LLIM, "0")
+    field(ULIM, "{hmax}")
+}}
+"""
+
+
+def operator_db() -> str:
+    """The latency statistics (macro P): per stage a sliding window of the newest stat:N values
+    with min/median/max/% over stat:thr, a history; for total a histogram. Writing stat:N (or
+    stat:thr) writes .N of every compress record, which resets them."""
+    out = []
+    for i, s in enumerate(STAGES):
+        stats = "".join(_STAT_DB.format(s=s, name=name, alg=alg, src=src, egu=egu, n=STAT_N,
+                                        desc=f"{s} {name} of the last N")
+                        for name, alg, src, egu in _STATS)
+        nxt = f"$(P)lat:{STAGES[i + 1]}:setN" if i + 1 < len(STAGES) else ""
+        hist = '\n    field(LNK8, "$(P)lat:total:clip")' if s == "total" else ""
+        out.append(_STAGE_DB.format(s=s, stats=stats, next=nxt, hist=hist, window=WINDOW, history=HISTORY))
+    control = _CONTROL_DB.format(n=STAT_N, thr=STAT_THR_US, window=WINDOW, first=STAGES[0],
+                                 top=HIST_MAX_US - HIST_MAX_US / HIST_BINS / 2, bins=HIST_BINS, hmax=HIST_MAX_US)
+    return "".join(out) + control
+
+
+def make_db(preset: str = "kek", operator: bool = True) -> str:
+    """The database for a preset; macros P, IN, OUT, MODE, PRIO (and OPTS) are filled in by
+    iocmain. kek: bi -> bo (KEK's two records); aps: bi -> calc -> bo. operator: add the
+    latency statistics (operator_db), published at low priority after each response."""
     if preset == "kek":
-        return _BI % "out" + _BO % "in"
-    if preset == "aps":
-        return _BI % "calc" + _CALC + _BO % "calc"
-    raise RtqError(f"unknown IOC preset {preset!r}: choose one of {', '.join(PRESETS)}")
+        db = _BI % "out" + _BO % "in"
+    elif preset == "aps":
+        db = _BI % "calc" + _CALC + _BO % "calc"
+    else:
+        raise RtqError(f"unknown IOC preset {preset!r}: choose one of {', '.join(PRESETS)}")
+    return db + operator_db() if operator else db
 
 
 def random_prefix() -> str:
@@ -75,11 +224,21 @@ def random_prefix() -> str:
 class Ioc:
     def __init__(self, preset: str = "kek", mode: str = "callback", prefix: str | None = None,
                  prio: int = 90, env: dict[str, str] | None = None, workdir: str | Path | None = None,
-                 extra_db: str = ""):
+                 extra_db: str = "", operator: bool = True, cpus: str | list[int] | None = None,
+                 rtprio: int | None = None, reader_cpu: int | None = None,
+                 gpio_in: str | None = None, gpio_out: str | None = None):
+        """cpus: the IOC process's CPU list ("0-1" or [0, 1]); rtprio: SCHED_FIFO priority of the
+        process before iocInit; reader_cpu: pin the bi's reader thread; gpio_in/gpio_out:
+        "/dev/gpiochipN:LINE [edge=...]" instead of the FIFOs (trigger/responses then unused);
+        operator: the latency statistics records (make_db)."""
         if mode not in ("callback", "immediate"):
             raise RtqError(f"unknown IOC processing mode {mode!r}: callback or immediate")
         self.preset, self.mode, self.prio = preset, mode, prio
         self.extra_db = extra_db  # more records (macro P), e.g. the CA load's (rtqual.epics.ca)
+        self.operator = operator
+        self.cpus = ",".join(map(str, cpus)) if isinstance(cpus, (list, tuple)) else cpus
+        self.rtprio, self.reader_cpu = rtprio, reader_cpu
+        self.gpio_in, self.gpio_out = gpio_in, gpio_out
         self.prefix = prefix or random_prefix()
         self.env = epics_env.epics_env(env)
         self._own_dir = workdir is None
@@ -99,13 +258,17 @@ class Ioc:
     # ---- lifetime ----
 
     def start(self, timeout: float = 30.0) -> "Ioc":
-        self.db.write_text(make_db(self.preset) + self.extra_db)
+        self.db.write_text(make_db(self.preset, operator=self.operator) + self.extra_db)
         for fifo in (self.fifo_in, self.fifo_out):
             if not fifo.exists():
                 os.mkfifo(fifo, 0o600)
         cmd = [sys.executable, "-m", "rtqual.epics.iocmain", "--db", str(self.db), "--prefix", self.prefix,
-               "--fifo-in", str(self.fifo_in), "--fifo-out", str(self.fifo_out), "--mode", self.mode,
-               "--prio", str(self.prio)]
+               *(("--gpio-in", self.gpio_in) if self.gpio_in else ("--fifo-in", str(self.fifo_in))),
+               *(("--gpio-out", self.gpio_out) if self.gpio_out else ("--fifo-out", str(self.fifo_out))),
+               "--mode", self.mode, "--prio", str(self.prio)]
+        for opt, value in (("--cpus", self.cpus), ("--rtprio", self.rtprio), ("--reader-cpu", self.reader_cpu)):
+            if value is not None:
+                cmd += [opt, str(value)]
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
                                          env=self.env, start_new_session=True,

@@ -1,5 +1,9 @@
 """The IOC process: `python -m rtqual.epics.iocmain --db FILE --prefix P --fifo-in PATH --fifo-out PATH`.
 
+--cpus and --rtprio apply to the process before EPICS creates any thread, like
+`taskset -c LIST chrt -f N softIoc`: every thread inherits the CPU set; EPICS threads then set
+their own SCHED_FIFO priorities (docs/epics.md), non-EPICS threads keep N.
+
 One EPICS 7 IOC per process (iocInit cannot be repeated), from the epicscorelibs wheel, with
 rtqual's device support loaded RTLD_GLOBAL before registerAllRecordDeviceDrivers. stdout carries
 only JSON lines for rtqual (first: {"type": "ready", ...}); the IOC's own console output goes to
@@ -16,26 +20,64 @@ import sys
 from rtqual.epics import env as epics_env
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 1 (not argparse's usage + exit 2)
+        self.exit(1, f"{self.prog}: {message}\n")
+
+
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="python -m rtqual.epics.iocmain", description=__doc__.splitlines()[0])
+    ap = _Parser(prog="python -m rtqual.epics.iocmain", description=__doc__.splitlines()[0])
     ap.add_argument("--db", required=True, help="database file (macros P, IN, OUT, MODE, PRIO)")
     ap.add_argument("--prefix", default="rtq:", help="PV prefix (macro P)")
     inp = ap.add_mutually_exclusive_group(required=True)
     inp.add_argument("--fifo-in", help="input line: a FIFO carrying int64 stimulus times")
     inp.add_argument("--eventfd-in", type=int, metavar="FD", help="input line: an inherited eventfd")
+    inp.add_argument("--gpio-in", metavar="CHIP:LINE", help="input line: a GPIO line with edge events, "
+                     "'/dev/gpiochip0:3 [edge=rising|falling|both]'")
     out = ap.add_mutually_exclusive_group(required=True)
     out.add_argument("--fifo-out", help="output line: a FIFO receiving 4 x int64 per response")
     out.add_argument("--eventfd-out", type=int, metavar="FD", help="output line: an inherited eventfd")
+    out.add_argument("--gpio-out", metavar="CHIP:LINE", help="output line: a GPIO line set to the bo's value")
     ap.add_argument("--mode", choices=("callback", "immediate"), default="callback",
                     help="process the records in the callback threads (scanIoRequest) or in the "
                          "reader thread (scanIoImmediate)")
     ap.add_argument("--prio", type=int, default=90, help="reader thread EPICS priority 0..99 (default 90)")
     ap.add_argument("--macros", default="", help="extra macros for the database, a=1,b=2")
+    ap.add_argument("--cpus", metavar="LIST", help="CPU affinity of the whole IOC process, e.g. 0-1 or 1")
+    ap.add_argument("--rtprio", type=int, metavar="N", help="SCHED_FIFO priority 1..99 of the IOC process")
+    ap.add_argument("--reader-cpu", type=int, metavar="CPU", help="pin the bi's reader thread to this CPU")
     return ap.parse_args(argv)
+
+
+def place_process(cpus: str | None, rtprio: int | None) -> None:
+    """CPU affinity and SCHED_FIFO for this (still single-threaded) process; RtqError if refused."""
+    from rtqual.errors import RtqError
+    from rtqual.units import parse_cpulist
+    if cpus is not None:
+        wanted = parse_cpulist(cpus)  # checks that every CPU is online
+        try:
+            os.sched_setaffinity(0, wanted)
+        except OSError as e:
+            raise RtqError(f"--cpus {cpus}: cannot set the IOC's CPU affinity: {e.strerror}") from None
+    if rtprio is not None:
+        lo, hi = os.sched_get_priority_min(os.SCHED_FIFO), os.sched_get_priority_max(os.SCHED_FIFO)
+        if not lo <= rtprio <= hi:
+            raise RtqError(f"--rtprio {rtprio}: a SCHED_FIFO priority is {lo}..{hi}")
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(rtprio))
+        except PermissionError:
+            raise RtqError(f"--rtprio {rtprio}: SCHED_FIFO not permitted (needs root, CAP_SYS_NICE or "
+                           "RLIMIT_RTPRIO)") from None
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
+    from rtqual.errors import RtqError
+    try:
+        place_process(args.cpus, args.rtprio)
+    except RtqError as e:
+        print(f"rtqual.epics.iocmain: {e}", file=sys.stderr)
+        return 1
     epics_env.apply()  # loopback even when started by hand; ports come from the parent
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # EPICS prints to stdout: send it to stderr, keep stdout for JSON lines
@@ -46,9 +88,12 @@ def main(argv: list[str] | None = None) -> int:
     devsup.rtqualEpicsVersion.restype = ctypes.c_char_p
     from epicscorelibs import ioc  # loads libCom/libdbCore/libdbRecStd RTLD_GLOBAL
 
-    line_in = f"fifo:{args.fifo_in}" if args.fifo_in else f"eventfd:{args.eventfd_in}"
-    line_out = f"fifo:{args.fifo_out}" if args.fifo_out else f"eventfd:{args.eventfd_out}"
-    macros = f"P={args.prefix},IN={line_in},OUT={line_out},MODE={args.mode},PRIO={args.prio}"
+    line_in = (f"fifo:{args.fifo_in}" if args.fifo_in else f"gpio:{args.gpio_in}" if args.gpio_in
+               else f"eventfd:{args.eventfd_in}")
+    line_out = (f"fifo:{args.fifo_out}" if args.fifo_out else f"gpio:{args.gpio_out}" if args.gpio_out
+                else f"eventfd:{args.eventfd_out}")
+    opts = f"cpu={args.reader_cpu}" if args.reader_cpu is not None else ""
+    macros = f"P={args.prefix},IN={line_in},OUT={line_out},MODE={args.mode},PRIO={args.prio},OPTS={opts}"
     if args.macros:
         macros += "," + args.macros
 
@@ -69,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         "type": "ready", "pid": os.getpid(), "prefix": args.prefix, "mode": args.mode,
         "epics_version": devsup.rtqualEpicsVersion().decode(), "epicscorelibs": version.version,
         "ca_server_port": os.environ.get("EPICS_CA_SERVER_PORT"),
+        "cpus": args.cpus, "rtprio": args.rtprio, "reader_cpu": args.reader_cpu,
     }) + "\n")
     while not stop["sig"]:
         signal.pause()
