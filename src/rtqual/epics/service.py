@@ -83,7 +83,8 @@ class IocService:
                 self.ioc.start()
                 r = self.ioc.ready
                 info.update({"pid": r.get("pid"), "epics_version": r.get("epics_version"),
-                             "epicscorelibs": r.get("epicscorelibs"), "ca_server_port": r.get("ca_server_port")})
+                             "epicscorelibs": r.get("epicscorelibs"), "ca_server_port": r.get("ca_server_port"),
+                             "rtprio": r.get("rtprio"), "reader_cpu": r.get("reader_cpu")})
                 info.update(ioc_process_facts(self.ioc.proc.pid))
                 yield info
                 info["alive_at_end"] = self.ioc.alive()
