@@ -129,6 +129,8 @@ class CaProcess:
         """SIGINT, read stdout to its end (the summary) within `timeout`, SIGKILL of the group."""
         if self.proc is None:
             return None
+        if self.proc.stdout.closed:  # stopped before
+            return self.proc.returncode
         pgid = self.proc.pid  # own session: pgid == pid
         try:
             if self.proc.poll() is None:
