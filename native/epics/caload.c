@@ -1,6 +1,6 @@
 /* rtqual-ca's load commands (not probes: no latency stream, JSON Lines on
  * stdout with a ready line and a summary):
- *   put      HZ puts per second in total, round-robin over P load:0000..N-1
+ *   put      HZ puts per second in total, round-robin over field A of P load:0000..N-1
  *   monitor  DBE_VALUE monitors on the same records, events counted
  *   repeater libca's CA repeater on EPICS_CA_REPEATER_PORT
  * All run until SIGINT/SIGTERM or --duration. */
@@ -21,6 +21,7 @@
 #include "rtqual/timens.h"
 
 #define LOAD_RECORD_FMT "%sload:%04d"
+#define LOAD_PUT_FIELD ".A" /* pp(TRUE) in calc: a put processes the record */
 #define MAX_BATCH 10000        /* puts per wake-up at most (then the rate falls behind) */
 #define FLUSH_EVERY 100        /* puts between ca_flush_io inside a batch */
 #define IDLE_POLL_NS (100 * NS_PER_MS)
@@ -197,7 +198,7 @@ int ca_load_main(const char *role, int argc, char **argv)
 		return log_error("out of memory");
 	}
 	for (int i = 0; i < l.n; i++)
-		if (asprintf(&l.names[i], LOAD_RECORD_FMT, l.cfg.prefix, i) < 0) {
+		if (asprintf(&l.names[i], LOAD_RECORD_FMT "%s", l.cfg.prefix, i, mon ? "" : LOAD_PUT_FIELD) < 0) {
 			l.names[i] = NULL;
 			load_free(&l);
 			return log_error("out of memory");
