@@ -54,7 +54,7 @@ static const struct opt_def cartt_opts[] = {
 	{"cpu", OPT_INT, F(cpu), 0, CPULIST_MAX - 1, NULL, NULL,
 	 "CPU of the put/measure thread (default: the first CPU of our affinity mask)"},
 	{"policy", OPT_ENUM, F(policy), 0, 0, "fifo", rt_policy_names,
-	 "scheduling policy of the put thread (libca's threads are created at the same priority)"},
+	 "scheduling policy of the put thread"},
 	{"priority", OPT_INT, F(priority), 1, 99, "80", NULL, "RT priority of the put thread"},
 	{"duration", OPT_DURATION, F(duration_ns), NS_PER_MS, 365 * 24 * 3600 * NS_PER_S, "10s", NULL,
 	 "measured time after warm-up (puts = duration x rate)"},
@@ -293,17 +293,12 @@ static void cartt_cleanup(struct cartt *t)
 	free(t);
 }
 
-/* CA context created at the put thread's policy/priority, so libca's threads
- * (created now) get it too; then the main thread returns to SCHED_OTHER. */
+/* The preemptive CA context (libca's threads keep libca's own priorities, as
+ * in any CA client: as root SCHED_FIFO 1-10), the channels, the start value
+ * and the monitor. */
 static int cartt_connect(struct cartt *t, char *err, size_t len)
 {
-	struct sched_param sp = {.sched_priority = t->rt.policy == RT_OTHER ? 0 : t->rt.priority}, sp0 = {0};
-	if (t->rt.policy != RT_OTHER)
-		pthread_setschedparam(pthread_self(), rt_sched_policy(t->rt.policy), &sp);
-	int rc = cau_context(true, err, len);
-	if (t->rt.policy != RT_OTHER)
-		pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp0);
-	if (rc)
+	if (cau_context(true, err, len))
 		return -1;
 	t->cactx = ca_current_context();
 	double tmo = (double)t->cfg.timeout_ns / NS_PER_S;
