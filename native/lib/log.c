@@ -4,12 +4,14 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+const char *log_prog = LOG_PROG;
+
 /* Informational line: "rtqual-probe: <msg>". */
 void log_info(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	fprintf(stderr, LOG_PROG ": ");
+	fprintf(stderr, "%s: ", log_prog);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	va_end(ap);
@@ -20,7 +22,7 @@ int log_error(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	fprintf(stderr, LOG_PROG ": error: ");
+	fprintf(stderr, "%s: error: ", log_prog);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	va_end(ap);
@@ -32,7 +34,7 @@ int log_skip(const char *grant, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	fprintf(stderr, LOG_PROG ": skip: ");
+	fprintf(stderr, "%s: skip: ", log_prog);
 	vfprintf(stderr, fmt, ap);
 	fprintf(stderr, ". Grant: %s\n", grant);
 	va_end(ap);

@@ -1,5 +1,6 @@
 /* Option parsing driven by a probe's opt_def table. */
 #include "rtqual/opts.h"
+#include "rtqual/log.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -186,7 +187,7 @@ int opts_parse(const struct opt_def *defs, int n, void *cfg, int argc, char **ar
 /* Usage text from the table: option, metavar, help, range, default. */
 void opts_help(FILE *f, const char *probe, const char *summary, const struct opt_def *defs, int n)
 {
-	fprintf(f, "usage: rtqual-probe %s [options]\n%s\n\noptions:\n", probe, summary);
+	fprintf(f, "usage: %s %s [options]\n%s\n\noptions:\n", log_prog, probe, summary);
 	for (int i = 0; i < n; i++) {
 		const struct opt_def *d = &defs[i];
 		char left[64], extra[160] = "";

@@ -12,6 +12,8 @@ from rtqual.errors import EXIT_ERROR, EXIT_SKIP, RtqError
 from rtqual.procs import die_with_parent
 
 PROBE = "rtqual-probe"
+CA = "rtqual-ca"  # Channel Access tools over libca; built only with EPICS
+CA_PROBES = frozenset({"ca-rtt"})  # probes in rtqual-ca's table, not rtqual-probe's
 
 
 def probe_path() -> Path:
@@ -21,6 +23,21 @@ def probe_path() -> Path:
     if not (path.is_file() and os.access(path, os.X_OK)):
         raise RtqError(f"{PROBE} not found at {path}: reinstall rtqual (pip install .) or set RTQUAL_PROBE")
     return path
+
+
+def ca_path() -> Path:
+    """The installed rtqual-ca (inside the package, built when EPICS was found), or $RTQUAL_CA."""
+    override = os.environ.get("RTQUAL_CA")
+    path = Path(override) if override else Path(str(resources.files("rtqual"))) / "_bin" / CA
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        raise RtqError(f"{CA} not found at {path}: reinstall rtqual with epicscorelibs (pip install .) "
+                       "or set RTQUAL_CA", EXIT_SKIP)
+    return path
+
+
+def binary_for(probe: str) -> Path:
+    """The executable that runs `probe`: rtqual-ca for CA_PROBES, else rtqual-probe."""
+    return ca_path() if probe in CA_PROBES else probe_path()
 
 
 def epics_devsup() -> tuple[Path, Path]:
@@ -42,32 +59,41 @@ def probe_version() -> str:
 
 
 def probe_list() -> list[dict]:
-    """The probe table: name, supported, why_not, options."""
+    """The probe table: name, supported, why_not, options; then rtqual-ca's probes, if it is
+    built, each with "binary": "rtqual-ca"."""
     out = subprocess.run([probe_path(), "--list"], capture_output=True, text=True, timeout=10)
-    return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+    rows = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+    try:
+        ca = ca_path()
+    except RtqError:
+        return rows
+    out = subprocess.run([ca, "--list"], capture_output=True, text=True, timeout=10)
+    return rows + [{**json.loads(line), "binary": CA} for line in out.stdout.splitlines() if line.strip()]
 
 
 def check(probe: str, args: list[str]) -> None:
     """Validate options and privileges with `--check`; raise the probe's one-line message."""
-    out = subprocess.run([probe_path(), probe, "--check", *args], capture_output=True, text=True, timeout=30)
+    binary = binary_for(probe)
+    out = subprocess.run([binary, probe, "--check", *args], capture_output=True, text=True, timeout=30)
     if out.returncode in (EXIT_ERROR, EXIT_SKIP):
-        raise RtqError(_last_line(out.stderr) or f"{PROBE} {probe}: exit {out.returncode}", out.returncode)
+        raise RtqError(_last_line(out.stderr) or f"{binary.name} {probe}: exit {out.returncode}", out.returncode)
     if out.returncode != 0:
-        raise RtqError(f"{PROBE} {probe} --check failed (exit {out.returncode}): {_last_line(out.stderr)}")
+        raise RtqError(f"{binary.name} {probe} --check failed (exit {out.returncode}): {_last_line(out.stderr)}")
 
 
-def spawn(probe: str, args: list[str], stderr, preexec=None) -> subprocess.Popen:
+def spawn(probe: str, args: list[str], stderr, preexec=None, env: dict[str, str] | None = None) -> subprocess.Popen:
     """Start a probe in its own session (signals are forwarded by the runner); JSON Lines on stdout.
-    preexec runs in the child before exec (e.g. joining a cpuset)."""
+    preexec runs in the child before exec (e.g. joining a cpuset); env (default: ours) is the
+    child's environment, e.g. rtqual.epics.env.epics_env(...) for ca-rtt."""
     def setup():
         die_with_parent(signal.SIGTERM)  # the probe stops cleanly if rtqual is killed
         if preexec:
             preexec()
-    return subprocess.Popen([probe_path(), probe, *args], stdout=subprocess.PIPE, stderr=stderr,
+    return subprocess.Popen([binary_for(probe), probe, *args], stdout=subprocess.PIPE, stderr=stderr,
                             stdin=subprocess.DEVNULL, text=True, bufsize=1, start_new_session=True,
-                            preexec_fn=setup)
+                            preexec_fn=setup, env=env)
 
 
 def _last_line(text: str) -> str:
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    return lines[-1].removeprefix(f"{PROBE}: ") if lines else ""
+    return lines[-1].removeprefix(f"{PROBE}: ").removeprefix(f"{CA}: ") if lines else ""

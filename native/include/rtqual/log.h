@@ -3,6 +3,7 @@
 #define RTQUAL_LOG_H
 
 #define LOG_PROG "rtqual-probe"
+extern const char *log_prog; /* prefix of every line; LOG_PROG unless a driver sets it */
 
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

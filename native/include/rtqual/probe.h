@@ -1,5 +1,5 @@
 /* The probe registry: each probe is one C file filling one struct probe,
- * listed once in probes/table.c. main.c is the only driver. */
+ * listed once in probes/table.c. lib/driver.c is the only driver. */
 #ifndef RTQUAL_PROBE_H
 #define RTQUAL_PROBE_H
 
@@ -40,5 +40,9 @@ extern const struct probe probe_switch;
 extern const struct probe probe_rhealstone;
 extern const struct probe probe_iocresp;
 extern const struct probe *const probe_table[];
+
+/* The shared multi-call driver (lib/driver.c): --version, --list, PROBE --help,
+ * PROBE [--check] [options] over `table` (NULL-terminated); returns the exit code. */
+int driver_main(const char *prog, const struct probe *const *table, int argc, char **argv);
 
 #endif

@@ -1,0 +1,97 @@
+/* The multi-call driver shared by rtqual-probe and rtqual-ca: dispatches to a
+ * probe from a table and handles --version, --list, PROBE --help and PROBE
+ * --check. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rtqual/emit.h"
+#include "rtqual/log.h"
+#include "rtqual/probe.h"
+
+#ifndef RTQUAL_VERSION
+#define RTQUAL_VERSION "0.0.0"
+#endif
+
+/* Top-level usage and the probe names. */
+static void usage(FILE *f, const char *prog, const struct probe *const *table)
+{
+	fprintf(f, "usage: %s --version | --list | PROBE --help | PROBE [--check] [options]\nprobes:", prog);
+	for (int i = 0; table[i]; i++)
+		fprintf(f, " %s", table[i]->name);
+	fputc('\n', f);
+}
+
+/* One JSON line per probe: name, supported, why_not, options. */
+static int list_probes(const struct probe *const *table)
+{
+	struct jw w;
+	int rc = 0;
+	jw_init(&w);
+	for (int i = 0; table[i]; i++) {
+		const struct probe *p = table[i];
+		char why[256] = "";
+		bool ok = !p->supported || p->supported(why, sizeof(why));
+		jw_obj_begin(&w, NULL);
+		jw_str(&w, "name", p->name);
+		jw_str(&w, "summary", p->summary);
+		jw_bool(&w, "supported", ok);
+		jw_str(&w, "why_not", ok ? NULL : why);
+		opts_json(&w, "options", p->opts, p->nopts);
+		jw_obj_end(&w);
+		if (jw_write_line(&w, 1) != 0)
+			rc = log_error("writing --list output failed");
+	}
+	jw_free(&w);
+	return rc;
+}
+
+/* Dispatch: global flags, then PROBE [--help] [--check] [options]. `prog`
+ * names the executable in messages (log_prog is set to it). */
+int driver_main(const char *prog, const struct probe *const *table, int argc, char **argv)
+{
+	log_prog = prog;
+	if (argc < 2) {
+		usage(stderr, prog, table);
+		return 1;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("%s %s\n", prog, RTQUAL_VERSION);
+		return 0;
+	}
+	if (strcmp(argv[1], "--list") == 0)
+		return list_probes(table);
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		usage(stdout, prog, table);
+		return 0;
+	}
+	const struct probe *p = NULL;
+	for (int i = 0; table[i]; i++)
+		if (strcmp(table[i]->name, argv[1]) == 0)
+			p = table[i];
+	if (!p)
+		return log_error("unknown probe '%s' (%s --list shows them)", argv[1], prog);
+
+	struct probe_args a = {.argc = argc, .argv = argv, .opt_argv = calloc((size_t)argc, sizeof(char *))};
+	if (!a.opt_argv)
+		return log_error("out of memory");
+	for (int i = 2; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			opts_help(stdout, p->name, p->summary, p->opts, p->nopts);
+			free(a.opt_argv);
+			return 0;
+		}
+		if (strcmp(argv[i], "--check") == 0)
+			a.check = true;
+		else
+			a.opt_argv[a.opt_argc++] = argv[i];
+	}
+	char why[256] = "";
+	int rc;
+	if (p->supported && !p->supported(why, sizeof(why)))
+		rc = log_skip("a host where it is supported", "%s: %s", p->name, why);
+	else
+		rc = p->run(&a);
+	free(a.opt_argv);
+	return rc;
+}
