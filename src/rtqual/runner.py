@@ -90,7 +90,7 @@ def run_case(case: dict, bundle: Bundle, display, guard: Interrupted, cond: Cond
             try:
                 with service(d) if service else nullcontext() as service_info:
                     stream, exit_code, stderr_last = _measure(case, d, display, guard, loads,
-                                                              cond.cpusets.get("probe"))
+                                                              cond.cpusets.get("probe"), getattr(service, "env", None))
             except RtqError as e:
                 if not service:
                     raise
@@ -129,13 +129,14 @@ def _settle(case: dict, loads: LoadSet, guard: Interrupted) -> None:
         time.sleep(min(0.1, max(end - time.monotonic(), 0)))
 
 
-def _measure(case: dict, d, display, guard: Interrupted, loads: LoadSet, cpuset=None) -> tuple[Stream, int, str]:
-    """Run the probe (inside the probe cpuset if any), keeping its stream verbatim; a load dying
-    mid-case stops the probe early."""
+def _measure(case: dict, d, display, guard: Interrupted, loads: LoadSet, cpuset=None,
+             env: dict | None = None) -> tuple[Stream, int, str]:
+    """Run the probe (inside the probe cpuset if any, with the service's env if any), keeping its
+    stream verbatim; a load dying mid-case stops the probe early."""
     stream = Stream()
     with open(d / "probe.stderr", "w") as err, open(d / "stream.jsonl", "w", buffering=1) as log:
         join = (lambda: cpuset.add_pid(os.getpid())) if cpuset else None  # before the probe pins its threads
-        proc = _native.spawn(case["probe"], case["args"], err, preexec=join)
+        proc = _native.spawn(case["probe"], case["args"], err, preexec=join, env=env)
         guard.proc = proc
         try:
             for line in proc.stdout:

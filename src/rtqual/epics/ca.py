@@ -170,12 +170,13 @@ class CaLoad:
 
     def __init__(self, prefix: str, records: int, put_rate_hz: int, monitor: bool = True,
                  env: dict[str, str] | None = None, timeout: float = 30.0):
-        if records < 1 or put_rate_hz < 1:
-            raise RtqError(f"CA load: records ({records}) and put rate ({put_rate_hz} Hz) must be >= 1")
+        if records < 1 or put_rate_hz < 0 or not (put_rate_hz or monitor):
+            raise RtqError(f"CA load: {records} records, put rate {put_rate_hz} Hz, monitor {monitor}: want "
+                           "records >= 1 and a put client (rate >= 1 Hz) or a monitor")
         self.prefix, self.records, self.put_rate_hz, self.timeout = prefix, records, put_rate_hz, timeout
         common = ["--prefix", prefix, "--records", str(records), "--timeout", f"{int(timeout * 1000)}ms"]
         env = epics_env.epics_env(env)
-        self.put = CaProcess(["put", *common, "--rate", str(put_rate_hz)], env)
+        self.put = CaProcess(["put", *common, "--rate", str(put_rate_hz)], env) if put_rate_hz else None
         self.monitor = CaProcess(["monitor", *common], env) if monitor else None
         self.codes: dict[str, int | None] = {}
 
@@ -183,7 +184,8 @@ class CaLoad:
         try:
             if self.monitor:
                 self.monitor.start(self.timeout + 10)
-            self.put.start(self.timeout + 10)
+            if self.put:
+                self.put.start(self.timeout + 10)
         except BaseException:
             self.stop()
             raise
@@ -196,10 +198,10 @@ class CaLoad:
                 self.codes[role] = p.stop()
 
     def result(self) -> dict:
-        """{"records": N, "put": put summary, "monitor": monitor summary or None} (achieved rates);
-        after stop()."""
-        put = self.put.summary()
-        if put is None:
+        """{"records": N, "put": put summary or None, "monitor": monitor summary or None} (achieved
+        rates); after stop()."""
+        put = self.put.summary() if self.put else None
+        if self.put and put is None:
             raise RtqError(f"rtqual-ca put gave no summary (exit {self.codes.get('put')}): {self.put.stderr_tail()}")
         mon = self.monitor.summary() if self.monitor else None
         if self.monitor and mon is None:

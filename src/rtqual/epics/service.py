@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
+from rtqual.epics.ca import CaLoad, Repeater, ca_db
 from rtqual.epics.ioc import Ioc
+from rtqual.errors import RtqError
 
 _POLICY = {0: "TS", 1: "FF", 2: "RR", 3: "B", 5: "IDL", 6: "DLN"}  # as ps -o cls
 
@@ -57,11 +59,13 @@ class IocService:
         self.spec = dict(spec)
         self.ioc = Ioc(preset=spec.get("preset", "kek"), mode=spec.get("mode", "callback"),
                        prio=spec.get("ioc_priority", 90), workdir=tempfile.mkdtemp(prefix="rtqual-ioc-"),
+                       extra_db=ca_db(spec.get("records") or 0, spec.get("scan") or ".1 second"),
                        **{k: spec[s] for k, s in (("cpus", "ioc_cpus"), ("rtprio", "ioc_rtprio"),
                                                    ("reader_cpu", "reader_cpu")) if spec.get(s) is not None})
         self.ioc._own_dir = True  # remove the temp folder at stop
         for fifo in (self.ioc.fifo_in, self.ioc.fifo_out):
             os.mkfifo(fifo, 0o600)
+        self.env = self.ioc.env  # the probe's too: a CA client (ca-rtt) finds the IOC on loopback
 
     def resolve(self, args: list[str]) -> list[str]:
         """The probe's options with the IOC's macros filled in."""
@@ -79,17 +83,28 @@ class IocService:
             self.ioc.log = Path(case_dir) / "ioc.stderr"
             info = {"preset": self.ioc.preset, "mode": self.ioc.mode, "reader_priority": self.ioc.prio,
                     "prefix": self.ioc.prefix}
-            try:
-                self.ioc.start()
-                r = self.ioc.ready
-                info.update({"pid": r.get("pid"), "epics_version": r.get("epics_version"),
-                             "epicscorelibs": r.get("epicscorelibs"), "ca_server_port": r.get("ca_server_port"),
-                             "rtprio": r.get("rtprio"), "reader_cpu": r.get("reader_cpu")})
-                info.update(ioc_process_facts(self.ioc.proc.pid))
-                yield info
-                info["alive_at_end"] = self.ioc.alive()
-            finally:
-                info["exit_code"] = self.ioc.stop()
+            spec, load = self.spec, None
+            with ExitStack() as clients:
+                try:
+                    self.ioc.start()
+                    r = self.ioc.ready
+                    info.update({k: r.get(k) for k in ("pid", "epics_version", "epicscorelibs", "ca_server_port",
+                                                       "rtprio", "reader_cpu")})
+                    info.update(ioc_process_facts(self.ioc.proc.pid))
+                    clients.enter_context(Repeater(self.ioc.env))  # epicscorelibs ships no caRepeater
+                    if spec.get("records") and (spec.get("put_rate") or spec.get("ca_monitor")):
+                        load = clients.enter_context(CaLoad(self.ioc.prefix, spec["records"], spec.get("put_rate", 0),
+                                                            bool(spec.get("ca_monitor")), env=self.ioc.env))
+                    yield info
+                    info["alive_at_end"] = self.ioc.alive()
+                finally:
+                    clients.close()  # the CA clients first, while the IOC still serves them
+                    if load:
+                        try:
+                            info["ca_load"] = load.result()
+                        except RtqError as e:
+                            info["ca_load"] = {"records": spec["records"], "error": str(e)}
+                    info["exit_code"] = self.ioc.stop()
         return running()
 
     def discard(self) -> None:

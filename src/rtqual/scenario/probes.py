@@ -194,38 +194,41 @@ IOC_PARAMS = {
     "scan": Field("enum", "CA load: scan period of the load records", EPICS_SCANS, default=".1 second"),
     "put_rate": Field("int", "CA load: puts per second by the put client, round-robin over the records (0: no put client)",
                       lo=0, hi=1_000_000, default=1000),
-    "monitor": Field("enum", "CA load: a client monitoring every load record", ("yes", "no"), default="yes"),
+    "ca_monitor": Field("enum", "CA load: a client monitoring every load record", ("yes", "no"), default="yes"),
 }
 
 
 def ioc_service(p: dict) -> dict:
     """The IOC service spec of a case (rtqual.epics.service.IocService takes it)."""
     spec = {"type": "ioc", **{k: p.get(k) for k in IOC_PARAMS}}
-    spec["monitor"] = p.get("monitor") == "yes"
+    spec["ca_monitor"] = p.get("ca_monitor") == "yes"
     return spec
 
 
 def with_ioc(base: Probe, name: str, help: str, fixed: dict, label: Callable[[dict], str],
-             optional_service: str | None = None) -> Probe:
+             external: str | None = None) -> Probe:
     """A native probe run against rtqual's IOC: the IOC's parameters added to the probe's, the probe's
-    `fixed` options filled with the IOC's macros. With optional_service, giving that option means an
-    external IOC: no service is started."""
-    params = {k: f for k, f in base.params.items() if k not in fixed}
+    `fixed` options filled with the IOC's macros. With `external` (an option of `fixed`), giving that
+    option means the user's own IOC: no service is started and the IOC's parameters are ignored."""
+    params = {k: f for k, f in base.params.items() if k not in fixed or external}
     params.update(IOC_PARAMS)
     params.update(REQUIREMENTS)
 
+    def own_ioc(p: dict) -> bool:
+        return not (external and p.get(external))
+
     def build(p: dict) -> tuple[list[str], dict, dict]:
-        own = {k: v for k, v in p.items() if k in base.params}
-        external = optional_service and p.get(optional_service)
-        args, case_params, req = base.build({**fixed, **own} if not external else own)
+        own = {k: v for k, v in p.items() if k in base.params and v is not None}
+        if not own_ioc(p):
+            return base.build(own)
+        args, case_params, req = base.build({**fixed, **own})
         for k in fixed:
             case_params.pop(k, None)
-        if not external:
-            case_params.update({k: v for k, v in ioc_service(p).items() if k != "type"})
+        case_params.update({k: v for k, v in ioc_service(p).items() if k != "type"})
         return args, case_params, req
 
     def service(p: dict) -> dict | None:
-        return None if optional_service and p.get(optional_service) else ioc_service(p)
+        return ioc_service(p) if own_ioc(p) else None
 
     def time_ns(case_params: dict) -> int:
         return base.time_ns(case_params) + 2 * S  # the IOC starts in about a second
@@ -235,9 +238,17 @@ def with_ioc(base: Probe, name: str, help: str, fixed: dict, label: Callable[[di
                  native=base.native or base.name)
 
 
+def _load_text(c: dict) -> str:
+    return f" +{c['records']} records CA load" if c.get("records") else ""
+
+
 def ioc_label(c: dict) -> str:
-    load = f" +{c['records']} records CA load" if c.get("records") else ""
-    return f"ioc {c['preset']} {c['mode']} {c['rate']} Hz{load}"
+    return f"ioc {c['preset']} {c['mode']} {c['rate']} Hz{_load_text(c)}"
+
+
+def ca_rtt_label(c: dict) -> str:
+    where = f"PV {c['put']}" if c.get("put") else "rtqual IOC"
+    return f"ca-rtt {c['rate']} Hz {where}{_load_text(c)}"
 
 
 def _ioc_probes(native: dict[str, Probe]) -> dict[str, Probe]:
@@ -246,6 +257,10 @@ def _ioc_probes(native: dict[str, Probe]) -> dict[str, Probe]:
         out["ioc"] = with_ioc(native["iocresp"], "ioc", "EPICS IOC response latency: stimulus -> bi -> (chain) "
                               "-> bo -> response, total and per stage", {"in": "$(IOC_IN)", "out": "$(IOC_OUT)"},
                               ioc_label)
+    if "ca-rtt" in native:  # rtqual-ca's probe: without --put it measures through rtqual's own IOC
+        out["ca-rtt"] = with_ioc(native["ca-rtt"], "ca-rtt", "Channel Access put -> monitor round trip through an "
+                                 "IOC (rtqual's own unless --put names a PV)",
+                                 {"put": "$(P)rtt:put", "monitor": "$(P)rtt:echo"}, ca_rtt_label, external="put")
     return out
 
 
@@ -255,7 +270,7 @@ PROBES: dict[str, Probe] = {
                    exclusive=(("duration", "loops"),), build=timer_build, label=timer_label, label_keys=("interval",),
                    time_ns=timer_time_ns, scale=timer_scale),
     **_NATIVE,
-    **_ioc_probes(_NATIVE),
+    **_ioc_probes(_NATIVE),  # replaces the native ca-rtt with the one that starts an IOC
 }
 
 
