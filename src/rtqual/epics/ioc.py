@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import select
 import shutil
@@ -239,6 +240,8 @@ class Ioc:
         self.cpus = ",".join(map(str, cpus)) if isinstance(cpus, (list, tuple)) else cpus
         self.rtprio, self.reader_cpu = rtprio, reader_cpu
         self.gpio_in, self.gpio_out = gpio_in, gpio_out
+        if prefix is not None and not re.fullmatch(r"[A-Za-z0-9_:.;<>\[\]+-]{1,40}", prefix):
+            raise RtqError(f"IOC prefix {prefix!r}: 1-40 characters of A-Z a-z 0-9 _ : . ; < > [ ] + -")
         self.prefix = prefix or random_prefix()
         self.env = epics_env.epics_env(env)
         self._own_dir = workdir is None

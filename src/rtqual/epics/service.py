@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
+from rtqual.bundle import write_json
 from rtqual.epics.ca import CaLoad, Repeater, ca_db
 from rtqual.epics.ioc import Ioc
 from rtqual.errors import RtqError
@@ -60,6 +62,7 @@ class IocService:
         self.ioc = Ioc(preset=spec.get("preset", "kek"), mode=spec.get("mode", "callback"),
                        prio=spec.get("ioc_priority", 90), workdir=tempfile.mkdtemp(prefix="rtqual-ioc-"),
                        extra_db=ca_db(spec.get("records") or 0, spec.get("scan") or ".1 second"),
+                       prefix=spec.get("ioc_prefix"),
                        **{k: spec[s] for k, s in (("cpus", "ioc_cpus"), ("rtprio", "ioc_rtprio"),
                                                    ("reader_cpu", "reader_cpu")) if spec.get(s) is not None})
         self.ioc._own_dir = True  # remove the temp folder at stop
@@ -82,7 +85,7 @@ class IocService:
         def running():
             self.ioc.log = Path(case_dir) / "ioc.stderr"
             info = {"preset": self.ioc.preset, "mode": self.ioc.mode, "reader_priority": self.ioc.prio,
-                    "prefix": self.ioc.prefix}
+                    "prefix": self.ioc.prefix, "spec": {k: v for k, v in self.spec.items() if k != "type"}}
             spec, load = self.spec, None
             with ExitStack() as clients:
                 try:
@@ -91,6 +94,11 @@ class IocService:
                     info.update({k: r.get(k) for k in ("pid", "epics_version", "epicscorelibs", "ca_server_port",
                                                        "rtprio", "reader_cpu")})
                     info.update(ioc_process_facts(self.ioc.proc.pid))
+                    write_json(Path(case_dir) / "ioc.json", info)  # for CA clients and displays while it runs
+                    print(f"rtqual: IOC {self.ioc.prefix} serving CA on "
+                          f"{self.ioc.env.get('EPICS_CAS_INTF_ADDR_LIST')}:{info['ca_server_port']} "
+                          f"(operator PVs {self.ioc.prefix}stat:N, {self.ioc.prefix}lat:total:median, ...; "
+                          f"display rtqual/epics/rtqual.bob P={self.ioc.prefix})", file=sys.stderr, flush=True)
                     clients.enter_context(Repeater(self.ioc.env))  # epicscorelibs ships no caRepeater
                     if spec.get("records") and (spec.get("put_rate") or spec.get("ca_monitor")):
                         load = clients.enter_context(CaLoad(self.ioc.prefix, spec["records"], spec.get("put_rate", 0),

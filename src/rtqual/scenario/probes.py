@@ -184,6 +184,7 @@ IOC_PARAMS = {
                     ("kek", "aps"), default="kek"),
     "mode": Field("enum", "process the records in the callback thread (scanIoRequest) or in the reader thread "
                           "(scanIoImmediate)", ("callback", "immediate"), default="callback"),
+    "ioc_prefix": Field("str", "PV prefix of the IOC's records (default: rtq<random hex>:, new each case)"),
     "ioc_priority": Field("int", "EPICS priority (0-99) of the IOC's input reader thread", lo=0, hi=99, default=90),
     "ioc_rtprio": Field("int", "run the IOC process SCHED_FIFO at this priority, like chrt -f (default: as rtqual runs)",
                         lo=1, hi=99),

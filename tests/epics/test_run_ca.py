@@ -1,0 +1,152 @@
+"""The CLI around rtqual's IOC: the APS CA load, `rtqual run ca-rtt`, the IOC presets, and an
+independent CA client (pyepics) using the operator PVs while `rtqual run ioc` measures."""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.epics
+
+if importlib.util.find_spec("epicscorelibs") is None:
+    pytest.skip("epicscorelibs is not importable (pip install epicscorelibs, or pip install .)",
+                allow_module_level=True)
+
+from rtqual import _native  # noqa: E402
+from rtqual.epics import env as epics_env  # noqa: E402
+from rtqual.errors import RtqError  # noqa: E402
+
+try:
+    _native.epics_devsup()
+    _native.ca_path()
+except RtqError as e:
+    pytest.skip(f"rtqual's EPICS parts are not built: {e}", allow_module_level=True)
+
+from caclient import CaClient  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+needs_pyepics = pytest.mark.skipif(importlib.util.find_spec("epics") is None,
+                                   reason="pyepics not installed (pip install .[test])")
+
+
+def rtqual(*args, timeout=180):
+    return subprocess.run([sys.executable, "-m", "rtqual", *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def processes_naming(text: str) -> list[int]:
+    """Pids whose command line contains `text` (an IOC prefix: the IOC's db path, the CA clients)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit() and int(d) != os.getpid():
+            try:
+                if text.encode() in open(f"/proc/{d}/cmdline", "rb").read():
+                    out.append(int(d))
+            except OSError:
+                pass
+    return out
+
+
+def results(out: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(out.glob("cases/*/result.json"))]
+
+
+def test_ioc_with_ca_load_records_achieved_rates_and_leaves_nothing(tmp_path):
+    out = tmp_path / "b"
+    p = rtqual("run", "ioc", "--preset", "aps", "--records", 50, "--put-rate", 200, "--scan", ".5 second",
+               "--duration", "2s", "--baseline", "0", "--ioc-prefix", "rtqtest1:", "--allow-degraded", "-o", out, "-q")
+    assert p.returncode == 0, p.stderr
+    (r,) = results(out)
+    load = r["ioc"]["ca_load"]
+    assert load["records"] == 50 and load["put"]["requested_rate_hz"] == 200
+    assert load["put"]["puts"] > 0 and load["put"]["errors"] == 0 and 0 < load["put"]["rate_hz"] <= 200 * 1.1
+    assert load["monitor"]["connected"] == 50 and load["monitor"]["events"] >= load["put"]["puts"] // 2
+    assert "CA load: 50 records, put" in p.stdout
+    assert "rtqual: IOC rtqtest1: serving CA on 127.0.0.1:" in p.stderr
+    assert processes_naming("rtqtest1:") == []
+
+
+def test_ca_rtt_through_rtquals_ioc(tmp_path):
+    out = tmp_path / "b"
+    p = rtqual("run", "ca-rtt", "--loops", 100, "--rate", 100, "--baseline", "0", "--allow-degraded",
+               "-o", out, "-q")
+    assert p.returncode == 0, p.stderr
+    (r,) = results(out)
+    assert r["probe"] == "ca-rtt" and r["stats"]["count"] == 100 and r["stats"]["min_ns"] > 0
+    assert r["params"]["put"].endswith("rtt:put") and r["params"]["monitor"].endswith("rtt:echo")
+    assert processes_naming(r["ioc"]["prefix"]) == []
+
+
+def test_ca_rtt_unknown_external_pv_is_one_clear_line(tmp_path):
+    env = epics_env.epics_env()  # loopback, and a port where no IOC listens
+    p = subprocess.run([sys.executable, "-m", "rtqual", "run", "ca-rtt", "--put", "nosuch:pv", "--loops", "5",
+                        "--timeout", "1s", "--baseline", "0", "--allow-degraded", "-o", str(tmp_path / "b"), "-q"],
+                       capture_output=True, text=True, timeout=60, env=env)
+    assert p.returncode == 1
+    (r,) = results(tmp_path / "b")
+    assert r["verdict"] == "error" and "nosuch:pv" in r["reason"] and "\n" not in r["reason"]
+
+
+@needs_pyepics
+def test_pyepics_reads_operator_pvs_and_sets_the_sample_count_during_a_run(tmp_path):
+    out = tmp_path / "b"
+    env = epics_env.epics_env()  # the run's IOC takes these ports; our client uses the same
+    p = subprocess.Popen([sys.executable, "-m", "rtqual", "run", "ioc", "--duration", "30s", "--rate", "200",
+                          "--baseline", "0", "--ioc-prefix", "rtqtest2:", "--allow-degraded", "-o", str(out), "-q"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    ca = None
+    try:
+        info = out / "cases" / "001-ioc" / "ioc.json"
+        deadline = time.monotonic() + 30
+        while not info.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert json.loads(info.read_text())["ca_server_port"] == env["EPICS_CA_SERVER_PORT"]
+        ca = CaClient(env)
+        assert ca.get("rtqtest2:stat:N") == 1000
+        ca.put("rtqtest2:stat:N", 10)
+        assert ca.get("rtqtest2:stat:N") == 10
+        deadline = time.monotonic() + 10
+        while (ca.get("rtqtest2:stat:count") or 0) < 50 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        lo, med, hi = (ca.get(f"rtqtest2:lat:total:{k}") for k in ("min", "median", "max"))
+        assert 0 < lo <= med <= hi
+    finally:
+        if ca:
+            ca.close()
+        p.send_signal(2)
+        p.communicate(timeout=60)
+    assert p.returncode == 4  # interrupted: inconclusive, the part measured kept
+    assert processes_naming("rtqtest2:") == []
+
+
+@pytest.mark.slow
+def test_aps_ioc_preset_prints_the_aps_table_with_achieved_load_rates(tmp_path):
+    out = tmp_path / "b"
+    p = rtqual("run", ROOT / "scenarios/aps-ioc-2010.toml", "--scale", "0.001", "-o", out, "-q", timeout=300)
+    assert p.returncode in (0, 2), p.stderr  # pass (or a requirement: none here)
+    assert "APS IOCcore on Coldfire" in p.stdout
+    for stage in ("wake", "dispatch", "chain", "return", "total"):
+        assert f"ioc 1000 records CA load callback: {stage}" in p.stdout
+    assert p.stdout.count("CA load: 1000 records, put") == 2
+    assert "vs timer baseline (case 001-timer-baseline" in p.stdout
+    rs = results(out)
+    assert [r["probe"] for r in rs] == ["timer", "iocresp", "iocresp", "iocresp"]
+    assert all(processes_naming(r["ioc"]["prefix"]) == [] for r in rs[1:])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="SCHED_FIFO for the IOC process needs root")
+def test_kek_ioc_preset_runs_the_ioc_at_fifo_90_idle_and_under_hackbench(tmp_path):
+    out = tmp_path / "b"
+    p = rtqual("run", ROOT / "scenarios/kek-rpi-ioc-2020.toml", "--scale", "0.001", "-o", out, "-q", timeout=300)
+    assert p.returncode == 0, p.stderr
+    rs = results(out)
+    assert [r["label"] for r in rs] == ["timer baseline idle", "timer baseline hackbench", "ioc 25 Hz idle",
+                                        "ioc 25 Hz hackbench"]
+    for r in rs[2:]:
+        assert r["ioc"]["rtprio"] == 90 and r["params"]["rate_hz"] == 25 and r["ioc"]["preset"] == "kek"
+    assert rs[3]["loads"] and rs[3]["loads"][0]["type"] == "hackbench"
