@@ -1,5 +1,6 @@
-"""Process lifetime helpers shared by the probe spawner and the load drivers."""
+"""Process lifetime helpers shared by the probe spawner, the load drivers, the IOC and the CA clients."""
 import ctypes
+import os
 import signal
 
 _PR_SET_PDEATHSIG = 1
@@ -10,3 +11,12 @@ def die_with_parent(sig: int = signal.SIGTERM) -> None:
     """In a preexec_fn: the child gets `sig` when rtqual dies, even by SIGKILL, so no probe or
     load outlives the run that started it (processes the child forks later are the load's own)."""
     _libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+
+
+def signal_group(pgid: int, sig: int) -> None:
+    """Send `sig` to a process group (our children run in their own sessions: pgid == pid);
+    a group already gone, or not ours, is not an error."""
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass

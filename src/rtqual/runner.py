@@ -22,6 +22,7 @@ from rtqual.errors import EXIT_ERROR, EXIT_INCONCLUSIVE, EXIT_SKIP, RtqError
 from rtqual.hist import Histogram
 from rtqual.host.sampler import Sampler, read_samples, rt_tasks, summarize as summarize_samples
 from rtqual.loads import LoadSet, make_load
+from rtqual.procs import signal_group
 from rtqual.stream import Stream
 from rtqual.units import format_ns
 
@@ -58,10 +59,7 @@ class Interrupted:
 
 
 def _signal_group(proc: subprocess.Popen, sig: int) -> None:
-    try:
-        os.killpg(proc.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
+    signal_group(proc.pid, sig)
 
 
 def run_case(case: dict, bundle: Bundle, display, guard: Interrupted, cond: Conditions | None = None) -> dict:

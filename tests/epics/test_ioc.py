@@ -1,39 +1,19 @@
 """A real EPICS 7 IOC (epicscorelibs) with rtqual's device support, on loopback."""
-import importlib.util
-import os
 import socket
 import subprocess
 import sys
 
 import pytest
 
-pytestmark = pytest.mark.epics
 
-if importlib.util.find_spec("epicscorelibs") is None:
-    pytest.skip("epicscorelibs is not importable (pip install epicscorelibs, or pip install .)",
-                allow_module_level=True)
+from rtqual.epics import env as epics_env
+from rtqual.epics.ioc import Ioc, make_db
+from rtqual.errors import RtqError
 
-from rtqual import _native  # noqa: E402
-from rtqual.epics import env as epics_env  # noqa: E402
-from rtqual.epics.ioc import Ioc, make_db  # noqa: E402
-from rtqual.errors import RtqError  # noqa: E402
-
-try:
-    _native.epics_devsup()
-except RtqError as e:
-    pytest.skip(f"rtqual's EPICS device support is not built: {e}", allow_module_level=True)
-
-needs_pyepics = pytest.mark.skipif(importlib.util.find_spec("epics") is None,
-                                   reason="pyepics not installed (pip install .[test])")
+from helpers import gone, needs_pyepics
 
 
-def gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    # a zombie would still answer; ours are reaped by Ioc.stop
-    return False
+
 
 
 @pytest.fixture(params=[("kek", "callback"), ("aps", "callback"), ("aps", "immediate")],

@@ -1,6 +1,5 @@
 """The operator view inside the IOC (latency statistics as records, read over CA), the Phoebus
 display, IOC CPU affinity / SCHED_FIFO, and GPIO lines refused cleanly without hardware."""
-import importlib.util
 import os
 import re
 import shutil
@@ -13,27 +12,15 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.epics
 
-if importlib.util.find_spec("epicscorelibs") is None:
-    pytest.skip("epicscorelibs is not importable (pip install epicscorelibs, or pip install .)",
-                allow_module_level=True)
+from rtqual.epics.ioc import OPERATOR_PVS, STAGES, Ioc, make_db
+from rtqual.epics.service import ioc_threads
+from rtqual.errors import RtqError
 
-from rtqual import _native  # noqa: E402
-from rtqual.epics.ioc import OPERATOR_PVS, STAGES, Ioc, make_db  # noqa: E402
-from rtqual.epics.service import ioc_threads  # noqa: E402
-from rtqual.errors import RtqError  # noqa: E402
 
-try:
-    _native.epics_devsup()
-except RtqError as e:
-    pytest.skip(f"rtqual's EPICS device support is not built: {e}", allow_module_level=True)
-
-needs_pyepics = pytest.mark.skipif(importlib.util.find_spec("epics") is None,
-                                   reason="pyepics not installed (pip install .[test])")
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (SCHED_FIFO)")
 
-from caclient import CaClient  # noqa: E402
+from helpers import CaClient, needs_pyepics
 
 
 def scalar(v):

@@ -1,6 +1,5 @@
 """The CLI around rtqual's IOC: the APS CA load, `rtqual run ca-rtt`, the IOC presets, and an
 independent CA client (pyepics) using the operator PVs while `rtqual run ioc` measures."""
-import importlib.util
 import json
 import os
 import subprocess
@@ -10,32 +9,14 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.epics
 
-if importlib.util.find_spec("epicscorelibs") is None:
-    pytest.skip("epicscorelibs is not importable (pip install epicscorelibs, or pip install .)",
-                allow_module_level=True)
+from rtqual.epics import env as epics_env
 
-from rtqual import _native  # noqa: E402
-from rtqual.epics import env as epics_env  # noqa: E402
-from rtqual.errors import RtqError  # noqa: E402
 
-try:
-    _native.epics_devsup()
-    _native.ca_path()
-except RtqError as e:
-    pytest.skip(f"rtqual's EPICS parts are not built: {e}", allow_module_level=True)
-
-from caclient import CaClient  # noqa: E402
+from helpers import CaClient, needs_pyepics, rtqual
 
 ROOT = Path(__file__).resolve().parents[2]
-needs_pyepics = pytest.mark.skipif(importlib.util.find_spec("epics") is None,
-                                   reason="pyepics not installed (pip install .[test])")
 
-
-def rtqual(*args, timeout=180):
-    return subprocess.run([sys.executable, "-m", "rtqual", *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout)
 
 
 def processes_naming(text: str) -> list[int]:

@@ -1,5 +1,4 @@
 """`rtqual run ioc`: the iocresp harness against a real IOC the runner starts and always stops."""
-import importlib.util
 import json
 import os
 import subprocess
@@ -7,32 +6,13 @@ import sys
 
 import pytest
 
-pytestmark = pytest.mark.epics
 
-if importlib.util.find_spec("epicscorelibs") is None:
-    pytest.skip("epicscorelibs is not importable (pip install epicscorelibs, or pip install .)",
-                allow_module_level=True)
+from rtqual.report import stage_table
 
-from rtqual import _native  # noqa: E402
-from rtqual.errors import RtqError  # noqa: E402
-from rtqual.report import stage_table  # noqa: E402
-
-try:
-    _native.epics_devsup()
-except RtqError as e:
-    pytest.skip(f"rtqual's EPICS device support is not built: {e}", allow_module_level=True)
+from helpers import gone, rtqual
 
 
-def rtqual(*args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "rtqual", *args], capture_output=True, text=True, timeout=timeout)
 
-
-def gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
 
 
 # (preset, mode, timer baseline): the IOC case is 002-ioc after a baseline, else 001-ioc.

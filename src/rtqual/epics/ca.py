@@ -22,7 +22,7 @@ import time
 from rtqual import _native
 from rtqual.epics import env as epics_env
 from rtqual.errors import RtqError
-from rtqual.procs import die_with_parent
+from rtqual.procs import die_with_parent, signal_group
 
 LOAD_RECORD = "load:%04d"   # $(P)load:0000 ... (rtqual-ca put/monitor use the same names)
 RTT_PUT = "rtt:put"         # ca-rtt: rtqual-ca ca-rtt --put $(P)rtt:put --monitor $(P)rtt:echo
@@ -134,12 +134,12 @@ class CaProcess:
         pgid = self.proc.pid  # own session: pgid == pid
         try:
             if self.proc.poll() is None:
-                _killpg(pgid, signal.SIGINT)
+                signal_group(pgid, signal.SIGINT)
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline and self._read(deadline - time.monotonic()):
                 pass
         finally:
-            _killpg(pgid, signal.SIGKILL)
+            signal_group(pgid, signal.SIGKILL)
             rc = self.proc.wait()
             self.proc.stdout.close()
             self.stderr = self._stderr_text()
@@ -214,10 +214,3 @@ class CaLoad:
 
     def __exit__(self, *exc) -> None:
         self.stop()
-
-
-def _killpg(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from rtqual.epics import env as epics_env
 from rtqual.errors import RtqError
-from rtqual.procs import die_with_parent
+from rtqual.procs import die_with_parent, signal_group
 
 PRESETS = ("kek", "aps")
 RESPONSE = struct.Struct("=4q")  # t_stim, t_wake, t_process, t_out (ns, CLOCK_MONOTONIC)
@@ -328,12 +328,12 @@ class Ioc:
         if self.proc is not None:
             pgid = self.proc.pid  # its own session: pgid == pid
             if self.proc.poll() is None:
-                _killpg(pgid, signal.SIGINT)
+                signal_group(pgid, signal.SIGINT)
                 try:
                     self.proc.wait(timeout)
                 except subprocess.TimeoutExpired:
                     pass
-            _killpg(pgid, signal.SIGKILL)  # anything left in the group
+            signal_group(pgid, signal.SIGKILL)  # anything left in the group
             rc = self.proc.wait()
             if self.proc.stdout:
                 self.proc.stdout.close()
@@ -371,10 +371,3 @@ class Ioc:
                 out.append(RESPONSE.unpack_from(self._buf))
                 self._buf = self._buf[RESPONSE.size:]
         return out
-
-
-def _killpg(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass

@@ -1,8 +1,31 @@
-"""An independent CA client for tests: pyepics in its own process, with the env it is given
-(loopback and the IOC's ports, from Ioc.env or rtqual.epics.env.epics_env)."""
+"""Helpers of the EPICS tests: an independent CA client (pyepics in its own process, with the
+env it is given: loopback and the IOC's ports, from Ioc.env or rtqual.epics.env.epics_env), and
+process checks."""
+import importlib.util
 import json
+import os
 import subprocess
 import sys
+
+import pytest
+
+needs_pyepics = pytest.mark.skipif(importlib.util.find_spec("epics") is None,
+                                   reason="pyepics not installed (pip install .[test])")
+
+
+def rtqual(*args, timeout=180) -> subprocess.CompletedProcess:
+    """The installed rtqual CLI, as a user runs it."""
+    return subprocess.run([sys.executable, "-m", "rtqual", *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def gone(pid: int) -> bool:
+    """The process no longer exists (ours are reaped by their stop(), so no zombie answers)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
 
 # A CA client in its own process (loopback env and the IOC's ports from ioc.env): one JSON
 # request per line on stdin, one JSON answer per line on stdout.
