@@ -72,20 +72,30 @@ def test_ca_rtt_unknown_external_pv_is_one_clear_line(tmp_path):
     assert r["verdict"] == "error" and "nosuch:pv" in r["reason"] and "\n" not in r["reason"]
 
 
+def without_epics_vars() -> dict:
+    return {k: v for k, v in os.environ.items() if not k.startswith("EPICS_")}
+
+
 @needs_pyepics
 def test_pyepics_reads_operator_pvs_and_sets_the_sample_count_during_a_run(tmp_path):
     out = tmp_path / "b"
-    env = epics_env.epics_env()  # the run's IOC takes these ports; our client uses the same
     p = subprocess.Popen([sys.executable, "-m", "rtqual", "run", "ioc", "--duration", "30s", "--rate", "200",
-                          "--baseline", "0", "--ioc-prefix", "rtqtest2:", "--allow-degraded", "-o", str(out), "-q"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                          "--records", "20", "--put-rate", "50", "--baseline", "0", "--ioc-prefix", "rtqtest2:",
+                          "--allow-degraded", "-o", str(out), "-q"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=without_epics_vars())
     ca = None
     try:
         info = out / "cases" / "001-ioc" / "ioc.json"
         deadline = time.monotonic() + 30
         while not info.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert json.loads(info.read_text())["ca_server_port"] == env["EPICS_CA_SERVER_PORT"]
+        env = epics_env.epics_env(ports=False) | {"EPICS_CA_SERVER_PORT": json.loads(info.read_text())["ca_server_port"]}
+        # the IOC, the repeater and both load clients: loopback set in code, not by our shell
+        procs = set(processes_naming("rtqtest2:") + processes_naming("rtqual-ca\0repeater")) - {p.pid}
+        assert len(procs) == 4
+        for pid in procs:
+            environ = dict(kv.split("=", 1) for kv in open(f"/proc/{pid}/environ").read().split("\0") if "=" in kv)
+            assert {k: environ.get(k) for k in epics_env.LOOPBACK} == epics_env.LOOPBACK, pid
         ca = CaClient(env)
         assert ca.get("rtqtest2:stat:N") == 1000
         ca.put("rtqtest2:stat:N", 10)
