@@ -155,7 +155,8 @@ def plan_text(cases: list[dict], title: str | None = None) -> str:
     rows = []
     for c in cases:
         p = c["params"]
-        interval = format_duration(p["interval_ns"]) if "interval_ns" in p else "-"
+        interval = format_duration(p["interval_ns"]) if "interval_ns" in p else \
+            format_duration(S // p["rate"]) if p.get("rate") else "-"  # stimulus probes: the period
         duration = f"{p['loops']} loops" if p.get("loops") else \
             format_duration(p["duration_ns"]) if "duration_ns" in p else "-"
         rows.append([c["id"], c["label"], c["probe"], ", ".join(c.get("load_names", [])) or IDLE,
