@@ -124,9 +124,14 @@ def add_probe_parser(run_sub, name: str, probe) -> None:
     return sp
 
 
+def _given(value) -> bool:
+    """An option the user gave: not left at None, a flag not False (a given 0 counts)."""
+    return value is not None and value is not False
+
+
 def probe_options_case(name: str, a) -> dict:
     """Validate a native probe's options with its table and make the case."""
-    given = {k: getattr(a, k) for k in PROBES[name].params if getattr(a, k, None) not in (None, False)}
+    given = {k: getattr(a, k) for k in PROBES[name].params if _given(getattr(a, k, None))}
     params = check_params(name, given, "", name_of=lambda k: "--" + k.replace("_", "-"))
     return probe_case(name, params, online_cpus(), f"001-{name}")
 
@@ -137,7 +142,7 @@ def timer_case(a) -> dict:
            "duration": None if a.loops is not None else a.duration, "loops": a.loops, "warmup": a.warmup,
            "threshold": a.threshold, "max_latency": a.max_latency, "p99_latency": a.p99_latency,
            "no_dma_latency": a.no_dma_latency, "allow_degraded": a.allow_degraded}
-    params = check_params("timer", {k: v for k, v in raw.items() if v not in (None, False)}, "",
+    params = check_params("timer", {k: v for k, v in raw.items() if _given(v)}, "",
                           name_of=lambda k: "--" + k.replace("_", "-"))
     if a.cpus:
         parse_cpulist(a.cpus)  # every CPU asked for must be online here

@@ -3,6 +3,8 @@ import pytest
 
 from conftest import needs_probe
 
+from rtqual.errors import RtqError
+
 
 @pytest.mark.parametrize("args,fragment", [
     (["run", "timer", "--cpus", "0-x"], "--cpus"),
@@ -15,6 +17,12 @@ from conftest import needs_probe
     (["run", "timer", "--bogus"], "--bogus"),
     (["run", "timer", "--duration", "1s", "--loops", "5"], "not allowed"),
     (["run", "nosuchprobe"], "nosuchprobe"),
+    (["run", "ioc", "--ioc-cpus", "4095"], "not online"),
+    (["run", "ioc", "--reader-cpu", "4095"], "not online"),
+    (["run", "ioc", "--ioc-prefix", 'a"b'], "IOC prefix"),
+    (["run", "ioc", "--records", "-1"], "--records"),
+    (["run", "ioc", "--scan", "3 second"], "--scan"),
+    (["run", "ioc", "--baseline", "fast"], "--baseline"),
     (["show", "/nonexistent/bundle"], "not an rtqual bundle"),
     (["export", "raw", "/nonexistent/bundle"], "not an rtqual bundle"),
     (["frobnicate"], "frobnicate"),
@@ -36,3 +44,14 @@ def test_unwritable_output(rtqual_cmd, tmp_path):
 def test_version(rtqual_cmd):
     out = rtqual_cmd("--version")
     assert out.returncode == 0 and out.stdout.startswith("rtqual ") and "rtqual-probe" in out.stdout
+
+
+def test_an_option_given_as_zero_is_kept_not_taken_for_absent():
+    from rtqual import cli
+    a = cli.build_parser().parse_args(["run", "timer", "--warmup", "0"])
+    assert cli.timer_case(a)["params"]["warmup"] == 0
+    a = cli.build_parser().parse_args(["run", "switch", "--warmup", "0", "--cpus", "0"])
+    assert cli.probe_options_case("switch", a)["params"]["warmup"] == 0
+    a = cli.build_parser().parse_args(["run", "ioc", "--ioc-rtprio", "0"])
+    with pytest.raises(RtqError, match="--ioc-rtprio"):
+        cli.probe_options_case("ioc", a)

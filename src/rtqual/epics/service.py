@@ -13,6 +13,7 @@ from rtqual.bundle import write_json
 from rtqual.epics.ca import CaLoad, Repeater, ca_db
 from rtqual.epics.ioc import Ioc
 from rtqual.errors import RtqError
+from rtqual.units import format_cpulist, online_cpus
 
 _POLICY = {0: "TS", 1: "FF", 2: "RR", 3: "B", 5: "IDL", 6: "DLN"}  # as ps -o cls
 
@@ -59,6 +60,11 @@ class IocService:
 
     def __init__(self, spec: dict):
         self.spec = dict(spec)
+        online = online_cpus()
+        wanted = list(spec.get("ioc_cpus") or []) + ([spec["reader_cpu"]] if spec.get("reader_cpu") is not None else [])
+        if not set(wanted) <= set(online):
+            raise RtqError(f"IOC CPUs (--ioc-cpus, --reader-cpu): {format_cpulist(sorted(set(wanted) - set(online)))} "
+                           f"not online (online: {format_cpulist(online)})")
         self.ioc = Ioc(preset=spec.get("preset", "kek"), mode=spec.get("mode", "callback"),
                        prio=spec.get("ioc_priority", 90), workdir=tempfile.mkdtemp(prefix="rtqual-ioc-"),
                        extra_db=ca_db(spec.get("records") or 0, spec.get("scan") or ".1 second"),
