@@ -8,10 +8,32 @@ import pytest
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tier markers from the folder: system tests run real probes."""
+    """Tier markers from the folder: system tests run real probes; epics tests run a real IOC and
+    CA clients, and are skipped with the reason when those parts are missing (a build without EPICS)."""
+    why = None
     for item in items:
         if "/system/" in str(item.fspath):
             item.add_marker(pytest.mark.rt)
+        if "/epics/" in str(item.fspath):
+            why = why if why is not None else epics_missing() or ""
+            item.add_marker(pytest.mark.epics)
+            if why:
+                item.add_marker(pytest.mark.skip(reason=why))
+
+
+def epics_missing() -> str | None:
+    """Why the EPICS tests cannot run here, or None."""
+    import importlib.util
+    if importlib.util.find_spec("epicscorelibs") is None:
+        return "epicscorelibs is not importable (pip install epicscorelibs, or pip install .)"
+    from rtqual import _native
+    from rtqual.errors import RtqError
+    try:
+        _native.epics_devsup()
+        _native.ca_path()
+    except RtqError as e:
+        return f"rtqual's EPICS parts are not built: {e}"
+    return None
 
 
 @pytest.fixture
