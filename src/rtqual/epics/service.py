@@ -100,15 +100,15 @@ class IocService:
                     info.update({k: r.get(k) for k in ("pid", "epics_version", "epicscorelibs", "ca_server_port",
                                                        "rtprio", "reader_cpu")})
                     info.update(ioc_process_facts(self.ioc.proc.pid))
-                    write_json(Path(case_dir) / "ioc.json", info)  # for CA clients and displays while it runs
-                    print(f"rtqual: IOC {self.ioc.prefix} serving CA on "
-                          f"{self.ioc.env.get('EPICS_CAS_INTF_ADDR_LIST')}:{info['ca_server_port']} "
-                          f"(operator PVs {self.ioc.prefix}stat:N, {self.ioc.prefix}lat:total:median, ...; "
-                          f"display rtqual/epics/rtqual.bob P={self.ioc.prefix})", file=sys.stderr, flush=True)
                     clients.enter_context(Repeater(self.ioc.env))  # epicscorelibs ships no caRepeater
                     if spec.get("records") and (spec.get("put_rate") or spec.get("ca_monitor")):
                         load = clients.enter_context(CaLoad(self.ioc.prefix, spec["records"], spec.get("put_rate", 0),
                                                             bool(spec.get("ca_monitor")), env=self.ioc.env))
+                    write_json(Path(case_dir) / "ioc.json", info)  # ready, clients too: for displays
+                    print(f"rtqual: IOC {self.ioc.prefix} serving CA on "
+                          f"{self.ioc.env.get('EPICS_CAS_INTF_ADDR_LIST')}:{info['ca_server_port']} "
+                          f"(operator PVs {self.ioc.prefix}stat:N, {self.ioc.prefix}lat:total:median, ...; "
+                          f"display rtqual/epics/rtqual.bob P={self.ioc.prefix})", file=sys.stderr, flush=True)
                     yield info
                     info["alive_at_end"] = self.ioc.alive()
                 finally:
