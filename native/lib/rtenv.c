@@ -214,6 +214,15 @@ int rt_set_rttime_limit(uint64_t soft_us, uint64_t hard_us)
 	return setrlimit(RLIMIT_RTTIME, &rl) == 0 ? 0 : errno;
 }
 
+/* The RLIMIT_RTTIME safety net of an RT run whose threads block on every
+ * round; not settable -> a warning kept, the run goes on. */
+void rt_acquire_rttime_limit(uint64_t soft_us, uint64_t hard_us, struct warnings *w)
+{
+	int e = rt_set_rttime_limit(soft_us, hard_us);
+	if (e)
+		warnings_add(w, "RLIMIT_RTTIME safety net not set: %s", strerror(e));
+}
+
 /* Open tracefs trace_marker for writing (never mounts anything); -1 if absent
  * or not permitted. */
 int rt_tracemark_open(void)
