@@ -376,15 +376,7 @@ static int cartt_run(const struct probe_args *a)
 		    (uint64_t)(c->timeout_ns / NS_PER_S);
 	alarm(wd_s < 0x7fffffff ? (unsigned)wd_s : 0x7fffffff);
 	t->first_deadline_ns = mono_now_ns() + START_DELAY_NS;
-	sigset_t old;
-	pthread_attr_t at;
-	rt_signals_block(&old);
-	int e = rt_thread_attr(&at, t->rt.policy, t->rt.priority, cpu, THREAD_STACK_BYTES);
-	if (!e) {
-		e = pthread_create(&t->tid, &at, cartt_thread, t);
-		pthread_attr_destroy(&at);
-	}
-	rt_signals_restore(&old);
+	int e = rt_thread_start(&t->tid, t->rt.policy, t->rt.priority, cpu, THREAD_STACK_BYTES, cartt_thread, t);
 	bool start_failed = e != 0;
 	if (start_failed) {
 		snprintf(err, sizeof(err), "cannot start the put thread on CPU %d: %s", cpu, strerror(e));

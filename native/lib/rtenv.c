@@ -173,6 +173,23 @@ fail:
 	return r;
 }
 
+/* Start fn(arg) in a thread with rt_thread_attr() attributes and the stop
+ * signals blocked (inherited: only the main thread takes them). 0 or errno. */
+int rt_thread_start(pthread_t *tid, int policy, int priority, int cpu, size_t stack_bytes, void *(*fn)(void *),
+		    void *arg)
+{
+	sigset_t old;
+	pthread_attr_t a;
+	rt_signals_block(&old);
+	int e = rt_thread_attr(&a, policy, priority, cpu, stack_bytes);
+	if (!e) {
+		e = pthread_create(tid, &a, fn, arg);
+		pthread_attr_destroy(&a);
+	}
+	rt_signals_restore(&old);
+	return e;
+}
+
 /* Ask PM QoS for zero exit latency from idle states: write int32 0 to
  * /dev/cpu_dma_latency and keep the fd open (closing it drops the request). */
 int rt_dma_latency_hold(int *fd_out)

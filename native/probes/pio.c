@@ -516,15 +516,7 @@ static int pio_run(const struct probe_args *a)
 	/* watchdog: --duration (or a generous bound for --passes) plus margin */
 	int64_t wd_s = (c->passes ? 3600 : c->duration_ns / NS_PER_S) + WATCHDOG_MARGIN_S + 1;
 	alarm((unsigned)wd_s);
-	sigset_t old;
-	pthread_attr_t attr;
-	rt_signals_block(&old);
-	int e = rt_thread_attr(&attr, t->rt.policy, t->rt.priority, cpu, THREAD_STACK_BYTES);
-	if (!e) {
-		e = pthread_create(&t->tid, &attr, pio_thread_main, t);
-		pthread_attr_destroy(&attr);
-	}
-	rt_signals_restore(&old);
+	int e = rt_thread_start(&t->tid, t->rt.policy, t->rt.priority, cpu, THREAD_STACK_BYTES, pio_thread_main, t);
 	if (e) {
 		snprintf(err, sizeof(err), "cannot start the thread on CPU %d: %s", cpu, strerror(e));
 	} else {

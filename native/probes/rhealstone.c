@@ -851,27 +851,17 @@ static void rh_cleanup(struct rh *r)
  * priorities; signals stay with the main thread. */
 static int rh_start(struct rh *r, char *err, size_t len)
 {
-	sigset_t old;
-	int rc = 0;
-	rt_signals_block(&old);
 	for (int i = 0; i < r->comp->nroles; i++) {
 		const struct role *ro = &r->comp->roles[i];
-		pthread_attr_t a;
 		int cpu = ro->on_peer ? r->peer : r->cpu;
-		int e = rt_thread_attr(&a, r->rt.policy, prio_of(r, ro), cpu, THREAD_STACK_BYTES);
-		if (!e) {
-			e = pthread_create(&r->tid[i], &a, ro->fn, r);
-			pthread_attr_destroy(&a);
-		}
+		int e = rt_thread_start(&r->tid[i], r->rt.policy, prio_of(r, ro), cpu, THREAD_STACK_BYTES, ro->fn, r);
 		if (e) {
 			snprintf(err, len, "cannot start the %s thread on CPU %d: %s", ro->name, cpu, strerror(e));
-			rc = -1;
-			break;
+			return -1;
 		}
 		r->started[i] = true;
 	}
-	rt_signals_restore(&old);
-	return rc;
+	return 0;
 }
 
 static void rh_supervise(struct rh *r)

@@ -543,15 +543,8 @@ static int start_side_b(struct sw *s, unsigned alarm_s, char *err, size_t errlen
 			side_b_child(s, parent, alarm_s);
 		s->child = pid;
 	} else {
-		pthread_attr_t a;
-		sigset_t old;
-		rt_signals_block(&old);
-		int e = rt_thread_attr(&a, s->rt.policy, s->rt.priority, s->cpu_b, THREAD_STACK_BYTES);
-		if (!e) {
-			e = pthread_create(&s->tid_b, &a, side_b_thread, s);
-			pthread_attr_destroy(&a);
-		}
-		rt_signals_restore(&old);
+		int e = rt_thread_start(&s->tid_b, s->rt.policy, s->rt.priority, s->cpu_b, THREAD_STACK_BYTES, side_b_thread,
+					s);
 		if (e) {
 			snprintf(err, errlen, "cannot start side B on CPU %d: %s", s->cpu_b, strerror(e));
 			return -1;
@@ -691,15 +684,8 @@ static int switch_run(const struct probe_args *a)
 	const char *fail = NULL;
 	bool start_failed = start_side_b(s, wd_s + 5, err, sizeof(err)) != 0;
 	if (!start_failed) {
-		pthread_attr_t at;
-		sigset_t old;
-		rt_signals_block(&old);
-		int e = rt_thread_attr(&at, s->rt.policy, s->rt.priority, s->cpu_a, THREAD_STACK_BYTES);
-		if (!e) {
-			e = pthread_create(&s->tid_a, &at, side_a_thread, s);
-			pthread_attr_destroy(&at);
-		}
-		rt_signals_restore(&old);
+		int e = rt_thread_start(&s->tid_a, s->rt.policy, s->rt.priority, s->cpu_a, THREAD_STACK_BYTES, side_a_thread,
+					s);
 		if (e) {
 			snprintf(err, sizeof(err), "cannot start side A on CPU %d: %s", s->cpu_a, strerror(e));
 			start_failed = true;

@@ -221,29 +221,20 @@ static int timer_privileges(struct timer *t)
 /* Start one pinned thread per CPU with explicit sched attributes. */
 static int timer_start_threads(struct timer *t, char *err, size_t errlen)
 {
-	sigset_t old;
-	int rc = 0;
-	rt_signals_block(&old); /* only the main thread takes SIGINT/TERM/ALRM */
 	for (int i = 0; i < t->sink.ncpu; i++) {
 		struct timer_thread *th = &t->thr[i];
-		pthread_attr_t a;
 		th->t = t;
 		th->cs = &t->sink.cs[i];
-		int e = rt_thread_attr(&a, t->rt.policy, t->rt.priority, th->cs->cpu, THREAD_STACK_BYTES);
-		if (!e) {
-			e = pthread_create(&th->tid, &a, timer_thread_main, th);
-			pthread_attr_destroy(&a);
-		}
+		int e = rt_thread_start(&th->tid, t->rt.policy, t->rt.priority, th->cs->cpu, THREAD_STACK_BYTES,
+					timer_thread_main, th);
 		if (e) {
 			snprintf(err, errlen, "cannot start the thread for CPU %d: %s%s", th->cs->cpu, strerror(e),
 				 e == EAGAIN && t->rt.mlockall ? " (memory is locked: is the memlock limit too low?)" : "");
-			rc = -1;
-			break;
+			return -1;
 		}
 		th->started = true;
 	}
-	rt_signals_restore(&old);
-	return rc;
+	return 0;
 }
 
 /* Release the run's resources (fds, sink, thread table). */
