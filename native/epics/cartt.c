@@ -29,7 +29,6 @@
 #include "rtqual/sink.h"
 
 #define THREAD_STACK_BYTES (256 * 1024)
-#define POLL_NS (50 * NS_PER_MS)
 #define WATCHDOG_MARGIN_S 10
 #define RTTIME_SOFT_US 200000
 #define RTTIME_HARD_US 400000
@@ -82,7 +81,6 @@ struct cartt {
 	struct cartt_cfg cfg;
 	uint64_t given;
 	struct rt_info rt;
-	struct overhead ov;
 	struct sink sink;
 	int64_t period_ns, first_deadline_ns, base;
 	uint64_t total;
@@ -367,82 +365,42 @@ static int cartt_run(const struct probe_args *a)
 	t->sink.summary_ctx = t;
 	if (!c->no_dma_latency)
 		rt_acquire_dma_latency(&t->dma_fd, &t->rt, &t->warn);
-	if (t->rt.policy != RT_OTHER) {
-		int e = rt_set_rttime_limit(RTTIME_SOFT_US, RTTIME_HARD_US);
-		if (e)
-			warnings_add(&t->warn, "RLIMIT_RTTIME safety net not set: %s", strerror(e));
-	}
-	t->ov.clock_read_ns = measure_clock_read_ns(10000);
-	t->ov.sample_update_ns = sink_measure_update_ns(100000);
-
-	rt_signals_install();
-	int64_t start_mono = mono_now_ns(), start_real = real_now_ns();
-	sink_raw_start(&t->sink, t->period_ns, start_mono, start_real);
-	if (sink_header(&t->sink, "ca-rtt", a->argc, a->argv, cartt_params, t, &t->rt, &t->ov, start_mono,
-			start_real) != 0) {
-		rc = log_error("--json-fd %d: write failed: %s", t->sink.fd, strerror(t->sink.write_errno));
+	if (t->rt.policy != RT_OTHER)
+		rt_acquire_rttime_limit(RTTIME_SOFT_US, RTTIME_HARD_US, &t->warn);
+	if ((rc = sink_begin(&t->sink, "ca-rtt", a, cartt_params, t, &t->rt, &t->warn, t->period_ns))) {
 		cartt_cleanup(t);
 		return rc;
 	}
-	sink_warnings(&t->sink, &t->warn);
 
 	u128 wd_s = ((u128)t->total * (uint64_t)t->period_ns) / NS_PER_S + 1 + WATCHDOG_MARGIN_S +
 		    (uint64_t)(c->timeout_ns / NS_PER_S);
 	alarm(wd_s < 0x7fffffff ? (unsigned)wd_s : 0x7fffffff);
 	t->first_deadline_ns = mono_now_ns() + START_DELAY_NS;
-	sigset_t old;
-	pthread_attr_t at;
-	rt_signals_block(&old);
-	int e = rt_thread_attr(&at, t->rt.policy, t->rt.priority, cpu, THREAD_STACK_BYTES);
-	if (!e) {
-		e = pthread_create(&t->tid, &at, cartt_thread, t);
-		pthread_attr_destroy(&at);
-	}
-	rt_signals_restore(&old);
+	int e = rt_thread_start(&t->tid, t->rt.policy, t->rt.priority, cpu, THREAD_STACK_BYTES, cartt_thread, t);
 	bool start_failed = e != 0;
 	if (start_failed) {
 		snprintf(err, sizeof(err), "cannot start the put thread on CPU %d: %s", cpu, strerror(e));
 	} else {
-		int64_t now = mono_now_ns(), next_progress = now + c->progress_ms * NS_PER_MS;
-		while (!atomic_load(&t->done)) {
-			if (rt_signals_caught()) {
-				atomic_store(&t->sink.stop, true);
-				break;
-			}
-			int64_t wake = now + POLL_NS;
-			sleep_until_ns(wake < next_progress ? wake : next_progress);
-			now = mono_now_ns();
-			sink_poll(&t->sink);
-			if (now >= next_progress) {
-				sink_progress(&t->sink);
-				next_progress += c->progress_ms * NS_PER_MS;
-				if (next_progress < now)
-					next_progress = now + c->progress_ms * NS_PER_MS;
-			}
-		}
+		sink_pace_start(&t->sink, SINK_POLL_NS, c->progress_ms);
+		while (!atomic_load(&t->done) && !sink_stopping(&t->sink))
+			sink_pace(&t->sink);
 		pthread_join(t->tid, NULL);
 	}
 	alarm(0);
-	int sig = rt_signals_caught();
 	if (t->late)
 		sink_warning(&t->sink, "%" PRIu64 " echoes came after the next put was due (the next put was sent late)",
 			     t->late);
-	if (start_failed)
-		rc = sink_finish(&t->sink, 1, "error", err);
-	else if (sig & RT_SIG_WATCHDOG)
-		rc = sink_finish(&t->sink, 1, "error", "watchdog");
-	else if (sig & RT_SIG_STOP)
-		rc = sink_finish(&t->sink, 4, "interrupted", "stopped by signal");
-	else if (t->timed_out) {
-		rc = sink_finish(&t->sink, 4, "incomplete", t->fail);
-		log_error("%s", t->fail);
-	} else if (t->fail[0]) {
-		rc = sink_finish(&t->sink, 1, "error", t->fail);
-		log_error("%s", t->fail);
-	} else
-		rc = sink_finish(&t->sink, -1, NULL, NULL);
-	if (start_failed)
-		log_error("%s", err);
+	if (!sink_end_early(&t->sink, start_failed ? err : NULL, &rc)) {
+		if (t->timed_out) {
+			rc = sink_finish(&t->sink, 4, "incomplete", t->fail);
+			log_error("%s", t->fail);
+		} else if (t->fail[0]) {
+			rc = sink_finish(&t->sink, 1, "error", t->fail);
+			log_error("%s", t->fail);
+		} else {
+			rc = sink_finish(&t->sink, -1, NULL, NULL);
+		}
+	}
 	cartt_cleanup(t);
 	return rc;
 }

@@ -173,6 +173,23 @@ fail:
 	return r;
 }
 
+/* Start fn(arg) in a thread with rt_thread_attr() attributes and the stop
+ * signals blocked (inherited: only the main thread takes them). 0 or errno. */
+int rt_thread_start(pthread_t *tid, int policy, int priority, int cpu, size_t stack_bytes, void *(*fn)(void *),
+		    void *arg)
+{
+	sigset_t old;
+	pthread_attr_t a;
+	rt_signals_block(&old);
+	int e = rt_thread_attr(&a, policy, priority, cpu, stack_bytes);
+	if (!e) {
+		e = pthread_create(tid, &a, fn, arg);
+		pthread_attr_destroy(&a);
+	}
+	rt_signals_restore(&old);
+	return e;
+}
+
 /* Ask PM QoS for zero exit latency from idle states: write int32 0 to
  * /dev/cpu_dma_latency and keep the fd open (closing it drops the request). */
 int rt_dma_latency_hold(int *fd_out)
@@ -212,6 +229,15 @@ int rt_set_rttime_limit(uint64_t soft_us, uint64_t hard_us)
 			rl.rlim_cur = rl.rlim_max;
 	}
 	return setrlimit(RLIMIT_RTTIME, &rl) == 0 ? 0 : errno;
+}
+
+/* The RLIMIT_RTTIME safety net of an RT run whose threads block on every
+ * round; not settable -> a warning kept, the run goes on. */
+void rt_acquire_rttime_limit(uint64_t soft_us, uint64_t hard_us, struct warnings *w)
+{
+	int e = rt_set_rttime_limit(soft_us, hard_us);
+	if (e)
+		warnings_add(w, "RLIMIT_RTTIME safety net not set: %s", strerror(e));
 }
 
 /* Open tracefs trace_marker for writing (never mounts anything); -1 if absent

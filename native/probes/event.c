@@ -31,7 +31,6 @@
 #include "rtqual/sink.h"
 
 #define THREAD_STACK_BYTES (256 * 1024)
-#define POLL_NS (50 * NS_PER_MS)
 #define WATCHDOG_MARGIN_S 10
 #define RTTIME_SOFT_US 200000
 #define RTTIME_HARD_US 400000
@@ -108,7 +107,6 @@ struct event {
 	struct event_cfg cfg;
 	uint64_t given;
 	struct rt_info rt;
-	struct overhead ov;
 	struct sink sink;
 	struct ev_shared *sh;
 	int64_t period_ns;
@@ -659,13 +657,8 @@ out:
  * is done or a signal arrived. */
 static void event_supervise(struct event *t)
 {
-	int64_t now = mono_now_ns();
-	int64_t next_progress = now + t->cfg.progress_ms * NS_PER_MS;
-	while (!atomic_load(&t->resp_done)) {
-		if (rt_signals_caught() || atomic_load(&t->sink.stop)) {
-			atomic_store(&t->sink.stop, true);
-			break;
-		}
+	sink_pace_start(&t->sink, SINK_POLL_NS, t->cfg.progress_ms);
+	while (!atomic_load(&t->resp_done) && !sink_stopping(&t->sink)) {
 		if (t->stim_pid > 0) { /* a dead stimulus process ends the stimuli */
 			int st;
 			if (waitpid(t->stim_pid, &st, WNOHANG) == t->stim_pid) {
@@ -677,16 +670,7 @@ static void event_supervise(struct event *t)
 						     WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
 			}
 		}
-		int64_t wake = now + POLL_NS;
-		sleep_until_ns(wake < next_progress ? wake : next_progress);
-		now = mono_now_ns();
-		sink_poll(&t->sink);
-		if (now >= next_progress) {
-			sink_progress(&t->sink);
-			next_progress += t->cfg.progress_ms * NS_PER_MS;
-			if (next_progress < now)
-				next_progress = now + t->cfg.progress_ms * NS_PER_MS;
-		}
+		sink_pace(&t->sink);
 	}
 }
 
@@ -772,28 +756,16 @@ static int event_run(const struct probe_args *a)
 	t->sink.summary_ctx = t;
 	if (!c->no_dma_latency)
 		rt_acquire_dma_latency(&t->dma_fd, &t->rt, &t->warn);
-	if (t->rt.policy != RT_OTHER) {
-		int e = rt_set_rttime_limit(RTTIME_SOFT_US, RTTIME_HARD_US);
-		if (e)
-			warnings_add(&t->warn, "RLIMIT_RTTIME safety net not set: %s", strerror(e));
-	}
+	if (t->rt.policy != RT_OTHER)
+		rt_acquire_rttime_limit(RTTIME_SOFT_US, RTTIME_HARD_US, &t->warn);
 	if (t->stim_cpu == cpu && c->source != SRC_TIMERFD)
 		warnings_add(&t->warn, "stimulus and responder share CPU %d: the response includes the stimulus' own "
 			     "return to sleep", cpu);
-	t->ov.clock_read_ns = measure_clock_read_ns(10000);
-	t->ov.sample_update_ns = sink_measure_update_ns(100000);
-
-	rt_signals_install();
-	int64_t start_mono = mono_now_ns(), start_real = real_now_ns();
-	sink_raw_start(&t->sink, t->period_ns, start_mono, start_real);
-	if (sink_header(&t->sink, "event", a->argc, a->argv, event_params, t, &t->rt, &t->ov, start_mono,
-			start_real) != 0) {
-		rc = log_error("--json-fd %d: write failed: %s", t->sink.fd, strerror(t->sink.write_errno));
+	if ((rc = sink_begin(&t->sink, "event", a, event_params, t, &t->rt, &t->warn, t->period_ns))) {
 		event_cleanup(t);
 		free(t);
 		return rc;
 	}
-	sink_warnings(&t->sink, &t->warn);
 
 	u128 wd_s = ((u128)t->total * (uint64_t)t->period_ns) / NS_PER_S + 1 + WATCHDOG_MARGIN_S;
 	alarm(wd_s < 0x7fffffff ? (unsigned)wd_s : 0x7fffffff);
@@ -818,18 +790,12 @@ static int event_run(const struct probe_args *a)
 	if (t->ring_overwritten)
 		sink_warning(&t->sink, "%" PRIu64 " stimulus timestamps overwritten (responder stalled): measured "
 			     "from their scheduled deadline", t->ring_overwritten);
-	if (start_failed)
-		rc = sink_finish(&t->sink, 1, "error", err);
-	else if (sig & RT_SIG_WATCHDOG)
-		rc = sink_finish(&t->sink, 1, "error", "watchdog");
-	else if (sig & RT_SIG_STOP)
-		rc = sink_finish(&t->sink, 4, "interrupted", "stopped by signal");
-	else if (sent > t->answered || atomic_load(&t->sh->failed))
-		rc = sink_finish(&t->sink, 4, "incomplete", "stimuli lost or unanswered (see summary stimuli)");
-	else
-		rc = sink_finish(&t->sink, -1, NULL, NULL);
-	if (start_failed)
-		log_error("%s", err);
+	if (!sink_end_early(&t->sink, start_failed ? err : NULL, &rc)) {
+		if (sent > t->answered || atomic_load(&t->sh->failed))
+			rc = sink_finish(&t->sink, 4, "incomplete", "stimuli lost or unanswered (see summary stimuli)");
+		else
+			rc = sink_finish(&t->sink, -1, NULL, NULL);
+	}
 	event_cleanup(t);
 	free(t);
 	return rc;

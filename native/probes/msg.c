@@ -44,7 +44,6 @@
 #include "rtqual/sink.h"
 
 #define THREAD_STACK_BYTES (256 * 1024)
-#define POLL_NS (50 * NS_PER_MS)
 #define WATCHDOG_MARGIN_S 10
 #define READY_TIMEOUT_MS 10000
 #define RTTIME_SOFT_US 200000
@@ -162,7 +161,6 @@ struct msg {
 	struct msg_cfg cfg;
 	uint64_t given;
 	struct rt_info rt;
-	struct overhead ov;
 	struct sink sink;
 	pid_t parent_pid;
 	struct proc_info proc[NROLES];
@@ -1081,29 +1079,19 @@ static int msg_privileges(struct msg *m)
 static void msg_supervise(struct msg *m)
 {
 	const unsigned wd_s = (unsigned)(m->cfg.timeout_ns / NS_PER_S) + 1 + WATCHDOG_MARGIN_S;
-	int64_t now = mono_now_ns();
-	int64_t next_progress = now + m->cfg.progress_ms * NS_PER_MS;
 	uint64_t seen = 0;
 	alarm(wd_s);
+	sink_pace_start(&m->sink, SINK_POLL_NS, m->cfg.progress_ms);
 	while (!atomic_load(&m->client_done)) {
-		if (rt_signals_caught() || atomic_load(&m->sink.stop)) {
+		if (sink_stopping(&m->sink)) {
 			client_stop(m);
 			break;
 		}
-		int64_t wake = now + POLL_NS;
-		sleep_until_ns(wake < next_progress ? wake : next_progress);
-		now = mono_now_ns();
+		sink_pace(&m->sink);
 		uint64_t rts = atomic_load_explicit(&m->round_trips, memory_order_relaxed);
 		if (rts != seen) {
 			seen = rts;
 			alarm(wd_s);
-		}
-		sink_poll(&m->sink);
-		if (now >= next_progress) {
-			sink_progress(&m->sink);
-			next_progress += m->cfg.progress_ms * NS_PER_MS;
-			if (next_progress < now)
-				next_progress = now + m->cfg.progress_ms * NS_PER_MS;
 		}
 	}
 }
@@ -1167,20 +1155,15 @@ static int msg_run(const struct probe_args *a)
 	bool any_rt = false;
 	for (int r = 0; r < NROLES; r++)
 		any_rt |= m->proc[r].policy_req != RT_OTHER;
-	if (any_rt) { /* inherited by the children; ping-pong blocks, so only a runaway hits it */
-		int e = rt_set_rttime_limit(RTTIME_SOFT_US, RTTIME_HARD_US);
-		if (e)
-			warnings_add(&m->warn, "RLIMIT_RTTIME safety net not set: %s", strerror(e));
-	}
+	if (any_rt) /* inherited by the children; ping-pong blocks, so only a runaway hits it */
+		rt_acquire_rttime_limit(RTTIME_SOFT_US, RTTIME_HARD_US, &m->warn);
 	/* children first: no threads, no zmq context exist in this process yet */
 	if (start_child(m, ROLE_SERVER, err, sizeof(err)) ||
 	    (c->chain && start_child(m, ROLE_BROKER, err, sizeof(err))))
 		return msg_fail(m, "%s", err);
 	if (!c->no_dma_latency)
 		rt_acquire_dma_latency(&m->dma_fd, &m->rt, &m->warn);
-	m->ov.clock_read_ns = measure_clock_read_ns(10000);
-	m->ov.sample_update_ns = sink_measure_update_ns(100000);
-	rt_signals_install();
+	rt_signals_install(); /* already now: a stop while client_start waits is recorded, not fatal */
 	if (client_start(m, err, sizeof(err)))
 		return msg_fail(m, "%s", err);
 	m->sink.cs[0].cpu = m->slot_cpu;
@@ -1189,11 +1172,11 @@ static int msg_run(const struct probe_args *a)
 		    !CPU_ISSET(m->proc[r].cpu_req, &m->proc[r].self.aff))
 			warnings_add(&m->warn, "the %s is not confined to CPU %d as asked", role_names[r], m->proc[r].cpu_req);
 
-	int64_t start_mono = mono_now_ns(), start_real = real_now_ns();
-	sink_raw_start(&m->sink, m->period_ns, start_mono, start_real);
-	if (sink_header(&m->sink, "msg", a->argc, a->argv, msg_params, m, &m->rt, &m->ov, start_mono, start_real) != 0)
-		return msg_fail(m, "--json-fd %d: write failed: %s", m->sink.fd, strerror(m->sink.write_errno));
-	sink_warnings(&m->sink, &m->warn);
+	if ((rc = sink_begin(&m->sink, "msg", a, msg_params, m, &m->rt, &m->warn, m->period_ns))) {
+		msg_cleanup(m);
+		free(m);
+		return rc;
+	}
 
 	pthread_mutex_lock(&m->mu);
 	m->client_go = true;

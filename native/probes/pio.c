@@ -21,7 +21,6 @@
 #include "rtqual/sink.h"
 
 #define THREAD_STACK_BYTES (256 * 1024)
-#define POLL_NS (50 * NS_PER_MS)
 #define WATCHDOG_MARGIN_S 10
 #define RTTIME_SOFT_US 1000000 /* one pass at RT priority: at most 1 s */
 #define RTTIME_HARD_US 2000000
@@ -83,7 +82,6 @@ struct pio {
 	struct pio_cfg cfg;
 	uint64_t given;
 	struct rt_info rt;
-	struct overhead ov;
 	struct sink sink;
 	int kind; /* enum pio_map */
 	const char *dev;
@@ -468,29 +466,6 @@ static void pio_cleanup(struct pio *t)
 	sink_free(&t->sink);
 }
 
-/* Main thread while measuring: progress until done or a signal. */
-static void pio_supervise(struct pio *t)
-{
-	int64_t now = mono_now_ns();
-	int64_t next_progress = now + t->cfg.progress_ms * NS_PER_MS;
-	while (!atomic_load(&t->done)) {
-		if (rt_signals_caught() || atomic_load(&t->sink.stop)) {
-			atomic_store(&t->sink.stop, true);
-			break;
-		}
-		int64_t wake = now + POLL_NS;
-		sleep_until_ns(wake < next_progress ? wake : next_progress);
-		now = mono_now_ns();
-		sink_poll(&t->sink);
-		if (now >= next_progress) {
-			sink_progress(&t->sink);
-			next_progress += t->cfg.progress_ms * NS_PER_MS;
-			if (next_progress < now)
-				next_progress = now + t->cfg.progress_ms * NS_PER_MS;
-		}
-	}
-}
-
 static int pio_run(const struct probe_args *a)
 {
 	struct pio *t = calloc(1, sizeof(*t));
@@ -530,58 +505,33 @@ static int pio_run(const struct probe_args *a)
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_handler = on_xcpu;
 		sigaction(SIGXCPU, &sa, NULL);
-		int e = rt_set_rttime_limit(RTTIME_SOFT_US, RTTIME_HARD_US);
-		if (e)
-			warnings_add(&t->warn, "RLIMIT_RTTIME safety net not set: %s", strerror(e));
+		rt_acquire_rttime_limit(RTTIME_SOFT_US, RTTIME_HARD_US, &t->warn);
 	}
-	t->ov.clock_read_ns = measure_clock_read_ns(10000);
-	t->ov.sample_update_ns = sink_measure_update_ns(100000);
-
-	rt_signals_install();
-	int64_t start_mono = mono_now_ns(), start_real = real_now_ns();
-	sink_raw_start(&t->sink, 0, start_mono, start_real);
-	if (sink_header(&t->sink, "pio", a->argc, a->argv, pio_params, t, &t->rt, &t->ov, start_mono, start_real)) {
-		rc = log_error("--json-fd %d: write failed: %s", t->sink.fd, strerror(t->sink.write_errno));
+	if ((rc = sink_begin(&t->sink, "pio", a, pio_params, t, &t->rt, &t->warn, 0))) {
 		pio_cleanup(t);
 		free(t);
 		return rc;
 	}
-	sink_warnings(&t->sink, &t->warn);
 
 	/* watchdog: --duration (or a generous bound for --passes) plus margin */
 	int64_t wd_s = (c->passes ? 3600 : c->duration_ns / NS_PER_S) + WATCHDOG_MARGIN_S + 1;
 	alarm((unsigned)wd_s);
-	sigset_t old;
-	pthread_attr_t attr;
-	rt_signals_block(&old);
-	int e = rt_thread_attr(&attr, t->rt.policy, t->rt.priority, cpu, THREAD_STACK_BYTES);
-	if (!e) {
-		e = pthread_create(&t->tid, &attr, pio_thread_main, t);
-		pthread_attr_destroy(&attr);
-	}
-	rt_signals_restore(&old);
-	if (e)
+	int e = rt_thread_start(&t->tid, t->rt.policy, t->rt.priority, cpu, THREAD_STACK_BYTES, pio_thread_main, t);
+	if (e) {
 		snprintf(err, sizeof(err), "cannot start the thread on CPU %d: %s", cpu, strerror(e));
-	else
-		pio_supervise(t);
-	if (!e)
+	} else {
+		sink_pace_start(&t->sink, SINK_POLL_NS, c->progress_ms);
+		while (!atomic_load(&t->done) && !sink_stopping(&t->sink))
+			sink_pace(&t->sink);
 		pthread_join(t->tid, NULL);
+	}
 	alarm(0);
 
-	int sig = rt_signals_caught();
-	if (e)
-		rc = sink_finish(&t->sink, 1, "error", err);
-	else if (t->rttime_hit)
+	if (t->rttime_hit) /* only a started thread sets it; it wins over watchdog and stop */
 		rc = sink_finish(&t->sink, 1, "error", "a pass ran over 1 s at RT priority (RLIMIT_RTTIME): use a "
 				 "smaller --size");
-	else if (sig & RT_SIG_WATCHDOG)
-		rc = sink_finish(&t->sink, 1, "error", "watchdog");
-	else if (sig & RT_SIG_STOP)
-		rc = sink_finish(&t->sink, 4, "interrupted", "stopped by signal");
-	else
+	else if (!sink_end_early(&t->sink, e ? err : NULL, &rc))
 		rc = sink_finish(&t->sink, -1, NULL, NULL);
-	if (e)
-		log_error("%s", err);
 	pio_cleanup(t);
 	free(t);
 	return rc;

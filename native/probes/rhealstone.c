@@ -28,7 +28,6 @@
 #include "rtqual/sink.h"
 
 #define THREAD_STACK_BYTES (256 * 1024)
-#define POLL_NS (50 * NS_PER_MS)
 #define WATCHDOG_MARGIN_S 10
 #define READY_NS (5 * NS_PER_S)  /* helper threads must reach their first wait */
 #define JOIN_NS (5 * NS_PER_S)   /* then the run is abandoned as an error */
@@ -141,7 +140,6 @@ struct rh {
 	const struct component *comp;
 	uint64_t given;
 	struct rt_info rt;
-	struct overhead ov;
 	struct sink sink;
 	int cpu, peer;
 	pthread_t tid[MAX_THREADS];
@@ -853,37 +851,25 @@ static void rh_cleanup(struct rh *r)
  * priorities; signals stay with the main thread. */
 static int rh_start(struct rh *r, char *err, size_t len)
 {
-	sigset_t old;
-	int rc = 0;
-	rt_signals_block(&old);
 	for (int i = 0; i < r->comp->nroles; i++) {
 		const struct role *ro = &r->comp->roles[i];
-		pthread_attr_t a;
 		int cpu = ro->on_peer ? r->peer : r->cpu;
-		int e = rt_thread_attr(&a, r->rt.policy, prio_of(r, ro), cpu, THREAD_STACK_BYTES);
-		if (!e) {
-			e = pthread_create(&r->tid[i], &a, ro->fn, r);
-			pthread_attr_destroy(&a);
-		}
+		int e = rt_thread_start(&r->tid[i], r->rt.policy, prio_of(r, ro), cpu, THREAD_STACK_BYTES, ro->fn, r);
 		if (e) {
 			snprintf(err, len, "cannot start the %s thread on CPU %d: %s", ro->name, cpu, strerror(e));
-			rc = -1;
-			break;
+			return -1;
 		}
 		r->started[i] = true;
 	}
-	rt_signals_restore(&old);
-	return rc;
+	return 0;
 }
 
 static void rh_supervise(struct rh *r)
 {
-	int64_t now = mono_now_ns();
-	int64_t next_progress = now + r->cfg.progress_ms * NS_PER_MS;
+	int64_t now = sink_pace_start(&r->sink, SINK_POLL_NS, r->cfg.progress_ms), seen_at = now;
 	uint64_t seen = 0;
-	int64_t seen_at = now;
 	while (!atomic_load(&r->driver_done)) {
-		if (rt_signals_caught() || atomic_load(&r->sink.stop)) {
+		if (sink_stopping(&r->sink)) {
 			rh_kick(r);
 			break;
 		}
@@ -896,16 +882,7 @@ static void rh_supervise(struct rh *r)
 			rh_kick(r);
 			break;
 		}
-		int64_t wake = now + POLL_NS;
-		sleep_until_ns(wake < next_progress ? wake : next_progress);
-		now = mono_now_ns();
-		sink_poll(&r->sink);
-		if (now >= next_progress) {
-			sink_progress(&r->sink);
-			next_progress += r->cfg.progress_ms * NS_PER_MS;
-			if (next_progress < now)
-				next_progress = now + r->cfg.progress_ms * NS_PER_MS;
-		}
+		now = sink_pace(&r->sink);
 	}
 }
 
@@ -968,20 +945,11 @@ static int rh_run(const struct probe_args *a)
 			warnings_add(&r->warn, "RLIMIT_RTTIME safety net not set: %s", strerror(e));
 		}
 	}
-	r->ov.clock_read_ns = measure_clock_read_ns(10000);
-	r->ov.sample_update_ns = sink_measure_update_ns(100000);
-
-	rt_signals_install();
-	int64_t start_mono = mono_now_ns(), start_real = real_now_ns();
-	sink_raw_start(&r->sink, c->interval_ns, start_mono, start_real);
-	if (sink_header(&r->sink, "rhealstone", a->argc, a->argv, rh_params, r, &r->rt, &r->ov, start_mono,
-			start_real) != 0) {
-		rc = log_error("--json-fd %d: write failed: %s", r->sink.fd, strerror(r->sink.write_errno));
+	if ((rc = sink_begin(&r->sink, "rhealstone", a, rh_params, r, &r->rt, &r->warn, c->interval_ns))) {
 		rh_cleanup(r);
 		free(r);
 		return rc;
 	}
-	sink_warnings(&r->sink, &r->warn);
 
 	/* watchdog: a hard cap of WATCHDOG_FACTOR paced runs (rounds may overrun or be
 	 * discarded) plus a margin; rh_supervise also stops a run without rounds */

@@ -98,7 +98,6 @@ struct rts {
 	struct rts_cfg cfg;
 	uint64_t given;
 	struct rt_info rt;
-	struct overhead ov;
 	struct sink sink;
 	int ncpus_online, nspin, login_cpu; /* login_cpu -1: no free CPU (--force) */
 	int slot_cpus[CPULIST_MAX], slot_vic[CPULIST_MAX];
@@ -482,16 +481,11 @@ static void rts_demote_late(struct rts *t, bool all)
 /* Main thread (pinned off the spinner CPUs): progress and the watchdog. */
 static void rts_supervise(struct rts *t)
 {
-	int64_t now = mono_now_ns();
-	int64_t next_progress = now + t->cfg.progress_ms * NS_PER_MS;
 	bool victims_told = false;
+	sink_pace_start(&t->sink, POLL_NS, t->cfg.progress_ms);
 	for (;;) {
-		int sig = rt_signals_caught();
-		if (sig || atomic_load(&t->sink.stop)) {
-			atomic_store(&t->sink.stop, true);
-			if (sig & RT_SIG_WATCHDOG)
-				rts_demote_late(t, true);
-		}
+		if (sink_stopping(&t->sink) && (rt_signals_caught() & RT_SIG_WATCHDOG))
+			rts_demote_late(t, true);
 		rts_demote_late(t, false);
 		if (!victims_told && atomic_load(&t->spinners_done) == t->nspin) {
 			atomic_store_explicit(&t->victims_stop, true, memory_order_release);
@@ -503,16 +497,7 @@ static void rts_supervise(struct rts *t)
 		if (victims_done && atomic_load(&t->spinners_done) == t->nspin &&
 		    (!t->login_started || atomic_load(&t->login_done)))
 			break;
-		int64_t wake = now + POLL_NS;
-		sleep_until_ns(wake < next_progress ? wake : next_progress);
-		now = mono_now_ns();
-		sink_poll(&t->sink);
-		if (now >= next_progress) {
-			sink_progress(&t->sink);
-			next_progress += t->cfg.progress_ms * NS_PER_MS;
-			if (next_progress < now)
-				next_progress = now + t->cfg.progress_ms * NS_PER_MS;
-		}
+		sink_pace(&t->sink);
 	}
 }
 
@@ -596,23 +581,14 @@ static int rts_run(const struct probe_args *a)
 		free(t);
 		return log_error("cannot set RLIMIT_RTTIME (a safety bound of every spinner): %s", strerror(e));
 	}
-	t->ov.clock_read_ns = measure_clock_read_ns(10000);
-	t->ov.sample_update_ns = sink_measure_update_ns(100000);
-
-	rt_signals_install();
-	int64_t start_mono = mono_now_ns(), start_real = real_now_ns();
-	sink_raw_start(&t->sink, 0, start_mono, start_real);
 	/* bound 3: alarm() shortly after the spin, then demotion */
 	t->alarm_s = (unsigned)((START_DELAY_NS + c->spin_time_ns) / NS_PER_S) + 1 + ALARM_MARGIN_S;
-	if (sink_header(&t->sink, "rtsafety", a->argc, a->argv, rts_params, t, &t->rt, &t->ov, start_mono,
-			start_real) != 0) {
-		rc = log_error("--json-fd %d: write failed: %s", t->sink.fd, strerror(t->sink.write_errno));
+	if ((rc = sink_begin(&t->sink, "rtsafety", a, rts_params, t, &t->rt, &t->warn, 0))) {
 		sink_free(&t->sink);
 		free(t->vic);
 		free(t);
 		return rc;
 	}
-	sink_warnings(&t->sink, &t->warn);
 
 	t->spin_start_ns = mono_now_ns() + START_DELAY_NS;
 	t->spin_end_ns = t->spin_start_ns + c->spin_time_ns;

@@ -31,7 +31,6 @@
 #include "rtqual/sink.h"
 
 #define THREAD_STACK_BYTES (256 * 1024)
-#define POLL_NS (50 * NS_PER_MS)
 #define WATCHDOG_MARGIN_S 10
 #define LOOP_BUDGET_NS NS_PER_MS /* hard-cap allowance per round trip with --loops */
 #define STALL_NS (10 * NS_PER_S)  /* no round trip for this long: watchdog */
@@ -117,7 +116,6 @@ struct sw {
 	struct switch_cfg cfg;
 	uint64_t given;
 	struct rt_info rt;
-	struct overhead ov;
 	struct sink sink;
 	struct sw_shm *shm;
 	int pfd[2][2]; /* [dir][read, write] */
@@ -545,15 +543,8 @@ static int start_side_b(struct sw *s, unsigned alarm_s, char *err, size_t errlen
 			side_b_child(s, parent, alarm_s);
 		s->child = pid;
 	} else {
-		pthread_attr_t a;
-		sigset_t old;
-		rt_signals_block(&old);
-		int e = rt_thread_attr(&a, s->rt.policy, s->rt.priority, s->cpu_b, THREAD_STACK_BYTES);
-		if (!e) {
-			e = pthread_create(&s->tid_b, &a, side_b_thread, s);
-			pthread_attr_destroy(&a);
-		}
-		rt_signals_restore(&old);
+		int e = rt_thread_start(&s->tid_b, s->rt.policy, s->rt.priority, s->cpu_b, THREAD_STACK_BYTES, side_b_thread,
+					s);
 		if (e) {
 			snprintf(err, errlen, "cannot start side B on CPU %d: %s", s->cpu_b, strerror(e));
 			return -1;
@@ -583,13 +574,11 @@ static int start_side_b(struct sw *s, unsigned alarm_s, char *err, size_t errlen
  * or NULL. */
 static const char *switch_supervise(struct sw *s, char *msg, size_t len)
 {
-	int64_t now = mono_now_ns();
-	int64_t next_progress = now + s->cfg.progress_ms * NS_PER_MS;
+	int64_t now = sink_pace_start(&s->sink, SINK_POLL_NS, s->cfg.progress_ms), seen_at = now;
 	const char *fail = NULL;
 	uint64_t seen = 0;
-	int64_t seen_at = now;
 	while (!atomic_load(&s->a_done)) {
-		if (rt_signals_caught() || atomic_load(&s->sink.stop)) {
+		if (sink_stopping(&s->sink)) {
 			sw_kick(s);
 			break;
 		}
@@ -618,16 +607,7 @@ static const char *switch_supervise(struct sw *s, char *msg, size_t len)
 			sw_kick(s);
 			break;
 		}
-		int64_t wake = now + POLL_NS;
-		sleep_until_ns(wake < next_progress ? wake : next_progress);
-		now = mono_now_ns();
-		sink_poll(&s->sink);
-		if (now >= next_progress) {
-			sink_progress(&s->sink);
-			next_progress += s->cfg.progress_ms * NS_PER_MS;
-			if (next_progress < now)
-				next_progress = now + s->cfg.progress_ms * NS_PER_MS;
-		}
+		now = sink_pace(&s->sink);
 	}
 	return fail;
 }
@@ -686,25 +666,13 @@ static int switch_run(const struct probe_args *a)
 	s->sink.summary_ctx = s;
 	if (!c->no_dma_latency)
 		rt_acquire_dma_latency(&s->dma_fd, &s->rt, &s->warn);
-	if (s->rt.policy != RT_OTHER) {
-		int e = rt_set_rttime_limit(RTTIME_SOFT_US, RTTIME_HARD_US);
-		if (e)
-			warnings_add(&s->warn, "RLIMIT_RTTIME safety net not set: %s", strerror(e));
-	}
-	s->ov.clock_read_ns = measure_clock_read_ns(10000);
-	s->ov.sample_update_ns = sink_measure_update_ns(100000);
-
-	rt_signals_install();
-	int64_t start_mono = mono_now_ns(), start_real = real_now_ns();
-	sink_raw_start(&s->sink, 0, start_mono, start_real);
-	if (sink_header(&s->sink, "switch", a->argc, a->argv, switch_params, s, &s->rt, &s->ov, start_mono,
-			start_real) != 0) {
-		rc = log_error("--json-fd %d: write failed: %s", s->sink.fd, strerror(s->sink.write_errno));
+	if (s->rt.policy != RT_OTHER)
+		rt_acquire_rttime_limit(RTTIME_SOFT_US, RTTIME_HARD_US, &s->warn);
+	if ((rc = sink_begin(&s->sink, "switch", a, switch_params, s, &s->rt, &s->warn, 0))) {
 		switch_cleanup(s);
 		free(s);
 		return rc;
 	}
-	sink_warnings(&s->sink, &s->warn);
 
 	/* watchdog: the run plus a margin (with --loops: a generous budget per round trip) */
 	u128 run_ns = (u128)(uint64_t)c->warmup * LOOP_BUDGET_NS +
@@ -716,15 +684,8 @@ static int switch_run(const struct probe_args *a)
 	const char *fail = NULL;
 	bool start_failed = start_side_b(s, wd_s + 5, err, sizeof(err)) != 0;
 	if (!start_failed) {
-		pthread_attr_t at;
-		sigset_t old;
-		rt_signals_block(&old);
-		int e = rt_thread_attr(&at, s->rt.policy, s->rt.priority, s->cpu_a, THREAD_STACK_BYTES);
-		if (!e) {
-			e = pthread_create(&s->tid_a, &at, side_a_thread, s);
-			pthread_attr_destroy(&at);
-		}
-		rt_signals_restore(&old);
+		int e = rt_thread_start(&s->tid_a, s->rt.policy, s->rt.priority, s->cpu_a, THREAD_STACK_BYTES, side_a_thread,
+					s);
 		if (e) {
 			snprintf(err, sizeof(err), "cannot start side A on CPU %d: %s", s->cpu_a, strerror(e));
 			start_failed = true;

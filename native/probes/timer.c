@@ -18,7 +18,6 @@
 #include "rtqual/sink.h"
 
 #define THREAD_STACK_BYTES (256 * 1024)
-#define POLL_NS (50 * NS_PER_MS)
 #define WATCHDOG_MARGIN_S 10
 #define RTTIME_SOFT_US 200000
 #define RTTIME_HARD_US 400000
@@ -74,7 +73,6 @@ struct timer {
 	struct timer_cfg cfg;
 	uint64_t given;
 	struct rt_info rt;
-	struct overhead ov;
 	struct sink sink;
 	struct timer_thread *thr;
 	_Atomic int threads_done;
@@ -223,53 +221,20 @@ static int timer_privileges(struct timer *t)
 /* Start one pinned thread per CPU with explicit sched attributes. */
 static int timer_start_threads(struct timer *t, char *err, size_t errlen)
 {
-	sigset_t old;
-	int rc = 0;
-	rt_signals_block(&old); /* only the main thread takes SIGINT/TERM/ALRM */
 	for (int i = 0; i < t->sink.ncpu; i++) {
 		struct timer_thread *th = &t->thr[i];
-		pthread_attr_t a;
 		th->t = t;
 		th->cs = &t->sink.cs[i];
-		int e = rt_thread_attr(&a, t->rt.policy, t->rt.priority, th->cs->cpu, THREAD_STACK_BYTES);
-		if (!e) {
-			e = pthread_create(&th->tid, &a, timer_thread_main, th);
-			pthread_attr_destroy(&a);
-		}
+		int e = rt_thread_start(&th->tid, t->rt.policy, t->rt.priority, th->cs->cpu, THREAD_STACK_BYTES,
+					timer_thread_main, th);
 		if (e) {
 			snprintf(err, errlen, "cannot start the thread for CPU %d: %s%s", th->cs->cpu, strerror(e),
 				 e == EAGAIN && t->rt.mlockall ? " (memory is locked: is the memlock limit too low?)" : "");
-			rc = -1;
-			break;
+			return -1;
 		}
 		th->started = true;
 	}
-	rt_signals_restore(&old);
-	return rc;
-}
-
-/* Main thread while measuring: drain rings every ~50 ms, progress every
- * --progress-ms, until all threads finished or a signal arrived. */
-static void timer_supervise(struct timer *t)
-{
-	int64_t now = mono_now_ns();
-	int64_t next_progress = now + t->cfg.progress_ms * NS_PER_MS;
-	while (atomic_load(&t->threads_done) < t->sink.ncpu) {
-		if (rt_signals_caught() || atomic_load(&t->sink.stop)) {
-			atomic_store(&t->sink.stop, true);
-			break;
-		}
-		int64_t wake = now + POLL_NS;
-		sleep_until_ns(wake < next_progress ? wake : next_progress); /* EINTR: look again */
-		now = mono_now_ns();
-		sink_poll(&t->sink);
-		if (now >= next_progress) {
-			sink_progress(&t->sink);
-			next_progress += t->cfg.progress_ms * NS_PER_MS;
-			if (next_progress < now)
-				next_progress = now + t->cfg.progress_ms * NS_PER_MS;
-		}
-	}
+	return 0;
 }
 
 /* Release the run's resources (fds, sink, thread table). */
@@ -318,25 +283,13 @@ static int timer_run(const struct probe_args *a)
 		t->mark_fd = rt_tracemark_open();
 		t->rt.tracemark = t->mark_fd >= 0;
 	}
-	if (t->rt.policy != RT_OTHER) {
-		int e = rt_set_rttime_limit(RTTIME_SOFT_US, RTTIME_HARD_US);
-		if (e)
-			warnings_add(&t->warn, "RLIMIT_RTTIME safety net not set: %s", strerror(e));
-	}
-	t->ov.clock_read_ns = measure_clock_read_ns(10000);
-	t->ov.sample_update_ns = sink_measure_update_ns(100000);
-
-	rt_signals_install();
-	int64_t start_mono = mono_now_ns(), start_real = real_now_ns();
-	sink_raw_start(&t->sink, c->interval_ns, start_mono, start_real);
-	if (sink_header(&t->sink, "timer", a->argc, a->argv, timer_params, t, &t->rt, &t->ov, start_mono,
-			start_real) != 0) {
-		rc = log_error("--json-fd %d: write failed: %s", t->sink.fd, strerror(t->sink.write_errno));
+	if (t->rt.policy != RT_OTHER)
+		rt_acquire_rttime_limit(RTTIME_SOFT_US, RTTIME_HARD_US, &t->warn);
+	if ((rc = sink_begin(&t->sink, "timer", a, timer_params, t, &t->rt, &t->warn, c->interval_ns))) {
 		timer_cleanup(t);
 		free(t);
 		return rc;
 	}
-	sink_warnings(&t->sink, &t->warn);
 
 	/* watchdog: the whole run (warm-up included) plus a margin */
 	u128 run_ns = ((u128)(c->loops ? (uint64_t)c->loops : (uint64_t)(c->duration_ns / c->interval_ns)) +
@@ -347,24 +300,15 @@ static int timer_run(const struct probe_args *a)
 	bool start_failed = timer_start_threads(t, err, sizeof(err)) != 0;
 	if (start_failed)
 		atomic_store(&t->sink.stop, true);
-	else
-		timer_supervise(t);
+	sink_pace_start(&t->sink, SINK_POLL_NS, c->progress_ms);
+	while (!start_failed && atomic_load(&t->threads_done) < t->sink.ncpu && !sink_stopping(&t->sink))
+		sink_pace(&t->sink);
 	for (int i = 0; i < t->sink.ncpu; i++)
 		if (t->thr[i].started)
 			pthread_join(t->thr[i].tid, NULL);
 	alarm(0);
-
-	int sig = rt_signals_caught();
-	if (start_failed)
-		rc = sink_finish(&t->sink, 1, "error", err);
-	else if (sig & RT_SIG_WATCHDOG)
-		rc = sink_finish(&t->sink, 1, "error", "watchdog");
-	else if (sig & RT_SIG_STOP)
-		rc = sink_finish(&t->sink, 4, "interrupted", "stopped by signal");
-	else
+	if (!sink_end_early(&t->sink, start_failed ? err : NULL, &rc))
 		rc = sink_finish(&t->sink, -1, NULL, NULL);
-	if (start_failed)
-		log_error("%s", err);
 	timer_cleanup(t);
 	free(t);
 	return rc;

@@ -49,9 +49,12 @@ int rt_acquire(int policy, int priority, bool allow_degraded, struct rt_info *rt
 void rt_prefault_stack(void);
 void rt_pretouch(void *p, size_t n);
 int rt_thread_attr(pthread_attr_t *a, int policy, int priority, int cpu, size_t stack_bytes);
+int rt_thread_start(pthread_t *tid, int policy, int priority, int cpu, size_t stack_bytes, void *(*fn)(void *),
+		    void *arg);
 int rt_dma_latency_hold(int *fd_out);
 void rt_acquire_dma_latency(int *fd_out, struct rt_info *rt, struct warnings *w);
 int rt_set_rttime_limit(uint64_t soft_us, uint64_t hard_us);
+void rt_acquire_rttime_limit(uint64_t soft_us, uint64_t hard_us, struct warnings *w);
 int rt_tracemark_open(void);
 void rt_signals_install(void);
 int rt_signals_caught(void);
