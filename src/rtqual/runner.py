@@ -136,6 +136,8 @@ def _measure(case: dict, d, display, guard: Interrupted, loads: LoadSet, cpuset=
         join = (lambda: cpuset.add_pid(os.getpid())) if cpuset else None  # before the probe pins its threads
         proc = _native.spawn(case["probe"], case["args"], err, preexec=join, env=env)
         guard.proc = proc
+        if guard.signum:  # interrupted while the service (an IOC) was starting: stop at once
+            _signal_group(proc, signal.SIGINT)
         try:
             for line in proc.stdout:
                 log.write(line)
