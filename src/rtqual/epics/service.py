@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import tempfile
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
@@ -66,13 +65,11 @@ class IocService:
             raise RtqError(f"IOC CPUs (--ioc-cpus, --reader-cpu): {format_cpulist(sorted(set(wanted) - set(online)))} "
                            f"not online (online: {format_cpulist(online)})")
         self.ioc = Ioc(preset=spec.get("preset", "kek"), mode=spec.get("mode", "callback"),
-                       prio=spec.get("ioc_priority", 90), workdir=tempfile.mkdtemp(prefix="rtqual-ioc-"),
+                       prio=spec.get("ioc_priority", 90), prefix=spec.get("ioc_prefix"),
                        extra_db=ca_db(spec.get("records") or 0, spec.get("scan") or ".1 second"),
-                       prefix=spec.get("ioc_prefix"),
                        **{k: spec[s] for k, s in (("cpus", "ioc_cpus"), ("rtprio", "ioc_rtprio"),
                                                    ("reader_cpu", "reader_cpu")) if spec.get(s) is not None})
-        self.ioc._own_dir = True  # remove the temp folder at stop
-        for fifo in (self.ioc.fifo_in, self.ioc.fifo_out):
+        for fifo in (self.ioc.fifo_in, self.ioc.fifo_out):  # in the Ioc's own temp folder
             os.mkfifo(fifo, 0o600)
         self.env = self.ioc.env  # the probe's too: a CA client (ca-rtt) finds the IOC on loopback
 
