@@ -88,8 +88,12 @@ def _rate(x) -> str:
 
 
 def baseline_line(result: dict, results: list[dict]) -> str | None:
-    """An IOC case next to the timer baseline measured in the same run (the first timer case)."""
-    base = next((r for r in results if r["probe"] == "timer" and r["stats"].get("count")), None)
+    """An IOC case next to the timer baseline measured in the same run: the timer case under the
+    same loads, else the first timer case."""
+    def loads(r):
+        return sorted(ld.get("name") or "" for ld in r.get("loads") or [])
+    timers = [r for r in results if r["probe"] == "timer" and r["stats"].get("count") and r is not result]
+    base = next((r for r in timers if loads(r) == loads(result)), timers[0] if timers else None)
     if not result.get("ioc") or base is None:
         return None
     s, b = result["stats"], base["stats"]

@@ -140,3 +140,14 @@ def test_aps_table_lists_each_ioc_stage_then_the_total_and_the_baseline_line():
     assert line.startswith("vs timer baseline (case 001-t") and "max 300us vs 20us" in line
     assert report.baseline_line(timer, [timer, r]) is None
     assert "put 100/s (asked 100, 0 errors), monitor 1000 events/s on 10 channels" in report.ioc_lines(r)[1]
+
+
+def test_baseline_is_the_timer_case_under_the_same_loads():
+    idle = summarize(dict(CASE, id="001-idle", label="t idle"), stream_of([10_000]), 0, "")
+    busy = summarize(dict(CASE, id="002-busy", label="t busy"), stream_of([20_000]), 0, "")
+    ioc = summarize(dict(CASE, id="003-ioc", label="ioc busy"), stream_of([30_000]), 0, "")
+    busy["loads"] = ioc["loads"] = [{"name": "hackbench", "type": "hackbench"}]
+    ioc["ioc"], ioc["probe"] = {"preset": "kek"}, "iocresp"
+    assert "(case 002-busy" in report.baseline_line(ioc, [idle, busy, ioc])
+    ioc["loads"] = [{"name": "cpu-hog"}]
+    assert "(case 001-idle" in report.baseline_line(ioc, [idle, busy, ioc])  # none alike: the first
