@@ -82,9 +82,11 @@ def without_epics_vars() -> dict:
 
 @needs_pyepics
 def test_pyepics_reads_operator_pvs_and_sets_the_sample_count_during_a_run(tmp_path):
-    out = tmp_path / "b"
+    out, user_db = tmp_path / "b", tmp_path / "user.db"
+    user_db.write_text('record(ai, "$(P)user:x") {\n    field(VAL, "42")\n    field(PINI, "YES")\n}\n')
     p = subprocess.Popen([sys.executable, "-m", "rtqual", "run", "ioc", "--duration", "30s", "--rate", "200",
-                          "--records", "20", "--put-rate", "50", "--baseline", "0", "--ioc-prefix", "rtqtest2:",
+                          "--records", "20", "--put-rate", "50", "--ioc-chain", "3", "--ioc-db", str(user_db),
+                          "--baseline", "0", "--ioc-prefix", "rtqtest2:",
                           "--allow-degraded", "-o", str(out), "-q"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=without_epics_vars())
     ca = None
@@ -102,6 +104,8 @@ def test_pyepics_reads_operator_pvs_and_sets_the_sample_count_during_a_run(tmp_p
         for pid in ours:
             assert {k: environ_of(pid).get(k) for k in epics_env.LOOPBACK} == epics_env.LOOPBACK, pid
         ca = CaClient(env)
+        assert ca.get("rtqtest2:user:x") == 42  # the user's own records, and a 3-record chain
+        assert ca.get("rtqtest2:calc3.FLNK") == "rtqtest2:out"
         assert ca.get("rtqtest2:stat:N") == 1000
         ca.put("rtqtest2:stat:N", 10)
         assert ca.get("rtqtest2:stat:N") == 10

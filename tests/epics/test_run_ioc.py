@@ -6,13 +6,9 @@ import sys
 
 import pytest
 
-
 from rtqual.report import stage_table
 
 from helpers import gone, rtqual
-
-
-
 
 
 # (preset, mode, timer baseline): the IOC case is 002-ioc after a baseline, else 001-ioc.
@@ -138,3 +134,12 @@ def test_sigkill_of_rtqual_still_stops_the_ioc(tmp_path):
     while not gone(ioc_pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert gone(ioc_pid), "IOC left running after rtqual was killed"
+
+
+def test_a_bad_user_database_is_a_clear_error(tmp_path):
+    db = tmp_path / "user.db"
+    db.write_text('record(ai, "$(P)x") {\n    field(NOSUCH, "1")\n}\n')
+    p = rtqual("run", "ioc", "--ioc-db", db, "--duration", "1s", "--baseline", "0", "-o", tmp_path / "b", "-q")
+    assert p.returncode == 1
+    assert "doesn't have a field 'NOSUCH'" in p.stdout + p.stderr
+    assert "Traceback" not in p.stdout + p.stderr

@@ -23,6 +23,8 @@ from rtqual.errors import RtqError
     (["run", "ioc", "--records", "-1"], "--records"),
     (["run", "ioc", "--scan", "3 second"], "--scan"),
     (["run", "ioc", "--baseline", "fast"], "--baseline"),
+    (["run", "ioc", "--ioc-db", "/nonexistent.db"], "--ioc-db"),
+    (["run", "ioc", "--ioc-chain", "-1"], "--ioc-chain"),
     (["show", "/nonexistent/bundle"], "not an rtqual bundle"),
     (["export", "raw", "/nonexistent/bundle"], "not an rtqual bundle"),
     (["frobnicate"], "frobnicate"),

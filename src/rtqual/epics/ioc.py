@@ -40,13 +40,14 @@ _BI = """record(bi, "$(P)in") {
     field(FLNK, "$(P)%s")
 }
 """
-_CALC = """record(calc, "$(P)calc") {
+_CALC = """record(calc, "$(P)%s") {
     field(DESC, "rtqual record chain")
-    field(INPA, "$(P)in NPP")
+    field(INPA, "$(P)%s NPP")
     field(CALC, "A")
-    field(FLNK, "$(P)out")
+    field(FLNK, "$(P)%s")
 }
 """
+CHAIN = {"kek": 0, "aps": 1}  # calc records between bi and bo, per preset
 _BO = """record(bo, "$(P)out") {
     field(DESC, "rtqual output line")
     field(DTYP, "rtqual")
@@ -205,16 +206,19 @@ def operator_db() -> str:
     return "".join(out) + control
 
 
-def make_db(preset: str = "kek", operator: bool = True) -> str:
+def make_db(preset: str = "kek", operator: bool = True, chain: int | None = None) -> str:
     """The database for a preset; macros P, IN, OUT, MODE, PRIO (and OPTS) are filled in by
-    iocmain. kek: bi -> bo (KEK's two records); aps: bi -> calc -> bo. operator: add the
-    latency statistics (operator_db), published at low priority after each response."""
-    if preset == "kek":
-        db = _BI % "out" + _BO % "in"
-    elif preset == "aps":
-        db = _BI % "calc" + _CALC + _BO % "calc"
-    else:
+    iocmain. kek: bi -> bo (KEK's two records); aps: bi -> calc -> bo. chain: that many calc
+    records between bi and bo instead (calc, calc2, calc3, ...), each passing the value on.
+    operator: add the latency statistics (operator_db), published at low priority after each response."""
+    if preset not in CHAIN:
         raise RtqError(f"unknown IOC preset {preset!r}: choose one of {', '.join(PRESETS)}")
+    n = CHAIN[preset] if chain is None else chain
+    if not 0 <= n <= 10000:
+        raise RtqError(f"IOC record chain: {n} calc records is not in 0..10000")
+    names = ["in", *("calc" if i == 0 else f"calc{i + 1}" for i in range(n)), "out"]
+    db = _BI % names[1] + "".join(_CALC % (names[i], names[i - 1], names[i + 1]) for i in range(1, n + 1))
+    db += _BO % names[-2]
     return db + operator_db() if operator else db
 
 
@@ -227,15 +231,17 @@ class Ioc:
                  prio: int = 90, env: dict[str, str] | None = None, workdir: str | Path | None = None,
                  extra_db: str = "", operator: bool = True, cpus: str | list[int] | None = None,
                  rtprio: int | None = None, reader_cpu: int | None = None,
-                 gpio_in: str | None = None, gpio_out: str | None = None):
+                 gpio_in: str | None = None, gpio_out: str | None = None, chain: int | None = None):
         """cpus: the IOC process's CPU list ("0-1" or [0, 1]); rtprio: SCHED_FIFO priority of the
         process before iocInit; reader_cpu: pin the bi's reader thread; gpio_in/gpio_out:
         "/dev/gpiochipN:LINE [edge=...]" instead of the FIFOs (trigger/responses then unused);
-        operator: the latency statistics records (make_db)."""
+        operator: the latency statistics records; chain: calc records between bi and bo (make_db)."""
         if mode not in ("callback", "immediate"):
             raise RtqError(f"unknown IOC processing mode {mode!r}: callback or immediate")
         self.preset, self.mode, self.prio = preset, mode, prio
         self.extra_db = extra_db  # more records (macro P), e.g. the CA load's (rtqual.epics.ca)
+        self.chain = chain
+        make_db(preset, operator=False, chain=chain)  # a bad preset or chain is said now
         self.operator = operator
         self.cpus = ",".join(map(str, cpus)) if isinstance(cpus, (list, tuple)) else cpus
         self.rtprio, self.reader_cpu = rtprio, reader_cpu
@@ -261,7 +267,7 @@ class Ioc:
     # ---- lifetime ----
 
     def start(self, timeout: float = 30.0) -> "Ioc":
-        self.db.write_text(make_db(self.preset, operator=self.operator) + self.extra_db)
+        self.db.write_text(make_db(self.preset, operator=self.operator, chain=self.chain) + self.extra_db)
         for fifo in (self.fifo_in, self.fifo_out):
             if not fifo.exists():
                 os.mkfifo(fifo, 0o600)
@@ -309,11 +315,13 @@ class Ioc:
         raise RtqError(f"EPICS IOC not ready after {timeout:g} s: {self.log_tail()}")
 
     def log_tail(self, lines: int = 5) -> str:
+        """The IOC's EPICS error lines (colours removed) if it printed any, else its last lines."""
         try:
-            text = self.log.read_text(errors="replace").strip().splitlines()
+            text = re.sub(r"\x1b\[[0-9;]*m", "", self.log.read_text(errors="replace")).strip().splitlines()
         except OSError:
             return ""
-        return " | ".join(text[-lines:])
+        errors = [line for line in text if line.startswith("ERROR")]
+        return " | ".join((errors or text)[-lines:])
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

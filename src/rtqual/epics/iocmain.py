@@ -104,7 +104,11 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
 
-    ioc.start_ioc(database=args.db, macros=macros, extra_dbd_load=[(dbd.name, str(dbd.parent))])
+    try:
+        ioc.start_ioc(database=args.db, macros=macros, extra_dbd_load=[(dbd.name, str(dbd.parent))])
+    except RuntimeError as e:  # the database did not load; EPICS said why just above
+        print(f"rtqual.epics.iocmain: {e}", file=sys.stderr, flush=True)
+        return 1
     from epicscorelibs import version
     if devsup.rtqualDevsupErrors():
         print(f"rtqual.epics.iocmain: {devsup.rtqualDevsupErrors()} record(s) could not use rtqual's "

@@ -66,7 +66,8 @@ class IocService:
                            f"not online (online: {format_cpulist(online)})")
         self.ioc = Ioc(preset=spec.get("preset", "kek"), mode=spec.get("mode", "callback"),
                        prio=spec.get("ioc_priority", 90), prefix=spec.get("ioc_prefix"),
-                       extra_db=ca_db(spec.get("records") or 0, spec.get("scan") or ".1 second"),
+                       chain=spec.get("ioc_chain"), extra_db=ca_db(spec.get("records") or 0, spec.get("scan") or ".1 second")
+                       + user_db(spec.get("ioc_db")),
                        **{k: spec[s] for k, s in (("cpus", "ioc_cpus"), ("rtprio", "ioc_rtprio"),
                                                    ("reader_cpu", "reader_cpu")) if spec.get(s) is not None})
         for fifo in (self.ioc.fifo_in, self.ioc.fifo_out):  # in the Ioc's own temp folder
@@ -122,6 +123,16 @@ class IocService:
         """The case never ran: remove the FIFOs' folder."""
         if self.ioc.proc is None:
             shutil.rmtree(self.ioc.dir, ignore_errors=True)
+
+
+def user_db(path: str | None) -> str:
+    """The text of a user's database file for the IOC ('' for none); a clear error if unreadable."""
+    if not path:
+        return ""
+    try:
+        return "\n" + Path(path).read_text() + "\n"
+    except (OSError, UnicodeDecodeError) as e:
+        raise RtqError(f"--ioc-db {path}: {getattr(e, 'strerror', None) or e}") from None
 
 
 def make_service(spec: dict) -> IocService:

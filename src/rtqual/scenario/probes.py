@@ -184,6 +184,9 @@ IOC_PARAMS = {
                     ("kek", "aps"), default="kek"),
     "mode": Field("enum", "process the records in the callback thread (scanIoRequest) or in the reader thread "
                           "(scanIoImmediate)", ("callback", "immediate"), default="callback"),
+    "ioc_chain": Field("int", "calc records between bi and bo, each passing the value on (default: the preset's, "
+                          "kek 0, aps 1)", lo=0, hi=10_000),
+    "ioc_db": Field("str", "a database file appended to the IOC's (macro P is the prefix): your own records"),
     "ioc_prefix": Field("str", "PV prefix of the IOC's records (default: rtq<random hex>:, new each case)"),
     "ioc_priority": Field("int", "EPICS priority (0-99) of the IOC's input reader thread", lo=0, hi=99, default=90),
     "ioc_rtprio": Field("int", "run the IOC process SCHED_FIFO at this priority, like chrt -f (default: as rtqual runs)",
@@ -244,7 +247,8 @@ def _load_text(c: dict) -> str:
 
 
 def ioc_label(c: dict) -> str:
-    return f"ioc {c['preset']} {c['mode']} {c['rate']} Hz{_load_text(c)}"
+    chain = f" chain {c['ioc_chain']}" if c.get("ioc_chain") is not None else ""
+    return f"ioc {c['preset']}{chain} {c['mode']} {c['rate']} Hz{_load_text(c)}"
 
 
 def ca_rtt_label(c: dict) -> str:
