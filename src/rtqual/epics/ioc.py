@@ -250,7 +250,7 @@ class Ioc:
             raise RtqError(f"IOC prefix {prefix!r}: 1-40 characters of A-Z a-z 0-9 _ : . ; < > [ ] + -")
         self.prefix = prefix or random_prefix()
         self.env = epics_env.epics_env(env)
-        self._own_dir = workdir is None
+        self._own_dir = workdir is None  # ours to remove, also by the IOC if rtqual dies first
         self.dir = Path(tempfile.mkdtemp(prefix="rtqual-ioc-") if workdir is None else workdir)
         self.db = self.dir / "ioc.db"
         self.fifo_in = self.dir / "in.fifo"
@@ -275,7 +275,8 @@ class Ioc:
                *(("--gpio-in", self.gpio_in) if self.gpio_in else ("--fifo-in", str(self.fifo_in))),
                *(("--gpio-out", self.gpio_out) if self.gpio_out else ("--fifo-out", str(self.fifo_out))),
                "--mode", self.mode, "--prio", str(self.prio)]
-        for opt, value in (("--cpus", self.cpus), ("--rtprio", self.rtprio), ("--reader-cpu", self.reader_cpu)):
+        for opt, value in (("--cpus", self.cpus), ("--rtprio", self.rtprio), ("--reader-cpu", self.reader_cpu),
+                           ("--orphan-removes", self.dir if self._own_dir else None)):
             if value is not None:
                 cmd += [opt, str(value)]
         with open(self.log, "wb") as log:

@@ -14,6 +14,7 @@ import argparse
 import ctypes
 import json
 import os
+import shutil
 import signal
 import sys
 
@@ -45,6 +46,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--macros", default="", help="extra macros for the database, a=1,b=2")
     ap.add_argument("--cpus", metavar="LIST", help="CPU affinity of the whole IOC process, e.g. 0-1 or 1")
     ap.add_argument("--rtprio", type=int, metavar="N", help="SCHED_FIFO priority 1..99 of the IOC process")
+    ap.add_argument("--orphan-removes", metavar="DIR", help="remove DIR at exit if the parent died first "
+                    "(rtqual killed: nobody else is left to clean its IOC folder)")
     ap.add_argument("--reader-cpu", type=int, metavar="CPU", help="pin the bi's reader thread to this CPU")
     return ap.parse_args(argv)
 
@@ -97,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.macros:
         macros += "," + args.macros
 
+    parent = os.getppid()
     stop = {"sig": 0}
 
     def on_signal(signum, frame):
@@ -122,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     }) + "\n")
     while not stop["sig"]:
         signal.pause()
+    if args.orphan_removes and os.getppid() != parent:
+        shutil.rmtree(args.orphan_removes, ignore_errors=True)
+        return 0
     proto.write(json.dumps({"type": "end", "signal": stop["sig"]}) + "\n")
     return 0  # atexit: epicsExitCallAtExits stops the device support threads and the servers
 
