@@ -107,8 +107,14 @@ def test_pyepics_reads_operator_pvs_and_sets_the_sample_count_during_a_run(tmp_p
         assert ca.get("rtqtest2:user:x") == 42  # the user's own records, and a 3-record chain
         assert ca.get("rtqtest2:calc3.FLNK") == "rtqtest2:out"
         assert ca.get("rtqtest2:stat:N") == 1000
+        deadline = time.monotonic() + 10
+        while sum(ca.get("rtqtest2:lat:total:hist") or [0]) < 400 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        before = sum(ca.get("rtqtest2:lat:total:hist"))
         ca.put("rtqtest2:stat:N", 10)
+        assert sum(ca.get("rtqtest2:lat:total:hist")) < before  # cleared: counting again from 0
         assert ca.get("rtqtest2:stat:N") == 10
+        assert ca.get("rtqtest2:lat:total:median.N") == ca.get("rtqtest2:lat:wake:window.N") == 10
         deadline = time.monotonic() + 10
         while (ca.get("rtqtest2:stat:count") or 0) < 50 and time.monotonic() < deadline:
             time.sleep(0.2)

@@ -186,19 +186,24 @@ record(histogram, "$(P)lat:total:hist") {{
     field(LLIM, "0")
     field(ULIM, "{hmax}")
 }}
+record(longout, "$(P)lat:total:hist:clear") {{
+    field(DESC, "stat:N or stat:thr clear the histogram")
+    field(VAL, "1")
+    field(OUT, "$(P)lat:total:hist.CMD PP")
+}}
 """
 
 
 def operator_db() -> str:
     """The latency statistics (macro P): per stage a sliding window of the newest stat:N values
     with min/median/max/% over stat:thr, a history; for total a histogram. Writing stat:N (or
-    stat:thr) writes .N of every compress record, which resets them."""
+    stat:thr) writes .N of every compress record, which resets them, and clears the histogram."""
     out = []
     for i, s in enumerate(STAGES):
         stats = "".join(_STAT_DB.format(s=s, name=name, alg=alg, src=src, egu=egu, n=STAT_N,
                                         desc=f"{s} {name} of the last N")
                         for name, alg, src, egu in _STATS)
-        nxt = f"$(P)lat:{STAGES[i + 1]}:setN" if i + 1 < len(STAGES) else ""
+        nxt = f"$(P)lat:{STAGES[i + 1]}:setN" if i + 1 < len(STAGES) else "$(P)lat:total:hist:clear"
         hist = '\n    field(LNK8, "$(P)lat:total:clip")' if s == "total" else ""
         out.append(_STAGE_DB.format(s=s, stats=stats, next=nxt, hist=hist, window=WINDOW, history=HISTORY))
     control = _CONTROL_DB.format(n=STAT_N, thr=STAT_THR_US, window=WINDOW, first=STAGES[0],
