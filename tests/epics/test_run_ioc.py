@@ -74,6 +74,8 @@ def test_ioc_recorded_and_stopped(run):
     assert ioc["affinity"] and ioc["vm_lck"] is not None
     assert gone(ioc["pid"]), "IOC still running after rtqual run ioc"
     assert (out / "cases" / result["id"] / "ioc.stderr").exists()
+    db = (out / "cases" / result["id"] / "ioc.db").read_text()
+    assert 'record(bi, "$(P)in")' in db and ('record(calc, "$(P)calc")' in db) == (ioc["preset"] == "aps")
 
 
 def iocs_of(parent: int) -> list[int]:
@@ -147,3 +149,4 @@ def test_a_bad_user_database_is_a_clear_error(tmp_path):
     assert p.returncode == 1
     assert "doesn't have a field 'NOSUCH'" in p.stdout + p.stderr
     assert "Traceback" not in p.stdout + p.stderr
+    assert "NOSUCH" in (tmp_path / "b" / "cases" / "001-ioc" / "ioc.db").read_text()  # kept to look at

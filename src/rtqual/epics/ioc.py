@@ -271,8 +271,12 @@ class Ioc:
 
     # ---- lifetime ----
 
+    def database(self) -> str:
+        """The database the IOC loads (macros unexpanded)."""
+        return make_db(self.preset, operator=self.operator, chain=self.chain) + self.extra_db
+
     def start(self, timeout: float = 30.0) -> "Ioc":
-        self.db.write_text(make_db(self.preset, operator=self.operator, chain=self.chain) + self.extra_db)
+        self.db.write_text(self.database())
         for fifo in (self.fifo_in, self.fifo_out):
             if not fifo.exists():
                 os.mkfifo(fifo, 0o600)

@@ -64,10 +64,10 @@ class IocService:
         if not set(wanted) <= set(online):
             raise RtqError(f"IOC CPUs (--ioc-cpus, --reader-cpu): {format_cpulist(sorted(set(wanted) - set(online)))} "
                            f"not online (online: {format_cpulist(online)})")
+        extra_db = ca_db(spec.get("records") or 0, spec.get("scan") or ".1 second") + user_db(spec.get("ioc_db"))
         self.ioc = Ioc(preset=spec.get("preset", "kek"), mode=spec.get("mode", "callback"),
                        prio=spec.get("ioc_priority", 90), prefix=spec.get("ioc_prefix"),
-                       chain=spec.get("ioc_chain"), extra_db=ca_db(spec.get("records") or 0, spec.get("scan") or ".1 second")
-                       + user_db(spec.get("ioc_db")),
+                       chain=spec.get("ioc_chain"), extra_db=extra_db,
                        **{k: spec[s] for k, s in (("cpus", "ioc_cpus"), ("rtprio", "ioc_rtprio"),
                                                    ("reader_cpu", "reader_cpu")) if spec.get(s) is not None})
         for fifo in (self.ioc.fifo_in, self.ioc.fifo_out):  # in the Ioc's own temp folder
@@ -93,6 +93,7 @@ class IocService:
             spec, load = self.spec, None
             with ExitStack() as clients:
                 try:
+                    (Path(case_dir) / "ioc.db").write_text(self.ioc.database())  # kept, also if it fails to load
                     self.ioc.start()
                     r = self.ioc.ready
                     info.update({k: r.get(k) for k in ("pid", "epics_version", "epicscorelibs", "ca_server_port",
