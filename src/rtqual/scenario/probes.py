@@ -185,8 +185,9 @@ IOC_PARAMS = {
     "mode": Field("enum", "process the records in the callback thread (scanIoRequest) or in the reader thread "
                           "(scanIoImmediate)", ("callback", "immediate"), default="callback"),
     "ioc_chain": Field("int", "calc records between bi and bo, each passing the value on (default: the preset's, "
-                          "kek 0, aps 1)", lo=0, hi=10_000),
-    "ioc_db": Field("str", "a database file appended to the IOC's (macro P is the prefix): your own records"),
+                              "kek 0, aps 1)", lo=0, hi=10_000),
+    "ioc_db": Field("str", "a database file appended to the IOC's (macro P is the prefix): your own records "
+                           "(a relative path is taken from the current directory)"),
     "ioc_prefix": Field("str", "PV prefix of the IOC's records (default: rtq<random hex>:, new each case)"),
     "ioc_priority": Field("int", "EPICS priority (0-99) of the IOC's input reader thread", lo=0, hi=99, default=90),
     "ioc_rtprio": Field("int", "run the IOC process SCHED_FIFO at this priority, like chrt -f (default: as rtqual runs)",
@@ -206,6 +207,8 @@ def ioc_service(p: dict) -> dict:
     """The IOC service spec of a case (rtqual.epics.service.IocService takes it)."""
     spec = {"type": "ioc", **{k: p.get(k) for k in IOC_PARAMS}}
     spec["ca_monitor"] = p.get("ca_monitor") == "yes"
+    if spec["ioc_db"]:
+        spec["ioc_db"] = str(Path(spec["ioc_db"]).absolute())  # the bundle names the file itself
     return spec
 
 
