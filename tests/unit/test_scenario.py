@@ -47,12 +47,13 @@ def test_preset_validates_and_expands(path):
     json.dumps(scenario.plan_json(cases, sc))
 
 
-def test_quick_is_about_a_minute():
+def test_quick_is_about_a_minute_and_a_half():
     cases = scenario.expand(scenario.load(ROOT / "scenarios/quick.toml"), cpus=CPUS)
-    assert [c["label"] for c in cases] == ["idle", "hackbench", "cpu-hog"]
-    assert [c["load_names"] for c in cases] == [[], ["hackbench"], ["cpu-hog"]]
-    assert all(c["params"]["interval_ns"] == MS and c["params"]["cpus"] == CPUS for c in cases)
-    assert 40 * S <= scenario.total_ns(cases) <= 90 * S
+    assert [c["label"] for c in cases] == ["idle", "hackbench", "cpu-hog", "ioc idle", "ioc hackbench"]
+    assert [c["load_names"] for c in cases] == [[], ["hackbench"], ["cpu-hog"], [], ["hackbench"]]
+    assert all(c["params"]["interval_ns"] == MS and c["params"]["cpus"] == CPUS for c in cases[:3])
+    assert [c["service"]["type"] for c in cases[3:]] == ["ioc", "ioc"]
+    assert 60 * S <= scenario.total_ns(cases) <= 120 * S
 
 
 def test_kek_reproduces_the_study():
