@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""rtqual-ca ca-rtt side by side with a bare libca loop (ca_rtt_ref.c), against one IOC.
+
+Starts rtqual's IOC with the ca-rtt records ($(P)rtt:put -> $(P)rtt:echo), builds
+benchmarks/ca_rtt_ref.c with cc against the epicscorelibs wheel, then per round runs
+`rtqual-ca ca-rtt` and the reference alternately with the same PVs, CPU, SCHED_FIFO priority,
+period and count, and prints median / p99 / max of both and the median ratios rtqual/reference
+over the rounds (1.0: rtqual's harness measures what a bare loop measures). Run as root:
+
+    .venv/bin/python benchmarks/ca_rtt_vs_bare_libca.py --rounds 5 -n 2000 --rate 100
+"""
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import epicscorelibs.path
+
+from rtqual import _native
+from rtqual.epics.ca import RTT_ECHO, RTT_PUT, ca_db
+from rtqual.epics.ioc import Ioc
+
+HERE = Path(__file__).resolve().parent
+KEYS = ("median_ns", "p99_ns", "max_ns")
+
+
+def build_reference(tmp: Path) -> Path:
+    exe = tmp / "ca_rtt_ref"
+    cc = subprocess.run(["cc", "-O2", str(HERE / "ca_rtt_ref.c"), "-o", str(exe), f"-I{epicscorelibs.path.include_path}",
+                         f"-L{epicscorelibs.path.lib_path}", f"-Wl,-rpath,{epicscorelibs.path.lib_path}",
+                         "-lca", "-lCom", "-lpthread"], capture_output=True, text=True)
+    if cc.returncode != 0:
+        sys.exit(f"building ca_rtt_ref failed: {cc.stderr.strip()[-300:]}")
+    return exe
+
+
+def rtqual_round(ioc: Ioc, a) -> dict:
+    p = subprocess.run([str(_native.ca_path()), "ca-rtt", "--put", ioc.pv(RTT_PUT), "--monitor", ioc.pv(RTT_ECHO),
+                        "--loops", str(a.n), "--rate", str(a.rate), "--cpu", str(a.cpu), "--priority", str(a.priority)],
+                       env=ioc.env, capture_output=True, text=True, timeout=600)
+    for line in p.stdout.splitlines():
+        msg = json.loads(line)
+        if msg.get("type") == "summary":
+            s = msg["cpus"][0]
+            return {"median_ns": s["p50_ns"], "p99_ns": s["p99_ns"], "max_ns": s["max_ns"]}
+    sys.exit(f"rtqual-ca ca-rtt gave no summary (exit {p.returncode}): {p.stderr.strip()[-300:]}")
+
+
+def reference_round(exe: Path, ioc: Ioc, a) -> dict:
+    p = subprocess.run([str(exe), ioc.pv(RTT_PUT), ioc.pv(RTT_ECHO), str(a.n), str(round(1e6 / a.rate)),
+                        str(a.cpu), str(a.priority)], env=ioc.env, capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        sys.exit(f"ca_rtt_ref failed (exit {p.returncode}): {p.stderr.strip()[-300:]}")
+    return json.loads(p.stdout)
+
+
+def us(r: dict) -> str:
+    return " ".join(f"{k[:-3]} {r[k] / 1e3:7.1f}" for k in KEYS) + " us"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("-n", type=int, default=2000, help="round trips per tool and round")
+    ap.add_argument("--rate", type=int, default=100, help="puts per second")
+    ap.add_argument("--cpu", type=int, default=0, help="CPU of the measuring thread (both tools)")
+    ap.add_argument("--priority", type=int, default=80, help="SCHED_FIFO priority of the measuring thread")
+    a = ap.parse_args()
+    ratios = {k: [] for k in KEYS}
+    with tempfile.TemporaryDirectory() as tmp, Ioc(preset="kek", extra_db=ca_db(0)) as ioc:
+        exe = build_reference(Path(tmp))
+        for rnd in range(a.rounds):
+            ours, ref = rtqual_round(ioc, a), reference_round(exe, ioc, a)
+            print(f"round {rnd}: rtqual {us(ours)} | bare libca {us(ref)}", flush=True)
+            for k in KEYS:
+                ratios[k].append(ours[k] / ref[k])
+    print("median ratio rtqual/bare libca: " + ", ".join(
+        f"{k[:-3]} {statistics.median(v):.3f} (rounds {min(v):.2f}..{max(v):.2f})" for k, v in ratios.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
