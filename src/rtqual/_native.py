@@ -40,11 +40,24 @@ def binary_for(probe: str) -> Path:
     return ca_path() if probe in CA_PROBES else probe_path()
 
 
+def _devsup_dir() -> Path:
+    override = os.environ.get("RTQUAL_DEVSUP_DIR")
+    return Path(override) if override else Path(str(resources.files("rtqual"))) / "epics"
+
+
+def epics_site() -> dict | None:
+    """The site EPICS base the device support was built against ({"lib_dir", "dbd_dir"}, written
+    by the build as epics_site.json beside it), or None: EPICS from the epicscorelibs wheel."""
+    try:
+        return json.loads((_devsup_dir() / "epics_site.json").read_text())
+    except FileNotFoundError:
+        return None
+
+
 def epics_devsup() -> tuple[Path, Path]:
     """The EPICS device support built with the package: (librtqual_devsup.so, rtqual.dbd) in
     rtqual/epics/, or in $RTQUAL_DEVSUP_DIR for development (a CMake build's native/epics)."""
-    override = os.environ.get("RTQUAL_DEVSUP_DIR")
-    folder = Path(override) if override else Path(str(resources.files("rtqual"))) / "epics"
+    folder = _devsup_dir()
     lib, dbd = folder / "librtqual_devsup.so", folder / "rtqual.dbd"
     if not lib.is_file() or not dbd.is_file():
         raise RtqError(f"EPICS device support not found in {folder}: reinstall rtqual with epicscorelibs "

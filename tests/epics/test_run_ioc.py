@@ -129,7 +129,7 @@ def test_sigint_keeps_the_measured_part_and_stops_the_ioc(tmp_path):
 
 def test_sigkill_of_rtqual_still_stops_the_ioc(tmp_path):
     import time
-    p, _, ioc_pid = start_and_wait_for_ioc(tmp_path)
+    p, out, ioc_pid = start_and_wait_for_ioc(tmp_path)
     cmd = open(f"/proc/{ioc_pid}/cmdline").read().split("\0")
     ioc_dir = cmd[cmd.index("--orphan-removes") + 1]
     assert os.path.isdir(ioc_dir)
@@ -139,7 +139,9 @@ def test_sigkill_of_rtqual_still_stops_the_ioc(tmp_path):
     while not gone(ioc_pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert gone(ioc_pid), "IOC left running after rtqual was killed"
-    assert not os.path.exists(ioc_dir), "the IOC's temp folder is left after rtqual was killed"
+    assert not os.path.exists(ioc_dir), ("the IOC's temp folder is left after rtqual was killed: "
+                                         f"{os.listdir(ioc_dir)}; the IOC said "
+                                         f"{(out / 'cases' / '001-ioc' / 'ioc.stderr').read_text()[-500:]}")
 
 
 def test_a_bad_user_database_is_a_clear_error(tmp_path):

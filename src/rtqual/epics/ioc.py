@@ -189,7 +189,7 @@ record(histogram, "$(P)lat:total:hist") {{
 record(longout, "$(P)lat:total:hist:clear") {{
     field(DESC, "stat:N or stat:thr clear the histogram")
     field(VAL, "1")
-    field(OUT, "$(P)lat:total:hist.CMD PP")
+    field(OUT, "$(P)lat:total:hist.CMD NPP")
 }}
 """
 

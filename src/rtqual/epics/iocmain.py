@@ -4,19 +4,24 @@
 `taskset -c LIST chrt -f N softIoc`: every thread inherits the CPU set; EPICS threads then set
 their own SCHED_FIFO priorities (docs/epics.md), non-EPICS threads keep N.
 
-One EPICS 7 IOC per process (iocInit cannot be repeated), from the epicscorelibs wheel, with
-rtqual's device support loaded RTLD_GLOBAL before registerAllRecordDeviceDrivers. stdout carries
+One EPICS 7 IOC per process (iocInit cannot be repeated), from the epicscorelibs wheel or from
+the site base rtqual was built against (epics_site.json), with rtqual's device support loaded
+RTLD_GLOBAL before registerAllRecordDeviceDrivers. stdout carries
 only JSON lines for rtqual (first: {"type": "ready", ...}); the IOC's own console output goes to
 stderr. SIGINT or SIGTERM stops it through epicsExit (the device support joins its threads)."""
 from __future__ import annotations
 
 import argparse
+import atexit
 import ctypes
+import importlib.metadata
 import json
 import os
 import shutil
 import signal
 import sys
+import time
+from pathlib import Path
 
 from rtqual.epics import env as epics_env
 
@@ -73,6 +78,45 @@ def place_process(cpus: str | None, rtprio: int | None) -> None:
                            "RLIMIT_RTPRIO)") from None
 
 
+class _Epics:
+    """libCom, libdbCore and libdbRecStd, loaded RTLD_GLOBAL (the device support and
+    registerAllRecordDeviceDrivers find their symbols there)."""
+    def __init__(self, path_of):
+        self.Com, self.dbCore, self.dbRecStd = (ctypes.CDLL(path_of(n), mode=ctypes.RTLD_GLOBAL)
+                                                for n in ("Com", "dbCore", "dbRecStd"))
+        self.dbCore.registerAllRecordDeviceDrivers  # AttributeError now, on a base without it
+        self.dbCore.dbLoadDatabase.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p]
+        self.dbCore.dbLoadRecords.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+        self.dbCore.registerAllRecordDeviceDrivers.argtypes = [ctypes.c_void_p]
+
+
+def load_epics(site: dict | None) -> tuple[_Epics, Path]:
+    """EPICS from the site base rtqual was built against (site: lib_dir, dbd_dir), else from the
+    epicscorelibs wheel; and its base.dbd. One copy of each library per process: the device
+    support links the same files (its rpath)."""
+    if site:
+        return _Epics(lambda n: os.path.join(site["lib_dir"], f"lib{n}.so")), Path(site["dbd_dir"]) / "base.dbd"
+    import epicscorelibs.path
+    return _Epics(epicscorelibs.path.get_lib), Path(epicscorelibs.path.base_path) / "dbd" / "base.dbd"
+
+
+def start_ioc(epics: _Epics, dbds: list[Path], db: str, macros: str) -> None:
+    """Like softIoc with `st.cmd`: dbLoadDatabase each dbd, registerAllRecordDeviceDrivers,
+    dbLoadRecords, iocInit. RuntimeError if a step fails."""
+    atexit.register(epics.Com.epicsExitCallAtExits)
+    epics.dbCore.iocshRegisterCommon()
+    for dbd in dbds:
+        if epics.dbCore.dbLoadDatabase(dbd.name.encode(), str(dbd.parent).encode(), None):
+            raise RuntimeError(f"cannot load {dbd}")
+    pdbbase = ctypes.c_void_p.in_dll(epics.dbCore, "pdbbase")
+    if epics.dbCore.registerAllRecordDeviceDrivers(pdbbase):
+        raise RuntimeError("registerAllRecordDeviceDrivers failed")
+    if epics.dbCore.dbLoadRecords(db.encode(), macros.encode()):
+        raise RuntimeError(f"Error loading {db} with {macros}")
+    if epics.dbCore.iocInit():
+        raise RuntimeError("iocInit failed")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     from rtqual.errors import RtqError
@@ -87,9 +131,14 @@ def main(argv: list[str] | None = None) -> int:
 
     from rtqual import _native
     lib, dbd = _native.epics_devsup()
+    site = _native.epics_site()
+    try:
+        epics, base_dbd = load_epics(site)
+    except (OSError, AttributeError) as e:
+        print(f"rtqual.epics.iocmain: EPICS {site['lib_dir'] if site else 'epicscorelibs'}: {e}", file=sys.stderr)
+        return 1
     devsup = ctypes.CDLL(str(lib), mode=ctypes.RTLD_GLOBAL)  # pvar_dset_*/pvar_func_* for registerAll…
     devsup.rtqualEpicsVersion.restype = ctypes.c_char_p
-    from epicscorelibs import ioc  # loads libCom/libdbCore/libdbRecStd RTLD_GLOBAL
 
     line_in = (f"fifo:{args.fifo_in}" if args.fifo_in else f"gpio:{args.gpio_in}" if args.gpio_in
                else f"eventfd:{args.eventfd_in}")
@@ -109,28 +158,41 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
 
     try:
-        ioc.start_ioc(database=args.db, macros=macros, extra_dbd_load=[(dbd.name, str(dbd.parent))])
-    except RuntimeError as e:  # the database did not load; EPICS said why just above
+        start_ioc(epics, [base_dbd, dbd], args.db, macros)
+    except RuntimeError as e:  # e.g. the database did not load; EPICS said why just above
         print(f"rtqual.epics.iocmain: {e}", file=sys.stderr, flush=True)
         return 1
-    from epicscorelibs import version
     if devsup.rtqualDevsupErrors():
         print(f"rtqual.epics.iocmain: {devsup.rtqualDevsupErrors()} record(s) could not use rtqual's "
               "device support (see above)", file=sys.stderr, flush=True)
         os._exit(2)  # no clean epicsExit: the IOC is half set up
     proto.write(json.dumps({
         "type": "ready", "pid": os.getpid(), "prefix": args.prefix, "mode": args.mode,
-        "epics_version": devsup.rtqualEpicsVersion().decode(), "epicscorelibs": version.version,
+        "epics_version": devsup.rtqualEpicsVersion().decode(), "epics_libs": str(Path(epics.dbCore._name).parent),
+        "epicscorelibs": None if site else importlib.metadata.version("epicscorelibs"),
         "ca_server_port": os.environ.get("EPICS_CA_SERVER_PORT"),
         "cpus": args.cpus, "rtprio": args.rtprio, "reader_cpu": args.reader_cpu,
     }) + "\n")
     while not stop["sig"]:
         signal.pause()
-    if args.orphan_removes and os.getppid() != parent:
+    if args.orphan_removes and orphaned(parent, stop["sig"]):
         shutil.rmtree(args.orphan_removes, ignore_errors=True)
         return 0
-    proto.write(json.dumps({"type": "end", "signal": stop["sig"]}) + "\n")
+    try:
+        proto.write(json.dumps({"type": "end", "signal": stop["sig"]}) + "\n")
+    except BrokenPipeError:
+        pass
     return 0  # atexit: epicsExitCallAtExits stops the device support threads and the servers
+
+
+def orphaned(parent: int, sig: int, wait_s: float = 2.0) -> bool:
+    """rtqual (pid `parent`) died: our SIGTERM was its PR_SET_PDEATHSIG. That signal comes as
+    soon as the thread that started us exits, while rtqual's other threads may still be dying
+    (getppid() still `parent`): wait a moment for the reparenting. rtqual's own stop is SIGINT."""
+    deadline = time.monotonic() + (wait_s if sig == signal.SIGTERM else 0)
+    while os.getppid() == parent and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return os.getppid() != parent
 
 
 if __name__ == "__main__":

@@ -96,8 +96,8 @@ class IocService:
                     (Path(case_dir) / "ioc.db").write_text(self.ioc.database())  # kept, also if it fails to load
                     self.ioc.start()
                     r = self.ioc.ready
-                    info.update({k: r.get(k) for k in ("pid", "epics_version", "epicscorelibs", "ca_server_port",
-                                                       "rtprio", "reader_cpu")})
+                    info.update({k: r.get(k) for k in ("pid", "epics_version", "epicscorelibs", "epics_libs",
+                                                       "ca_server_port", "rtprio", "reader_cpu")})
                     info.update(ioc_process_facts(self.ioc.proc.pid))
                     clients.enter_context(Repeater(self.ioc.env))  # epicscorelibs ships no caRepeater
                     if spec.get("records") and (spec.get("put_rate") or spec.get("ca_monitor")):
