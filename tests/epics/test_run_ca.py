@@ -112,6 +112,9 @@ def test_pyepics_reads_operator_pvs_and_sets_the_sample_count_during_a_run(tmp_p
             time.sleep(0.2)
         before = sum(ca.get("rtqtest2:lat:total:hist"))
         ca.put("rtqtest2:stat:N", 10)
+        count = ca.get("rtqtest2:stat:count")
+        while ca.get("rtqtest2:stat:count") < count + 5 and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert sum(ca.get("rtqtest2:lat:total:hist")) < before  # cleared: counting again from 0
         assert ca.get("rtqtest2:stat:N") == 10
         assert ca.get("rtqtest2:lat:total:median.N") == ca.get("rtqtest2:lat:wake:window.N") == 10
