@@ -73,6 +73,17 @@ def place_process(cpus: str | None, rtprio: int | None) -> None:
                            "RLIMIT_RTPRIO)") from None
 
 
+def pvxs_ioc() -> tuple[tuple[str, str], str] | None:
+    """(pvxsIoc.dbd and its folder, the pvxsIoc library's dso name) from the pvxslibs wheel, with
+    QSRV2 enabled (unless the environment says otherwise); None without pvxslibs."""
+    try:
+        import pvxslibs.path
+    except ImportError:
+        return None
+    os.environ.setdefault("PVXS_QSRV_ENABLE", "YES")
+    return ("pvxsIoc.dbd", pvxslibs.path.dbd_path), "pvxslibs.lib.pvxsIoc"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     from rtqual.errors import RtqError
@@ -108,8 +119,13 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
 
+    dbds, dsos = [(dbd.name, str(dbd.parent))], []
+    pva = pvxs_ioc()
+    if pva:  # QSRV2 serves every record over PVA too
+        dbds.append(pva[0])
+        dsos.append(pva[1])
     try:
-        ioc.start_ioc(database=args.db, macros=macros, extra_dbd_load=[(dbd.name, str(dbd.parent))])
+        ioc.start_ioc(database=args.db, macros=macros, extra_dbd_load=dbds, extra_dso_load=dsos)
     except RuntimeError as e:  # the database did not load; EPICS said why just above
         print(f"rtqual.epics.iocmain: {e}", file=sys.stderr, flush=True)
         return 1
@@ -122,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         "type": "ready", "pid": os.getpid(), "prefix": args.prefix, "mode": args.mode,
         "epics_version": devsup.rtqualEpicsVersion().decode(), "epicscorelibs": version.version,
         "ca_server_port": os.environ.get("EPICS_CA_SERVER_PORT"),
+        "pva_server_port": os.environ.get("EPICS_PVA_SERVER_PORT") if pva else None,
         "cpus": args.cpus, "rtprio": args.rtprio, "reader_cpu": args.reader_cpu,
     }) + "\n")
     while not stop["sig"]:
