@@ -14,6 +14,8 @@ from rtqual.procs import die_with_parent
 PROBE = "rtqual-probe"
 CA = "rtqual-ca"  # Channel Access tools over libca; built only with EPICS
 CA_PROBES = frozenset({"ca-rtt"})  # probes in rtqual-ca's table, not rtqual-probe's
+PVA = "rtqual-pva"  # PV Access probe over pvxs; built only with pvxslibs
+PVA_PROBES = frozenset({"pva-rtt"})
 
 
 def probe_path() -> Path:
@@ -35,9 +37,20 @@ def ca_path() -> Path:
     return path
 
 
+def pva_path() -> Path:
+    """The installed rtqual-pva (inside the package, built when pvxslibs was found), or $RTQUAL_PVA."""
+    override = os.environ.get("RTQUAL_PVA")
+    path = Path(override) if override else Path(str(resources.files("rtqual"))) / "_bin" / PVA
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        raise RtqError(f"{PVA} not found at {path}: reinstall rtqual with pvxslibs (pip install .) "
+                       "or set RTQUAL_PVA", EXIT_SKIP)
+    return path
+
+
 def binary_for(probe: str) -> Path:
-    """The executable that runs `probe`: rtqual-ca for CA_PROBES, else rtqual-probe."""
-    return ca_path() if probe in CA_PROBES else probe_path()
+    """The executable that runs `probe`: rtqual-ca for CA_PROBES, rtqual-pva for PVA_PROBES, else
+    rtqual-probe."""
+    return ca_path() if probe in CA_PROBES else pva_path() if probe in PVA_PROBES else probe_path()
 
 
 def _devsup_dir() -> Path:
@@ -72,16 +85,18 @@ def probe_version() -> str:
 
 
 def probe_list() -> list[dict]:
-    """The probe table: name, supported, why_not, options; then rtqual-ca's probes, if it is
-    built, each with "binary": "rtqual-ca"."""
+    """The probe table: name, supported, why_not, options; then the probes of rtqual-ca and
+    rtqual-pva, where built, each with "binary": its name."""
     out = subprocess.run([probe_path(), "--list"], capture_output=True, text=True, timeout=10)
     rows = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
-    try:
-        ca = ca_path()
-    except RtqError:
-        return rows
-    out = subprocess.run([ca, "--list"], capture_output=True, text=True, timeout=10)
-    return rows + [{**json.loads(line), "binary": CA} for line in out.stdout.splitlines() if line.strip()]
+    for name, path in ((CA, ca_path), (PVA, pva_path)):
+        try:
+            binary = path()
+        except RtqError:
+            continue
+        out = subprocess.run([binary, "--list"], capture_output=True, text=True, timeout=10)
+        rows += [{**json.loads(line), "binary": name} for line in out.stdout.splitlines() if line.strip()]
+    return rows
 
 
 def check(probe: str, args: list[str]) -> None:
@@ -109,4 +124,4 @@ def spawn(probe: str, args: list[str], stderr, preexec=None, env: dict[str, str]
 
 def _last_line(text: str) -> str:
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    return lines[-1].removeprefix(f"{PROBE}: ").removeprefix(f"{CA}: ") if lines else ""
+    return lines[-1].removeprefix(f"{PROBE}: ").removeprefix(f"{CA}: ").removeprefix(f"{PVA}: ") if lines else ""

@@ -10,16 +10,19 @@ from rtqual.scenario.probes import NATIVE_TABLE, PROBES
 @needs_probe
 def test_native_table_matches_binary():
     table = json.loads(NATIVE_TABLE.read_text())
-    try:
-        _native.ca_path()
-    except RtqError:  # built without EPICS: only rtqual-probe's entries can be compared
-        table = [e for e in table if "binary" not in e]
+    for name, path in ((_native.CA, _native.ca_path), (_native.PVA, _native.pva_path)):
+        try:
+            path()
+        except RtqError:  # built without EPICS or pvxs: that binary's entries cannot be compared
+            table = [e for e in table if e.get("binary") != name]
     assert table == _native.probe_list(), "native probe options changed: run scripts/update-probe-table"
 
 
 def test_ca_probes_run_from_rtqual_ca():
     ca = {e["name"] for e in json.loads(NATIVE_TABLE.read_text()) if e.get("binary") == _native.CA}
     assert ca == set(_native.CA_PROBES)
+    pva = {e["name"] for e in json.loads(NATIVE_TABLE.read_text()) if e.get("binary") == _native.PVA}
+    assert pva == set(_native.PVA_PROBES)
 
 
 def test_every_native_probe_has_a_scenario_entry():

@@ -14,6 +14,9 @@ LOOPBACK = {
     "EPICS_PVA_AUTO_ADDR_LIST": "NO",
     "EPICS_PVA_ADDR_LIST": "127.0.0.1",
     "EPICS_PVAS_INTF_ADDR_LIST": "127.0.0.1",
+    # pvxs's server takes its beacon list from EPICS_PVA_ADDR_LIST only when these are unset; say it
+    "EPICS_PVAS_AUTO_BEACON_ADDR_LIST": "NO",
+    "EPICS_PVAS_BEACON_ADDR_LIST": "127.0.0.1",
 }
 
 # Which protocols each port variable is used with (both must be free on 127.0.0.1).

@@ -117,6 +117,18 @@ def start_ioc(epics: _Epics, dbds: list[Path], db: str, macros: str) -> None:
         raise RuntimeError("iocInit failed")
 
 
+def pvxs_ioc() -> tuple[Path, str] | None:
+    """pvxsIoc.dbd and the libpvxsIoc path from the pvxslibs wheel (QSRV2: every record served over
+    PVA too), with QSRV2 enabled unless the environment says otherwise; None without pvxslibs."""
+    try:
+        import pvxslibs.path
+        from setuptools_dso import find_dso
+    except ImportError:
+        return None
+    os.environ.setdefault("PVXS_QSRV_ENABLE", "YES")
+    return Path(pvxslibs.path.dbd_path) / "pvxsIoc.dbd", find_dso("pvxslibs.lib.pvxsIoc")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     from rtqual.errors import RtqError
@@ -157,8 +169,13 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
 
+    dbds = [base_dbd, dbd]
+    pva = None if site else pvxs_ioc()  # the wheel's pvxs links the wheel's EPICS libraries
+    if pva:
+        ctypes.CDLL(pva[1], mode=ctypes.RTLD_GLOBAL)
+        dbds.append(pva[0])
     try:
-        start_ioc(epics, [base_dbd, dbd], args.db, macros)
+        start_ioc(epics, dbds, args.db, macros)
     except RuntimeError as e:  # e.g. the database did not load; EPICS said why just above
         print(f"rtqual.epics.iocmain: {e}", file=sys.stderr, flush=True)
         return 1
@@ -171,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         "epics_version": devsup.rtqualEpicsVersion().decode(), "epics_libs": str(Path(epics.dbCore._name).parent),
         "epicscorelibs": None if site else importlib.metadata.version("epicscorelibs"),
         "ca_server_port": os.environ.get("EPICS_CA_SERVER_PORT"),
+        "pva_server_port": os.environ.get("EPICS_PVA_SERVER_PORT") if pva else None,
         "cpus": args.cpus, "rtprio": args.rtprio, "reader_cpu": args.reader_cpu,
     }) + "\n")
     while not stop["sig"]:

@@ -97,15 +97,17 @@ class IocService:
                     self.ioc.start()
                     r = self.ioc.ready
                     info.update({k: r.get(k) for k in ("pid", "epics_version", "epicscorelibs", "epics_libs",
-                                                       "ca_server_port", "rtprio", "reader_cpu")})
+                                                       "ca_server_port", "pva_server_port", "rtprio", "reader_cpu")})
                     info.update(ioc_process_facts(self.ioc.proc.pid))
                     clients.enter_context(Repeater(self.ioc.env))  # epicscorelibs ships no caRepeater
                     if spec.get("records") and (spec.get("put_rate") or spec.get("ca_monitor")):
                         load = clients.enter_context(CaLoad(self.ioc.prefix, spec["records"], spec.get("put_rate", 0),
                                                             bool(spec.get("ca_monitor")), env=self.ioc.env))
                     write_json(Path(case_dir) / "ioc.json", info)  # ready, clients too: for displays
+                    pva = (f" and PVA on {self.ioc.env.get('EPICS_PVAS_INTF_ADDR_LIST')}:{info['pva_server_port']}"
+                           if info.get("pva_server_port") else "")
                     print(f"rtqual: IOC {self.ioc.prefix} serving CA on "
-                          f"{self.ioc.env.get('EPICS_CAS_INTF_ADDR_LIST')}:{info['ca_server_port']} "
+                          f"{self.ioc.env.get('EPICS_CAS_INTF_ADDR_LIST')}:{info['ca_server_port']}{pva} "
                           f"(operator PVs {self.ioc.prefix}stat:N, {self.ioc.prefix}lat:total:median, ...; "
                           f"display rtqual/epics/rtqual.bob P={self.ioc.prefix})", file=sys.stderr, flush=True)
                     yield info

@@ -254,9 +254,11 @@ def ioc_label(c: dict) -> str:
     return f"ioc {c['preset']}{chain} {c['mode']} {c['rate']} Hz{_load_text(c)}"
 
 
-def ca_rtt_label(c: dict) -> str:
-    where = f"PV {c['put']}" if c.get("put") else "rtqual IOC"
-    return f"ca-rtt {c['rate']} Hz {where}{_load_text(c)}"
+def rtt_label(probe: str) -> Callable[[dict], str]:
+    def label(c: dict) -> str:
+        where = f"PV {c['put']}" if c.get("put") else "rtqual IOC"
+        return f"{probe} {c['rate']} Hz {where}{_load_text(c)}"
+    return label
 
 
 def _ioc_probes(native: dict[str, Probe]) -> dict[str, Probe]:
@@ -265,10 +267,12 @@ def _ioc_probes(native: dict[str, Probe]) -> dict[str, Probe]:
         out["ioc"] = with_ioc(native["iocresp"], "ioc", "EPICS IOC response latency: stimulus -> bi -> (chain) "
                               "-> bo -> response, total and per stage", {"in": "$(IOC_IN)", "out": "$(IOC_OUT)"},
                               ioc_label)
-    if "ca-rtt" in native:  # rtqual-ca's probe: without --put it measures through rtqual's own IOC
-        out["ca-rtt"] = with_ioc(native["ca-rtt"], "ca-rtt", "Channel Access put -> monitor round trip through an "
-                                 "IOC (rtqual's own unless --put names a PV)",
-                                 {"put": "$(P)rtt:put", "monitor": "$(P)rtt:echo"}, ca_rtt_label, external="put")
+    rtt = {"ca-rtt": "Channel Access", "pva-rtt": "PV Access"}
+    for name, protocol in rtt.items():  # without --put they measure through rtqual's own IOC
+        if name in native:
+            out[name] = with_ioc(native[name], name, f"{protocol} put -> monitor round trip through an IOC "
+                                 "(rtqual's own unless --put names a PV)",
+                                 {"put": "$(P)rtt:put", "monitor": "$(P)rtt:echo"}, rtt_label(name), external="put")
     return out
 
 
@@ -278,7 +282,7 @@ PROBES: dict[str, Probe] = {
                    exclusive=(("duration", "loops"),), build=timer_build, label=timer_label, label_keys=("interval",),
                    time_ns=timer_time_ns, scale=timer_scale),
     **_NATIVE,
-    **_ioc_probes(_NATIVE),  # replaces the native ca-rtt with the one that starts an IOC
+    **_ioc_probes(_NATIVE),  # replaces the native ca-rtt and pva-rtt with the ones that start an IOC
 }
 
 

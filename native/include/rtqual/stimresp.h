@@ -1,0 +1,94 @@
+/* Stimulus -> response harness shared by the round-trip probes (iocresp,
+ * ca-rtt, pva-rtt): one pinned thread sends request k at the absolute
+ * deadline first + k * period, waits (one request in flight) for its answer
+ * on an fd with --timeout, and records answer - send time; warm-up, late,
+ * unanswered and mismatched answers are counted. The harness owns options
+ * common to all of them, RT setup, the watchdog, the sink and the ending;
+ * a transport (struct stimresp_ops) only sends and receives. */
+#ifndef RTQUAL_STIMRESP_H
+#define RTQUAL_STIMRESP_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "rtqual/cpulist.h"
+#include "rtqual/probe.h"
+#include "rtqual/sink.h"
+
+/* What stimresp_ops.receive found on the answer fd. */
+enum stimresp_rx { SR_MORE, SR_ANSWER, SR_MISMATCH, SR_FAIL };
+
+struct stimresp;
+
+struct stimresp_ops {
+	const char *name; /* probe name in the header */
+	const struct opt_def *opts; /* the probe's table: stimresp_cfg fields at F(h.cfg.x), see STIMRESP_COMMON_OPTS */
+	int nopts;
+	/* words of the messages: "stimulus", "stimuli", "responses", "harness" (thread) */
+	const char *request, *requests, *answers, *thread;
+	bool timeout_incomplete; /* an unanswered request ends with status 4 (else 1) */
+	int (*validate)(struct stimresp *h);                   /* the transport's options; log_error's rc */
+	int (*open)(struct stimresp *h, char *err, size_t len); /* before the sink; sets h->answer_fd */
+	void (*close)(struct stimresp *h);                     /* always, if open was called */
+	int (*thread_init)(struct stimresp *h);                /* optional, in the harness thread; -1: h->fail set */
+	/* send request `seq` (0..total-1); *t_send: its CLOCK_MONOTONIC time; -1: h->fail set */
+	int (*send)(struct stimresp *h, uint64_t seq, int64_t *t_send);
+	/* answer_fd is readable: read it; *t_answer when complete */
+	enum stimresp_rx (*receive)(struct stimresp *h, int64_t *t_answer);
+	/* optional: a measured (not warm-up) round trip */
+	void (*measured)(struct stimresp *h, int64_t t_send, int64_t t_answer);
+	sink_params_fn params; /* calls stimresp_params() for the common keys */
+	void (*summary_extra)(struct jw *w, int slot, const void *ctx); /* calls stimresp_counts() */
+};
+
+struct stimresp_cfg {
+	int policy;
+	int64_t rate_hz, cpu, priority, duration_ns, loops, warmup, threshold_ns, timeout_ns, max_events;
+	bool no_dma_latency, allow_degraded;
+	const char *raw;
+	int64_t raw_max_bytes, json_fd, progress_ms;
+};
+
+/* The first member of each probe's state; options parse into the whole state. */
+struct stimresp {
+	struct stimresp_cfg cfg;
+	const struct stimresp_ops *ops;
+	uint64_t given;
+	struct rt_info rt;
+	struct sink sink;
+	int64_t period_ns, first_deadline_ns;
+	uint64_t total;
+	int answer_fd, dma_fd;
+	char no_answer[160]; /* timeout message lead, e.g. "no response from the IOC" */
+	pthread_t tid;
+	_Atomic bool done;
+	/* thread results, read after join */
+	uint64_t sent, answered, warm, late, mismatched;
+	bool timed_out;
+	char fail[256];
+	struct warnings warn; /* until the header is out */
+};
+
+/* The option entries identical in every stimulus/response probe (h at offset 0). */
+#define SR_F(x) offsetof(struct stimresp, cfg.x)
+#define STIMRESP_COMMON_OPTS                                                                                   \
+	{"max-events", OPT_INT, SR_F(max_events), 0, 1000000, "100", NULL,                                     \
+	 "threshold events per second; the rest counted as suppressed"},                                      \
+	{"no-dma-latency", OPT_FLAG, SR_F(no_dma_latency), 0, 0, NULL, NULL, "do not hold /dev/cpu_dma_latency at 0"}, \
+	{"raw", OPT_PATH, SR_F(raw), 0, 0, NULL, NULL, "keep every sample in FILE (protocol.md raw format)"},    \
+	{"raw-max-bytes", OPT_INT, SR_F(raw_max_bytes), 4096, 1LL << 40, "268435456", NULL,                    \
+	 "cap of the raw file; capture stops (flagged) at the cap"},                                          \
+	{"allow-degraded", OPT_FLAG, SR_F(allow_degraded), 0, 0, NULL, NULL,                                   \
+	 "run with what is permitted (SCHED_OTHER, no mlock), marked degraded"},                              \
+	{"json-fd", OPT_INT, SR_F(json_fd), 1, 65535, "1", NULL, "fd for JSON Lines"},                          \
+	{"progress-ms", OPT_INT, SR_F(progress_ms), 50, 60000, "1000", NULL, "period of progress records, ms"}
+
+/* Run the probe whose zeroed state starts with h (h->ops set); returns the exit code. */
+int stimresp_run(struct stimresp *h, const struct probe_args *a);
+/* The params keys from rate_hz to progress_ms; planned_key names the planned count. */
+void stimresp_params(struct jw *w, const struct stimresp *h, const char *planned_key);
+/* planned, sent, answered, warmup, unanswered, late (inside the caller's object). */
+void stimresp_counts(struct jw *w, const struct stimresp *h);
+
+#endif

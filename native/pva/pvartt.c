@@ -1,0 +1,147 @@
+/* pva-rtt probe: PV Access round trip through an IOC, like ca-rtt over
+ * pvxs. One pinned thread puts a double carrying a sequence number to --put
+ * on absolute deadlines at --rate; the monitor of --monitor delivers that
+ * value in pvxs's worker thread, which timestamps it and hands the time over
+ * an eventfd (pvac.cpp). Sample = t_echo - t_put (CLOCK_MONOTONIC). One put
+ * in flight; an echo missing for --timeout ends the run (status 4). The loop
+ * is the stimulus -> response harness (stimresp.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "pvac.h"
+#include "rtqual/log.h"
+#include "rtqual/stimresp.h"
+
+struct pvartt {
+	struct stimresp h; /* first: the options parse into the whole struct */
+	const char *put, *monitor;
+	int64_t base; /* value of the first put */
+	struct pvac *client;
+};
+
+#define F(x) offsetof(struct pvartt, x)
+static const struct opt_def pvartt_opts[] = {
+	{"put", OPT_STRING, F(put), 0, 0, NULL, NULL, "PV written with a PVA put of its value field (a double carrying a sequence number)"},
+	{"monitor", OPT_STRING, F(monitor), 0, 0, NULL, NULL,
+	 "PV whose PVA monitor echoes the put value (default: the --put PV)"},
+	{"rate", OPT_INT, SR_F(rate_hz), 1, 10000, "50", NULL, "puts per second, Hz (absolute deadlines)"},
+	{"cpu", OPT_INT, SR_F(cpu), 0, CPULIST_MAX - 1, NULL, NULL,
+	 "CPU of the put/measure thread (default: the first CPU of our affinity mask)"},
+	{"policy", OPT_ENUM, SR_F(policy), 0, 0, "fifo", rt_policy_names, "scheduling policy of the put thread"},
+	{"priority", OPT_INT, SR_F(priority), 1, 99, "80", NULL, "RT priority of the put thread"},
+	{"duration", OPT_DURATION, SR_F(duration_ns), NS_PER_MS, 365 * 24 * 3600 * NS_PER_S, "10s", NULL,
+	 "measured time after warm-up (puts = duration x rate)"},
+	{"loops", OPT_INT, SR_F(loops), 1, 1LL << 40, NULL, NULL, "measured puts; replaces --duration"},
+	{"warmup", OPT_INT, SR_F(warmup), 0, 1000000000, "10", NULL, "round trips discarded before measuring"},
+	{"threshold", OPT_DURATION, SR_F(threshold_ns), 1, 60 * NS_PER_S, "1ms", NULL,
+	 "round trips above it emit event records"},
+	{"timeout", OPT_DURATION, SR_F(timeout_ns), NS_PER_MS, 600 * NS_PER_S, "5s", NULL,
+	 "connecting, and each echo: missing for this long ends the run (status 4)"},
+	STIMRESP_COMMON_OPTS,
+};
+#undef F
+
+static int pvartt_send(struct stimresp *h, uint64_t seq, int64_t *t_send)
+{
+	struct pvartt *t = (struct pvartt *)h;
+	return pvac_put(t->client, t->base + (int64_t)seq, t_send, h->fail, sizeof(h->fail));
+}
+
+static enum stimresp_rx pvartt_receive(struct stimresp *h, int64_t *t_answer)
+{
+	int r = pvac_take(((struct pvartt *)h)->client, t_answer, h->fail, sizeof(h->fail));
+	return r > 0 ? SR_ANSWER : r == 0 ? SR_MORE : SR_FAIL;
+}
+
+static void pvartt_params(struct jw *w, const void *ctx)
+{
+	const struct pvartt *t = ctx;
+	jw_str(w, "put", t->put);
+	jw_str(w, "monitor", t->monitor);
+	stimresp_params(w, &t->h, "puts_planned");
+	jw_str(w, "pva_addr_list", getenv("EPICS_PVA_ADDR_LIST"));
+	jw_str(w, "pva_server_port", getenv("EPICS_PVA_SERVER_PORT"));
+	jw_str(w, "pvxs_version", pvac_version());
+}
+
+/* Summary extension (top level): put accounting, as ca-rtt. */
+static void pvartt_summary_extra(struct jw *w, int slot, const void *ctx)
+{
+	const struct pvartt *t = ctx;
+	if (slot >= 0)
+		return;
+	jw_obj_begin(w, "puts");
+	stimresp_counts(w, &t->h);
+	jw_u64(w, "stray_events", t->client ? pvac_stray(t->client) : 0);
+	jw_obj_end(w);
+}
+
+static int pvartt_validate(struct stimresp *h)
+{
+	struct pvartt *t = (struct pvartt *)h;
+	if (!t->put || !t->put[0])
+		return log_error("--put PV is required (the PV the round trip writes)");
+	if (!t->monitor || !t->monitor[0])
+		t->monitor = t->put;
+	snprintf(h->no_answer, sizeof(h->no_answer), "no echo on %s", t->monitor);
+	return 0;
+}
+
+static int pvartt_open(struct stimresp *h, char *err, size_t len)
+{
+	struct pvartt *t = (struct pvartt *)h;
+	h->answer_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (h->answer_fd < 0)
+		return snprintf(err, len, "eventfd: %s", strerror(errno)), -1;
+	t->client = pvac_open(t->put, t->monitor, h->answer_fd, h->cfg.timeout_ns, &t->base, err, len);
+	return t->client ? 0 : -1;
+}
+
+static void pvartt_close(struct stimresp *h)
+{
+	pvac_close(((struct pvartt *)h)->client);
+	if (h->answer_fd >= 0)
+		close(h->answer_fd);
+}
+
+static const struct stimresp_ops pvartt_ops = {
+	.name = "pva-rtt",
+	.opts = pvartt_opts,
+	.nopts = (int)(sizeof(pvartt_opts) / sizeof(pvartt_opts[0])),
+	.request = "put",
+	.requests = "puts",
+	.answers = "echoes",
+	.thread = "put",
+	.timeout_incomplete = true,
+	.validate = pvartt_validate,
+	.open = pvartt_open,
+	.close = pvartt_close,
+	.send = pvartt_send,
+	.receive = pvartt_receive,
+	.params = pvartt_params,
+	.summary_extra = pvartt_summary_extra,
+};
+
+static int pvartt_run(const struct probe_args *a)
+{
+	struct pvartt *t = calloc(1, sizeof(*t));
+	if (!t)
+		return log_error("out of memory");
+	t->h.ops = &pvartt_ops;
+	int rc = stimresp_run(&t->h, a);
+	free(t);
+	return rc;
+}
+
+const struct probe probe_pvartt = {
+	.name = "pva-rtt",
+	.summary = "PV Access round trip: put of a sequence number to the monitor update carrying it back "
+		   "(through the IOC's record processing, pvxs client)",
+	.opts = pvartt_opts,
+	.nopts = (int)(sizeof(pvartt_opts) / sizeof(pvartt_opts[0])),
+	.run = pvartt_run,
+};
