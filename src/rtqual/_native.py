@@ -18,33 +18,29 @@ PVA = "rtqual-pva"  # PV Access probe over pvxs; built only with pvxslibs
 PVA_PROBES = frozenset({"pva-rtt"})
 
 
-def probe_path() -> Path:
-    """The installed rtqual-probe (inside the package), or $RTQUAL_PROBE for development."""
-    override = os.environ.get("RTQUAL_PROBE")
-    path = Path(override) if override else Path(str(resources.files("rtqual"))) / "_bin" / PROBE
+def _installed(name: str, override_var: str, built_with: str = "", exit_code: int = EXIT_ERROR) -> Path:
+    """An executable in the package's rtqual/_bin, or the one $override_var names (development)."""
+    override = os.environ.get(override_var)
+    path = Path(override) if override else Path(str(resources.files("rtqual"))) / "_bin" / name
     if not (path.is_file() and os.access(path, os.X_OK)):
-        raise RtqError(f"{PROBE} not found at {path}: reinstall rtqual (pip install .) or set RTQUAL_PROBE")
+        raise RtqError(f"{name} not found at {path}: reinstall rtqual{built_with} (pip install .) "
+                       f"or set {override_var}", exit_code)
     return path
+
+
+def probe_path() -> Path:
+    """The installed rtqual-probe, or $RTQUAL_PROBE."""
+    return _installed(PROBE, "RTQUAL_PROBE")
 
 
 def ca_path() -> Path:
-    """The installed rtqual-ca (inside the package, built when EPICS was found), or $RTQUAL_CA."""
-    override = os.environ.get("RTQUAL_CA")
-    path = Path(override) if override else Path(str(resources.files("rtqual"))) / "_bin" / CA
-    if not (path.is_file() and os.access(path, os.X_OK)):
-        raise RtqError(f"{CA} not found at {path}: reinstall rtqual with epicscorelibs (pip install .) "
-                       "or set RTQUAL_CA", EXIT_SKIP)
-    return path
+    """The installed rtqual-ca (built when EPICS was found), or $RTQUAL_CA."""
+    return _installed(CA, "RTQUAL_CA", " with epicscorelibs", EXIT_SKIP)
 
 
 def pva_path() -> Path:
-    """The installed rtqual-pva (inside the package, built when pvxslibs was found), or $RTQUAL_PVA."""
-    override = os.environ.get("RTQUAL_PVA")
-    path = Path(override) if override else Path(str(resources.files("rtqual"))) / "_bin" / PVA
-    if not (path.is_file() and os.access(path, os.X_OK)):
-        raise RtqError(f"{PVA} not found at {path}: reinstall rtqual with pvxslibs (pip install .) "
-                       "or set RTQUAL_PVA", EXIT_SKIP)
-    return path
+    """The installed rtqual-pva (built when pvxslibs was found), or $RTQUAL_PVA."""
+    return _installed(PVA, "RTQUAL_PVA", " with pvxslibs", EXIT_SKIP)
 
 
 def binary_for(probe: str) -> Path:
