@@ -142,7 +142,7 @@ def cases_table(results: list[dict]) -> str:
 
 # The seed papers' table layouts: (heading, stats key or None for the threshold share).
 PAPER_TABLES = {
-    "aps": ("APS IOCcore on Coldfire (seed 001, Tables 1-5)",
+    "aps": ("Layout of APS IOCcore on Coldfire (seed 001, Tables 1-5); IOC cases stage by stage",
             [("Minimum", "min_ns"), ("Median", "p50_ns"), ("Maximum", "max_ns"), ("% > {thr}", None)]),
     "madoca": ("MADOCA II RTT (seed 003, Table 1)",
                [("Minimum", "min_ns"), ("Maximum", "max_ns"), ("Average", "mean_ns"), ("Median", "p50_ns"),
