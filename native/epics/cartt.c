@@ -213,13 +213,7 @@ static const struct stimresp_ops cartt_ops = {
 
 static int cartt_run(const struct probe_args *a)
 {
-	struct cartt *t = calloc(1, sizeof(*t));
-	if (!t)
-		return log_error("out of memory");
-	t->h.ops = &cartt_ops;
-	int rc = stimresp_run(&t->h, a);
-	free(t);
-	return rc;
+	return stimresp_main(sizeof(struct cartt), &cartt_ops, a);
 }
 
 const struct probe probe_cartt = {

@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -225,7 +226,7 @@ static int stimresp_measure(struct stimresp *h, const struct probe_args *a)
 	return rc;
 }
 
-int stimresp_run(struct stimresp *h, const struct probe_args *a)
+static int stimresp_run(struct stimresp *h, const struct probe_args *a)
 {
 	const struct stimresp_ops *ops = h->ops;
 	char err[512];
@@ -242,5 +243,16 @@ int stimresp_run(struct stimresp *h, const struct probe_args *a)
 	if (h->dma_fd >= 0)
 		close(h->dma_fd);
 	sink_free(&h->sink);
+	return rc;
+}
+
+int stimresp_main(size_t state_bytes, const struct stimresp_ops *ops, const struct probe_args *a)
+{
+	struct stimresp *h = calloc(1, state_bytes);
+	if (!h)
+		return log_error("out of memory");
+	h->ops = ops;
+	int rc = stimresp_run(h, a);
+	free(h);
 	return rc;
 }

@@ -157,6 +157,7 @@ static int iocresp_validate(struct stimresp *h)
 	int rc;
 	if ((rc = check_fifo("in", t->in)) || (rc = check_fifo("out", t->out)))
 		return rc;
+	snprintf(h->no_answer, sizeof(h->no_answer), "no response from the IOC");
 	return 0;
 }
 
@@ -214,15 +215,7 @@ static const struct stimresp_ops iocresp_ops = {
 
 static int iocresp_run(const struct probe_args *a)
 {
-	struct iocresp *t = calloc(1, sizeof(*t));
-	if (!t)
-		return log_error("out of memory");
-	t->h.ops = &iocresp_ops;
-	t->fd_in = -1;
-	snprintf(t->h.no_answer, sizeof(t->h.no_answer), "no response from the IOC");
-	int rc = stimresp_run(&t->h, a);
-	free(t);
-	return rc;
+	return stimresp_main(sizeof(struct iocresp), &iocresp_ops, a);
 }
 
 const struct probe probe_iocresp = {

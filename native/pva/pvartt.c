@@ -128,13 +128,7 @@ static const struct stimresp_ops pvartt_ops = {
 
 static int pvartt_run(const struct probe_args *a)
 {
-	struct pvartt *t = calloc(1, sizeof(*t));
-	if (!t)
-		return log_error("out of memory");
-	t->h.ops = &pvartt_ops;
-	int rc = stimresp_run(&t->h, a);
-	free(t);
-	return rc;
+	return stimresp_main(sizeof(struct pvartt), &pvartt_ops, a);
 }
 
 const struct probe probe_pvartt = {

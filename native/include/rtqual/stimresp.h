@@ -84,8 +84,9 @@ struct stimresp {
 	{"json-fd", OPT_INT, SR_F(json_fd), 1, 65535, "1", NULL, "fd for JSON Lines"},                          \
 	{"progress-ms", OPT_INT, SR_F(progress_ms), 50, 60000, "1000", NULL, "period of progress records, ms"}
 
-/* Run the probe whose zeroed state starts with h (h->ops set); returns the exit code. */
-int stimresp_run(struct stimresp *h, const struct probe_args *a);
+/* Run the probe whose state (state_bytes, starting with struct stimresp) ops describes, in a
+ * zeroed allocation; returns the exit code. */
+int stimresp_main(size_t state_bytes, const struct stimresp_ops *ops, const struct probe_args *a);
 /* The params keys from rate_hz to progress_ms; planned_key names the planned count. */
 void stimresp_params(struct jw *w, const struct stimresp *h, const char *planned_key);
 /* planned, sent, answered, warmup, unanswered, late (inside the caller's object). */
