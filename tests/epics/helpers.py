@@ -39,6 +39,8 @@ for line in sys.stdin:
         if req["op"] == "get":
             v = epics.caget(req["pv"], timeout=5)
             ans = v.tolist() if hasattr(v, "tolist") else v
+        elif req["op"] == "get_many":  # sent together, answered within microseconds of each other
+            ans = [v.tolist() if hasattr(v, "tolist") else v for v in epics.caget_many(req["pvs"], timeout=5)]
         else:
             ans = epics.caput(req["pv"], req["value"], wait=True, timeout=5)
     except Exception as e:
@@ -61,6 +63,9 @@ class CaClient:
 
     def get(self, pv):
         return self._ask(op="get", pv=pv)
+
+    def get_many(self, pvs):
+        return self._ask(op="get_many", pvs=pvs)
 
     def put(self, pv, value):
         assert self._ask(op="put", pv=pv, value=value) == 1, f"caput {pv} failed"
