@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <libgen.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,47 +24,7 @@
 #define RTQUAL_VERSION "0.0.0"
 #endif
 
-/* Allocate and pre-touch per-CPU state for `n` CPUs (histograms, rings). */
-int sink_init(struct sink *s, int fd, const int *cpus, int n, int64_t threshold_ns,
-	      uint64_t max_events, bool raw, char *err, size_t errlen)
-{
-	memset(s, 0, sizeof(*s));
-	s->fd = fd;
-	jw_init(&s->jw);
-	s->threshold_ns = threshold_ns;
-	s->max_events = max_events;
-	s->raw_fd = -1;
-	atomic_init(&s->stop, false);
-	s->ncpu = n;
-	size_t bytes = ((size_t)(n ? n : 1) * sizeof(struct cpu_state) + 63) / 64 * 64;
-	s->cs = aligned_alloc(64, bytes);
-	if (!s->cs)
-		goto oom;
-	memset(s->cs, 0, bytes);
-	for (int i = 0; i < n; i++) {
-		struct cpu_state *c = &s->cs[i];
-		c->cpu = cpus[i];
-		c->threshold_ns = threshold_ns;
-		c->raw_on = raw;
-		atomic_init(&c->raw_active, raw);
-		c->hist = malloc(sizeof(struct hist));
-		if (!c->hist)
-			goto oom;
-		hist_reset(c->hist); /* writes every page */
-		if (spsc_init(&c->ev, SINK_EVENT_RING, sizeof(struct thr_event)))
-			goto oom;
-		if (raw && spsc_init(&c->raw, SINK_RAW_RING, sizeof(struct raw_rec)))
-			goto oom;
-	}
-	if (raw && !(s->raw_buf = malloc(RAW_BUF_BYTES)))
-		goto oom;
-	return 0;
-oom:
-	snprintf(err, errlen, "out of memory allocating histograms for %d CPUs", n);
-	return -1;
-}
-
-/* Release everything sink_init/sink_raw_open acquired. */
+/* Release everything sink_init acquired. */
 void sink_free(struct sink *s)
 {
 	for (int i = 0; s->cs && i < s->ncpu; i++) {
@@ -82,7 +43,7 @@ void sink_free(struct sink *s)
 }
 
 /* --check: would --raw PATH be writable? Creates nothing. */
-int sink_raw_check(const char *path, char *err, size_t errlen)
+static int raw_check(const char *path, char *err, size_t errlen)
 {
 	struct stat st;
 	char dir[4096];
@@ -105,7 +66,7 @@ fail:
 }
 
 /* Create/truncate the raw file now, so a bad path fails before measuring. */
-int sink_raw_open(struct sink *s, const char *path, uint64_t max_bytes, char *err, size_t errlen)
+static int raw_open(struct sink *s, const char *path, uint64_t max_bytes, char *err, size_t errlen)
 {
 	s->raw_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (s->raw_fd < 0) {
@@ -115,6 +76,64 @@ int sink_raw_open(struct sink *s, const char *path, uint64_t max_bytes, char *er
 	s->raw_path = path;
 	s->raw_max_bytes = max_bytes;
 	return 0;
+}
+
+int sink_init(struct sink *s, const struct sink_out *o, const int *cpus, int n, char *err, size_t errlen)
+{
+	bool raw = o->raw != NULL;
+	memset(s, 0, sizeof(*s));
+	s->fd = (int)o->json_fd;
+	jw_init(&s->jw);
+	s->threshold_ns = o->threshold_ns;
+	s->max_events = (uint64_t)o->max_events;
+	s->raw_fd = -1;
+	atomic_init(&s->stop, false);
+	s->ncpu = n;
+	size_t bytes = ((size_t)(n ? n : 1) * sizeof(struct cpu_state) + 63) / 64 * 64;
+	s->cs = aligned_alloc(64, bytes);
+	if (!s->cs)
+		goto oom;
+	memset(s->cs, 0, bytes);
+	for (int i = 0; i < n; i++) {
+		struct cpu_state *c = &s->cs[i];
+		c->cpu = cpus[i];
+		c->threshold_ns = o->threshold_ns;
+		c->raw_on = raw;
+		atomic_init(&c->raw_active, raw);
+		c->hist = malloc(sizeof(struct hist));
+		if (!c->hist)
+			goto oom;
+		hist_reset(c->hist); /* writes every page */
+		if (spsc_init(&c->ev, SINK_EVENT_RING, sizeof(struct thr_event)))
+			goto oom;
+		if (raw && spsc_init(&c->raw, SINK_RAW_RING, sizeof(struct raw_rec)))
+			goto oom;
+	}
+	if (raw && !(s->raw_buf = malloc(RAW_BUF_BYTES)))
+		goto oom;
+	return raw ? raw_open(s, o->raw, (uint64_t)o->raw_max_bytes, err, errlen) : 0;
+oom:
+	snprintf(err, errlen, "out of memory allocating histograms for %d CPUs", n);
+	return -1;
+}
+
+int sink_out_validate(const struct sink_out *o, bool check)
+{
+	char err[512];
+	if (fcntl((int)o->json_fd, F_GETFD) < 0)
+		return log_error("--json-fd: fd %" PRId64 " is not open", o->json_fd);
+	if (o->raw && check && raw_check(o->raw, err, sizeof(err)))
+		return log_error("%s", err);
+	return 0;
+}
+
+void sink_out_params(struct jw *w, const struct sink_out *o)
+{
+	jw_i64(w, "threshold_ns", o->threshold_ns);
+	jw_i64(w, "max_events", o->max_events);
+	jw_str(w, "raw", o->raw);
+	jw_i64(w, "raw_max_bytes", o->raw_max_bytes);
+	jw_i64(w, "progress_ms", o->progress_ms);
 }
 
 /* Little-endian encoding, whatever the host byte order. */

@@ -110,14 +110,10 @@ void stimresp_params(struct jw *w, const struct stimresp *h, const char *planned
 	jw_i64(w, "loops", c->loops);
 	jw_i64(w, "warmup", c->warmup);
 	jw_u64(w, planned_key, h->total);
-	jw_i64(w, "threshold_ns", c->threshold_ns);
 	jw_i64(w, "timeout_ns", c->timeout_ns);
-	jw_i64(w, "max_events", c->max_events);
 	jw_bool(w, "dma_latency", !c->no_dma_latency);
-	jw_str(w, "raw", c->raw);
-	jw_i64(w, "raw_max_bytes", c->raw_max_bytes);
 	jw_bool(w, "allow_degraded", c->allow_degraded);
-	jw_i64(w, "progress_ms", c->progress_ms);
+	sink_out_params(w, &c->out);
 }
 
 void stimresp_counts(struct jw *w, const struct stimresp *h)
@@ -160,11 +156,7 @@ static int stimresp_validate(struct stimresp *h)
 	one.cpu[0] = (int)c->cpu;
 	if (cpulist_check(&one, err, sizeof(err)))
 		return log_error("--cpu: %s", err);
-	if (fcntl((int)c->json_fd, F_GETFD) < 0)
-		return log_error("--json-fd: fd %" PRId64 " is not open", c->json_fd);
-	if (c->raw && sink_raw_check(c->raw, err, sizeof(err)))
-		return log_error("%s", err);
-	return 0;
+	return sink_out_validate(&c->out, true);
 }
 
 /* Measure from the header to the end record; returns the exit code. */
@@ -175,9 +167,7 @@ static int stimresp_measure(struct stimresp *h, const struct probe_args *a)
 	int cpu = (int)c->cpu, rc;
 	char err[512] = "";
 	if (ops->open(h, err, sizeof(err)) ||
-	    sink_init(&h->sink, (int)c->json_fd, &cpu, 1, c->threshold_ns, (uint64_t)c->max_events, c->raw != NULL,
-		      err, sizeof(err)) ||
-	    (c->raw && sink_raw_open(&h->sink, c->raw, (uint64_t)c->raw_max_bytes, err, sizeof(err))))
+	    sink_init(&h->sink, &c->out, &cpu, 1, err, sizeof(err)))
 		return log_error("%s", err[0] ? err : "out of memory");
 	h->sink.summary_extra = ops->summary_extra;
 	h->sink.summary_ctx = h;
@@ -197,7 +187,7 @@ static int stimresp_measure(struct stimresp *h, const struct probe_args *a)
 	if (start_failed) {
 		snprintf(err, sizeof(err), "cannot start the %s thread on CPU %d: %s", ops->thread, cpu, strerror(e));
 	} else {
-		sink_pace_start(&h->sink, SINK_POLL_NS, c->progress_ms);
+		sink_pace_start(&h->sink, SINK_POLL_NS, c->out.progress_ms);
 		while (!atomic_load(&h->done) && !sink_stopping(&h->sink))
 			sink_pace(&h->sink);
 		pthread_join(h->tid, NULL);

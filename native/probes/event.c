@@ -46,12 +46,11 @@ static const char *const stimulus_names[] = {"thread", "process", NULL};
 
 struct event_cfg {
 	int source, stimulus, policy;
-	int64_t rate_hz, cpu, stimulus_cpu, priority, duration_ns, loops, warmup, threshold_ns, max_events;
+	int64_t rate_hz, cpu, stimulus_cpu, priority, duration_ns, loops, warmup;
 	const char *gpiochip;
 	int64_t out_line, in_line;
 	bool timerlat, no_dma_latency, allow_degraded;
-	const char *raw;
-	int64_t raw_max_bytes, json_fd, progress_ms;
+	struct sink_out out;
 };
 
 #define F(x) offsetof(struct event_cfg, x)
@@ -72,23 +71,17 @@ static const struct opt_def event_opts[] = {
 	 "measured time after warm-up (stimuli = duration x rate)"},
 	{"loops", OPT_INT, F(loops), 1, 1LL << 40, NULL, NULL, "measured stimuli; replaces --duration"},
 	{"warmup", OPT_INT, F(warmup), 0, 1000000000, "100", NULL, "stimuli discarded before measuring"},
-	{"threshold", OPT_DURATION, F(threshold_ns), 1, 60 * NS_PER_S, "100us", NULL,
+	{"threshold", OPT_DURATION, F(out.threshold_ns), 1, 60 * NS_PER_S, "100us", NULL,
 	 "samples above it emit event records"},
-	{"max-events", OPT_INT, F(max_events), 0, 1000000, "100", NULL,
-	 "threshold events per second; the rest counted as suppressed"},
+	SINK_OUT_OPTS(F, "1000"),
 	{"gpiochip", OPT_PATH, F(gpiochip), 0, 0, NULL, NULL, "GPIO character device for --source gpio"},
 	{"out-line", OPT_INT, F(out_line), 0, 1023, "0", NULL, "GPIO output line offset (wired to --in-line)"},
 	{"in-line", OPT_INT, F(in_line), 0, 1023, "1", NULL, "GPIO input line offset (edge events)"},
 	{"timerlat", OPT_FLAG, F(timerlat), 0, 0, NULL, NULL,
 	 "use the kernel timerlat tracer instead (not implemented: exits 3 saying why)"},
 	{"no-dma-latency", OPT_FLAG, F(no_dma_latency), 0, 0, NULL, NULL, "do not hold /dev/cpu_dma_latency at 0"},
-	{"raw", OPT_PATH, F(raw), 0, 0, NULL, NULL, "keep every sample in FILE (protocol.md raw format)"},
-	{"raw-max-bytes", OPT_INT, F(raw_max_bytes), 4096, 1LL << 40, "268435456", NULL,
-	 "cap of the raw file; capture stops (flagged) at the cap"},
 	{"allow-degraded", OPT_FLAG, F(allow_degraded), 0, 0, NULL, NULL,
 	 "run with what is permitted (SCHED_OTHER, no mlock), marked degraded"},
-	{"json-fd", OPT_INT, F(json_fd), 1, 65535, "1", NULL, "fd for JSON Lines"},
-	{"progress-ms", OPT_INT, F(progress_ms), 50, 60000, "1000", NULL, "period of progress records, ms"},
 };
 #undef F
 #define EVENT_NOPTS ((int)(sizeof(event_opts) / sizeof(event_opts[0])))
@@ -353,18 +346,14 @@ static void event_params(struct jw *w, const void *ctx)
 	jw_i64(w, "loops", c->loops);
 	jw_i64(w, "warmup", c->warmup);
 	jw_u64(w, "stimuli_planned", t->total);
-	jw_i64(w, "threshold_ns", c->threshold_ns);
-	jw_i64(w, "max_events", c->max_events);
+	sink_out_params(w, &c->out);
 	if (c->source == SRC_GPIO) {
 		jw_str(w, "gpiochip", c->gpiochip);
 		jw_i64(w, "out_line", c->out_line);
 		jw_i64(w, "in_line", c->in_line);
 	}
 	jw_bool(w, "dma_latency", !c->no_dma_latency);
-	jw_str(w, "raw", c->raw);
-	jw_i64(w, "raw_max_bytes", c->raw_max_bytes);
 	jw_bool(w, "allow_degraded", c->allow_degraded);
-	jw_i64(w, "progress_ms", c->progress_ms);
 }
 
 /* Summary extension (optional keys, top level): stimulus accounting, and
@@ -501,10 +490,8 @@ static int event_validate(struct event *t, bool check)
 				break;
 			}
 	}
-	if (fcntl((int)c->json_fd, F_GETFD) < 0)
-		return log_error("--json-fd: fd %" PRId64 " is not open", c->json_fd);
-	if (c->raw && check && sink_raw_check(c->raw, err, sizeof(err)))
-		return log_error("%s", err);
+	if (sink_out_validate(&c->out, check))
+		return 1;
 	if (c->timerlat)
 		return timerlat_skip();
 	if (c->source == SRC_GPIO)
@@ -657,7 +644,7 @@ out:
  * is done or a signal arrived. */
 static void event_supervise(struct event *t)
 {
-	sink_pace_start(&t->sink, SINK_POLL_NS, t->cfg.progress_ms);
+	sink_pace_start(&t->sink, SINK_POLL_NS, t->cfg.out.progress_ms);
 	while (!atomic_load(&t->resp_done) && !sink_stopping(&t->sink)) {
 		if (t->stim_pid > 0) { /* a dead stimulus process ends the stimuli */
 			int st;
@@ -740,9 +727,7 @@ static int event_run(const struct probe_args *a)
 	}
 	t->lt = calloc(STIM_RING, sizeof(int64_t));
 	t->le = calloc(STIM_RING, sizeof(int64_t));
-	if (sink_init(&t->sink, (int)c->json_fd, &cpu, 1, c->threshold_ns, (uint64_t)c->max_events, c->raw != NULL,
-		      err, sizeof(err)) ||
-	    (c->raw && sink_raw_open(&t->sink, c->raw, (uint64_t)c->raw_max_bytes, err, sizeof(err))) || !t->lt ||
+	if (sink_init(&t->sink, &c->out, &cpu, 1, err, sizeof(err)) || !t->lt ||
 	    !t->le || event_open_source(t, err, sizeof(err))) {
 		rc = log_error("%s", err[0] ? err : "out of memory");
 		event_cleanup(t);

@@ -19,22 +19,20 @@
 
 struct fake_cfg {
 	const char *script;
-	int64_t threshold_ns, json_fd;
-	const char *raw;
-	int64_t raw_max_bytes, max_events;
+	struct sink_out out; /* no --progress-ms: the script says when */
 };
 
 #define F(x) offsetof(struct fake_cfg, x)
 static const struct opt_def fake_opts[] = {
 	{"script", OPT_PATH, F(script), 0, 0, NULL, NULL, "script to replay (required)"},
-	{"threshold", OPT_DURATION, F(threshold_ns), 1, 60 * NS_PER_S, "100us", NULL,
+	{"threshold", OPT_DURATION, F(out.threshold_ns), 1, 60 * NS_PER_S, "100us", NULL,
 	 "samples above it emit event records"},
-	{"json-fd", OPT_INT, F(json_fd), 1, 65535, "1", NULL, "fd for JSON Lines"},
-	{"raw", OPT_PATH, F(raw), 0, 0, NULL, NULL, "keep every sample in FILE (protocol.md raw format)"},
+	{"json-fd", OPT_INT, F(out.json_fd), 1, 65535, "1", NULL, "fd for JSON Lines"},
+	{"raw", OPT_PATH, F(out.raw), 0, 0, NULL, NULL, "keep every sample in FILE (protocol.md raw format)"},
 	/* beyond protocol.md's fake list, same meaning as for timer */
-	{"raw-max-bytes", OPT_INT, F(raw_max_bytes), 4096, 1LL << 40, "268435456", NULL,
+	{"raw-max-bytes", OPT_INT, F(out.raw_max_bytes), 4096, 1LL << 40, "268435456", NULL,
 	 "cap of the raw file; capture stops (flagged) at the cap"},
-	{"max-events", OPT_INT, F(max_events), 0, 1000000, "100", NULL,
+	{"max-events", OPT_INT, F(out.max_events), 0, 1000000, "100", NULL,
 	 "threshold events per second; the rest counted as suppressed"},
 };
 #undef F
@@ -200,12 +198,12 @@ static void fake_params(struct jw *w, const void *ctx)
 {
 	const struct fake *f = ctx;
 	jw_str(w, "script", f->cfg.script);
-	jw_i64(w, "threshold_ns", f->cfg.threshold_ns);
+	jw_i64(w, "threshold_ns", f->cfg.out.threshold_ns);
 	jw_arr_begin(w, "cpus");
 	for (int i = 0; i < f->cpus.n; i++)
 		jw_i64(w, NULL, f->cpus.cpu[i]);
 	jw_arr_end(w);
-	jw_str(w, "raw", f->cfg.raw);
+	jw_str(w, "raw", f->cfg.out.raw);
 }
 
 /* "sleep MS" that a SIGINT/SIGTERM cuts short; false if interrupted. */
@@ -306,21 +304,9 @@ static int fake_run(const struct probe_args *a)
 		rc = log_error("%s", err);
 		goto out;
 	}
-	if (fcntl((int)f->cfg.json_fd, F_GETFD) < 0) {
-		rc = log_error("--json-fd: fd %" PRId64 " is not open", f->cfg.json_fd);
+	if ((rc = sink_out_validate(&f->cfg.out, a->check)) || a->check)
 		goto out;
-	}
-	if (f->cfg.raw && a->check && sink_raw_check(f->cfg.raw, err, sizeof(err))) {
-		rc = log_error("%s", err);
-		goto out;
-	}
-	if (a->check) {
-		rc = 0;
-		goto out;
-	}
-	if (sink_init(&f->sink, (int)f->cfg.json_fd, f->cpus.cpu, f->cpus.n, f->cfg.threshold_ns, (uint64_t)f->cfg.max_events,
-		      f->cfg.raw != NULL, err, sizeof(err)) ||
-	    (f->cfg.raw && sink_raw_open(&f->sink, f->cfg.raw, (uint64_t)f->cfg.raw_max_bytes, err, sizeof(err)))) {
+	if (sink_init(&f->sink, &f->cfg.out, f->cpus.cpu, f->cpus.n, err, sizeof(err))) {
 		rc = log_error("%s", err);
 		goto out;
 	}

@@ -49,7 +49,7 @@ static const struct opt_def iocresp_opts[] = {
 	 "measured time after warm-up (stimuli = duration x rate)"},
 	{"loops", OPT_INT, SR_F(loops), 1, 1LL << 40, NULL, NULL, "measured stimuli; replaces --duration"},
 	{"warmup", OPT_INT, SR_F(warmup), 0, 1000000000, "10", NULL, "stimuli discarded before measuring"},
-	{"threshold", OPT_DURATION, SR_F(threshold_ns), 1, 60 * NS_PER_S, "100us", NULL,
+	{"threshold", OPT_DURATION, SR_F(out.threshold_ns), 1, 60 * NS_PER_S, "100us", NULL,
 	 "total latencies above it emit event records; stages above it are counted"},
 	{"timeout", OPT_DURATION, SR_F(timeout_ns), NS_PER_MS, 600 * NS_PER_S, "5s", NULL,
 	 "a stimulus unanswered for this long ends the run (status 1)"},
@@ -96,7 +96,7 @@ static void iocresp_measured(struct stimresp *h, int64_t t_stim, int64_t t_resp)
 	int64_t st[NSTAGES] = {r[1] - t_stim, r[2] - r[1], r[3] - r[2], t_resp - r[3]};
 	for (int k = 0; k < NSTAGES; k++) {
 		hist_record(t->stage[k], st[k]);
-		if (st[k] > h->cfg.threshold_ns)
+		if (st[k] > h->cfg.out.threshold_ns)
 			t->stage_over[k]++;
 	}
 }

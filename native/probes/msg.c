@@ -67,10 +67,9 @@ struct msg_cfg {
 	int64_t cpu[NROLES];
 	int role_policy[NROLES];
 	int64_t role_priority[NROLES];
-	int64_t duration_ns, loops, warmup, threshold_ns, timeout_ns, max_events;
+	int64_t duration_ns, loops, warmup, timeout_ns;
 	bool no_dma_latency, allow_degraded;
-	const char *raw;
-	int64_t raw_max_bytes, json_fd, progress_ms;
+	struct sink_out out;
 };
 
 #define F(x) offsetof(struct msg_cfg, x)
@@ -108,20 +107,14 @@ static const struct opt_def msg_opts[] = {
 	{"loops", OPT_INT, F(loops), 1, 1LL << 62, NULL, NULL,
 	 "measured round trips (with --rate: periods, samples + overruns); replaces --duration"},
 	{"warmup", OPT_INT, F(warmup), 0, 1000000000, "100", NULL, "round trips discarded before measuring"},
-	{"threshold", OPT_DURATION, F(threshold_ns), 1, 60 * NS_PER_S, "1ms", NULL,
+	{"threshold", OPT_DURATION, F(out.threshold_ns), 1, 60 * NS_PER_S, "1ms", NULL,
 	 "round trips above it emit event records"},
+	SINK_OUT_OPTS(F, "1000"),
 	{"timeout", OPT_DURATION, F(timeout_ns), NS_PER_MS, 60 * NS_PER_S, "5s", NULL,
 	 "no reply within it ends the run with an error"},
-	{"max-events", OPT_INT, F(max_events), 0, 1000000, "100", NULL,
-	 "threshold events emitted per second; the rest counted as suppressed"},
 	{"no-dma-latency", OPT_FLAG, F(no_dma_latency), 0, 0, NULL, NULL, "do not hold /dev/cpu_dma_latency at 0"},
-	{"raw", OPT_PATH, F(raw), 0, 0, NULL, NULL, "keep every sample in FILE (protocol.md raw format)"},
-	{"raw-max-bytes", OPT_INT, F(raw_max_bytes), 4096, 1LL << 40, "268435456", NULL,
-	 "cap of the raw file; capture stops (flagged) at the cap"},
 	{"allow-degraded", OPT_FLAG, F(allow_degraded), 0, 0, NULL, NULL,
 	 "run with what is permitted (SCHED_OTHER, no mlock), marked degraded"},
-	{"json-fd", OPT_INT, F(json_fd), 1, 65535, "1", NULL, "fd for JSON Lines"},
-	{"progress-ms", OPT_INT, F(progress_ms), 50, 60000, "1000", NULL, "period of progress records, ms"},
 };
 #undef F
 #define MSG_NOPTS ((int)(sizeof(msg_opts) / sizeof(msg_opts[0])))
@@ -544,8 +537,8 @@ static _Noreturn void child_main(struct msg *m, int role, int ready_fd)
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-	if (null >= 0 && m->cfg.json_fd != 2)
-		dup2(null, (int)m->cfg.json_fd);
+	if (null >= 0 && m->cfg.out.json_fd != 2)
+		dup2(null, (int)m->cfg.out.json_fd);
 	if (m->sink.raw_fd >= 0)
 		close(m->sink.raw_fd);
 
@@ -977,14 +970,10 @@ static void msg_params(struct jw *w, const void *ctx)
 	jw_i64(w, "duration_ns", c->duration_ns);
 	jw_i64(w, "loops", c->loops);
 	jw_i64(w, "warmup", c->warmup);
-	jw_i64(w, "threshold_ns", c->threshold_ns);
+	sink_out_params(w, &c->out);
 	jw_i64(w, "timeout_ns", c->timeout_ns);
-	jw_i64(w, "max_events", c->max_events);
 	jw_bool(w, "dma_latency", !c->no_dma_latency);
-	jw_str(w, "raw", c->raw);
-	jw_i64(w, "raw_max_bytes", c->raw_max_bytes);
 	jw_bool(w, "allow_degraded", c->allow_degraded);
-	jw_i64(w, "progress_ms", c->progress_ms);
 	jw_i64(w, "slot_cpu", m->slot_cpu);
 	jw_str(w, "slot_cpu_from", m->slot_from_start ? "client CPU at start (unbound)" : "client pin");
 	jw_obj_begin(w, "processes");
@@ -1038,11 +1027,7 @@ static int msg_validate(struct msg *m, bool check)
 		int64_t pri = opts_given(msg_opts, MSG_NOPTS, m->given, pri_opt[r]) ? c->role_priority[r] : c->priority;
 		pi->priority_req = pi->policy_req == RT_OTHER ? 0 : (int)pri;
 	}
-	if (fcntl((int)c->json_fd, F_GETFD) < 0)
-		return log_error("--json-fd: fd %" PRId64 " is not open", c->json_fd);
-	if (c->raw && check && sink_raw_check(c->raw, err, sizeof(err)))
-		return log_error("%s", err);
-	return 0;
+	return sink_out_validate(&c->out, check);
 }
 
 /* Try each requested RT policy for real, then mlockall. Not permitted ->
@@ -1081,7 +1066,7 @@ static void msg_supervise(struct msg *m)
 	const unsigned wd_s = (unsigned)(m->cfg.timeout_ns / NS_PER_S) + 1 + WATCHDOG_MARGIN_S;
 	uint64_t seen = 0;
 	alarm(wd_s);
-	sink_pace_start(&m->sink, SINK_POLL_NS, m->cfg.progress_ms);
+	sink_pace_start(&m->sink, SINK_POLL_NS, m->cfg.out.progress_ms);
 	while (!atomic_load(&m->client_done)) {
 		if (sink_stopping(&m->sink)) {
 			client_stop(m);
@@ -1148,9 +1133,7 @@ static int msg_run(const struct probe_args *a)
 	}
 	struct msg_cfg *c = &m->cfg;
 	int placeholder = 0;
-	if (sink_init(&m->sink, (int)c->json_fd, &placeholder, 1, c->threshold_ns, (uint64_t)c->max_events,
-		      c->raw != NULL, err, sizeof(err)) ||
-	    (c->raw && sink_raw_open(&m->sink, c->raw, (uint64_t)c->raw_max_bytes, err, sizeof(err))))
+	if (sink_init(&m->sink, &c->out, &placeholder, 1, err, sizeof(err)))
 		return msg_fail(m, "%s", err);
 	bool any_rt = false;
 	for (int r = 0; r < NROLES; r++)

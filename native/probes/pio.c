@@ -36,10 +36,9 @@ static const char *const map_kinds[] = {"shm", "uio", "mem"};
 struct pio_cfg {
 	int width, op, sample, policy;
 	const char *map;
-	int64_t size, passes, duration_ns, warmup, pause_ns, cpu, priority, threshold_ns, max_events;
+	int64_t size, passes, duration_ns, warmup, pause_ns, cpu, priority;
 	bool allow_degraded;
-	const char *raw;
-	int64_t raw_max_bytes, json_fd, progress_ms;
+	struct sink_out out;
 };
 
 #define F(x) offsetof(struct pio_cfg, x)
@@ -62,17 +61,11 @@ static const struct opt_def pio_opts[] = {
 	{"cpu", OPT_INT, F(cpu), 0, CPULIST_MAX - 1, NULL, NULL, "CPU to run on (default: last of our affinity mask)"},
 	{"policy", OPT_ENUM, F(policy), 0, 0, "fifo", rt_policy_names, "scheduling policy"},
 	{"priority", OPT_INT, F(priority), 1, 99, "40", NULL, "RT priority (ignored for other)"},
-	{"threshold", OPT_DURATION, F(threshold_ns), 1, 60 * NS_PER_S, "1ms", NULL,
+	{"threshold", OPT_DURATION, F(out.threshold_ns), 1, 60 * NS_PER_S, "1ms", NULL,
 	 "samples above it emit event records"},
-	{"max-events", OPT_INT, F(max_events), 0, 1000000, "100", NULL,
-	 "threshold events per second; the rest counted as suppressed"},
-	{"raw", OPT_PATH, F(raw), 0, 0, NULL, NULL, "keep every sample in FILE (protocol.md raw format)"},
-	{"raw-max-bytes", OPT_INT, F(raw_max_bytes), 4096, 1LL << 40, "268435456", NULL,
-	 "cap of the raw file; capture stops (flagged) at the cap"},
+	SINK_OUT_OPTS(F, "1000"),
 	{"allow-degraded", OPT_FLAG, F(allow_degraded), 0, 0, NULL, NULL,
 	 "run with what is permitted (SCHED_OTHER, no mlock), marked degraded"},
-	{"json-fd", OPT_INT, F(json_fd), 1, 65535, "1", NULL, "fd for JSON Lines"},
-	{"progress-ms", OPT_INT, F(progress_ms), 50, 60000, "1000", NULL, "period of progress records, ms"},
 };
 #undef F
 #define PIO_NOPTS ((int)(sizeof(pio_opts) / sizeof(pio_opts[0])))
@@ -223,10 +216,8 @@ static void pio_params(struct jw *w, const void *ctx)
 	jw_i64(w, "cpu", c->cpu);
 	jw_str(w, "policy", rt_policy_names[c->policy]);
 	jw_i64(w, "priority", c->priority);
-	jw_i64(w, "threshold_ns", c->threshold_ns);
-	jw_str(w, "raw", c->raw);
+	sink_out_params(w, &c->out);
 	jw_bool(w, "allow_degraded", c->allow_degraded);
-	jw_i64(w, "progress_ms", c->progress_ms);
 }
 
 /* Summary extension (optional per-slot keys): throughput of the measured
@@ -434,10 +425,8 @@ static int pio_validate(struct pio *t, bool check)
 		return log_error("--pause 0 at --policy %s is an unbounded RT busy loop: give a pause (e.g. 100us) "
 				 "or --policy other",
 				 rt_policy_names[c->policy]);
-	if (fcntl((int)c->json_fd, F_GETFD) < 0)
-		return log_error("--json-fd: fd %" PRId64 " is not open", c->json_fd);
-	if (c->raw && check && sink_raw_check(c->raw, err, sizeof(err)))
-		return log_error("%s", err);
+	if (sink_out_validate(&c->out, check))
+		return 1;
 	int rc = pio_parse_map(t);
 	if (!rc)
 		rc = pio_check_device(t);
@@ -490,9 +479,7 @@ static int pio_run(const struct probe_args *a)
 		free(t);
 		return rc;
 	}
-	if (sink_init(&t->sink, (int)c->json_fd, &cpu, 1, c->threshold_ns, (uint64_t)c->max_events, c->raw != NULL,
-		      err, sizeof(err)) ||
-	    (c->raw && sink_raw_open(&t->sink, c->raw, (uint64_t)c->raw_max_bytes, err, sizeof(err)))) {
+	if (sink_init(&t->sink, &c->out, &cpu, 1, err, sizeof(err))) {
 		rc = log_error("%s", err);
 		pio_cleanup(t);
 		free(t);
@@ -520,7 +507,7 @@ static int pio_run(const struct probe_args *a)
 	if (e) {
 		snprintf(err, sizeof(err), "cannot start the thread on CPU %d: %s", cpu, strerror(e));
 	} else {
-		sink_pace_start(&t->sink, SINK_POLL_NS, c->progress_ms);
+		sink_pace_start(&t->sink, SINK_POLL_NS, c->out.progress_ms);
 		while (!atomic_load(&t->done) && !sink_stopping(&t->sink))
 			sink_pace(&t->sink);
 		pthread_join(t->tid, NULL);

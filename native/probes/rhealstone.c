@@ -48,10 +48,8 @@ struct rh_cfg {
 	struct cpulist cpu, peer_cpu;
 	int policy, pi;
 	int64_t priority, interval_ns, duration_ns, loops, warmup, spin_ns, hold_ns, msg_bytes;
-	int64_t threshold_ns, max_events;
 	bool no_dma_latency, allow_degraded;
-	const char *raw;
-	int64_t raw_max_bytes, json_fd, progress_ms;
+	struct sink_out out;
 };
 
 #define F(x) offsetof(struct rh_cfg, x)
@@ -78,18 +76,12 @@ static const struct opt_def rh_opts[] = {
 	{"hold", OPT_DURATION, F(hold_ns), 0, NS_PER_MS, "10us", NULL,
 	 "deadlock-break: the low thread's critical section (busy)"},
 	{"msg-bytes", OPT_INT, F(msg_bytes), 8, 8192, "8", NULL, "intertask-message: message size, bytes"},
-	{"threshold", OPT_DURATION, F(threshold_ns), 1, 60 * NS_PER_S, "100us", NULL,
+	{"threshold", OPT_DURATION, F(out.threshold_ns), 1, 60 * NS_PER_S, "100us", NULL,
 	 "samples above it emit event records"},
-	{"max-events", OPT_INT, F(max_events), 0, 1000000, "100", NULL,
-	 "threshold events per second; the rest counted as suppressed"},
+	SINK_OUT_OPTS(F, "1000"),
 	{"no-dma-latency", OPT_FLAG, F(no_dma_latency), 0, 0, NULL, NULL, "do not hold /dev/cpu_dma_latency at 0"},
-	{"raw", OPT_PATH, F(raw), 0, 0, NULL, NULL, "keep every sample in FILE (protocol.md raw format)"},
-	{"raw-max-bytes", OPT_INT, F(raw_max_bytes), 4096, 1LL << 40, "268435456", NULL,
-	 "cap of the raw file; capture stops (flagged) at the cap"},
 	{"allow-degraded", OPT_FLAG, F(allow_degraded), 0, 0, NULL, NULL,
 	 "run with what is permitted (SCHED_OTHER, no mlock), marked degraded (not for preemption, deadlock-break)"},
-	{"json-fd", OPT_INT, F(json_fd), 1, 65535, "1", NULL, "fd for JSON Lines"},
-	{"progress-ms", OPT_INT, F(progress_ms), 50, 60000, "1000", NULL, "period of progress records, ms"},
 };
 #undef F
 #define RH_NOPTS ((int)(sizeof(rh_opts) / sizeof(rh_opts[0])))
@@ -664,13 +656,9 @@ static void rh_params(struct jw *w, const void *ctx)
 	}
 	if (c->component == C_MESSAGE)
 		jw_i64(w, "msg_bytes", c->msg_bytes);
-	jw_i64(w, "threshold_ns", c->threshold_ns);
-	jw_i64(w, "max_events", c->max_events);
+	sink_out_params(w, &c->out);
 	jw_bool(w, "dma_latency", !c->no_dma_latency);
-	jw_str(w, "raw", c->raw);
-	jw_i64(w, "raw_max_bytes", c->raw_max_bytes);
 	jw_bool(w, "allow_degraded", c->allow_degraded);
-	jw_i64(w, "progress_ms", c->progress_ms);
 }
 
 /* Summary "rhealstone": rounds, samples thrown away and why, and for
@@ -763,11 +751,7 @@ static int rh_validate(struct rh *r, bool check)
 	if (r->comp->needs_rt && c->policy == RT_OTHER)
 		return log_error("--component %s needs --policy fifo or rr (priorities are what it measures)",
 				 comp_names[c->component]);
-	if (fcntl((int)c->json_fd, F_GETFD) < 0)
-		return log_error("--json-fd: fd %" PRId64 " is not open", c->json_fd);
-	if (c->raw && check && sink_raw_check(c->raw, err, sizeof(err)))
-		return log_error("%s", err);
-	return 0;
+	return sink_out_validate(&c->out, check);
 }
 
 /* Try scheduling (at the highest priority used) and memory locking. */
@@ -866,7 +850,7 @@ static int rh_start(struct rh *r, char *err, size_t len)
 
 static void rh_supervise(struct rh *r)
 {
-	int64_t now = sink_pace_start(&r->sink, SINK_POLL_NS, r->cfg.progress_ms), seen_at = now;
+	int64_t now = sink_pace_start(&r->sink, SINK_POLL_NS, r->cfg.out.progress_ms), seen_at = now;
 	uint64_t seen = 0;
 	while (!atomic_load(&r->driver_done)) {
 		if (sink_stopping(&r->sink)) {
@@ -920,9 +904,7 @@ static int rh_run(const struct probe_args *a)
 		return rc;
 	}
 	struct rh_cfg *c = &r->cfg;
-	if (sink_init(&r->sink, (int)c->json_fd, &r->cpu, 1, c->threshold_ns, (uint64_t)c->max_events, c->raw != NULL,
-		      err, sizeof(err)) ||
-	    (c->raw && sink_raw_open(&r->sink, c->raw, (uint64_t)c->raw_max_bytes, err, sizeof(err))) ||
+	if (sink_init(&r->sink, &c->out, &r->cpu, 1, err, sizeof(err)) ||
 	    rh_objects(r, err, sizeof(err))) {
 		rc = log_error("%s", err[0] ? err : "out of memory");
 		rh_cleanup(r);

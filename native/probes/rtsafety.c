@@ -39,10 +39,9 @@
 #define IRQ_THREAD_PRIO 50
 
 struct rts_cfg {
-	int64_t spinners, spin_priority, spin_time_ns, gap_ns, login_interval_ns, threshold_ns, max_events;
+	int64_t spinners, spin_priority, spin_time_ns, gap_ns, login_interval_ns;
 	bool force;
-	const char *raw;
-	int64_t raw_max_bytes, json_fd, progress_ms;
+	struct sink_out out;
 };
 
 #define F(x) offsetof(struct rts_cfg, x)
@@ -59,15 +58,9 @@ static const struct opt_def rts_opts[] = {
 	 "period of the fork+exec /bin/true attempts during the spin"},
 	{"force", OPT_FLAG, F(force), 0, 0, NULL, NULL,
 	 "allow spinners on every online CPU or at priority >= 50 (can freeze the machine)"},
-	{"threshold", OPT_DURATION, F(threshold_ns), 1, 60 * NS_PER_S, "100ms", NULL,
+	{"threshold", OPT_DURATION, F(out.threshold_ns), 1, 60 * NS_PER_S, "100ms", NULL,
 	 "samples above it emit event records"},
-	{"max-events", OPT_INT, F(max_events), 0, 1000000, "100", NULL,
-	 "threshold events per second; the rest counted as suppressed"},
-	{"raw", OPT_PATH, F(raw), 0, 0, NULL, NULL, "keep every sample in FILE (protocol.md raw format)"},
-	{"raw-max-bytes", OPT_INT, F(raw_max_bytes), 4096, 1LL << 40, "268435456", NULL,
-	 "cap of the raw file; capture stops (flagged) at the cap"},
-	{"json-fd", OPT_INT, F(json_fd), 1, 65535, "1", NULL, "fd for JSON Lines"},
-	{"progress-ms", OPT_INT, F(progress_ms), 50, 60000, "500", NULL, "period of progress records, ms"},
+	SINK_OUT_OPTS(F, "500"),
 };
 #undef F
 #define RTS_NOPTS ((int)(sizeof(rts_opts) / sizeof(rts_opts[0])))
@@ -320,9 +313,7 @@ static void rts_params(struct jw *w, const void *ctx)
 	jw_u64(w, "rlimit_rttime_soft_us", t->rttime_soft_us);
 	jw_u64(w, "rlimit_rttime_hard_us", t->rttime_hard_us);
 	jw_i64(w, "alarm_s", t->alarm_s);
-	jw_i64(w, "threshold_ns", c->threshold_ns);
-	jw_str(w, "raw", c->raw);
-	jw_i64(w, "progress_ms", c->progress_ms);
+	sink_out_params(w, &c->out);
 }
 
 /* Summary extension (optional keys): per slot its role; at the top level
@@ -394,10 +385,8 @@ static int rts_validate(struct rts *t, bool check)
 	for (int i = 0; i < t->nspin; i++)
 		t->sp[i].cpu = usable.cpu[usable.n - t->nspin + i];
 	t->login_cpu = t->nspin < usable.n ? usable.cpu[0] : -1;
-	if (fcntl((int)c->json_fd, F_GETFD) < 0)
-		return log_error("--json-fd: fd %" PRId64 " is not open", c->json_fd);
-	if (c->raw && check && sink_raw_check(c->raw, err, sizeof(err)))
-		return log_error("%s", err);
+	if (sink_out_validate(&c->out, check))
+		return 1;
 	t->login_cmd = access("/bin/true", X_OK) == 0 ? "/bin/true" : "/proc/self/exe";
 	return 0;
 }
@@ -482,7 +471,7 @@ static void rts_demote_late(struct rts *t, bool all)
 static void rts_supervise(struct rts *t)
 {
 	bool victims_told = false;
-	sink_pace_start(&t->sink, POLL_NS, t->cfg.progress_ms);
+	sink_pace_start(&t->sink, POLL_NS, t->cfg.out.progress_ms);
 	for (;;) {
 		if (sink_stopping(&t->sink) && (rt_signals_caught() & RT_SIG_WATCHDOG))
 			rts_demote_late(t, true);
@@ -531,9 +520,7 @@ static int rts_run(const struct probe_args *a)
 		t->slot_cpus[n++] = t->login_cpu;
 	qsort(t->slot_cpus, (size_t)n, sizeof(int), cmp_int);
 	t->vic = calloc((size_t)t->nspin, sizeof(*t->vic));
-	if (!t->vic || sink_init(&t->sink, (int)c->json_fd, t->slot_cpus, n, c->threshold_ns,
-				 (uint64_t)c->max_events, c->raw != NULL, err, sizeof(err)) ||
-	    (c->raw && sink_raw_open(&t->sink, c->raw, (uint64_t)c->raw_max_bytes, err, sizeof(err)))) {
+	if (!t->vic || sink_init(&t->sink, &c->out, t->slot_cpus, n, err, sizeof(err))) {
 		rc = log_error("%s", err[0] ? err : "out of memory");
 		sink_free(&t->sink);
 		free(t->vic);

@@ -56,10 +56,9 @@ enum { DIR_AB, DIR_BA }; /* direction of a wake-up: A wakes B, B wakes A */
 struct switch_cfg {
 	struct cpulist cpus;
 	int mode, ipc, policy;
-	int64_t priority, duration_ns, loops, warmup, threshold_ns, max_events;
+	int64_t priority, duration_ns, loops, warmup;
 	bool no_dma_latency, allow_degraded;
-	const char *raw;
-	int64_t raw_max_bytes, json_fd, progress_ms;
+	struct sink_out out;
 };
 
 #define F(x) offsetof(struct switch_cfg, x)
@@ -76,18 +75,12 @@ static const struct opt_def switch_opts[] = {
 	 "measured time after warm-up"},
 	{"loops", OPT_INT, F(loops), 1, 1LL << 40, NULL, NULL, "measured round trips; replaces --duration"},
 	{"warmup", OPT_INT, F(warmup), 0, 1000000000, "1000", NULL, "round trips discarded before measuring"},
-	{"threshold", OPT_DURATION, F(threshold_ns), 1, 60 * NS_PER_S, "100us", NULL,
+	{"threshold", OPT_DURATION, F(out.threshold_ns), 1, 60 * NS_PER_S, "100us", NULL,
 	 "samples above it emit event records"},
-	{"max-events", OPT_INT, F(max_events), 0, 1000000, "100", NULL,
-	 "threshold events per second, all slots; the rest counted as suppressed"},
+	SINK_OUT_OPTS(F, "1000"),
 	{"no-dma-latency", OPT_FLAG, F(no_dma_latency), 0, 0, NULL, NULL, "do not hold /dev/cpu_dma_latency at 0"},
-	{"raw", OPT_PATH, F(raw), 0, 0, NULL, NULL, "keep every sample in FILE (protocol.md raw format)"},
-	{"raw-max-bytes", OPT_INT, F(raw_max_bytes), 4096, 1LL << 40, "268435456", NULL,
-	 "cap of the raw file; capture stops (flagged) at the cap"},
 	{"allow-degraded", OPT_FLAG, F(allow_degraded), 0, 0, NULL, NULL,
 	 "run with what is permitted (SCHED_OTHER, no mlock), marked degraded"},
-	{"json-fd", OPT_INT, F(json_fd), 1, 65535, "1", NULL, "fd for JSON Lines"},
-	{"progress-ms", OPT_INT, F(progress_ms), 50, 60000, "1000", NULL, "period of progress records, ms"},
 };
 #undef F
 #define SWITCH_NOPTS ((int)(sizeof(switch_opts) / sizeof(switch_opts[0])))
@@ -384,13 +377,9 @@ static void switch_params(struct jw *w, const void *ctx)
 	jw_i64(w, "duration_ns", c->duration_ns);
 	jw_i64(w, "loops", c->loops);
 	jw_i64(w, "warmup", c->warmup);
-	jw_i64(w, "threshold_ns", c->threshold_ns);
-	jw_i64(w, "max_events", c->max_events);
+	sink_out_params(w, &c->out);
 	jw_bool(w, "dma_latency", !c->no_dma_latency);
-	jw_str(w, "raw", c->raw);
-	jw_i64(w, "raw_max_bytes", c->raw_max_bytes);
 	jw_bool(w, "allow_degraded", c->allow_degraded);
-	jw_i64(w, "progress_ms", c->progress_ms);
 }
 
 /* Summary additions: which side each slot saw woken, and the round-trip
@@ -438,11 +427,7 @@ static int switch_validate(struct sw *s, bool check)
 	s->cpu_b = c->cpus.cpu[c->cpus.n - 1];
 	s->slot_a = 0;
 	s->slot_b = c->cpus.n - 1;
-	if (fcntl((int)c->json_fd, F_GETFD) < 0)
-		return log_error("--json-fd: fd %" PRId64 " is not open", c->json_fd);
-	if (c->raw && check && sink_raw_check(c->raw, err, sizeof(err)))
-		return log_error("%s", err);
-	return 0;
+	return sink_out_validate(&c->out, check);
 }
 
 /* Scheduling and memory locking: try them for real. Not permitted ->
@@ -574,7 +559,7 @@ static int start_side_b(struct sw *s, unsigned alarm_s, char *err, size_t errlen
  * or NULL. */
 static const char *switch_supervise(struct sw *s, char *msg, size_t len)
 {
-	int64_t now = sink_pace_start(&s->sink, SINK_POLL_NS, s->cfg.progress_ms), seen_at = now;
+	int64_t now = sink_pace_start(&s->sink, SINK_POLL_NS, s->cfg.out.progress_ms), seen_at = now;
 	const char *fail = NULL;
 	uint64_t seen = 0;
 	while (!atomic_load(&s->a_done)) {
@@ -653,9 +638,7 @@ static int switch_run(const struct probe_args *a)
 	struct switch_cfg *c = &s->cfg;
 	int cpus[2] = {s->cpu_a, s->cpu_b};
 	s->rest_on = s->rt.policy != RT_OTHER && s->cpu_a == s->cpu_b;
-	if (sink_init(&s->sink, (int)c->json_fd, cpus, c->cpus.n, c->threshold_ns, (uint64_t)c->max_events,
-		      c->raw != NULL, err, sizeof(err)) ||
-	    (c->raw && sink_raw_open(&s->sink, c->raw, (uint64_t)c->raw_max_bytes, err, sizeof(err))) ||
+	if (sink_init(&s->sink, &c->out, cpus, c->cpus.n, err, sizeof(err)) ||
 	    switch_ipc_setup(s, err, sizeof(err))) {
 		rc = log_error("%s", err[0] ? err : "out of memory");
 		switch_cleanup(s);

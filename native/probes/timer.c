@@ -25,10 +25,9 @@
 struct timer_cfg {
 	struct cpulist cpus;
 	int policy;
-	int64_t priority, interval_ns, duration_ns, loops, warmup, threshold_ns, max_events;
+	int64_t priority, interval_ns, duration_ns, loops, warmup;
 	bool no_dma_latency, no_tracemark, allow_degraded;
-	const char *raw;
-	int64_t raw_max_bytes, json_fd, progress_ms;
+	struct sink_out out;
 };
 
 #define F(x) offsetof(struct timer_cfg, x)
@@ -42,19 +41,13 @@ static const struct opt_def timer_opts[] = {
 	{"loops", OPT_INT, F(loops), 1, 1LL << 62, NULL, NULL,
 	 "measured periods (samples + overruns) per CPU; replaces --duration"},
 	{"warmup", OPT_INT, F(warmup), 0, 1000000000, "100", NULL, "samples discarded per CPU before measuring"},
-	{"threshold", OPT_DURATION, F(threshold_ns), 1, 60 * NS_PER_S, "100us", NULL,
+	{"threshold", OPT_DURATION, F(out.threshold_ns), 1, 60 * NS_PER_S, "100us", NULL,
 	 "samples above it emit event records"},
-	{"max-events", OPT_INT, F(max_events), 0, 1000000, "100", NULL,
-	 "threshold events per second, all CPUs; the rest counted as suppressed"},
+	SINK_OUT_OPTS(F, "1000"),
 	{"no-dma-latency", OPT_FLAG, F(no_dma_latency), 0, 0, NULL, NULL, "do not hold /dev/cpu_dma_latency at 0"},
 	{"no-tracemark", OPT_FLAG, F(no_tracemark), 0, 0, NULL, NULL, "do not write threshold events to trace_marker"},
-	{"raw", OPT_PATH, F(raw), 0, 0, NULL, NULL, "keep every sample in FILE (protocol.md raw format)"},
-	{"raw-max-bytes", OPT_INT, F(raw_max_bytes), 4096, 1LL << 40, "268435456", NULL,
-	 "cap of the raw file; capture stops (flagged) at the cap"},
 	{"allow-degraded", OPT_FLAG, F(allow_degraded), 0, 0, NULL, NULL,
 	 "run with what is permitted (SCHED_OTHER, no mlock), marked degraded"},
-	{"json-fd", OPT_INT, F(json_fd), 1, 65535, "1", NULL, "fd for JSON Lines"},
-	{"progress-ms", OPT_INT, F(progress_ms), 50, 60000, "1000", NULL, "period of progress records, ms"},
 };
 #undef F
 #define TIMER_NOPTS ((int)(sizeof(timer_opts) / sizeof(timer_opts[0])))
@@ -144,7 +137,7 @@ static void *timer_thread_main(void *arg)
 			uint64_t sk = skipped < left - 1 ? skipped : left - 1;
 			if (sink_sample(cs, lat, now, sk) && mark_fd >= 0)
 				trace_mark(mark_fd, cs->cpu, lat, cs->threshold_ns, now, &mark_sec, &marks,
-					   (uint64_t)t->cfg.max_events);
+					   (uint64_t)t->cfg.out.max_events);
 			periods += 1 + sk;
 			if (loops && periods >= loops)
 				break;
@@ -174,14 +167,10 @@ static void timer_params(struct jw *w, const void *ctx)
 	jw_i64(w, "duration_ns", c->duration_ns);
 	jw_i64(w, "loops", c->loops);
 	jw_i64(w, "warmup", c->warmup);
-	jw_i64(w, "threshold_ns", c->threshold_ns);
-	jw_i64(w, "max_events", c->max_events);
+	sink_out_params(w, &c->out);
 	jw_bool(w, "dma_latency", !c->no_dma_latency);
 	jw_bool(w, "tracemark", !c->no_tracemark);
-	jw_str(w, "raw", c->raw);
-	jw_i64(w, "raw_max_bytes", c->raw_max_bytes);
 	jw_bool(w, "allow_degraded", c->allow_degraded);
-	jw_i64(w, "progress_ms", c->progress_ms);
 }
 
 /* Options that need more than a range check. */
@@ -204,11 +193,7 @@ static int timer_validate(struct timer *t, bool check)
 	} else if (cpulist_check(&c->cpus, err, sizeof(err))) {
 		return log_error("--cpus: %s", err);
 	}
-	if (fcntl((int)c->json_fd, F_GETFD) < 0)
-		return log_error("--json-fd: fd %" PRId64 " is not open", c->json_fd);
-	if (c->raw && check && sink_raw_check(c->raw, err, sizeof(err)))
-		return log_error("%s", err);
-	return 0;
+	return sink_out_validate(&c->out, check);
 }
 
 /* Scheduling and memory locking: try them for real. Not permitted ->
@@ -267,9 +252,7 @@ static int timer_run(const struct probe_args *a)
 		return rc;
 	}
 	struct timer_cfg *c = &t->cfg;
-	if (sink_init(&t->sink, (int)c->json_fd, c->cpus.cpu, c->cpus.n, c->threshold_ns, (uint64_t)c->max_events,
-		      c->raw != NULL, err, sizeof(err)) ||
-	    (c->raw && sink_raw_open(&t->sink, c->raw, (uint64_t)c->raw_max_bytes, err, sizeof(err))) ||
+	if (sink_init(&t->sink, &c->out, c->cpus.cpu, c->cpus.n, err, sizeof(err)) ||
 	    !(t->thr = calloc((size_t)c->cpus.n, sizeof(*t->thr)))) {
 		rc = log_error("%s%s", err[0] ? err : "out of memory",
 			       t->rt.mlockall ? " (memory is locked: is the memlock limit too low?)" : "");
@@ -300,7 +283,7 @@ static int timer_run(const struct probe_args *a)
 	bool start_failed = timer_start_threads(t, err, sizeof(err)) != 0;
 	if (start_failed)
 		atomic_store(&t->sink.stop, true);
-	sink_pace_start(&t->sink, SINK_POLL_NS, c->progress_ms);
+	sink_pace_start(&t->sink, SINK_POLL_NS, c->out.progress_ms);
 	while (!start_failed && atomic_load(&t->threads_done) < t->sink.ncpu && !sink_stopping(&t->sink))
 		sink_pace(&t->sink);
 	for (int i = 0; i < t->sink.ncpu; i++)

@@ -37,7 +37,7 @@ static const struct opt_def pvartt_opts[] = {
 	 "measured time after warm-up (puts = duration x rate)"},
 	{"loops", OPT_INT, SR_F(loops), 1, 1LL << 40, NULL, NULL, "measured puts; replaces --duration"},
 	{"warmup", OPT_INT, SR_F(warmup), 0, 1000000000, "10", NULL, "round trips discarded before measuring"},
-	{"threshold", OPT_DURATION, SR_F(threshold_ns), 1, 60 * NS_PER_S, "1ms", NULL,
+	{"threshold", OPT_DURATION, SR_F(out.threshold_ns), 1, 60 * NS_PER_S, "1ms", NULL,
 	 "round trips above it emit event records"},
 	{"timeout", OPT_DURATION, SR_F(timeout_ns), NS_PER_MS, 600 * NS_PER_S, "5s", NULL,
 	 "connecting, and each echo: missing for this long ends the run (status 4)"},

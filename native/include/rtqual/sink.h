@@ -83,11 +83,33 @@ struct sink {
 
 typedef void (*sink_params_fn)(struct jw *w, const void *ctx);
 
-int sink_init(struct sink *s, int fd, const int *cpus, int n, int64_t threshold_ns,
-	      uint64_t max_events, bool raw, char *err, size_t errlen);
+/* The output options of every probe: a `struct sink_out out` in its configuration, its own
+ * "threshold" row (the default and meaning are the probe's) and the rows SINK_OUT_OPTS(F, ...) in
+ * its option table (F(x): offsetof the configuration's x); checked by sink_out_validate, printed
+ * by sink_out_params, used by sink_init. */
+struct sink_out {
+	int64_t threshold_ns, max_events, raw_max_bytes, json_fd, progress_ms;
+	const char *raw;
+};
+
+#define SINK_OUT_OPTS(F, progress_default)                                                                \
+	{"max-events", OPT_INT, F(out.max_events), 0, 1000000, "100", NULL,                                \
+	 "threshold events per second, all slots; the rest counted as suppressed"},                        \
+	{"raw", OPT_PATH, F(out.raw), 0, 0, NULL, NULL, "keep every sample in FILE (protocol.md raw format)"}, \
+	{"raw-max-bytes", OPT_INT, F(out.raw_max_bytes), 4096, 1LL << 40, "268435456", NULL,               \
+	 "cap of the raw file; capture stops (flagged) at the cap"},                                       \
+	{"json-fd", OPT_INT, F(out.json_fd), 1, 65535, "1", NULL, "fd for JSON Lines"},                     \
+	{"progress-ms", OPT_INT, F(out.progress_ms), 50, 60000, progress_default, NULL,                    \
+	 "period of progress records, ms"}
+
+/* --json-fd is open; with `check`, --raw would be writable (creates nothing). log_error's rc. */
+int sink_out_validate(const struct sink_out *o, bool check);
+/* params keys threshold_ns, max_events, raw, raw_max_bytes, progress_ms */
+void sink_out_params(struct jw *w, const struct sink_out *o);
+/* Allocate and pre-touch the state of `n` slots (cpus: each slot's CPU) and create the raw file
+ * if asked, so a bad path fails before measuring. */
+int sink_init(struct sink *s, const struct sink_out *o, const int *cpus, int n, char *err, size_t errlen);
 void sink_free(struct sink *s);
-int sink_raw_check(const char *path, char *err, size_t errlen);
-int sink_raw_open(struct sink *s, const char *path, uint64_t max_bytes, char *err, size_t errlen);
 int sink_raw_start(struct sink *s, int64_t interval_ns, int64_t start_mono_ns, int64_t start_real_ns);
 int sink_header(struct sink *s, const char *probe, int argc, char **argv, sink_params_fn params,
 		const void *ctx, const struct rt_info *rt, const struct overhead *ov,

@@ -44,10 +44,9 @@ struct stimresp_ops {
 
 struct stimresp_cfg {
 	int policy;
-	int64_t rate_hz, cpu, priority, duration_ns, loops, warmup, threshold_ns, timeout_ns, max_events;
+	int64_t rate_hz, cpu, priority, duration_ns, loops, warmup, timeout_ns;
 	bool no_dma_latency, allow_degraded;
-	const char *raw;
-	int64_t raw_max_bytes, json_fd, progress_ms;
+	struct sink_out out;
 };
 
 /* The first member of each probe's state; options parse into the whole state. */
@@ -70,19 +69,14 @@ struct stimresp {
 	struct warnings warn; /* until the header is out */
 };
 
-/* The option entries identical in every stimulus/response probe (h at offset 0). */
+/* The option entries identical in every stimulus/response probe (h at offset 0); the probe's
+ * table has its own "threshold" row, SR_F(out.threshold_ns). */
 #define SR_F(x) offsetof(struct stimresp, cfg.x)
 #define STIMRESP_COMMON_OPTS                                                                                   \
-	{"max-events", OPT_INT, SR_F(max_events), 0, 1000000, "100", NULL,                                     \
-	 "threshold events per second; the rest counted as suppressed"},                                      \
 	{"no-dma-latency", OPT_FLAG, SR_F(no_dma_latency), 0, 0, NULL, NULL, "do not hold /dev/cpu_dma_latency at 0"}, \
-	{"raw", OPT_PATH, SR_F(raw), 0, 0, NULL, NULL, "keep every sample in FILE (protocol.md raw format)"},    \
-	{"raw-max-bytes", OPT_INT, SR_F(raw_max_bytes), 4096, 1LL << 40, "268435456", NULL,                    \
-	 "cap of the raw file; capture stops (flagged) at the cap"},                                          \
 	{"allow-degraded", OPT_FLAG, SR_F(allow_degraded), 0, 0, NULL, NULL,                                   \
 	 "run with what is permitted (SCHED_OTHER, no mlock), marked degraded"},                              \
-	{"json-fd", OPT_INT, SR_F(json_fd), 1, 65535, "1", NULL, "fd for JSON Lines"},                          \
-	{"progress-ms", OPT_INT, SR_F(progress_ms), 50, 60000, "1000", NULL, "period of progress records, ms"}
+	SINK_OUT_OPTS(SR_F, "1000")
 
 /* Run the probe whose state (state_bytes, starting with struct stimresp) ops describes, in a
  * zeroed allocation; returns the exit code. */
