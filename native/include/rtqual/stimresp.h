@@ -78,6 +78,22 @@ struct stimresp {
 	 "run with what is permitted (SCHED_OTHER, no mlock), marked degraded"},                              \
 	SINK_OUT_OPTS(SR_F, "1000")
 
+/* The rows of a put -> monitor echo round trip (ca-rtt, pva-rtt), from --rate to --timeout. */
+#define STIMRESP_PUT_ECHO_OPTS \
+	{"rate", OPT_INT, SR_F(rate_hz), 1, 10000, "50", NULL, "puts per second, Hz (absolute deadlines)"}, \
+	{"cpu", OPT_INT, SR_F(cpu), 0, CPULIST_MAX - 1, NULL, NULL, \
+	 "CPU of the put/measure thread (default: the first CPU of our affinity mask)"}, \
+	{"policy", OPT_ENUM, SR_F(policy), 0, 0, "fifo", rt_policy_names, "scheduling policy of the put thread"}, \
+	{"priority", OPT_INT, SR_F(priority), 1, 99, "80", NULL, "RT priority of the put thread"}, \
+	{"duration", OPT_DURATION, SR_F(duration_ns), NS_PER_MS, 365 * 24 * 3600 * NS_PER_S, "10s", NULL, \
+	 "measured time after warm-up (puts = duration x rate)"}, \
+	{"loops", OPT_INT, SR_F(loops), 1, 1LL << 40, NULL, NULL, "measured puts; replaces --duration"}, \
+	{"warmup", OPT_INT, SR_F(warmup), 0, 1000000000, "10", NULL, "round trips discarded before measuring"}, \
+	{"threshold", OPT_DURATION, SR_F(out.threshold_ns), 1, 60 * NS_PER_S, "1ms", NULL, \
+	 "round trips above it emit event records"}, \
+	{"timeout", OPT_DURATION, SR_F(timeout_ns), NS_PER_MS, 600 * NS_PER_S, "5s", NULL, \
+	 "connecting, and each echo: missing for this long ends the run (status 4)"}
+
 /* Run the probe whose state (state_bytes, starting with struct stimresp) ops describes, in a
  * zeroed allocation; returns the exit code. */
 int stimresp_main(size_t state_bytes, const struct stimresp_ops *ops, const struct probe_args *a);
