@@ -3,7 +3,8 @@
  *   bi  DTYP "rtqual", SCAN "I/O Intr",
  *       INP "@fifo:/path [ch=N] [mode=immediate|callback] [prio=P] [cpu=C]"
  *        or "@eventfd:FD [...]" or "@gpio:/dev/gpiochipN:LINE [edge=rising|falling|both] [...]"
- *   bo  DTYP "rtqual", OUT "@fifo:/path [ch=N]" or "@eventfd:FD [ch=N]" or "@gpio:/dev/gpiochipN:LINE [ch=N]"
+ *   bo  DTYP "rtqual", OUT "@fifo:/path [ch=N]" or "@eventfd:FD [ch=N] [times=/fifo]"
+ *       or "@gpio:/dev/gpiochipN:LINE [ch=N] [times=/fifo]"
  *   ai  DTYP "rtqual latency", SCAN "I/O Intr", PRIO "LOW", INP "@wake|dispatch|chain|total|count [ch=N]"
  *
  * Each bi has its own reader thread that waits with epoll on the input line. A stimulus is one
@@ -15,7 +16,8 @@
  * write_bo stamps t_out and writes one response on its output line: four int64
  * {t_stim, t_wake, t_process, t_out}. The bi and bo meet through a channel number (ch=, default 0).
  * On an eventfd output only t_out is written (an eventfd carries one counter); a GPIO output line
- * is set to the bo's value (GPIO_V2_LINE_SET_VALUES_IOCTL) and nothing else is written.
+ * is set to the bo's value (GPIO_V2_LINE_SET_VALUES_IOCTL). With times=/fifo either also writes
+ * the four times to that FIFO after its line, so a harness watching the line gets the stages too.
  *
  * GPIO lines use the character device v2 ABI (linux/gpio.h): the bi requests its line as an input
  * with edge detection and reads struct gpio_v2_line_event, whose timestamp_ns (CLOCK_MONOTONIC
@@ -108,6 +110,7 @@ struct link_opts {
     unsigned prio;
     int cpu;       /* reader thread CPU, -1: not pinned */
     uint64_t edge; /* GPIO_V2_LINE_FLAG_EDGE_* for a GPIO input */
+    char times[256]; /* output: FIFO also given the four times ("": none) */
 };
 
 struct bi_pvt {
@@ -125,6 +128,7 @@ struct bi_pvt {
 
 struct bo_pvt {
     struct line out;
+    struct line times; /* fd -1: none */
     int ch;
 };
 
@@ -243,9 +247,12 @@ static int parse_link(const char *s, int input, struct line *ln, struct link_opt
             else if (strcmp(tok + 5, "both") == 0)
                 o->edge = GPIO_V2_LINE_FLAG_EDGE_RISING | GPIO_V2_LINE_FLAG_EDGE_FALLING;
             else { *msg = "edge= wants rising, falling or both"; return -1; }
+        } else if (!input && ln->kind != LINE_FIFO && strncmp(tok, "times=", 6) == 0 && tok[6]) {
+            if (strlen(tok + 6) >= sizeof o->times) { *msg = "times= path too long"; return -1; }
+            strcpy(o->times, tok + 6);
         } else {
             *msg = input ? "unknown option (ch=, mode=immediate|callback, prio=, cpu=, edge= for gpio)"
-                         : "unknown option (ch=)";
+                         : "unknown option (ch=, times= for eventfd and gpio)";
             return -1;
         }
     }
@@ -596,10 +603,16 @@ static long bo_init_record(struct dbCommon *pcommon)
         return init_error(S_db_badField);
     }
     p->ch = o.ch;
-    if (open_line(&p->out, GPIO_V2_LINE_FLAG_OUTPUT) != 0) {
+    p->times = (struct line){.kind = LINE_FIFO, .fd = -1};
+    snprintf(p->times.path, sizeof p->times.path, "%s", o.times);
+    struct line *bad = open_line(&p->out, GPIO_V2_LINE_FLAG_OUTPUT) != 0 ? &p->out
+                       : o.times[0] && open_line(&p->times, 0) != 0 ? &p->times : NULL;
+    if (bad) {
         recGblRecordError(S_db_badField, prec, "rtqual bo: cannot open the output line");
-        fprintf(stderr, "rtqual devsup %s: %s: %s\n", prec->name, p->out.path,
+        fprintf(stderr, "rtqual devsup %s: %s: %s\n", prec->name, bad->path,
                 errno == ENOTSUP ? "not a FIFO" : strerror(errno));
+        if (p->out.fd >= 0 && p->out.kind != LINE_EVENTFD)
+            close(p->out.fd);
         free(p);
         return init_error(S_db_badField);
     }
@@ -608,17 +621,31 @@ static long bo_init_record(struct dbCommon *pcommon)
     return 2; /* do not convert RVAL to VAL */
 }
 
-/* The response on the output line: FIFO 4 x int64, eventfd t_out, GPIO the bo's value. */
-static int write_response(struct bo_pvt *p, struct boRecord *prec, const int64_t msg[4])
+static int write_times(int fd, const int64_t msg[4])
 {
-    if (p->out.kind == LINE_FIFO)
-        return write(p->out.fd, msg, 4 * sizeof msg[0]) == 4 * sizeof msg[0] ? 0 : -1; /* <= PIPE_BUF */
-    if (p->out.kind == LINE_EVENTFD) {
-        uint64_t v = (uint64_t)msg[3];
-        return write(p->out.fd, &v, sizeof v) == sizeof v ? 0 : -1;
-    }
+    return write(fd, msg, 4 * sizeof msg[0]) == 4 * sizeof msg[0] ? 0 : -1; /* <= PIPE_BUF: atomic */
+}
+
+static int set_gpio(struct bo_pvt *p, struct boRecord *prec)
+{
     struct gpio_v2_line_values v = {.bits = prec->val ? 1 : 0, .mask = 1};
     return ioctl(p->out.fd, GPIO_V2_LINE_SET_VALUES_IOCTL, &v);
+}
+
+/* The response on the output line: FIFO 4 x int64, eventfd t_out, GPIO the bo's value; then the
+ * four times on the times= FIFO if there is one. */
+static int write_response(struct bo_pvt *p, struct boRecord *prec, const int64_t msg[4])
+{
+    int rc;
+    if (p->out.kind == LINE_FIFO)
+        return write_times(p->out.fd, msg);
+    if (p->out.kind == LINE_EVENTFD) {
+        uint64_t v = (uint64_t)msg[3];
+        rc = write(p->out.fd, &v, sizeof v) == sizeof v ? 0 : -1;
+    } else {
+        rc = set_gpio(p, prec);
+    }
+    return rc == 0 && p->times.fd >= 0 ? write_times(p->times.fd, msg) : rc;
 }
 
 static long bo_write(struct boRecord *prec)
@@ -640,7 +667,7 @@ static long bo_write(struct boRecord *prec)
     epicsMutexUnlock(c->lock);
     if (!pending) { /* a write not caused by a stimulus (e.g. a CA put): no response */
         c->unmatched++;
-        if (p->out.kind == LINE_GPIO && write_response(p, prec, msg) != 0)
+        if (p->out.kind == LINE_GPIO && set_gpio(p, prec) != 0)
             recGblSetSevr(prec, WRITE_ALARM, MINOR_ALARM);
         return 0;
     }

@@ -8,29 +8,48 @@
  * (t_out - t_process) and return (t_resp - t_out) go to the summary.
  * Exactly one response per stimulus: one stimulus is in flight at a time; no
  * response within --timeout ends the run with status 1. The loop is the
- * stimulus -> response harness (stimresp.h); this file is its FIFO transport. */
+ * stimulus -> response harness (stimresp.h); this file is its transport.
+ *
+ * With --gpio-stim and --gpio-resp (a board whose pins are wired: our
+ * stimulus line to the IOC's input line, the IOC's output line to our
+ * response line) the stimulus is a toggle of the stimulus line and the
+ * response is the edge on the response line, timestamped by the kernel
+ * (character device v2 ABI, CLOCK_MONOTONIC); --out then carries the IOC's
+ * four times (its bo's times= FIFO), t_stim being the kernel's timestamp of
+ * the input edge. The stage "drive" (t_stim - our toggle) is added: the
+ * stimulus ioctl and the wire. Untested on hardware: this VM has no GPIO. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <linux/gpio.h>
 
 #include "rtqual/log.h"
 #include "rtqual/stimresp.h"
 
-#define NSTAGES 4
+#define NSTAGES 5
+#define DRIVE 0 /* the stage only GPIO has (FIFO: t_stim is the stimulus itself) */
 
-static const char *const stage_names[NSTAGES] = {"wake", "dispatch", "chain", "return"};
+static const char *const stage_names[NSTAGES] = {"drive", "wake", "dispatch", "chain", "return"};
 
 struct iocresp {
 	struct stimresp h; /* first: the options parse into the whole struct */
-	const char *in, *out;
-	int fd_in;
+	const char *in, *out, *gpio_stim, *gpio_resp;
+	int fd_in;           /* FIFO: the IOC's input; GPIO: our stimulus line */
+	int fd_out, fd_edge; /* the times FIFO; GPIO: our response line (else -1) */
+	bool gpio;
+	__u64 level;         /* GPIO: the stimulus line's value */
 	int64_t stim;        /* the stimulus in flight */
-	int64_t resp[4];     /* the response being read */
-	size_t got;          /* bytes of it so far */
+	int64_t resp[4];     /* the IOC's times being read */
+	size_t got;          /* bytes of them so far */
+	int64_t t_edge;      /* GPIO: the response edge (0: not yet) */
+	uint64_t stray_edges;
 	struct hist *stage[NSTAGES];
 	uint64_t stage_over[NSTAGES];
 };
@@ -40,6 +59,10 @@ static const struct opt_def iocresp_opts[] = {
 	{"in", OPT_PATH, F(in), 0, 0, NULL, NULL, "FIFO the IOC reads (stimuli: one i64 CLOCK_MONOTONIC time)"},
 	{"out", OPT_PATH, F(out), 0, 0, NULL, NULL,
 	 "FIFO the IOC writes (responses: i64 t_stim, t_wake, t_process, t_out)"},
+	{"gpio-stim", OPT_STRING, F(gpio_stim), 0, 0, NULL, NULL,
+	 "/dev/gpiochipN:LINE toggled for each stimulus, wired to the IOC's input line (replaces --in)"},
+	{"gpio-resp", OPT_STRING, F(gpio_resp), 0, 0, NULL, NULL,
+	 "/dev/gpiochipN:LINE wired from the IOC's output line: its edges are the responses (--out: the IOC's times)"},
 	{"rate", OPT_INT, SR_F(rate_hz), 1, 100000, "50", NULL, "stimuli per second, Hz (absolute deadlines)"},
 	{"cpu", OPT_INT, SR_F(cpu), 0, CPULIST_MAX - 1, NULL, NULL,
 	 "CPU of the stimulus/response thread (default: the first CPU of our affinity mask)"},
@@ -57,34 +80,62 @@ static const struct opt_def iocresp_opts[] = {
 };
 #undef F
 
-/* Write the stimulus: its own time, one i64 (< PIPE_BUF: atomic). */
+/* Drop what is waiting on a non-blocking fd (a stale response). */
+static void drain(int fd)
+{
+	char junk[512];
+	while (fd >= 0 && read(fd, junk, sizeof(junk)) > 0)
+		;
+}
+
+/* The stimulus: FIFO, its own time (one i64, < PIPE_BUF: atomic); GPIO, a toggle of our line. */
 static int iocresp_send(struct stimresp *h, uint64_t seq, int64_t *t_send)
 {
 	struct iocresp *t = (struct iocresp *)h;
 	(void)seq;
-	t->stim = *t_send = mono_now_ns();
 	t->got = 0;
-	if (write(t->fd_in, &t->stim, sizeof(t->stim)) != (ssize_t)sizeof(t->stim)) {
-		snprintf(h->fail, sizeof(h->fail), "write %s: %s", t->in, strerror(errno));
-		return -1;
+	t->t_edge = 0;
+	if (t->gpio) {
+		drain(t->fd_edge);
+		t->level ^= 1;
+		struct gpio_v2_line_values v = {.bits = t->level, .mask = 1};
+		t->stim = *t_send = mono_now_ns();
+		if (ioctl(t->fd_in, GPIO_V2_LINE_SET_VALUES_IOCTL, &v) == 0)
+			return 0;
+	} else {
+		t->stim = *t_send = mono_now_ns();
+		if (write(t->fd_in, &t->stim, sizeof(t->stim)) == (ssize_t)sizeof(t->stim))
+			return 0;
 	}
-	return 0;
+	snprintf(h->fail, sizeof(h->fail), "stimulus on %s: %s", t->gpio ? t->gpio_stim : t->in, strerror(errno));
+	return -1;
 }
 
-/* Read what there is of the response; *t_answer: when its last byte came. */
+/* Read what there is of the response; *t_answer: when it came (FIFO: its last byte read; GPIO: the
+ * kernel's timestamp of the response edge, the IOC's times read too). */
 static enum stimresp_rx iocresp_receive(struct stimresp *h, int64_t *t_answer)
 {
 	struct iocresp *t = (struct iocresp *)h;
-	ssize_t n = read(h->answer_fd, (char *)t->resp + t->got, sizeof(t->resp) - t->got);
-	*t_answer = mono_now_ns();
+	struct gpio_v2_line_event ev;
+	ssize_t n;
+	while (t->gpio && (n = read(t->fd_edge, &ev, sizeof(ev))) == (ssize_t)sizeof(ev)) {
+		if (t->t_edge)
+			t->stray_edges++; /* a second edge for one stimulus: a bouncing or noisy wire */
+		else
+			t->t_edge = (int64_t)ev.timestamp_ns;
+	}
+	n = read(t->fd_out, (char *)t->resp + t->got, sizeof(t->resp) - t->got);
+	*t_answer = t->gpio ? t->t_edge : mono_now_ns();
 	if (n < 0 && errno != EAGAIN && errno != EINTR) {
 		snprintf(h->fail, sizeof(h->fail), "read %s: %s", t->out, strerror(errno));
 		return SR_FAIL;
 	}
 	if (n > 0)
 		t->got += (size_t)n;
-	if (t->got < sizeof(t->resp))
+	if (t->got < sizeof(t->resp) || (t->gpio && !t->t_edge))
 		return SR_MORE;
+	if (t->gpio) /* the IOC's input edge lies between our toggle and its response edge */
+		return t->resp[0] >= t->stim && t->resp[3] <= t->t_edge ? SR_ANSWER : SR_MISMATCH;
 	return t->resp[0] == t->stim ? SR_ANSWER : SR_MISMATCH;
 }
 
@@ -93,8 +144,8 @@ static void iocresp_measured(struct stimresp *h, int64_t t_stim, int64_t t_resp)
 {
 	struct iocresp *t = (struct iocresp *)h;
 	const int64_t *r = t->resp;
-	int64_t st[NSTAGES] = {r[1] - t_stim, r[2] - r[1], r[3] - r[2], t_resp - r[3]};
-	for (int k = 0; k < NSTAGES; k++) {
+	int64_t st[NSTAGES] = {r[0] - t_stim, r[1] - r[0], r[2] - r[1], r[3] - r[2], t_resp - r[3]};
+	for (int k = t->gpio ? DRIVE : DRIVE + 1; k < NSTAGES; k++) {
 		hist_record(t->stage[k], st[k]);
 		if (st[k] > h->cfg.out.threshold_ns)
 			t->stage_over[k]++;
@@ -106,6 +157,8 @@ static void iocresp_params(struct jw *w, const void *ctx)
 	const struct iocresp *t = ctx;
 	jw_str(w, "in", t->in);
 	jw_str(w, "out", t->out);
+	jw_str(w, "gpio_stim", t->gpio_stim);
+	jw_str(w, "gpio_resp", t->gpio_resp);
 	stimresp_params(w, &t->h, "stimuli_planned");
 }
 
@@ -118,9 +171,11 @@ static void iocresp_summary_extra(struct jw *w, int slot, const void *ctx)
 	jw_obj_begin(w, "stimuli");
 	stimresp_counts(w, &t->h);
 	jw_u64(w, "mismatched", t->h.mismatched);
+	if (t->gpio)
+		jw_u64(w, "stray_edges", t->stray_edges);
 	jw_obj_end(w);
 	jw_obj_begin(w, "stages");
-	for (int k = 0; k < NSTAGES; k++) {
+	for (int k = t->gpio ? DRIVE : DRIVE + 1; k < NSTAGES; k++) {
 		struct hist_stats st;
 		hist_get_stats(t->stage[k], &st);
 		jw_obj_begin(w, stage_names[k]);
@@ -151,30 +206,87 @@ static int check_fifo(const char *opt, const char *path)
 	return 0;
 }
 
-static int iocresp_validate(struct stimresp *h)
+/* "/dev/gpiochipN:LINE" -> chip path and line offset. */
+static int parse_gpio(const char *opt, const char *spec, char *chip, size_t len, unsigned *line)
 {
-	struct iocresp *t = (struct iocresp *)h;
-	int rc;
-	if ((rc = check_fifo("in", t->in)) || (rc = check_fifo("out", t->out)))
-		return rc;
-	snprintf(h->no_answer, sizeof(h->no_answer), "no response from the IOC");
+	const char *colon = strrchr(spec, ':');
+	char *end;
+	long v = colon && colon[1] ? strtol(colon + 1, &end, 10) : -1;
+	if (!colon || colon == spec || *end || v < 0 || v > 65535 || (size_t)(colon - spec) >= len)
+		return log_error("--%s %s: want /dev/gpiochipN:LINE", opt, spec);
+	snprintf(chip, len, "%.*s", (int)(colon - spec), spec);
+	*line = (unsigned)v;
 	return 0;
 }
 
-/* The FIFOs (read-write opens never block and never see hang-up on Linux)
- * and the stage histograms. */
+static int iocresp_validate(struct stimresp *h)
+{
+	struct iocresp *t = (struct iocresp *)h;
+	char chip[256];
+	unsigned line;
+	int rc;
+	t->gpio = t->gpio_stim || t->gpio_resp;
+	if (t->gpio && !(t->gpio_stim && t->gpio_resp))
+		return log_error("--gpio-stim and --gpio-resp go together (a stimulus line and a response line)");
+	if (t->gpio && t->in)
+		return log_error("--in and --gpio-stim: one stimulus, a FIFO or a GPIO line");
+	if ((t->gpio && ((rc = parse_gpio("gpio-stim", t->gpio_stim, chip, sizeof(chip), &line)) ||
+			 (rc = parse_gpio("gpio-resp", t->gpio_resp, chip, sizeof(chip), &line)))) ||
+	    (!t->gpio && (rc = check_fifo("in", t->in))) || (rc = check_fifo("out", t->out)))
+		return rc;
+	if (t->gpio)
+		snprintf(h->no_answer, sizeof(h->no_answer), "no response from the IOC (are %s -> the IOC's input "
+			 "and the IOC's output -> %s wired?)", t->gpio_stim, t->gpio_resp);
+	else
+		snprintf(h->no_answer, sizeof(h->no_answer), "no response from the IOC");
+	return 0;
+}
+
+/* Request one GPIO line (v2 ABI): our stimulus output, or our response input with edge events. */
+static int open_gpio(const char *opt, const char *spec, __u64 flags, char *err, size_t len)
+{
+	char chip[256];
+	unsigned line;
+	parse_gpio(opt, spec, chip, sizeof(chip), &line); /* checked in validate */
+	struct gpio_v2_line_request req = {.offsets = {line}, .num_lines = 1, .config.flags = flags};
+	snprintf(req.consumer, sizeof(req.consumer), "rtqual");
+	int fd = open(chip, O_RDWR | O_CLOEXEC);
+	if (fd < 0 || ioctl(fd, GPIO_V2_GET_LINE_IOCTL, &req) < 0 || fcntl(req.fd, F_SETFL, O_NONBLOCK) < 0) {
+		snprintf(err, len, "--%s %s: %s", opt, spec, strerror(errno));
+		req.fd = -1;
+	}
+	if (fd >= 0)
+		close(fd);
+	return req.fd;
+}
+
+/* The lines (FIFOs opened read-write: the opens never block and never see
+ * hang-up on Linux) and the stage histograms. */
 static int iocresp_open(struct stimresp *h, char *err, size_t len)
 {
 	struct iocresp *t = (struct iocresp *)h;
-	t->fd_in = open(t->in, O_RDWR | O_NONBLOCK | O_CLOEXEC);
-	if (t->fd_in < 0)
+	t->fd_in = t->fd_out = t->fd_edge = -1;
+	if (t->gpio) {
+		const __u64 edges = GPIO_V2_LINE_FLAG_INPUT | GPIO_V2_LINE_FLAG_EDGE_RISING | GPIO_V2_LINE_FLAG_EDGE_FALLING;
+		if ((t->fd_in = open_gpio("gpio-stim", t->gpio_stim, GPIO_V2_LINE_FLAG_OUTPUT, err, len)) < 0 ||
+		    (t->fd_edge = open_gpio("gpio-resp", t->gpio_resp, edges, err, len)) < 0)
+			return -1;
+	} else if ((t->fd_in = open(t->in, O_RDWR | O_NONBLOCK | O_CLOEXEC)) < 0) {
 		return snprintf(err, len, "--in %s: %s", t->in, strerror(errno)), -1;
-	h->answer_fd = open(t->out, O_RDWR | O_NONBLOCK | O_CLOEXEC);
-	if (h->answer_fd < 0)
+	}
+	t->fd_out = open(t->out, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	if (t->fd_out < 0)
 		return snprintf(err, len, "--out %s: %s", t->out, strerror(errno)), -1;
-	char junk[512]; /* drop a stale response left in the output FIFO */
-	while (read(h->answer_fd, junk, sizeof(junk)) > 0)
-		;
+	drain(t->fd_out); /* a stale response left in the output FIFO */
+	if (!t->gpio) {
+		h->answer_fd = t->fd_out;
+	} else { /* the answer is the edge and the IOC's times: wait for either */
+		struct epoll_event e = {.events = EPOLLIN};
+		if ((h->answer_fd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
+		    epoll_ctl(h->answer_fd, EPOLL_CTL_ADD, t->fd_out, &e) < 0 ||
+		    epoll_ctl(h->answer_fd, EPOLL_CTL_ADD, t->fd_edge, &e) < 0)
+			return snprintf(err, len, "epoll: %s", strerror(errno)), -1;
+	}
 	for (int k = 0; k < NSTAGES; k++) {
 		if (!(t->stage[k] = malloc(sizeof(struct hist))))
 			return -1; /* err empty: out of memory */
@@ -189,7 +301,11 @@ static void iocresp_close(struct stimresp *h)
 	struct iocresp *t = (struct iocresp *)h;
 	if (t->fd_in >= 0)
 		close(t->fd_in);
-	if (h->answer_fd >= 0)
+	if (t->fd_out >= 0)
+		close(t->fd_out);
+	if (t->fd_edge >= 0)
+		close(t->fd_edge);
+	if (h->answer_fd >= 0 && h->answer_fd != t->fd_out)
 		close(h->answer_fd);
 	for (int k = 0; k < NSTAGES; k++)
 		free(t->stage[k]);

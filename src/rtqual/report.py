@@ -42,9 +42,12 @@ def case_table(result: dict) -> str:
     return format_table(["", *[h for h, _ in STAT_COLUMNS]], rows)
 
 
-STAGES = ("wake", "dispatch", "chain", "return")
+STAGES = ("drive", "wake", "dispatch", "chain", "return")  # drive: GPIO lines only
 STAGE_NOTE = ("stages: wake = stimulus -> IOC reader awake, dispatch = -> record processing (read_bi), "
               "chain = -> bo written, return = -> response read by the harness")
+GPIO_STAGE_NOTE = ("stages: drive = stimulus line toggled -> IOC input edge (kernel timestamp), wake = -> IOC reader "
+                   "awake (the interrupt latency), dispatch = -> record processing (read_bi), chain = -> bo written, "
+                   "return = -> response edge (kernel timestamp)")
 
 
 def stage_table(result: dict) -> str | None:
@@ -116,7 +119,8 @@ def show_text(data: dict, table: str | None = None) -> str:
         out.append(case_table(r))
         stages = stage_table(r)
         if stages:
-            out.extend(["", stages, STAGE_NOTE])
+            gpio = "drive" in (r.get("probe_summary") or {}).get("stages", {})
+            out.extend(["", stages, GPIO_STAGE_NOTE if gpio else STAGE_NOTE])
         out.extend(ioc_lines(r))
         if baseline_line(r, data["cases"]):
             out.append(baseline_line(r, data["cases"]))

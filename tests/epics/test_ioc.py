@@ -1,7 +1,12 @@
 """A real EPICS 7 IOC (epicscorelibs) with rtqual's device support, on loopback."""
+import json
+import os
+import select
 import socket
+import struct
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -130,3 +135,38 @@ def test_ioc_start_error_is_reported_and_cleaned_up(tmp_path):
     finally:
         ioc.stop()
     assert gone(ioc.proc.pid)
+
+
+def test_eventfd_output_with_times_out_writes_the_four_times_after_the_line(tmp_path):
+    """The path a GPIO output takes too (times=): the line is set first, then the four times go to
+    the --times-out FIFO, where a harness watching the line finds the IOC's stages."""
+    fifo_in, times = tmp_path / "in.fifo", tmp_path / "times.fifo"
+    os.mkfifo(fifo_in)
+    os.mkfifo(times)
+    (tmp_path / "ioc.db").write_text(make_db("kek", operator=False))
+    efd = os.eventfd(0, os.EFD_CLOEXEC | os.EFD_NONBLOCK)
+    w = os.open(fifo_in, os.O_RDWR | os.O_CLOEXEC)
+    r = os.open(times, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+    ioc = subprocess.Popen([sys.executable, "-m", "rtqual.epics.iocmain", "--db", str(tmp_path / "ioc.db"),
+                            "--prefix", "rtqtimes:", "--fifo-in", str(fifo_in), "--eventfd-out", str(efd),
+                            "--times-out", str(times)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, pass_fds=[efd],
+                           env=epics_env.epics_env())
+    try:
+        assert json.loads(ioc.stdout.readline())["type"] == "ready"
+        for _ in range(3):
+            t_stim = time.monotonic_ns()
+            os.write(w, struct.pack("=q", t_stim))
+            assert select.select([r], [], [], 5)[0], "no times on --times-out"
+            msg = struct.unpack("=4q", os.read(r, 32))
+            t_out = os.eventfd_read(efd)  # the line: one counter, t_out
+            assert msg[0] == t_stim and msg[3] == t_out and t_stim <= msg[1] <= msg[2] <= t_out
+    finally:
+        ioc.terminate()
+        ioc.communicate(timeout=30)
+        for fd in (efd, w, r):
+            os.close(fd)
+    p = subprocess.run([sys.executable, "-m", "rtqual.epics.iocmain", "--db", "x.db", "--fifo-in", "a",
+                        "--fifo-out", "b", "--times-out", "c"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 1 and p.stderr.count("\n") == 1 and "--times-out goes with" in p.stderr, p.stderr
+

@@ -152,3 +152,56 @@ def test_a_bad_user_database_is_a_clear_error(tmp_path):
     assert "doesn't have a field 'NOSUCH'" in p.stdout + p.stderr
     assert "Traceback" not in p.stdout + p.stderr
     assert "NOSUCH" in (tmp_path / "b" / "cases" / "001-ioc" / "ioc.db").read_text()  # kept to look at
+
+
+# GPIO lines (a board wired STIM -> IN, OUT -> RESP): this VM has no GPIO chip, so what is tested is
+# the plumbing up to the chip and the clear errors; the wired run needs hardware.
+
+@pytest.mark.parametrize("spec", ["/dev/gpiochip0:1,2,3", "/dev/gpiochip0:1,2,3,3", "1,2,3,4", "/dev/gpiochip0:a,2,3,4"])
+def test_a_bad_gpio_spec_is_one_line(tmp_path, spec):
+    p = rtqual("run", "ioc", "--gpio", spec, "--duration", "1s", "--baseline", "0", "-o", tmp_path / "b", "-q")
+    assert p.returncode == 1 and p.stderr.count("\n") == 1 and "CHIP:STIM,IN,OUT,RESP" in p.stderr, p.stderr
+
+
+def test_gpio_lines_reach_the_ioc_and_the_harness(tmp_path):
+    from rtqual.epics.service import IocService
+    svc = IocService({"type": "ioc", "gpio": "/dev/gpiochip7:17,27,22,23"})
+    try:
+        assert svc.ioc.gpio_in == "/dev/gpiochip7:27 edge=both" and svc.ioc.gpio_out == "/dev/gpiochip7:22"
+        args = svc.resolve(["--in", "$(IOC_IN)", "--out", "$(IOC_OUT)", "--rate", "25"])
+        assert args == ["--gpio-stim", "/dev/gpiochip7:17", "--gpio-resp", "/dev/gpiochip7:23",
+                        "--out", str(svc.ioc.fifo_out), "--rate", "25"]  # the IOC's times still come on --out
+    finally:
+        svc.discard()
+    # a chip that is not there: the IOC says so, one verdict, nothing left running
+    p = rtqual("run", "ioc", "--gpio", "/dev/gpiochip99:17,27,22,23", "--duration", "1s", "--baseline", "0",
+               "--ioc-prefix", "rtqgpio:", "-o", tmp_path / "b", "-q")
+    assert p.returncode == 1 and "Traceback" not in p.stdout + p.stderr
+    result = json.loads((tmp_path / "b" / "cases" / "001-ioc" / "result.json").read_text())
+    assert result["verdict"] == "error" and "/dev/gpiochip99: No such file or directory" in result["reason"]
+    assert result["label"] == "ioc kek callback gpio 50 Hz"
+    assert not [pid for pid in os.listdir("/proc") if pid.isdigit() and _names(pid, b"rtqgpio:")]
+
+
+def _names(pid: str, text: bytes) -> bool:
+    try:
+        return text in open(f"/proc/{pid}/cmdline", "rb").read()
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--gpio-stim", "/dev/gpiochip99:1", "--out", "OUT"], "--gpio-stim and --gpio-resp go together"),
+    (["--gpio-stim", "/dev/gpiochip99", "--gpio-resp", "/dev/gpiochip99:2", "--out", "OUT"], "want /dev/gpiochipN:LINE"),
+    (["--in", "OUT", "--gpio-stim", "/dev/gpiochip99:1", "--gpio-resp", "/dev/gpiochip99:2", "--out", "OUT"],
+     "one stimulus, a FIFO or a GPIO line"),
+    (["--gpio-stim", "/dev/gpiochip99:1", "--gpio-resp", "/dev/gpiochip99:2", "--out", "OUT", "--allow-degraded"],
+     "--gpio-stim /dev/gpiochip99:1: No such file or directory"),
+])
+def test_iocresp_gpio_options_are_checked(tmp_path, args, words):
+    from rtqual import _native
+    os.mkfifo(tmp_path / "out.fifo")
+    args = [str(tmp_path / "out.fifo") if a == "OUT" else a for a in args]
+    p = subprocess.run([_native.probe_path(), "iocresp", *args, "--loops", "3"], capture_output=True, text=True,
+                       timeout=30)
+    assert p.returncode == 1 and p.stderr.count("\n") == 1 and words in p.stderr, p.stderr

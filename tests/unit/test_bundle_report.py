@@ -131,11 +131,15 @@ def test_aps_table_lists_each_ioc_stage_then_the_total_and_the_baseline_line():
                 "ca_load": {"records": 10, "put": {"rate_hz": 99.5, "requested_rate_hz": 100, "errors": 0},
                             "monitor": {"rate_hz": 1000.0, "connected": 10}}}
     rows = report.paper_table([timer, r], "aps").splitlines()[3:]
-    assert [row.split(":")[0].split()[0] for row in rows] == ["baseline"] + ["ioc"] * 5
-    assert [row.split()[1] for row in rows[1:]] == [*report.STAGES, "total"]
+    assert [row.split(":")[0].split()[0] for row in rows] == ["baseline"] + ["ioc"] * 6
+    assert [row.split()[1] for row in rows[1:]] == ["drive", "wake", "dispatch", "chain", "return", "total"]
     assert rows[1].split()[-4:] == ["1us", "2us", "150us", "33.3%"]
     assert rows[-1].split()[-4:] == ["10us", "20us", "300us", "33.3%"]
     assert report.paper_table([timer, r], "madoca").count("\n") == 4  # one row a case
+    # a FIFO run has no drive stage (t_stim is the stimulus itself): the others, in order
+    del r["probe_summary"]["stages"]["drive"]
+    assert [row.split()[0] for row in report.stage_table(r).splitlines()[2:]] == [
+        "wake", "dispatch", "chain", "return", "total"]
     line = report.baseline_line(r, [timer, r])
     assert line.startswith("vs timer baseline (case 001-t") and "max 300us vs 20us" in line
     assert report.baseline_line(timer, [timer, r]) is None

@@ -239,7 +239,8 @@ class Ioc:
                  gpio_in: str | None = None, gpio_out: str | None = None, chain: int | None = None):
         """cpus: the IOC process's CPU list ("0-1" or [0, 1]); rtprio: SCHED_FIFO priority of the
         process before iocInit; reader_cpu: pin the bi's reader thread; gpio_in/gpio_out:
-        "/dev/gpiochipN:LINE [edge=...]" instead of the FIFOs (trigger/responses then unused);
+        "/dev/gpiochipN:LINE [edge=...]" instead of the FIFOs (trigger/responses then unused; with
+        gpio_out the bo still writes its four times to fifo_out, for a harness on the wires);
         operator: the latency statistics records; chain: calc records between bi and bo (make_db)."""
         if mode not in ("callback", "immediate"):
             raise RtqError(f"unknown IOC processing mode {mode!r}: callback or immediate")
@@ -282,7 +283,8 @@ class Ioc:
                 os.mkfifo(fifo, 0o600)
         cmd = [sys.executable, "-m", "rtqual.epics.iocmain", "--db", str(self.db), "--prefix", self.prefix,
                *(("--gpio-in", self.gpio_in) if self.gpio_in else ("--fifo-in", str(self.fifo_in))),
-               *(("--gpio-out", self.gpio_out) if self.gpio_out else ("--fifo-out", str(self.fifo_out))),
+               *(("--gpio-out", self.gpio_out, "--times-out", str(self.fifo_out)) if self.gpio_out
+                 else ("--fifo-out", str(self.fifo_out))),
                "--mode", self.mode, "--prio", str(self.prio)]
         for opt, value in (("--cpus", self.cpus), ("--rtprio", self.rtprio), ("--reader-cpu", self.reader_cpu),
                            ("--orphan-removes", self.dir if self._own_dir else None)):

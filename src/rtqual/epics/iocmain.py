@@ -44,6 +44,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     out.add_argument("--fifo-out", help="output line: a FIFO receiving 4 x int64 per response")
     out.add_argument("--eventfd-out", type=int, metavar="FD", help="output line: an inherited eventfd")
     out.add_argument("--gpio-out", metavar="CHIP:LINE", help="output line: a GPIO line set to the bo's value")
+    ap.add_argument("--times-out", metavar="FIFO", help="with --eventfd-out or --gpio-out: also write each "
+                    "response's four times (4 x int64) to this FIFO, for a harness watching the line")
     ap.add_argument("--mode", choices=("callback", "immediate"), default="callback",
                     help="process the records in the callback threads (scanIoRequest) or in the "
                          "reader thread (scanIoImmediate)")
@@ -54,7 +56,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--orphan-removes", metavar="DIR", help="remove DIR at exit if the parent died first "
                     "(rtqual killed: nobody else is left to clean its IOC folder)")
     ap.add_argument("--reader-cpu", type=int, metavar="CPU", help="pin the bi's reader thread to this CPU")
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    if args.times_out and args.fifo_out:
+        ap.error("--times-out goes with --eventfd-out or --gpio-out (a --fifo-out carries the times itself)")
+    return args
 
 
 def place_process(cpus: str | None, rtprio: int | None) -> None:
@@ -156,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
                else f"eventfd:{args.eventfd_in}")
     line_out = (f"fifo:{args.fifo_out}" if args.fifo_out else f"gpio:{args.gpio_out}" if args.gpio_out
                 else f"eventfd:{args.eventfd_out}")
+    if args.times_out:
+        line_out += f" times={args.times_out}"
     opts = f"cpu={args.reader_cpu}" if args.reader_cpu is not None else ""
     macros = f"P={args.prefix},IN={line_in},OUT={line_out},MODE={args.mode},PRIO={args.prio},OPTS={opts}"
     if args.macros:

@@ -65,9 +65,11 @@ class IocService:
             raise RtqError(f"IOC CPUs (--ioc-cpus, --reader-cpu): {format_cpulist(sorted(set(wanted) - set(online)))} "
                            f"not online (online: {format_cpulist(online)})")
         extra_db = ca_db(spec.get("records") or 0, spec.get("scan") or ".1 second") + user_db(spec.get("ioc_db"))
+        self.gpio = gpio_lines(spec.get("gpio"))
         self.ioc = Ioc(preset=spec.get("preset", "kek"), mode=spec.get("mode", "callback"),
                        prio=spec.get("ioc_priority", 90), prefix=spec.get("ioc_prefix"),
                        chain=spec.get("ioc_chain"), extra_db=extra_db,
+                       **({"gpio_in": f"{self.gpio['in']} edge=both", "gpio_out": self.gpio["out"]} if self.gpio else {}),
                        **{k: spec[s] for k, s in (("cpus", "ioc_cpus"), ("rtprio", "ioc_rtprio"),
                                                    ("reader_cpu", "reader_cpu")) if spec.get(s) is not None})
         for fifo in (self.ioc.fifo_in, self.ioc.fifo_out):  # in the Ioc's own temp folder
@@ -75,7 +77,11 @@ class IocService:
         self.env = self.ioc.env  # the probe's too: a CA client (ca-rtt) finds the IOC on loopback
 
     def resolve(self, args: list[str]) -> list[str]:
-        """The probe's options with the IOC's macros filled in."""
+        """The probe's options with the IOC's macros filled in; on GPIO lines the stimulus is our
+        line wired to the IOC's input, not its input FIFO."""
+        if self.gpio and "$(IOC_IN)" in args:
+            i = args.index("$(IOC_IN)")
+            args = [*args[:i - 1], "--gpio-stim", self.gpio["stim"], "--gpio-resp", self.gpio["resp"], *args[i + 1:]]
         macros = {"$(P)": self.ioc.prefix, "$(IOC_IN)": str(self.ioc.fifo_in), "$(IOC_OUT)": str(self.ioc.fifo_out)}
         out = []
         for arg in args:
@@ -126,6 +132,19 @@ class IocService:
         """The case never ran: remove the FIFOs' folder."""
         if self.ioc.proc is None:
             shutil.rmtree(self.ioc.dir, ignore_errors=True)
+
+
+def gpio_lines(spec: str | None) -> dict[str, str] | None:
+    """--gpio CHIP:STIM,IN,OUT,RESP -> {"stim": "CHIP:STIM", "in": ..., "out": ..., "resp": ...}."""
+    if not spec:
+        return None
+    chip, _, lines = spec.rpartition(":")
+    names = ("stim", "in", "out", "resp")
+    offsets = lines.split(",")
+    if not chip or len(offsets) != 4 or not all(o.isdigit() for o in offsets) or len(set(offsets)) != 4:
+        raise RtqError(f"--gpio {spec}: want CHIP:STIM,IN,OUT,RESP, four different line numbers "
+                       "(e.g. /dev/gpiochip0:17,27,22,23)")
+    return {name: f"{chip}:{o}" for name, o in zip(names, offsets)}
 
 
 def user_db(path: str | None) -> str:

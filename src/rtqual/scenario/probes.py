@@ -194,6 +194,10 @@ IOC_PARAMS = {
                         lo=1, hi=99),
     "ioc_cpus": Field("cpulist", "CPU affinity of the IOC process, all its threads (default: all)"),
     "reader_cpu": Field("int", "CPU of the IOC's input reader thread (default: the IOC's affinity)", lo=0, hi=8191),
+    "gpio": Field("str", "a board's GPIO lines instead of the FIFOs, CHIP:STIM,IN,OUT,RESP (e.g. "
+                         "/dev/gpiochip0:17,27,22,23) with jumper wires STIM -> IN and OUT -> RESP: rtqual toggles "
+                         "STIM, the IOC's bi waits on IN, its bo drives OUT, rtqual timestamps RESP's edges "
+                         "(kernel timestamps)"),
     "records": Field("int", "CA load: records in the IOC scanned periodically and served to the CA clients (0: none)",
                      lo=0, hi=100_000, default=0),
     "scan": Field("enum", "CA load: scan period of the load records", EPICS_SCANS, default=".1 second"),
@@ -251,7 +255,8 @@ def _load_text(c: dict) -> str:
 
 def ioc_label(c: dict) -> str:
     chain = f" chain {c['ioc_chain']}" if c.get("ioc_chain") is not None else ""
-    return f"ioc {c['preset']}{chain} {c['mode']} {c['rate']} Hz{_load_text(c)}"
+    gpio = " gpio" if c.get("gpio") else ""
+    return f"ioc {c['preset']}{chain} {c['mode']}{gpio} {c['rate']} Hz{_load_text(c)}"
 
 
 def rtt_label(probe: str) -> Callable[[dict], str]:
