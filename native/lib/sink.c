@@ -127,6 +127,20 @@ int sink_out_validate(const struct sink_out *o, bool check)
 	return 0;
 }
 
+void sink_hist_keys(struct jw *w, const struct hist *h)
+{
+	struct hist_stats st;
+	hist_get_stats(h, &st);
+	jw_u64(w, "count", st.count);
+	jw_i64(w, "min_ns", st.min_ns);
+	jw_i64(w, "p50_ns", st.p50_ns);
+	jw_i64(w, "mean_ns", st.mean_ns);
+	jw_i64(w, "p99_ns", st.p99_ns);
+	jw_i64(w, "max_ns", st.max_ns);
+	jw_i64(w, "stddev_ns", st.stddev_ns);
+	jw_u64(w, "out_of_range", st.out_of_range);
+}
+
 void sink_out_params(struct jw *w, const struct sink_out *o)
 {
 	jw_i64(w, "threshold_ns", o->threshold_ns);

@@ -373,16 +373,8 @@ static void event_summary_extra(struct jw *w, int slot, const void *ctx)
 	jw_u64(w, "timestamps_overwritten", t->ring_overwritten);
 	jw_obj_end(w);
 	if (t->edge) {
-		struct hist_stats st;
-		hist_get_stats(t->edge, &st);
 		jw_obj_begin(w, "edge_to_user");
-		jw_u64(w, "count", st.count);
-		jw_i64(w, "min_ns", st.min_ns);
-		jw_i64(w, "p50_ns", st.p50_ns);
-		jw_i64(w, "mean_ns", st.mean_ns);
-		jw_i64(w, "p99_ns", st.p99_ns);
-		jw_i64(w, "max_ns", st.max_ns);
-		jw_u64(w, "out_of_range", st.out_of_range);
+		sink_hist_keys(w, t->edge);
 		jw_obj_end(w);
 	}
 }

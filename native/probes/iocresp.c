@@ -176,18 +176,9 @@ static void iocresp_summary_extra(struct jw *w, int slot, const void *ctx)
 	jw_obj_end(w);
 	jw_obj_begin(w, "stages");
 	for (int k = t->gpio ? DRIVE : DRIVE + 1; k < NSTAGES; k++) {
-		struct hist_stats st;
-		hist_get_stats(t->stage[k], &st);
 		jw_obj_begin(w, stage_names[k]);
-		jw_u64(w, "count", st.count);
-		jw_i64(w, "min_ns", st.min_ns);
-		jw_i64(w, "p50_ns", st.p50_ns);
-		jw_i64(w, "mean_ns", st.mean_ns);
-		jw_i64(w, "p99_ns", st.p99_ns);
-		jw_i64(w, "max_ns", st.max_ns);
-		jw_i64(w, "stddev_ns", st.stddev_ns);
+		sink_hist_keys(w, t->stage[k]);
 		jw_u64(w, "over_threshold", t->stage_over[k]);
-		jw_u64(w, "out_of_range", st.out_of_range);
 		jw_obj_end(w);
 	}
 	jw_obj_end(w);
