@@ -21,7 +21,8 @@
  *
  * GPIO lines use the character device v2 ABI (linux/gpio.h): the bi requests its line as an input
  * with edge detection and reads struct gpio_v2_line_event, whose timestamp_ns (CLOCK_MONOTONIC
- * since Linux 5.7) is t_stim. Untested on hardware.
+ * since Linux 5.7) is t_stim. Untested on hardware; tests/epics/fake_gpio.c runs the path against a
+ * double of the chip.
  *
  * Operator view: after dispatch returns, the reader thread copies the event's four times into the
  * channel's publish ring and requests the channel's own IOSCANPVT (scanIoRequest); the "rtqual

@@ -17,7 +17,8 @@
  * (character device v2 ABI, CLOCK_MONOTONIC); --out then carries the IOC's
  * four times (its bo's times= FIFO), t_stim being the kernel's timestamp of
  * the input edge. The stage "drive" (t_stim - our toggle) is added: the
- * stimulus ioctl and the wire. Untested on hardware: this VM has no GPIO. */
+ * stimulus ioctl and the wire. Untested on hardware (this VM has no GPIO);
+ * tests/epics/fake_gpio.c runs the path against a double of the chip. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

@@ -1,8 +1,10 @@
 """`rtqual run ioc`: the iocresp harness against a real IOC the runner starts and always stops."""
 import json
 import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -154,8 +156,55 @@ def test_a_bad_user_database_is_a_clear_error(tmp_path):
     assert "NOSUCH" in (tmp_path / "b" / "cases" / "001-ioc" / "ioc.db").read_text()  # kept to look at
 
 
-# GPIO lines (a board wired STIM -> IN, OUT -> RESP): this VM has no GPIO chip, so what is tested is
-# the plumbing up to the chip and the clear errors; the wired run needs hardware.
+# GPIO lines (a board wired STIM -> IN, OUT -> RESP). This VM has no GPIO chip: the clear errors are
+# tested as they are, the wired run with fake_gpio.c, a test double of the v2 character device in
+# every process (LD_PRELOAD) whose "wires" are FIFOs. It tests rtqual's GPIO path end to end (the
+# harness, the device support, the times FIFO, the stage arithmetic), not GPIO hardware.
+
+@pytest.fixture(scope="module")
+def fake_gpio(tmp_path_factory):
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc missing (it builds the GPIO test double)")
+    lib = tmp_path_factory.mktemp("fakegpio") / "libfakegpio.so"
+    subprocess.run(["gcc", "-O2", "-Wall", "-shared", "-fPIC", "-o", str(lib), str(Path(__file__).with_name("fake_gpio.c")),
+                    "-ldl"], check=True)
+
+    def env(wires: str, folder: Path) -> dict:
+        folder.mkdir()
+        return {**os.environ, "LD_PRELOAD": str(lib), "RTQUAL_FAKE_GPIO_DIR": str(folder),
+                "RTQUAL_FAKE_GPIO_WIRES": wires}
+    return env
+
+
+def rtqual_env(env: dict, *args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "rtqual", *map(str, args)], capture_output=True, text=True,
+                          timeout=180, env=env)
+
+
+def test_gpio_wired_run_answers_every_stimulus_with_the_drive_stage(tmp_path, fake_gpio):
+    out = tmp_path / "b"
+    p = rtqual_env(fake_gpio("17:27,22:23", tmp_path / "wires"), "run", "ioc", "--gpio", "/dev/gpiochip0:17,27,22,23",
+                   "--duration", "2s", "--rate", "100", "--baseline", "0", "--allow-degraded", "-o", out, "-q")
+    assert p.returncode == 0, p.stdout + p.stderr
+    result = json.loads((out / "cases" / "001-ioc" / "result.json").read_text())
+    assert result["label"] == "ioc kek callback gpio 100 Hz" and result["params"]["gpio_stim"] == "/dev/gpiochip0:17"
+    st, stages, total = result["probe_summary"]["stimuli"], result["probe_summary"]["stages"], result["stats"]
+    assert total["count"] == 200 and st["sent"] == st["answered"] == 200 + st["warmup"]
+    assert st["mismatched"] == st["unanswered"] == st["stray_edges"] == 0
+    assert list(stages) == ["drive", "wake", "dispatch", "chain", "return"]
+    assert all(s["count"] == 200 and 0 <= s["min_ns"] <= s["max_ns"] for s in stages.values())
+    assert abs(sum(s["mean_ns"] for s in stages.values()) - total["mean_ns"]) <= 5 + total["mean_ns"] * 0.002
+    assert "drive = stimulus line toggled" in rtqual("show", out).stdout
+
+
+def test_gpio_response_not_wired_is_one_clear_error(tmp_path, fake_gpio):
+    out = tmp_path / "b"
+    p = rtqual_env(fake_gpio("17:27,22:24", tmp_path / "wires"), "run", "ioc", "--gpio", "/dev/gpiochip0:17,27,22,23",
+                   "--duration", "2s", "--timeout", "1s", "--baseline", "0", "--allow-degraded", "-o", out, "-q")
+    assert p.returncode == 1 and "Traceback" not in p.stdout + p.stderr
+    result = json.loads((out / "cases" / "001-ioc" / "result.json").read_text())
+    assert result["verdict"] == "error" and "\n" not in result["reason"]
+    assert "(are /dev/gpiochip0:17 -> the IOC's input and the IOC's output -> /dev/gpiochip0:23 wired?)" in result["reason"]
 
 @pytest.mark.parametrize("spec", ["/dev/gpiochip0:1,2,3", "/dev/gpiochip0:1,2,3,3", "1,2,3,4", "/dev/gpiochip0:a,2,3,4"])
 def test_a_bad_gpio_spec_is_one_line(tmp_path, spec):
