@@ -136,6 +136,8 @@ void sink_hist_keys(struct jw *w, const struct hist *h)
 	jw_i64(w, "p50_ns", st.p50_ns);
 	jw_i64(w, "mean_ns", st.mean_ns);
 	jw_i64(w, "p99_ns", st.p99_ns);
+	jw_i64(w, "p999_ns", st.p999_ns);
+	jw_i64(w, "p9999_ns", st.p9999_ns);
 	jw_i64(w, "max_ns", st.max_ns);
 	jw_i64(w, "stddev_ns", st.stddev_ns);
 	jw_u64(w, "out_of_range", st.out_of_range);
@@ -440,24 +442,13 @@ static void emit_summary(struct sink *s)
 	jw_arr_begin(w, "cpus");
 	for (int i = 0; i < s->ncpu; i++) {
 		struct cpu_state *c = &s->cs[i];
-		struct hist_stats st;
-		uint64_t over = atomic_load(&c->over_threshold);
-		hist_get_stats(c->hist, &st);
+		uint64_t over = atomic_load(&c->over_threshold), n = c->hist->count;
 		jw_obj_begin(w, NULL);
 		jw_i64(w, "cpu", c->cpu);
-		jw_u64(w, "count", st.count);
-		jw_i64(w, "min_ns", st.min_ns);
-		jw_i64(w, "p50_ns", st.p50_ns);
-		jw_i64(w, "mean_ns", st.mean_ns);
-		jw_i64(w, "p99_ns", st.p99_ns);
-		jw_i64(w, "p999_ns", st.p999_ns);
-		jw_i64(w, "p9999_ns", st.p9999_ns);
-		jw_i64(w, "max_ns", st.max_ns);
-		jw_i64(w, "stddev_ns", st.stddev_ns);
+		sink_hist_keys(w, c->hist);
 		jw_u64(w, "overruns", atomic_load(&c->overruns));
 		jw_u64(w, "over_threshold", over);
-		jw_double(w, "over_threshold_pct", st.count ? 100.0 * (double)over / (double)st.count : 0.0);
-		jw_u64(w, "out_of_range", st.out_of_range);
+		jw_double(w, "over_threshold_pct", n ? 100.0 * (double)over / (double)n : 0.0);
 		jw_i64(w, "cpu_time_ns", c->cpu_time_ns);
 		jw_u64(w, "wakeups", c->wakeups);
 		if (s->summary_extra)

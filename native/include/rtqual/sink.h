@@ -110,8 +110,8 @@ void sink_out_params(struct jw *w, const struct sink_out *o);
  * if asked, so a bad path fails before measuring. */
 int sink_init(struct sink *s, const struct sink_out *o, const int *cpus, int n, char *err, size_t errlen);
 void sink_free(struct sink *s);
-/* A side histogram's statistics (a stage, an edge): count, min_ns, p50_ns, mean_ns, p99_ns,
- * max_ns, stddev_ns, out_of_range, inside the caller's object. */
+/* A histogram's statistics (a slot's, a stage's, an edge's): count, min_ns, p50_ns, mean_ns,
+ * p99_ns, p999_ns, p9999_ns, max_ns, stddev_ns, out_of_range, inside the caller's object. */
 void sink_hist_keys(struct jw *w, const struct hist *h);
 int sink_raw_start(struct sink *s, int64_t interval_ns, int64_t start_mono_ns, int64_t start_real_ns);
 int sink_header(struct sink *s, const char *probe, int argc, char **argv, sink_params_fn params,
