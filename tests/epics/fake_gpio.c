@@ -58,8 +58,12 @@ static int line_fifo(unsigned line)
 	return real_open(path, O_RDWR | O_CLOEXEC);
 }
 
-static int open_common(const char *path, int flags, mode_t mode)
+int open(const char *path, int flags, ...)
 {
+	va_list ap;
+	va_start(ap, flags);
+	mode_t mode = __OPEN_NEEDS_MODE(flags) ? va_arg(ap, mode_t) : 0;
+	va_end(ap);
 	if (!real_open)
 		real_open = dlsym(RTLD_NEXT, "open");
 	if (strncmp(path, "/dev/gpiochip", 13) != 0 || !getenv("RTQUAL_FAKE_GPIO_DIR"))
@@ -70,23 +74,7 @@ static int open_common(const char *path, int flags, mode_t mode)
 	return fd;
 }
 
-int open(const char *path, int flags, ...)
-{
-	va_list ap;
-	va_start(ap, flags);
-	mode_t mode = __OPEN_NEEDS_MODE(flags) ? va_arg(ap, mode_t) : 0;
-	va_end(ap);
-	return open_common(path, flags, mode);
-}
-
-int open64(const char *path, int flags, ...)
-{
-	va_list ap;
-	va_start(ap, flags);
-	mode_t mode = __OPEN_NEEDS_MODE(flags) ? va_arg(ap, mode_t) : 0;
-	va_end(ap);
-	return open_common(path, flags, mode);
-}
+int open64(const char *path, int flags, ...) __attribute__((alias("open"))); /* the same on 64-bit */
 
 int ioctl(int fd, unsigned long req, ...)
 {
