@@ -2,6 +2,7 @@
 import json
 import os
 import select
+import signal
 import socket
 import struct
 import subprocess
@@ -151,7 +152,7 @@ def test_eventfd_output_with_times_out_writes_the_four_times_after_the_line(tmp_
                             "--prefix", "rtqtimes:", "--fifo-in", str(fifo_in), "--eventfd-out", str(efd),
                             "--times-out", str(times)],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, pass_fds=[efd],
-                           env=epics_env.epics_env())
+                           env=epics_env.epics_env(), start_new_session=True)
     try:
         assert json.loads(ioc.stdout.readline())["type"] == "ready"
         for _ in range(3):
@@ -162,10 +163,16 @@ def test_eventfd_output_with_times_out_writes_the_four_times_after_the_line(tmp_
             t_out = os.eventfd_read(efd)  # the line: one counter, t_out
             assert msg[0] == t_stim and msg[3] == t_out and t_stim <= msg[1] <= msg[2] <= t_out
     finally:
-        ioc.terminate()
-        ioc.communicate(timeout=30)
         for fd in (efd, w, r):
             os.close(fd)
+        os.killpg(ioc.pid, signal.SIGTERM)  # as rtqual's death would (PDEATHSIG)
+        try:
+            _, err = ioc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(ioc.pid, signal.SIGKILL)
+            _, err = ioc.communicate()
+            pytest.fail(f"the IOC did not stop on SIGTERM within 30 s: {err[-500:]}")
+    assert ioc.returncode == 0, err[-500:]
     p = subprocess.run([sys.executable, "-m", "rtqual.epics.iocmain", "--db", "x.db", "--fifo-in", "a",
                         "--fifo-out", "b", "--times-out", "c"], capture_output=True, text=True, timeout=30)
     assert p.returncode == 1 and p.stderr.count("\n") == 1 and "--times-out goes with" in p.stderr, p.stderr

@@ -17,6 +17,7 @@ import ctypes
 import importlib.metadata
 import json
 import os
+import select
 import shutil
 import signal
 import sys
@@ -175,6 +176,10 @@ def main(argv: list[str] | None = None) -> int:
         stop["sig"] = signum
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
+    # A signal may land in any thread that does not block it, and between a check and pause();
+    # the wakeup fd is written by whichever thread takes it, so the main thread always sees it.
+    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(wake_w)
 
     dbds = [base_dbd, dbd]
     pva = None if site else pvxs_ioc()  # the wheel's pvxs links the wheel's EPICS libraries
@@ -199,7 +204,8 @@ def main(argv: list[str] | None = None) -> int:
         "cpus": args.cpus, "rtprio": args.rtprio, "reader_cpu": args.reader_cpu,
     }) + "\n")
     while not stop["sig"]:
-        signal.pause()
+        select.select([wake_r], [], [])
+        os.read(wake_r, 512)
     if args.orphan_removes and orphaned(parent, stop["sig"]):
         shutil.rmtree(args.orphan_removes, ignore_errors=True)
         return 0
