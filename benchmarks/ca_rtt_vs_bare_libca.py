@@ -9,9 +9,7 @@ over the rounds (1.0: rtqual's harness measures what a bare loop measures). Run 
 
     .venv/bin/python benchmarks/ca_rtt_vs_bare_libca.py --rounds 5 -n 2000 --rate 100
 """
-import argparse
 import json
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -22,9 +20,9 @@ import epicscorelibs.path
 from rtqual import _native
 from rtqual.epics.ca import RTT_ECHO, RTT_PUT, ca_db
 from rtqual.epics.ioc import Ioc
+from sidebyside import compare, options, probe_stats
 
 HERE = Path(__file__).resolve().parent
-KEYS = ("median_ns", "p99_ns", "max_ns")
 
 
 def build_reference(tmp: Path) -> Path:
@@ -41,12 +39,7 @@ def rtqual_round(ioc: Ioc, a) -> dict:
     p = subprocess.run([str(_native.ca_path()), "ca-rtt", "--put", ioc.pv(RTT_PUT), "--monitor", ioc.pv(RTT_ECHO),
                         "--loops", str(a.n), "--rate", str(a.rate), "--cpu", str(a.cpu), "--priority", str(a.priority)],
                        env=ioc.env, capture_output=True, text=True, timeout=600)
-    for line in p.stdout.splitlines():
-        msg = json.loads(line)
-        if msg.get("type") == "summary":
-            s = msg["cpus"][0]
-            return {"median_ns": s["p50_ns"], "p99_ns": s["p99_ns"], "max_ns": s["max_ns"]}
-    sys.exit(f"rtqual-ca ca-rtt gave no summary (exit {p.returncode}): {p.stderr.strip()[-300:]}")
+    return probe_stats(p, "rtqual-ca ca-rtt")
 
 
 def reference_round(exe: Path, ioc: Ioc, a) -> dict:
@@ -57,28 +50,11 @@ def reference_round(exe: Path, ioc: Ioc, a) -> dict:
     return json.loads(p.stdout)
 
 
-def us(r: dict) -> str:
-    return " ".join(f"{k[:-3]} {r[k] / 1e3:7.1f}" for k in KEYS) + " us"
-
-
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("-n", type=int, default=2000, help="round trips per tool and round")
-    ap.add_argument("--rate", type=int, default=100, help="puts per second")
-    ap.add_argument("--cpu", type=int, default=0, help="CPU of the measuring thread (both tools)")
-    ap.add_argument("--priority", type=int, default=80, help="SCHED_FIFO priority of the measuring thread")
-    a = ap.parse_args()
-    ratios = {k: [] for k in KEYS}
+    a = options(__doc__, "round trips")
     with tempfile.TemporaryDirectory() as tmp, Ioc(preset="kek", extra_db=ca_db(0)) as ioc:
         exe = build_reference(Path(tmp))
-        for rnd in range(a.rounds):
-            ours, ref = rtqual_round(ioc, a), reference_round(exe, ioc, a)
-            print(f"round {rnd}: rtqual {us(ours)} | bare libca {us(ref)}", flush=True)
-            for k in KEYS:
-                ratios[k].append(ours[k] / ref[k])
-    print("median ratio rtqual/bare libca: " + ", ".join(
-        f"{k[:-3]} {statistics.median(v):.3f} (rounds {min(v):.2f}..{max(v):.2f})" for k, v in ratios.items()))
+        compare(a.rounds, lambda: rtqual_round(ioc, a), lambda: reference_round(exe, ioc, a), "bare libca")
     return 0
 
 
