@@ -148,6 +148,8 @@ def cases_table(results: list[dict]) -> str:
 PAPER_TABLES = {
     "aps": ("Layout of APS IOCcore on Coldfire (seed 001, Tables 1-5); IOC cases stage by stage",
             [("Minimum", "min_ns"), ("Median", "p50_ns"), ("Maximum", "max_ns"), ("% > {thr}", None)]),
+    "kek": ("KEK Raspberry Pi (seed 000, Figs. 1-8): average, standard deviation and maximum",
+            [("Average", "mean_ns"), ("Standard deviation", "stddev_ns"), ("Maximum", "max_ns")]),
     "madoca": ("MADOCA II RTT (seed 003, Table 1)",
                [("Minimum", "min_ns"), ("Maximum", "max_ns"), ("Average", "mean_ns"), ("Median", "p50_ns"),
                 ("Standard deviation", "stddev_ns")]),
@@ -180,7 +182,7 @@ def _paper_rows(results: list[dict], layout: str):
 
 
 def paper_table(results: list[dict], layout: str) -> str:
-    """One row per case in a seed paper's column layout (`rtqual show --table aps|madoca|vme`)."""
+    """One row per case in a seed paper's column layout (`rtqual show --table aps|kek|madoca|vme`)."""
     title, cols = PAPER_TABLES[layout]
     rows = []
     for label, s, r in _paper_rows(results, layout):

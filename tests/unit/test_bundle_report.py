@@ -114,6 +114,9 @@ def test_paper_tables():
     aps = report.paper_table([r], "aps").splitlines()
     assert aps[1].split() == ["case", "Minimum", "Median", "Maximum", "%", ">", "100us"]
     assert aps[3].split()[-4:] == ["10us", "20us", "300us", "33.3%"]
+    kek = report.paper_table([r], "kek").splitlines()
+    assert kek[1].split() == ["case", "Average", "Standard", "deviation", "Maximum"]
+    assert kek[3].split()[-3:] == ["110us", "134us", "300us"]
     madoca = report.paper_table([r], "madoca").splitlines()
     assert "Standard deviation" in madoca[1] and madoca[3].split()[-5:-2] == ["10us", "300us", "110us"]
     vme = report.paper_table([r], "vme").splitlines()

@@ -28,7 +28,7 @@ RUN = {
     "scale": Field("number", "multiplies every duration and loop count (--scale overrides)", lo=0.001, hi=1000,
                    default=1.0),
     "raw": Field("bool", "keep every sample of every case (raw.bin)", default=False),
-    "table": Field("enum", "the paper table `rtqual show` prints by default", ("cases", "aps", "madoca", "vme"),
+    "table": Field("enum", "the paper table `rtqual show` prints by default", ("cases", "aps", "kek", "madoca", "vme"),
                    default="cases"),
 }
 CPUSET = {
