@@ -93,6 +93,11 @@ def build_parser() -> Parser:
     s.add_argument("--table", choices=["cases", *report.PAPER_TABLES],
                    help="summary layout: one row per case, or a seed paper's columns (default: the scenario's)")
 
+    c = sub.add_parser("compare", help="two bundles side by side: their cases paired by id, with ratios B/A")
+    c.add_argument("bundle_a", metavar="A")
+    c.add_argument("bundle_b", metavar="B")
+    c.add_argument("--json", action="store_true", help="machine-readable")
+
     e = sub.add_parser("export", help="export data from a bundle")
     e_sub = e.add_subparsers(dest="what", metavar="WHAT", required=True)
     er = e_sub.add_parser("raw", help="raw samples as CSV: case,cpu,time_ns,latency_ns")
@@ -300,6 +305,16 @@ def cmd_show(a) -> int:
     return 0
 
 
+def cmd_compare(a) -> int:
+    from rtqual import compare
+    first, second = bundle_mod.load(a.bundle_a), bundle_mod.load(a.bundle_b)
+    if a.json:
+        print(json.dumps(compare.compare_json(first, second), indent=1))
+    else:
+        print(compare.compare_text(first, second))
+    return 0
+
+
 def cmd_export_raw(a) -> int:
     data = bundle_mod.load(a.bundle)
     files = [(r["id"], Path(a.bundle) / "cases" / r["id"] / "raw.bin") for r in data["cases"]]
@@ -351,8 +366,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if a.command == "run":
             return cmd_run(a, ["rtqual", *argv])
-        commands = {"plan": cmd_plan, "show": cmd_show, "export": cmd_export_raw, "restore": cmd_restore,
-                    "host": cmd_host}
+        commands = {"plan": cmd_plan, "show": cmd_show, "compare": cmd_compare, "export": cmd_export_raw,
+                    "restore": cmd_restore, "host": cmd_host}
         if a.command in commands:
             return commands[a.command](a)
         build_parser().print_help()

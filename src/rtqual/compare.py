@@ -1,0 +1,68 @@
+"""Two bundles side by side (`rtqual compare A B`): their cases paired by id, as a standard and a
+PREEMPT_RT kernel, two boards, or a scaled rehearsal and the full run (ids keep the nominal
+values). Pure functions of two loaded bundles (rtqual.bundle.load)."""
+from rtqual.errors import RtqError
+from rtqual.report import PERCENTILE_NOTE, format_cell, format_table
+
+COLUMNS = [("count", "count"), ("min", "min_ns"), ("p50", "p50_ns"), ("mean", "mean_ns"), ("p99", "p99_ns"),
+           ("p99.9", "p999_ns"), ("max", "max_ns"), ("stddev", "stddev_ns"), ("%>thr", "over_threshold_pct")]
+RATIO_KEYS = [k for _, k in COLUMNS if k.endswith("_ns")]
+
+
+def ratio(a, b) -> float | None:
+    """b / a, or None where it means nothing (a missing or zero)."""
+    return b / a if a and b is not None else None
+
+
+def pairs(a: dict, b: dict) -> tuple[list[tuple[dict, dict]], list[str], list[str]]:
+    """(case of A, case of B) in A's order: the same id, else (runs of different scenarios, e.g. with
+    and without a timer baseline) the same label; then the ids left only in A, only in B."""
+    left, matched = list(b["cases"]), {}
+    for key in ("id", "label"):
+        for r in a["cases"]:
+            m = None if r["id"] in matched else next((m for m in left if m[key] == r[key]), None)
+            if m is not None:
+                matched[r["id"]] = m
+                left.remove(m)
+    if not matched:
+        raise RtqError(f"no case in common (same id or label): {a['path']} has "
+                       f"{', '.join(r['id'] for r in a['cases']) or 'none'}; {b['path']} has "
+                       f"{', '.join(r['id'] for r in b['cases']) or 'none'}")
+    return ([(r, matched[r["id"]]) for r in a["cases"] if r["id"] in matched],
+            [r["id"] for r in a["cases"] if r["id"] not in matched], [r["id"] for r in left])
+
+
+def _bundle_line(name: str, data: dict) -> str:
+    m = data["manifest"]
+    return f"{name}: {data['path']}  (host {m.get('hostname')}, started {m.get('start')}, {m.get('status')})"
+
+
+def compare_text(a: dict, b: dict) -> str:
+    both, only_a, only_b = pairs(a, b)
+    out = [_bundle_line("A", a), _bundle_line("B", b)]
+    for ra, rb in both:
+        case_id = ra["id"] if ra["id"] == rb["id"] else f"{ra['id']} | {rb['id']}"
+        label = ra["label"] if ra["label"] == rb["label"] else f"{ra['label']} | {rb['label']}"
+        sa, sb = ra["stats"], rb["stats"]
+        rows = [["A", *(format_cell(k, sa.get(k)) for _, k in COLUMNS)],
+                ["B", *(format_cell(k, sb.get(k)) for _, k in COLUMNS)],
+                ["B/A", *(f"{x:.2f}" if (x := ratio(sa.get(k), sb.get(k))) is not None and k in RATIO_KEYS else ""
+                          for _, k in COLUMNS)]]
+        out += ["", f"case {case_id}: {label}  (verdict A {ra.get('verdict')}, B {rb.get('verdict')})",
+                format_table(["", *(h for h, _ in COLUMNS)], rows)]
+    for name, ids in (("A", only_a), ("B", only_b)):
+        if ids:
+            out += ["", f"only in {name}: {', '.join(ids)}"]
+    out += ["", PERCENTILE_NOTE]
+    return "\n".join(out)
+
+
+def compare_json(a: dict, b: dict) -> dict:
+    both, only_a, only_b = pairs(a, b)
+    return {"a": a["path"], "b": b["path"], "only_a": only_a, "only_b": only_b,
+            "pairs": [{"id": ra["id"], "id_b": rb["id"], "label_a": ra["label"], "label_b": rb["label"],
+                       "verdict_a": ra.get("verdict"), "verdict_b": rb.get("verdict"),
+                       "a": {k: ra["stats"].get(k) for _, k in COLUMNS},
+                       "b": {k: rb["stats"].get(k) for _, k in COLUMNS},
+                       "ratio_b_a": {k: ratio(ra["stats"].get(k), rb["stats"].get(k)) for k in RATIO_KEYS}}
+                      for ra, rb in both]}
