@@ -1,4 +1,4 @@
-"""Two bundles side by side (`rtqual compare A B`): their cases paired by id, as a standard and a
+"""Two bundles side by side (`rtqual compare A B`): their cases paired by id (else by label), as a standard and a
 PREEMPT_RT kernel, two boards, or a scaled rehearsal and the full run (ids keep the nominal
 values). Pure functions of two loaded bundles (rtqual.bundle.load)."""
 from rtqual.errors import RtqError
@@ -32,6 +32,11 @@ def pairs(a: dict, b: dict) -> tuple[list[tuple[dict, dict]], list[str], list[st
             [r["id"] for r in a["cases"] if r["id"] not in matched], [r["id"] for r in left])
 
 
+def _ratio_cell(sa: dict, sb: dict, key: str) -> str:
+    x = ratio(sa.get(key), sb.get(key)) if key in RATIO_KEYS else None
+    return "" if x is None else f"{x:.2f}"
+
+
 def _bundle_line(name: str, data: dict) -> str:
     m = data["manifest"]
     return f"{name}: {data['path']}  (host {m.get('hostname')}, started {m.get('start')}, {m.get('status')})"
@@ -46,8 +51,7 @@ def compare_text(a: dict, b: dict) -> str:
         sa, sb = ra["stats"], rb["stats"]
         rows = [["A", *(format_cell(k, sa.get(k)) for _, k in COLUMNS)],
                 ["B", *(format_cell(k, sb.get(k)) for _, k in COLUMNS)],
-                ["B/A", *(f"{x:.2f}" if (x := ratio(sa.get(k), sb.get(k))) is not None and k in RATIO_KEYS else ""
-                          for _, k in COLUMNS)]]
+                ["B/A", *(_ratio_cell(sa, sb, k) for _, k in COLUMNS)]]
         out += ["", f"case {case_id}: {label}  (verdict A {ra.get('verdict')}, B {rb.get('verdict')})",
                 format_table(["", *(h for h, _ in COLUMNS)], rows)]
     for name, ids in (("A", only_a), ("B", only_b)):
