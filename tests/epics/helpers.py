@@ -27,6 +27,19 @@ def gone(pid: int) -> bool:
         return True
     return False
 
+def processes_naming(text: str) -> list[int]:
+    """Pids whose command line contains `text` (an IOC prefix: the IOC's db path, the CA clients)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit() and int(d) != os.getpid():
+            try:
+                if text.encode() in open(f"/proc/{d}/cmdline", "rb").read():
+                    out.append(int(d))
+            except OSError:
+                pass
+    return out
+
+
 # A CA client in its own process (loopback env and the IOC's ports from ioc.env): one JSON
 # request per line on stdin, one JSON answer per line on stdout.
 _CA_CLIENT = """

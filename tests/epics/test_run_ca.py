@@ -13,23 +13,10 @@ import pytest
 from rtqual.epics import env as epics_env
 
 
-from helpers import CaClient, needs_pyepics, rtqual
+from helpers import CaClient, needs_pyepics, processes_naming, rtqual
 
 ROOT = Path(__file__).resolve().parents[2]
 
-
-
-def processes_naming(text: str) -> list[int]:
-    """Pids whose command line contains `text` (an IOC prefix: the IOC's db path, the CA clients)."""
-    out = []
-    for d in os.listdir("/proc"):
-        if d.isdigit() and int(d) != os.getpid():
-            try:
-                if text.encode() in open(f"/proc/{d}/cmdline", "rb").read():
-                    out.append(int(d))
-            except OSError:
-                pass
-    return out
 
 
 def results(out: Path) -> list[dict]:

@@ -10,7 +10,7 @@ import pytest
 
 from rtqual.report import stage_table
 
-from helpers import gone, rtqual
+from helpers import gone, processes_naming, rtqual
 
 
 # (preset, mode, timer baseline): the IOC case is 002-ioc after a baseline, else 001-ioc.
@@ -229,14 +229,7 @@ def test_gpio_lines_reach_the_ioc_and_the_harness(tmp_path):
     result = json.loads((tmp_path / "b" / "cases" / "001-ioc" / "result.json").read_text())
     assert result["verdict"] == "error" and "/dev/gpiochip99: No such file or directory" in result["reason"]
     assert result["label"] == "ioc kek callback gpio 50 Hz"
-    assert not [pid for pid in os.listdir("/proc") if pid.isdigit() and _names(pid, b"rtqgpio:")]
-
-
-def _names(pid: str, text: bytes) -> bool:
-    try:
-        return text in open(f"/proc/{pid}/cmdline", "rb").read()
-    except OSError:
-        return False
+    assert processes_naming("rtqgpio:") == []
 
 
 @pytest.mark.parametrize("args, words", [
