@@ -9,6 +9,7 @@ over the rounds (1.0: rtqual's harness measures what a bare loop measures). Run 
 
     .venv/bin/python benchmarks/ca_rtt_vs_bare_libca.py --rounds 5 -n 2000 --rate 100
 """
+
 import json
 import subprocess
 import sys
@@ -16,35 +17,73 @@ import tempfile
 from pathlib import Path
 
 import epicscorelibs.path
+from sidebyside import compare, options, probe_stats
 
 from rtqual import _native
 from rtqual.epics.ca import RTT_ECHO, RTT_PUT, ca_db
 from rtqual.epics.ioc import Ioc
-from sidebyside import compare, options, probe_stats
 
 HERE = Path(__file__).resolve().parent
 
 
 def build_reference(tmp: Path) -> Path:
     exe = tmp / "ca_rtt_ref"
-    cc = subprocess.run(["cc", "-O2", str(HERE / "ca_rtt_ref.c"), "-o", str(exe), f"-I{epicscorelibs.path.include_path}",
-                         f"-L{epicscorelibs.path.lib_path}", f"-Wl,-rpath,{epicscorelibs.path.lib_path}",
-                         "-lca", "-lCom", "-lpthread"], capture_output=True, text=True)
+    cc = subprocess.run(
+        [
+            "cc",
+            "-O2",
+            str(HERE / "ca_rtt_ref.c"),
+            "-o",
+            str(exe),
+            f"-I{epicscorelibs.path.include_path}",
+            f"-L{epicscorelibs.path.lib_path}",
+            f"-Wl,-rpath,{epicscorelibs.path.lib_path}",
+            "-lca",
+            "-lCom",
+            "-lpthread",
+        ],
+        capture_output=True,
+        text=True,
+    )
     if cc.returncode != 0:
         sys.exit(f"building ca_rtt_ref failed: {cc.stderr.strip()[-300:]}")
     return exe
 
 
 def rtqual_round(ioc: Ioc, a) -> dict:
-    p = subprocess.run([str(_native.ca_path()), "ca-rtt", "--put", ioc.pv(RTT_PUT), "--monitor", ioc.pv(RTT_ECHO),
-                        "--loops", str(a.n), "--rate", str(a.rate), "--cpu", str(a.cpu), "--priority", str(a.priority)],
-                       env=ioc.env, capture_output=True, text=True, timeout=600)
+    p = subprocess.run(
+        [
+            str(_native.ca_path()),
+            "ca-rtt",
+            "--put",
+            ioc.pv(RTT_PUT),
+            "--monitor",
+            ioc.pv(RTT_ECHO),
+            "--loops",
+            str(a.n),
+            "--rate",
+            str(a.rate),
+            "--cpu",
+            str(a.cpu),
+            "--priority",
+            str(a.priority),
+        ],
+        env=ioc.env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     return probe_stats(p, "rtqual-ca ca-rtt")
 
 
 def reference_round(exe: Path, ioc: Ioc, a) -> dict:
-    p = subprocess.run([str(exe), ioc.pv(RTT_PUT), ioc.pv(RTT_ECHO), str(a.n), str(round(1e6 / a.rate)),
-                        str(a.cpu), str(a.priority)], env=ioc.env, capture_output=True, text=True, timeout=600)
+    p = subprocess.run(
+        [str(exe), ioc.pv(RTT_PUT), ioc.pv(RTT_ECHO), str(a.n), str(round(1e6 / a.rate)), str(a.cpu), str(a.priority)],
+        env=ioc.env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if p.returncode != 0:
         sys.exit(f"ca_rtt_ref failed (exit {p.returncode}): {p.stderr.strip()[-300:]}")
     return json.loads(p.stdout)

@@ -7,6 +7,7 @@ t_out - t_stim (from Ioc.responses) per configuration and round. docs/epics.md h
 
     python benchmarks/ioc_operator_cost.py --rounds 2 -n 2000 --rate 100
 """
+
 import argparse
 import subprocess
 import sys
@@ -26,8 +27,9 @@ def run(operator: bool, monitor: bool, n: int, rate: float) -> list[float]:
     with Ioc(preset="aps", operator=operator) as ioc:
         mon = None
         if monitor:
-            mon = subprocess.Popen([sys.executable, "-c", MONITOR, *map(ioc.pv, OPERATOR_PVS)], env=ioc.env,
-                                   stderr=subprocess.DEVNULL)
+            mon = subprocess.Popen(
+                [sys.executable, "-c", MONITOR, *map(ioc.pv, OPERATOR_PVS)], env=ioc.env, stderr=subprocess.DEVNULL
+            )
             time.sleep(2)  # connected
         try:
             for _ in range(100):  # warm-up
@@ -56,8 +58,11 @@ def main() -> int:
     for rnd in range(a.rounds):
         for operator, monitor in ((False, False), (True, False), (True, True)):
             t = run(operator, monitor, a.n, a.rate)
-            print(f"round {rnd} operator={operator!s:5} monitor={monitor!s:5}: median {t[len(t) // 2]:.1f} "
-                  f"p99 {t[int(0.99 * len(t))]:.1f} max {t[-1]:.1f} us", flush=True)
+            print(
+                f"round {rnd} operator={operator!s:5} monitor={monitor!s:5}: median {t[len(t) // 2]:.1f} "
+                f"p99 {t[int(0.99 * len(t))]:.1f} max {t[-1]:.1f} us",
+                flush=True,
+            )
     return 0
 
 

@@ -9,15 +9,17 @@ rtqual/reference over the rounds (1.0: the harness measures what a bare loop mea
 
     .venv/bin/python benchmarks/ioc_vs_bare_fifo.py --rounds 5 -n 2000 --rate 100
 """
+
 import json
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from sidebyside import compare, options, probe_stats
+
 from rtqual import _native
 from rtqual.epics.ioc import Ioc
-from sidebyside import compare, options, probe_stats
 
 HERE = Path(__file__).resolve().parent
 
@@ -31,15 +33,45 @@ def build_reference(tmp: Path) -> Path:
 
 
 def rtqual_round(ioc: Ioc, a) -> dict:
-    p = subprocess.run([str(_native.probe_path()), "iocresp", "--in", str(ioc.fifo_in), "--out", str(ioc.fifo_out),
-                        "--loops", str(a.n), "--rate", str(a.rate), "--cpu", str(a.cpu), "--priority", str(a.priority)],
-                       capture_output=True, text=True, timeout=600)
+    p = subprocess.run(
+        [
+            str(_native.probe_path()),
+            "iocresp",
+            "--in",
+            str(ioc.fifo_in),
+            "--out",
+            str(ioc.fifo_out),
+            "--loops",
+            str(a.n),
+            "--rate",
+            str(a.rate),
+            "--cpu",
+            str(a.cpu),
+            "--priority",
+            str(a.priority),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     return probe_stats(p, "rtqual-probe iocresp")
 
 
 def reference_round(exe: Path, ioc: Ioc, a) -> dict:
-    p = subprocess.run([str(exe), str(ioc.fifo_in), str(ioc.fifo_out), str(a.n), str(round(1e6 / a.rate)), str(a.cpu),
-                        str(a.priority)], capture_output=True, text=True, timeout=600)
+    p = subprocess.run(
+        [
+            str(exe),
+            str(ioc.fifo_in),
+            str(ioc.fifo_out),
+            str(a.n),
+            str(round(1e6 / a.rate)),
+            str(a.cpu),
+            str(a.priority),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if p.returncode != 0:
         sys.exit(f"ioc_fifo_ref failed (exit {p.returncode}): {p.stderr.strip()[-300:]}")
     return json.loads(p.stdout)

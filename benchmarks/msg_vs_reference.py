@@ -17,6 +17,7 @@ must see the same one. sockperf prints one-way latency (RTT/2) unless --full-rtt
 ask for the RTT. Medians: rtqual's p50 (nearest rank, HDR bucket top, <= 0.1 % high), the
 reference's exact nearest-rank median (lower median), sockperf's "percentile 50.000".
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,10 +46,30 @@ def placement(a, cpu: int) -> list[str]:
 
 
 def rtqual_p50(a, transport: str, *limit: str) -> int:
-    out = subprocess.run([str(_native.probe_path()), "msg", "--transport", transport, "--size", str(a.size),
-                          "--client-cpu", str(a.client_cpu), "--server-cpu", str(a.server_cpu),
-                          "--policy", a.policy, "--priority", str(a.priority), "--no-dma-latency",
-                          "--max-events", "0", *limit], capture_output=True, text=True)
+    out = subprocess.run(
+        [
+            str(_native.probe_path()),
+            "msg",
+            "--transport",
+            transport,
+            "--size",
+            str(a.size),
+            "--client-cpu",
+            str(a.client_cpu),
+            "--server-cpu",
+            str(a.server_cpu),
+            "--policy",
+            a.policy,
+            "--priority",
+            str(a.priority),
+            "--no-dma-latency",
+            "--max-events",
+            "0",
+            *limit,
+        ],
+        capture_output=True,
+        text=True,
+    )
     if out.returncode != 0:
         sys.exit(f"rtqual-probe msg failed ({out.returncode}): {out.stderr.strip()[-300:]}")
     summary = next(json.loads(line) for line in out.stdout.splitlines() if '"summary"' in line)
@@ -56,8 +77,12 @@ def rtqual_p50(a, transport: str, *limit: str) -> int:
 
 
 def zmq_ref_p50(a, exe: Path) -> int:
-    out = subprocess.run([str(exe), str(a.loops), str(a.size), str(a.client_cpu), str(a.server_cpu), a.policy,
-                          str(a.priority), "100"], capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [str(exe), str(a.loops), str(a.size), str(a.client_cpu), str(a.server_cpu), a.policy, str(a.priority), "100"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     if out.returncode != 0:
         sys.exit(f"zmq_reqrep_ref failed ({out.returncode}): {out.stderr.strip()[-300:]}")
     return int(out.stdout.strip())
@@ -72,16 +97,34 @@ def free_port() -> int:
 def sockperf_p50(a, tcp: bool) -> int:
     port = str(free_port())
     proto = ["--tcp"] if tcp else []
-    server = subprocess.Popen(placement(a, a.server_cpu) + ["sockperf", "server", "-i", "127.0.0.1", "-p", port,
-                                                             *proto], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        placement(a, a.server_cpu) + ["sockperf", "server", "-i", "127.0.0.1", "-p", port, *proto],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         for _ in range(10):  # the server may need a moment to listen
             time.sleep(0.5)
-            out = subprocess.run(placement(a, a.client_cpu) + ["sockperf", "ping-pong", "-i", "127.0.0.1", "-p",
-                                                                port, *proto, "-m", str(a.size), "-t",
-                                                                str(a.seconds), "--full-rtt"],
-                                 capture_output=True, text=True, timeout=a.seconds + 60)
+            out = subprocess.run(
+                placement(a, a.client_cpu)
+                + [
+                    "sockperf",
+                    "ping-pong",
+                    "-i",
+                    "127.0.0.1",
+                    "-p",
+                    port,
+                    *proto,
+                    "-m",
+                    str(a.size),
+                    "-t",
+                    str(a.seconds),
+                    "--full-rtt",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=a.seconds + 60,
+            )
             if "Connection refused" not in out.stdout + out.stderr:
                 break
     finally:
@@ -119,12 +162,15 @@ def main() -> int:
     ratios: dict[str, list[float]] = {"zmq-tcp / C REQ-REP": [], "udp / sockperf": [], "tcp / sockperf": []}
     with tempfile.TemporaryDirectory() as tmp:
         exe = Path(tmp) / "zmq_reqrep_ref"
-        cc = subprocess.run(["cc", "-O2", str(HERE / "zmq_reqrep_ref.c"), "-o", str(exe), "-lzmq"],
-                            capture_output=True, text=True)
+        cc = subprocess.run(
+            ["cc", "-O2", str(HERE / "zmq_reqrep_ref.c"), "-o", str(exe), "-lzmq"], capture_output=True, text=True
+        )
         if cc.returncode != 0:
             sys.exit(f"building zmq_reqrep_ref failed: {cc.stderr.strip()[-300:]}")
-        print(f"size {a.size} B, client CPU {a.client_cpu}, server CPU {a.server_cpu}, {a.policy}"
-              f"{' ' + str(a.priority) if a.policy == 'fifo' else ''}; median RTT per round")
+        print(
+            f"size {a.size} B, client CPU {a.client_cpu}, server CPU {a.server_cpu}, {a.policy}"
+            f"{' ' + str(a.priority) if a.policy == 'fifo' else ''}; median RTT per round"
+        )
         for r in range(1, a.rounds + 1):
             q = rtqual_p50(a, "zmq-tcp", "--loops", str(a.loops))
             z = zmq_ref_p50(a, exe)
@@ -135,8 +181,10 @@ def main() -> int:
             ratios["zmq-tcp / C REQ-REP"].append(q / z)
             ratios["udp / sockperf"].append(qu / su)
             ratios["tcp / sockperf"].append(qt / st)
-            print(f"round {r}: zmq-tcp rtqual {us(q)} C {us(z)} | udp rtqual {us(qu)} sockperf {us(su)} | "
-                  f"tcp rtqual {us(qt)} sockperf {us(st)}")
+            print(
+                f"round {r}: zmq-tcp rtqual {us(q)} C {us(z)} | udp rtqual {us(qu)} sockperf {us(su)} | "
+                f"tcp rtqual {us(qt)} sockperf {us(st)}"
+            )
     os.close(dma)
     print("median ratio rtqual/reference (median RTT):")
     for k, v in ratios.items():

@@ -1,12 +1,13 @@
 """What the stimulus -> response benchmarks share (ca_rtt_vs_bare_libca.py, ioc_vs_bare_fifo.py):
 their options, the statistics out of a probe's summary, and the rounds run alternately with the
 median ratios rtqual/reference printed at the end."""
+
 import argparse
 import json
 import statistics
 import subprocess
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 KEYS = ("median_ns", "p99_ns", "max_ns")
 
@@ -43,5 +44,9 @@ def compare(rounds: int, ours: Callable[[], dict], reference: Callable[[], dict]
         print(f"round {rnd}: rtqual {_us(a)} | {ref_name} {_us(b)}", flush=True)
         for k in KEYS:
             ratios[k].append(a[k] / b[k])
-    print(f"median ratio rtqual/{ref_name}: " + ", ".join(
-        f"{k[:-3]} {statistics.median(v):.3f} (rounds {min(v):.2f}..{max(v):.2f})" for k, v in ratios.items()))
+    print(
+        f"median ratio rtqual/{ref_name}: "
+        + ", ".join(
+            f"{k[:-3]} {statistics.median(v):.3f} (rounds {min(v):.2f}..{max(v):.2f})" for k, v in ratios.items()
+        )
+    )

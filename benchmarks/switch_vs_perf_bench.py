@@ -18,6 +18,7 @@ perf comes from Debian's linux-perf; when /usr/bin/perf is the wrapper that want
 perf for the running kernel, the newest working /usr/bin/perf_* is used instead.
 Exit 3 if no usable perf.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,8 +38,7 @@ EXIT_SKIP = 3
 
 def _perf_works(path: str) -> bool:
     try:
-        out = subprocess.run([path, "bench", "sched", "pipe", "-l", "10"], capture_output=True, text=True,
-                             timeout=30)
+        out = subprocess.run([path, "bench", "sched", "pipe", "-l", "10"], capture_output=True, text=True, timeout=30)
     except OSError:
         return False
     return out.returncode == 0 and "usecs/op" in out.stdout
@@ -52,6 +52,7 @@ def find_perf() -> str | None:
 
     def version_key(p: str):
         return [int(x) for x in re.findall(r"\d+", os.path.basename(p))]
+
     candidates += sorted(glob.glob("/usr/bin/perf_*"), key=version_key, reverse=True)
     for c in candidates:
         if os.access(c, os.X_OK) and _perf_works(c):
@@ -78,9 +79,29 @@ def perf_round(a, perf: str) -> float:
 
 def rtqual_round(a) -> tuple[float, dict]:
     """usecs per round trip from rtqual-probe switch, and the summary slots."""
-    cmd = [str(_native.probe_path()), "switch", "--ipc", "pipe", "--mode", "thread" if a.threaded else "process",
-           "--cpus", a.cpus, "--policy", a.policy, "--priority", str(a.priority), "--loops", str(a.loops),
-           "--warmup", "0", "--no-dma-latency", "--max-events", "0", "--progress-ms", "60000"]
+    cmd = [
+        str(_native.probe_path()),
+        "switch",
+        "--ipc",
+        "pipe",
+        "--mode",
+        "thread" if a.threaded else "process",
+        "--cpus",
+        a.cpus,
+        "--policy",
+        a.policy,
+        "--priority",
+        str(a.priority),
+        "--loops",
+        str(a.loops),
+        "--warmup",
+        "0",
+        "--no-dma-latency",
+        "--max-events",
+        "0",
+        "--progress-ms",
+        "60000",
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if out.returncode != 0:
         sys.exit(f"rtqual-probe failed ({out.returncode}): {out.stderr.strip()[-300:]}")
@@ -100,14 +121,19 @@ def main() -> int:
     a = p.parse_args()
     perf = find_perf()
     if perf is None:
-        print("perf not found or not runnable on this kernel: apt-get install linux-perf "
-              "(Debian; or your distribution's perf package)", file=sys.stderr)
+        print(
+            "perf not found or not runnable on this kernel: apt-get install linux-perf "
+            "(Debian; or your distribution's perf package)",
+            file=sys.stderr,
+        )
         return EXIT_SKIP
     if os.geteuid() != 0:
         sys.exit("run as root (rtqual's probe needs mlockall, fifo needs SCHED_FIFO)")
     ncpus = len(a.cpus.replace("-", ",").split(","))
-    print(f"# {a.rounds} rounds of {a.loops} round trips, pipe, {'threads' if a.threaded else 'processes'}, "
-          f"CPUs {a.cpus}, {a.policy}{' ' + str(a.priority) if a.policy == 'fifo' else ''}, perf: {perf}")
+    print(
+        f"# {a.rounds} rounds of {a.loops} round trips, pipe, {'threads' if a.threaded else 'processes'}, "
+        f"CPUs {a.cpus}, {a.policy}{' ' + str(a.priority) if a.policy == 'fifo' else ''}, perf: {perf}"
+    )
     if ncpus > 1:
         print("# note: perf's sides float over the CPUs, rtqual pins side A and side B")
     print(f"{'round':>5} {'tool':>7} {'us/round trip':>14}  one-way p50 per woken CPU (rtqual)")
@@ -124,8 +150,10 @@ def main() -> int:
                 p50 = ", ".join(f"cpu{c['cpu']} {c['p50_ns'] / 1000:.2f} us" for c in summ["cpus"])
                 print(f"{i:>5} {tool:>7} {res[tool]:>14.3f}  {p50}")
         ratios.append(res["rtqual"] / res["perf"])
-    print(f"\nmedian ratio rtqual/perf (us per round trip) over {a.rounds} rounds: {statistics.median(ratios):.3f}"
-          f"   (rounds: {', '.join(f'{x:.2f}' for x in ratios)})")
+    print(
+        f"\nmedian ratio rtqual/perf (us per round trip) over {a.rounds} rounds: {statistics.median(ratios):.3f}"
+        f"   (rounds: {', '.join(f'{x:.2f}' for x in ratios)})"
+    )
     return 0
 
 

@@ -11,6 +11,7 @@ cyclictest measures, at the same cost. Run as root:
 Percentiles are taken the same way for both (nearest rank, rank = ceil(p*N)):
 from cyclictest's 1 us histogram (-h) and from rtqual's HDR histogram.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,17 +35,41 @@ def child_cpu_s() -> float:
 
 def rtqual_round(a) -> dict:
     before = child_cpu_s()
-    out = subprocess.run([_native.probe_path(), "timer", "--cpus", str(a.cpu), "--priority", str(a.priority),
-                          "--interval", a.interval, "--duration", a.duration, "--warmup", "0",
-                          "--no-tracemark", "--max-events", "0"], capture_output=True, text=True)
+    out = subprocess.run(
+        [
+            _native.probe_path(),
+            "timer",
+            "--cpus",
+            str(a.cpu),
+            "--priority",
+            str(a.priority),
+            "--interval",
+            a.interval,
+            "--duration",
+            a.duration,
+            "--warmup",
+            "0",
+            "--no-tracemark",
+            "--max-events",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+    )
     cpu_s = child_cpu_s() - before
     if out.returncode != 0:
         sys.exit(f"rtqual-probe failed ({out.returncode}): {out.stderr.strip()[-300:]}")
     recs = [json.loads(line) for line in out.stdout.splitlines()]
     h = Histogram.from_record(next(r for r in recs if r["type"] == "hist"))
     s = next(r for r in recs if r["type"] == "summary")["cpus"][0]
-    return {"count": h.count, "mean_ns": h.mean_ns(), "p99_ns": h.percentile_ns(990_000), "max_ns": h.max_ns,
-            "cpu_ns_per_wakeup": cpu_s * 1e9 / max(s["wakeups"], 1), "overruns": s["overruns"]}
+    return {
+        "count": h.count,
+        "mean_ns": h.mean_ns(),
+        "p99_ns": h.percentile_ns(990_000),
+        "max_ns": h.max_ns,
+        "cpu_ns_per_wakeup": cpu_s * 1e9 / max(s["wakeups"], 1),
+        "overruns": s["overruns"],
+    }
 
 
 def cyclictest_round(a) -> dict:
@@ -53,9 +78,27 @@ def cyclictest_round(a) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         js = os.path.join(tmp, "ct.json")
         before = child_cpu_s()
-        out = subprocess.run(["cyclictest", "-m", "-t1", "-a", str(a.cpu), "-p", str(a.priority), "-i",
-                              str(interval_us), "-D", f"{duration_s}", "-q", "-h", str(a.hist_us),
-                              f"--json={js}"], capture_output=True, text=True)
+        out = subprocess.run(
+            [
+                "cyclictest",
+                "-m",
+                "-t1",
+                "-a",
+                str(a.cpu),
+                "-p",
+                str(a.priority),
+                "-i",
+                str(interval_us),
+                "-D",
+                f"{duration_s}",
+                "-q",
+                "-h",
+                str(a.hist_us),
+                f"--json={js}",
+            ],
+            capture_output=True,
+            text=True,
+        )
         cpu_s = child_cpu_s() - before
         if out.returncode != 0:
             sys.exit(f"cyclictest failed ({out.returncode}): {out.stderr.strip()[-300:]}")
@@ -74,9 +117,14 @@ def cyclictest_round(a) -> dict:
             break
     if p99_ns is None:
         sys.exit(f"cyclictest p99 beyond its histogram ({overflow} overflows): raise --hist-us")
-    return {"count": cycles, "mean_ns": float(thread["avg"]) * 1000, "p99_ns": min(p99_ns, int(thread["max"]) * 1000 + 999),
-            "max_ns": int(thread["max"]) * 1000, "cpu_ns_per_wakeup": cpu_s * 1e9 / max(cycles, 1),
-            "overflows": overflow}
+    return {
+        "count": cycles,
+        "mean_ns": float(thread["avg"]) * 1000,
+        "p99_ns": min(p99_ns, int(thread["max"]) * 1000 + 999),
+        "max_ns": int(thread["max"]) * 1000,
+        "cpu_ns_per_wakeup": cpu_s * 1e9 / max(cycles, 1),
+        "overflows": overflow,
+    }
 
 
 def main() -> int:
@@ -103,8 +151,10 @@ def main() -> int:
         pair = [(name, fn(a)) for name, fn in order]
         res = dict(pair)
         for name, r in pair:
-            print(f"{i:>5} {name:>10} {r['count']:>7} {format_ns(r['mean_ns']):>8} {format_ns(r['p99_ns']):>8} "
-                  f"{format_ns(r['max_ns']):>8} {format_ns(r['cpu_ns_per_wakeup']):>11}")
+            print(
+                f"{i:>5} {name:>10} {r['count']:>7} {format_ns(r['mean_ns']):>8} {format_ns(r['p99_ns']):>8} "
+                f"{format_ns(r['max_ns']):>8} {format_ns(r['cpu_ns_per_wakeup']):>11}"
+            )
         for k in keys:
             ratios[k].append(res["rtqual"][k] / res["cyclictest"][k] if res["cyclictest"][k] else float("nan"))
     print("\nmedian ratio rtqual/cyclictest over", a.rounds, "rounds:")

@@ -24,10 +24,12 @@ def pytest_collection_modifyitems(config, items):
 def epics_missing() -> str | None:
     """Why the EPICS tests cannot run here, or None."""
     import importlib.util
+
     if importlib.util.find_spec("epicscorelibs") is None:
         return "epicscorelibs is not importable (pip install epicscorelibs, or pip install .)"
     from rtqual import _native
     from rtqual.errors import RtqError
+
     try:
         _native.epics_devsup()
         _native.ca_path()
@@ -39,15 +41,19 @@ def epics_missing() -> str | None:
 @pytest.fixture
 def rtqual_cmd():
     """Run the installed rtqual CLI as a user would; returns CompletedProcess."""
+
     def run(*args, timeout=120, **kw):
-        return subprocess.run([sys.executable, "-m", "rtqual", *map(str, args)], capture_output=True,
-                              text=True, timeout=timeout, **kw)
+        return subprocess.run(
+            [sys.executable, "-m", "rtqual", *map(str, args)], capture_output=True, text=True, timeout=timeout, **kw
+        )
+
     return run
 
 
 def probe_available() -> bool:
     from rtqual import _native
     from rtqual.errors import RtqError
+
     try:
         _native.probe_path()
         return True
@@ -64,9 +70,12 @@ DATA = Path(__file__).parent / "data"
 def probe_records(probe: str, *args, timeout: float = 60):
     """Run `rtqual-probe PROBE ARGS` directly; (CompletedProcess, its JSON Lines records)."""
     import json
+
     from rtqual import _native
-    out = subprocess.run([str(_native.probe_path()), probe, *map(str, args)], capture_output=True, text=True,
-                         timeout=timeout)
+
+    out = subprocess.run(
+        [str(_native.probe_path()), probe, *map(str, args)], capture_output=True, text=True, timeout=timeout
+    )
     return out, [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
 
 

@@ -1,4 +1,5 @@
 """rtqual: real-time qualification of Linux hosts for control systems."""
+
 from importlib import metadata
 
 try:

@@ -1,4 +1,5 @@
 """The one boundary between Python and the native executables: find, version-check and spawn them."""
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,9 @@ def _installed(name: str, override_var: str, built_with: str = "", exit_code: in
     override = os.environ.get(override_var)
     path = Path(override) if override else Path(str(resources.files("rtqual"))) / "_bin" / name
     if not (path.is_file() and os.access(path, os.X_OK)):
-        raise RtqError(f"{name} not found at {path}: reinstall rtqual{built_with} (pip install .) "
-                       f"or set {override_var}", exit_code)
+        raise RtqError(
+            f"{name} not found at {path}: reinstall rtqual{built_with} (pip install .) or set {override_var}", exit_code
+        )
     return path
 
 
@@ -69,8 +71,11 @@ def epics_devsup() -> tuple[Path, Path]:
     folder = _devsup_dir()
     lib, dbd = folder / "librtqual_devsup.so", folder / "rtqual.dbd"
     if not lib.is_file() or not dbd.is_file():
-        raise RtqError(f"EPICS device support not found in {folder}: reinstall rtqual with epicscorelibs "
-                       "(pip install .) or set RTQUAL_DEVSUP_DIR", EXIT_SKIP)
+        raise RtqError(
+            f"EPICS device support not found in {folder}: reinstall rtqual with epicscorelibs "
+            "(pip install .) or set RTQUAL_DEVSUP_DIR",
+            EXIT_SKIP,
+        )
     return lib, dbd
 
 
@@ -109,13 +114,23 @@ def spawn(probe: str, args: list[str], stderr, preexec=None, env: dict[str, str]
     """Start a probe in its own session (signals are forwarded by the runner); JSON Lines on stdout.
     preexec runs in the child before exec (e.g. joining a cpuset); env (default: ours) is the
     child's environment, e.g. rtqual.epics.env.epics_env(...) for ca-rtt."""
+
     def setup():
         die_with_parent(signal.SIGTERM)  # the probe stops cleanly if rtqual is killed
         if preexec:
             preexec()
-    return subprocess.Popen([binary_for(probe), probe, *args], stdout=subprocess.PIPE, stderr=stderr,
-                            stdin=subprocess.DEVNULL, text=True, bufsize=1, start_new_session=True,
-                            preexec_fn=setup, env=env)
+
+    return subprocess.Popen(
+        [binary_for(probe), probe, *args],
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        bufsize=1,
+        start_new_session=True,
+        preexec_fn=setup,
+        env=env,
+    )
 
 
 def _last_line(text: str) -> str:

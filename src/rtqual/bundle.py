@@ -8,6 +8,7 @@ rtqual-<host>-<YYYYmmdd-HHMMSS>/
   cases/<id>/            params.json, result.json, hist.json, hist-cpuN.hdr, hist-all.hdr,
                          stream.jsonl, probe.stderr, raw.bin (--raw)
 """
+
 from __future__ import annotations
 
 import json
@@ -60,9 +61,16 @@ class Bundle:
         except OSError as e:
             raise RtqError(f"cannot create bundle {self.path}: {e.strerror}") from None
         self.manifest = {
-            "schema_version": SCHEMA_VERSION, "rtqual_version": __version__,
-            "probe_version": probe_version, "argv": argv, "hostname": socket.gethostname(),
-            "start": _now_iso(), "end": None, "status": "running", "verdict": None, "cases": [],
+            "schema_version": SCHEMA_VERSION,
+            "rtqual_version": __version__,
+            "probe_version": probe_version,
+            "argv": argv,
+            "hostname": socket.gethostname(),
+            "start": _now_iso(),
+            "end": None,
+            "status": "running",
+            "verdict": None,
+            "cases": [],
         }
         self.save_manifest()
 
@@ -94,8 +102,10 @@ def load(path: str | Path) -> dict:
     except (OSError, ValueError) as e:
         raise RtqError(f"{path}/manifest.json: unreadable ({e})") from None
     if manifest.get("schema_version") not in READABLE_SCHEMAS:
-        raise RtqError(f"{path}: bundle schema {manifest.get('schema_version')} is not readable by "
-                       f"rtqual {__version__} (reads {sorted(READABLE_SCHEMAS)})")
+        raise RtqError(
+            f"{path}: bundle schema {manifest.get('schema_version')} is not readable by "
+            f"rtqual {__version__} (reads {sorted(READABLE_SCHEMAS)})"
+        )
     cases = []
     for entry in manifest.get("cases", []):
         try:

@@ -1,4 +1,5 @@
 """rtqual command line. Only main() prints errors and exits; everything else raises RtqError."""
+
 from __future__ import annotations
 
 import argparse
@@ -6,7 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from rtqual import __version__, _native, bundle as bundle_mod, rawfile, report
+from rtqual import __version__, _native, rawfile, report
+from rtqual import bundle as bundle_mod
 from rtqual.conditions import CHANGES_FILE, Conditions, restore_from_bundle
 from rtqual.errors import EXIT_ERROR, EXIT_INCONCLUSIVE, EXIT_SKIP, VERDICT_EXIT, RtqError
 from rtqual.live.terminal import TerminalDisplay
@@ -44,9 +46,11 @@ def build_parser() -> Parser:
 
     run = sub.add_parser("run", help="run a measurement (PROBE or SCENARIO.toml) and write a result bundle")
     run_sub = run.add_subparsers(dest="probe", metavar="PROBE", required=True)
-    t = run_sub.add_parser("timer", help="cyclic timer wake-up latency (cyclictest-class)",
-                           description="One pinned thread per CPU sleeps to absolute deadlines; "
-                                       "latency = wake-up time - deadline.")
+    t = run_sub.add_parser(
+        "timer",
+        help="cyclic timer wake-up latency (cyclictest-class)",
+        description="One pinned thread per CPU sleeps to absolute deadlines; latency = wake-up time - deadline.",
+    )
     t.add_argument("--cpus", help="CPU list, e.g. 0-3,8 (default: all online CPUs)")
     t.add_argument("--policy", choices=["fifo", "rr", "other"], default="fifo")
     t.add_argument("--priority", type=int, default=80, help="RT priority 1-99 (default 80)")
@@ -61,8 +65,11 @@ def build_parser() -> Parser:
     t.add_argument("--raw", action="store_true", help="keep every sample (raw.bin; rtqual export raw)")
     t.add_argument("--raw-max-mb", type=int, default=256, help="size cap of the raw file (default 256 MB)")
     t.add_argument("--no-dma-latency", action="store_true", help="do not hold /dev/cpu_dma_latency at 0")
-    t.add_argument("--allow-degraded", action="store_true",
-                   help="without RT privileges, run anyway as SCHED_OTHER and mark the result degraded")
+    t.add_argument(
+        "--allow-degraded",
+        action="store_true",
+        help="without RT privileges, run anyway as SCHED_OTHER and mark the result degraded",
+    )
     t.add_argument("-o", "--output", help="bundle directory (default rtqual-<host>-<time>)")
     t.add_argument("-q", "--quiet", action="store_true", help="no live progress")
 
@@ -70,9 +77,11 @@ def build_parser() -> Parser:
         if name != "timer":
             sp = add_probe_parser(run_sub, name, probe)
             if probe.service:
-                sp.add_argument("--baseline", default="5s",
-                                help="timer latency measured first on the same host, for comparison (default 5s; "
-                                     "0: none)")
+                sp.add_argument(
+                    "--baseline",
+                    default="5s",
+                    help="timer latency measured first on the same host, for comparison (default 5s; 0: none)",
+                )
 
     f = run_sub.add_parser("fake", help=argparse.SUPPRESS)  # pipeline tests: replays a script
     f.add_argument("--script", required=True)
@@ -90,8 +99,11 @@ def build_parser() -> Parser:
     s = sub.add_parser("show", help="print the results of a bundle")
     s.add_argument("bundle")
     s.add_argument("--json", action="store_true", help="machine-readable statistics")
-    s.add_argument("--table", choices=["cases", *report.PAPER_TABLES],
-                   help="summary layout: one row per case, or a seed paper's columns (default: the scenario's)")
+    s.add_argument(
+        "--table",
+        choices=["cases", *report.PAPER_TABLES],
+        help="summary layout: one row per case, or a seed paper's columns (default: the scenario's)",
+    )
 
     c = sub.add_parser("compare", help="two bundles side by side: their cases paired by id, with ratios B/A")
     c.add_argument("bundle_a", metavar="A")
@@ -120,8 +132,7 @@ def add_probe_parser(run_sub, name: str, probe) -> None:
         if f.kind == "bool":
             sp.add_argument(opt, action="store_true", help=f.help)
         else:
-            sp.add_argument(opt, type=int if f.kind == "int" else str, help=f.help + default,
-                            choices=f.choices or None)
+            sp.add_argument(opt, type=int if f.kind == "int" else str, help=f.help + default, choices=f.choices or None)
     sp.add_argument("--raw", action="store_true", help="keep every sample (raw.bin; rtqual export raw)")
     sp.add_argument("--raw-max-mb", type=int, default=256, help="size cap of the raw file (default 256 MB)")
     sp.add_argument("-o", "--output", help="bundle directory (default rtqual-<host>-<time>)")
@@ -143,12 +154,23 @@ def probe_options_case(name: str, a) -> dict:
 
 def timer_case(a) -> dict:
     """Validate `rtqual run timer` options with the same table as scenario files and make the case."""
-    raw = {"cpus": a.cpus, "policy": a.policy, "priority": a.priority, "interval": a.interval,
-           "duration": None if a.loops is not None else a.duration, "loops": a.loops, "warmup": a.warmup,
-           "threshold": a.threshold, "max_latency": a.max_latency, "p99_latency": a.p99_latency,
-           "no_dma_latency": a.no_dma_latency, "allow_degraded": a.allow_degraded}
-    params = check_params("timer", {k: v for k, v in raw.items() if _given(v)}, "",
-                          name_of=lambda k: "--" + k.replace("_", "-"))
+    raw = {
+        "cpus": a.cpus,
+        "policy": a.policy,
+        "priority": a.priority,
+        "interval": a.interval,
+        "duration": None if a.loops is not None else a.duration,
+        "loops": a.loops,
+        "warmup": a.warmup,
+        "threshold": a.threshold,
+        "max_latency": a.max_latency,
+        "p99_latency": a.p99_latency,
+        "no_dma_latency": a.no_dma_latency,
+        "allow_degraded": a.allow_degraded,
+    }
+    params = check_params(
+        "timer", {k: v for k, v in raw.items() if _given(v)}, "", name_of=lambda k: "--" + k.replace("_", "-")
+    )
     if a.cpus:
         parse_cpulist(a.cpus)  # every CPU asked for must be online here
     return probe_case("timer", params, online_cpus(), "001-timer")
@@ -164,8 +186,9 @@ def service_cases(name: str, a) -> list[dict]:
     if a.allow_degraded:
         base["allow_degraded"] = True
     params = check_params("timer", base, "", name_of=lambda k: "--baseline" if k == "duration" else "--" + k)
-    timer = probe_case("timer", params, online_cpus(), "001-timer-baseline",
-                       label=f"timer baseline {format_cpulist(online_cpus())}")
+    timer = probe_case(
+        "timer", params, online_cpus(), "001-timer-baseline", label=f"timer baseline {format_cpulist(online_cpus())}"
+    )
     case["id"] = f"002-{name}"
     return [timer, case]
 
@@ -174,8 +197,14 @@ def fake_case(a) -> dict:
     """The fake probe replays a script of samples through the real pipeline (tests, no root)."""
     threshold_ns = _positive_ns(a.threshold, "--threshold")
     args = ["--script", str(Path(a.script).resolve()), "--threshold", f"{threshold_ns}ns"]
-    return {"id": "001-fake", "label": f"fake {Path(a.script).name}", "probe": "fake", "args": args,
-            "params": {"script": a.script, "threshold_ns": threshold_ns}, "requirements": {}}
+    return {
+        "id": "001-fake",
+        "label": f"fake {Path(a.script).name}",
+        "probe": "fake",
+        "args": args,
+        "params": {"script": a.script, "threshold_ns": threshold_ns},
+        "requirements": {},
+    }
 
 
 def _positive_ns(text: str, what: str) -> int:
@@ -188,18 +217,34 @@ def _positive_ns(text: str, what: str) -> int:
 def cmd_run(a, argv: list[str]) -> int:
     if PROBES.get(a.probe) and PROBES[a.probe].service:
         cases = service_cases(a.probe, a)
-        return execute(cases, argv, a.output, a.quiet, raw_mb=a.raw_max_mb if a.raw else 0,
-                       plan={"schema_version": 1, "cases": cases}, scenario_toml=None)
-    case = timer_case(a) if a.probe == "timer" else fake_case(a) if a.probe == "fake" else \
-        probe_options_case(a.probe, a)
+        return execute(
+            cases,
+            argv,
+            a.output,
+            a.quiet,
+            raw_mb=a.raw_max_mb if a.raw else 0,
+            plan={"schema_version": 1, "cases": cases},
+            scenario_toml=None,
+        )
+    case = (
+        timer_case(a) if a.probe == "timer" else fake_case(a) if a.probe == "fake" else probe_options_case(a.probe, a)
+    )
     text = scenario_text(case, argv) if case["probe"] == "timer" else None
-    return execute([case], argv, a.output, a.quiet, raw_mb=a.raw_max_mb if a.raw else 0,
-                   plan={"schema_version": 1, "cases": [case]}, scenario_toml=text)
+    return execute(
+        [case],
+        argv,
+        a.output,
+        a.quiet,
+        raw_mb=a.raw_max_mb if a.raw else 0,
+        plan={"schema_version": 1, "cases": [case]},
+        scenario_toml=text,
+    )
 
 
 def load_scenario(a):
     """The scenario file of `run`/`plan`, validated, and its cases expanded at --scale."""
     from rtqual import scenario
+
     if a.scale is not None and not a.scale > 0:
         raise RtqError(f"--scale: must be greater than 0 (got {a.scale})")
     sc = scenario.load(a.scenario)
@@ -208,17 +253,33 @@ def load_scenario(a):
 
 def cmd_run_scenario(a, argv: list[str]) -> int:
     from rtqual import scenario
+
     sc, cases = load_scenario(a)
     raw = a.raw or sc["run"].get("raw", False)
-    return execute(cases, argv, a.output or sc["run"].get("output"), a.quiet, raw_mb=256 if raw else 0,
-                   plan=scenario.plan_json(cases, sc), scenario_toml=sc["text"])
+    return execute(
+        cases,
+        argv,
+        a.output or sc["run"].get("output"),
+        a.quiet,
+        raw_mb=256 if raw else 0,
+        plan=scenario.plan_json(cases, sc),
+        scenario_toml=sc["text"],
+    )
 
 
-def execute(cases: list[dict], argv: list[str], output: str | None, quiet: bool, raw_mb: int,
-            plan: dict, scenario_toml: str | None) -> int:
+def execute(
+    cases: list[dict],
+    argv: list[str],
+    output: str | None,
+    quiet: bool,
+    raw_mb: int,
+    plan: dict,
+    scenario_toml: str | None,
+) -> int:
     """Check every case, then run them into a new bundle; print the results and, last, the bundle path.
     A case's "service" spec (an IOC) becomes the service the runner starts around its probe."""
     from rtqual.epics.service import make_service
+
     services = []
     try:
         runs = []
@@ -234,18 +295,30 @@ def execute(cases: list[dict], argv: list[str], output: str | None, quiet: bool,
             svc.discard()
 
 
-def _execute(cases: list[dict], argv: list[str], output: str | None, quiet: bool, raw_mb: int,
-             plan: dict, scenario_toml: str | None) -> int:
+def _execute(
+    cases: list[dict],
+    argv: list[str],
+    output: str | None,
+    quiet: bool,
+    raw_mb: int,
+    plan: dict,
+    scenario_toml: str | None,
+) -> int:
     from rtqual.host import facts
     from rtqual.loads import LoadSet, make_load
+
     for case in cases:  # everything that can be known wrong is said before anything runs
         _native.check(case["probe"], case["args"])
         LoadSet([make_load(spec) for spec in case.get("loads", [])]).prepare_all()
     b = bundle_mod.Bundle(Path(output) if output else bundle_mod.default_path(), argv, _native.probe_version())
     if raw_mb:
         for case in cases:
-            case["args"] = case["args"] + ["--raw", str(b.path / "cases" / case["id"] / "raw.bin"),
-                                           "--raw-max-bytes", str(raw_mb * 1024 * 1024)]
+            case["args"] = case["args"] + [
+                "--raw",
+                str(b.path / "cases" / case["id"] / "raw.bin"),
+                "--raw-max-bytes",
+                str(raw_mb * 1024 * 1024),
+            ]
     tools = {"rtqual": __version__, "rtqual-probe": b.manifest["probe_version"]}
     before = facts.collect(tools=tools)
     bundle_mod.write_json(b.path / "host" / "facts-before.json", before)
@@ -277,17 +350,26 @@ def _execute(cases: list[dict], argv: list[str], output: str | None, quiet: bool
 def scenario_text(case: dict, argv: list[str]) -> str:
     """A one-case scenario equivalent to the command line, for the bundle (`rtqual plan` reads it)."""
     p = case["params"]
-    params = {"cpus": format_cpulist(p["cpus"]), "policy": p["policy"], "priority": p["priority"],
-              "interval": f"{p['interval_ns']}ns", "warmup": p["warmup"], "threshold": f"{p['threshold_ns']}ns"}
+    params = {
+        "cpus": format_cpulist(p["cpus"]),
+        "policy": p["policy"],
+        "priority": p["priority"],
+        "interval": f"{p['interval_ns']}ns",
+        "warmup": p["warmup"],
+        "threshold": f"{p['threshold_ns']}ns",
+    }
     params.update({"loops": p["loops"]} if p["loops"] else {"duration": f"{p['duration_ns']}ns"})
     params.update({k.replace("_ns", "_latency"): f"{v}ns" for k, v in case["requirements"].items()})
     body = ", ".join(f"{k} = {json.dumps(v)}" for k, v in params.items())
-    return (f"# {' '.join(argv)}\n[[case]]\nprobe = \"{case['probe']}\"\nlabel = {json.dumps(case['label'])}\n"
-            f"params = {{ {body} }}\n")
+    return (
+        f'# {" ".join(argv)}\n[[case]]\nprobe = "{case["probe"]}"\nlabel = {json.dumps(case["label"])}\n'
+        f"params = {{ {body} }}\n"
+    )
 
 
 def cmd_plan(a) -> int:
     from rtqual import scenario
+
     sc, cases = load_scenario(a)
     if a.json:
         print(json.dumps(scenario.plan_json(cases, sc), indent=1))
@@ -307,6 +389,7 @@ def cmd_show(a) -> int:
 
 def cmd_compare(a) -> int:
     from rtqual import compare
+
     first, second = bundle_mod.load(a.bundle_a), bundle_mod.load(a.bundle_b)
     if a.json:
         print(json.dumps(compare.compare_json(first, second), indent=1))
@@ -340,6 +423,7 @@ def cmd_restore(a) -> int:
 
 def cmd_host(a) -> int:
     from rtqual.host import facts
+
     f = facts.collect(tools={"rtqual": __version__, "rtqual-probe": _try_probe_version()})
     if a.json:
         print(json.dumps(f, indent=1))
@@ -366,8 +450,14 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if a.command == "run":
             return cmd_run(a, ["rtqual", *argv])
-        commands = {"plan": cmd_plan, "show": cmd_show, "compare": cmd_compare, "export": cmd_export_raw,
-                    "restore": cmd_restore, "host": cmd_host}
+        commands = {
+            "plan": cmd_plan,
+            "show": cmd_show,
+            "compare": cmd_compare,
+            "export": cmd_export_raw,
+            "restore": cmd_restore,
+            "host": cmd_host,
+        }
         if a.command in commands:
             return commands[a.command](a)
         build_parser().print_help()

@@ -1,11 +1,21 @@
 """Two bundles side by side (`rtqual compare A B`): their cases paired by id (else by label), as a standard and a
 PREEMPT_RT kernel, two boards, or a scaled rehearsal and the full run (ids keep the nominal
 values). Pure functions of two loaded bundles (rtqual.bundle.load)."""
+
 from rtqual.errors import RtqError
 from rtqual.report import PERCENTILE_NOTE, format_cell, format_table
 
-COLUMNS = [("count", "count"), ("min", "min_ns"), ("p50", "p50_ns"), ("mean", "mean_ns"), ("p99", "p99_ns"),
-           ("p99.9", "p999_ns"), ("max", "max_ns"), ("stddev", "stddev_ns"), ("%>thr", "over_threshold_pct")]
+COLUMNS = [
+    ("count", "count"),
+    ("min", "min_ns"),
+    ("p50", "p50_ns"),
+    ("mean", "mean_ns"),
+    ("p99", "p99_ns"),
+    ("p99.9", "p999_ns"),
+    ("max", "max_ns"),
+    ("stddev", "stddev_ns"),
+    ("%>thr", "over_threshold_pct"),
+]
 RATIO_KEYS = [k for _, k in COLUMNS if k.endswith("_ns")]
 
 
@@ -25,11 +35,16 @@ def pairs(a: dict, b: dict) -> tuple[list[tuple[dict, dict]], list[str], list[st
                 matched[r["id"]] = m
                 left.remove(m)
     if not matched:
-        raise RtqError(f"no case in common (same id or label): {a['path']} has "
-                       f"{', '.join(r['id'] for r in a['cases']) or 'none'}; {b['path']} has "
-                       f"{', '.join(r['id'] for r in b['cases']) or 'none'}")
-    return ([(r, matched[r["id"]]) for r in a["cases"] if r["id"] in matched],
-            [r["id"] for r in a["cases"] if r["id"] not in matched], [r["id"] for r in left])
+        raise RtqError(
+            f"no case in common (same id or label): {a['path']} has "
+            f"{', '.join(r['id'] for r in a['cases']) or 'none'}; {b['path']} has "
+            f"{', '.join(r['id'] for r in b['cases']) or 'none'}"
+        )
+    return (
+        [(r, matched[r["id"]]) for r in a["cases"] if r["id"] in matched],
+        [r["id"] for r in a["cases"] if r["id"] not in matched],
+        [r["id"] for r in left],
+    )
 
 
 def _ratio_cell(sa: dict, sb: dict, key: str) -> str:
@@ -49,11 +64,16 @@ def compare_text(a: dict, b: dict) -> str:
         case_id = ra["id"] if ra["id"] == rb["id"] else f"{ra['id']} | {rb['id']}"
         label = ra["label"] if ra["label"] == rb["label"] else f"{ra['label']} | {rb['label']}"
         sa, sb = ra["stats"], rb["stats"]
-        rows = [["A", *(format_cell(k, sa.get(k)) for _, k in COLUMNS)],
-                ["B", *(format_cell(k, sb.get(k)) for _, k in COLUMNS)],
-                ["B/A", *(_ratio_cell(sa, sb, k) for _, k in COLUMNS)]]
-        out += ["", f"case {case_id}: {label}  (verdict A {ra.get('verdict')}, B {rb.get('verdict')})",
-                format_table(["", *(h for h, _ in COLUMNS)], rows)]
+        rows = [
+            ["A", *(format_cell(k, sa.get(k)) for _, k in COLUMNS)],
+            ["B", *(format_cell(k, sb.get(k)) for _, k in COLUMNS)],
+            ["B/A", *(_ratio_cell(sa, sb, k) for _, k in COLUMNS)],
+        ]
+        out += [
+            "",
+            f"case {case_id}: {label}  (verdict A {ra.get('verdict')}, B {rb.get('verdict')})",
+            format_table(["", *(h for h, _ in COLUMNS)], rows),
+        ]
     for name, ids in (("A", only_a), ("B", only_b)):
         if ids:
             out += ["", f"only in {name}: {', '.join(ids)}"]
@@ -63,10 +83,23 @@ def compare_text(a: dict, b: dict) -> str:
 
 def compare_json(a: dict, b: dict) -> dict:
     both, only_a, only_b = pairs(a, b)
-    return {"a": a["path"], "b": b["path"], "only_a": only_a, "only_b": only_b,
-            "pairs": [{"id": ra["id"], "id_b": rb["id"], "label_a": ra["label"], "label_b": rb["label"],
-                       "verdict_a": ra.get("verdict"), "verdict_b": rb.get("verdict"),
-                       "a": {k: ra["stats"].get(k) for _, k in COLUMNS},
-                       "b": {k: rb["stats"].get(k) for _, k in COLUMNS},
-                       "ratio_b_a": {k: ratio(ra["stats"].get(k), rb["stats"].get(k)) for k in RATIO_KEYS}}
-                      for ra, rb in both]}
+    return {
+        "a": a["path"],
+        "b": b["path"],
+        "only_a": only_a,
+        "only_b": only_b,
+        "pairs": [
+            {
+                "id": ra["id"],
+                "id_b": rb["id"],
+                "label_a": ra["label"],
+                "label_b": rb["label"],
+                "verdict_a": ra.get("verdict"),
+                "verdict_b": rb.get("verdict"),
+                "a": {k: ra["stats"].get(k) for _, k in COLUMNS},
+                "b": {k: rb["stats"].get(k) for _, k in COLUMNS},
+                "ratio_b_a": {k: ratio(ra["stats"].get(k), rb["stats"].get(k)) for k in RATIO_KEYS},
+            }
+            for ra, rb in both
+        ],
+    }

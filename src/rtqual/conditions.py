@@ -23,6 +23,7 @@ promises: a load on another CPU shares the power and thermal budget, and many bo
 one cpufreq policy between all CPUs anyway. CPUs that share a policy are written once.
 Knob paths are the files actually written (below `root`, default "/").
 """
+
 from __future__ import annotations
 
 import errno
@@ -33,7 +34,8 @@ import time
 from pathlib import Path
 
 from rtqual.errors import RtqError
-from rtqual.host.facts import _read as read_text, parse_cpus
+from rtqual.host.facts import _read as read_text
+from rtqual.host.facts import parse_cpus
 from rtqual.units import format_cpulist
 
 STATE_SCHEMA_VERSION = 1
@@ -46,6 +48,7 @@ log = logging.getLogger("rtqual.conditions")
 
 
 # ---------------------------------------------------------------- small pieces
+
 
 def _reason(e: OSError) -> str:
     """Short reason of a failed sysfs/cgroup write."""
@@ -82,12 +85,15 @@ def not_applied(records: list[dict]) -> list[str]:
     for r in records:
         if r.get("applied") is False:
             where = f" on cpu{r['cpu']}" if r.get("cpu") is not None else ""
-            out.append(f"condition {r.get('condition', '?')} ({r.get('after', '?')}) not applied{where}: "
-                       f"{r.get('reason', 'unknown reason')}; the case ran without it")
+            out.append(
+                f"condition {r.get('condition', '?')} ({r.get('after', '?')}) not applied{where}: "
+                f"{r.get('reason', 'unknown reason')}; the case ran without it"
+            )
     return out
 
 
 # ---------------------------------------------------------------- cgroup cpusets
+
 
 def find_cpuset_mount(mounts_text: str) -> tuple[Path, int] | None:
     """(mount point, cgroup version) of the cpuset hierarchy in /proc/self/mounts text, or None.
@@ -119,8 +125,10 @@ def cpuset_mount() -> tuple[Path, int]:
     text, reason = read_text("/proc/self/mounts")
     found = find_cpuset_mount(text or "")
     if found is None:
-        raise RtqError("cpuset: no cgroup cpuset hierarchy mounted (need cgroup v2 with the cpuset "
-                       "controller, or v1 mounted with -o cpuset)" + (f": {reason}" if reason else ""))
+        raise RtqError(
+            "cpuset: no cgroup cpuset hierarchy mounted (need cgroup v2 with the cpuset "
+            "controller, or v1 mounted with -o cpuset)" + (f": {reason}" if reason else "")
+        )
     return found
 
 
@@ -174,7 +182,7 @@ class Cpuset:
                 return
             except OSError as e:
                 last = last or _reason(e)
-                time.sleep(_RMDIR_WAIT_S)   # exiting tasks leave the set a moment later
+                time.sleep(_RMDIR_WAIT_S)  # exiting tasks leave the set a moment later
         raise RtqError(f"cpuset {self.path}: cannot remove: {last}")
 
 
@@ -191,8 +199,14 @@ def enable_cpuset_controller(mount: Path) -> dict | None:
         _write(knob, "+cpuset")
     except OSError as e:
         raise RtqError(f"cpuset: cannot enable the cpuset controller in {knob}: {_reason(e)}") from None
-    return {"knob": str(knob), "kind": "controller", "condition": "cpuset", "before": "-cpuset",
-            "after": "+cpuset", "applied": True}
+    return {
+        "knob": str(knob),
+        "kind": "controller",
+        "condition": "cpuset",
+        "before": "-cpuset",
+        "after": "+cpuset",
+        "applied": True,
+    }
 
 
 def make_cpuset(name: str, cpus: list[int], mount: tuple[Path, int] | None = None) -> Cpuset:
@@ -209,8 +223,10 @@ def make_cpuset(name: str, cpus: list[int], mount: tuple[Path, int] | None = Non
     parent_cpus_file = "cpuset.cpus" if version == 1 else "cpuset.cpus.effective"
     parent_cpus = parse_cpus(read_text(root / parent_cpus_file)[0])
     if parent_cpus is not None and not set(cpus) <= set(parent_cpus):
-        raise RtqError(f"cpuset {name}: CPU {format_cpulist(sorted(set(cpus) - set(parent_cpus)))} "
-                       f"not in the parent cpuset ({format_cpulist(parent_cpus)})")
+        raise RtqError(
+            f"cpuset {name}: CPU {format_cpulist(sorted(set(cpus) - set(parent_cpus)))} "
+            f"not in the parent cpuset ({format_cpulist(parent_cpus)})"
+        )
     mems = None
     for mems_file in ("cpuset.mems", "cpuset.mems.effective"):
         mems, _ = read_text(root / mems_file)
@@ -236,6 +252,7 @@ def make_cpuset(name: str, cpus: list[int], mount: tuple[Path, int] | None = Non
 
 
 # ---------------------------------------------------------------- restoring records
+
 
 def _undo(record: dict) -> dict:
     """Put one change back; the action taken, never raises."""
@@ -298,8 +315,7 @@ def write_state(path, records: list[dict], pid: int | None = None) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    state = {"schema_version": STATE_SCHEMA_VERSION, "pid": os.getpid() if pid is None else pid,
-             "changes": records}
+    state = {"schema_version": STATE_SCHEMA_VERSION, "pid": os.getpid() if pid is None else pid, "changes": records}
     with open(tmp, "w") as f:
         json.dump(state, f, indent=1)
         f.write("\n")
@@ -326,6 +342,7 @@ def restore_from_bundle(bundle_path) -> list[dict]:
 
 
 # ---------------------------------------------------------------- applying
+
 
 class Conditions:
     """Applies one case's conditions and restores them; one object can serve case after case.
@@ -360,8 +377,15 @@ class Conditions:
         """Write one knob: record (with before, unless restore is False) saved first, then written,
         then read back."""
         before, reason = read_text(knob)
-        record = {"knob": str(knob), "kind": "file", "condition": condition, "cpu": cpu,
-                  "before": before if restore else None, "after": value, "applied": True}
+        record = {
+            "knob": str(knob),
+            "kind": "file",
+            "condition": condition,
+            "cpu": cpu,
+            "before": before if restore else None,
+            "after": value,
+            "applied": True,
+        }
         if before is None:
             record.update(applied=False, reason=reason)
             return self._note(record)
@@ -401,13 +425,15 @@ class Conditions:
         governor, khz = cond.get("governor"), cond.get("frequency_khz")
         policies = self._policies(cpus)
         if all(d is None for _, d in policies):
-            return [self._note(_missing(cond, None, self.root / "sys/devices/system/cpu/cpufreq",
-                                        "no cpufreq on this host"))]
+            return [
+                self._note(
+                    _missing(cond, None, self.root / "sys/devices/system/cpu/cpufreq", "no cpufreq on this host")
+                )
+            ]
         out = []
         for cpu, d in policies:
             if d is None:
-                out.append(self._note(_missing(cond, cpu, _cpufreq_dir(self.root, cpu),
-                                               f"no cpufreq on cpu{cpu}")))
+                out.append(self._note(_missing(cond, cpu, _cpufreq_dir(self.root, cpu), f"no cpufreq on cpu{cpu}")))
             else:
                 out += self._cpufreq_one(d, cpu, governor, khz)
         return out
@@ -422,9 +448,19 @@ class Conditions:
             condition = "governor"
         if governor is not None:
             if available and governor not in available:
-                return [self._note({"knob": str(d / "scaling_governor"), "kind": "file",
-                                    "condition": condition, "cpu": cpu, "after": governor, "applied": False,
-                                    "reason": f"governor '{governor}' not available (have: {' '.join(available)})"})]
+                return [
+                    self._note(
+                        {
+                            "knob": str(d / "scaling_governor"),
+                            "kind": "file",
+                            "condition": condition,
+                            "cpu": cpu,
+                            "after": governor,
+                            "applied": False,
+                            "reason": f"governor '{governor}' not available (have: {' '.join(available)})",
+                        }
+                    )
+                ]
             out.append(self._set(d / "scaling_governor", governor, condition, cpu))
             if not out[-1]["applied"]:
                 return out
@@ -432,9 +468,19 @@ class Conditions:
             return out
         problem = self._frequency_problem(d, khz)
         if problem:
-            return out + [self._note({"knob": str(d / "scaling_max_freq"), "kind": "file",
-                                      "condition": "frequency", "cpu": cpu, "after": str(khz),
-                                      "applied": False, "reason": problem})]
+            return out + [
+                self._note(
+                    {
+                        "knob": str(d / "scaling_max_freq"),
+                        "kind": "file",
+                        "condition": "frequency",
+                        "cpu": cpu,
+                        "after": str(khz),
+                        "applied": False,
+                        "reason": problem,
+                    }
+                )
+            ]
         cur_min = int(read_text(d / "scaling_min_freq")[0] or 0)
         for name in order_min_max(khz, cur_min):
             out.append(self._set(d / name, str(khz), "frequency", cpu))
@@ -464,21 +510,41 @@ class Conditions:
 
     def _cpusets(self, sets: dict) -> list[dict]:
         """The probe and/or loads cpusets: {"probe": [1], "loads": "0,2-3"}."""
-        sets = {name: parse_cpus(cpus) if isinstance(cpus, str) else sorted(cpus)
-                for name, cpus in sets.items() if name in CPUSET_NAMES}
+        sets = {
+            name: parse_cpus(cpus) if isinstance(cpus, str) else sorted(cpus)
+            for name, cpus in sets.items()
+            if name in CPUSET_NAMES
+        }
         out = []
         try:
             mount = self.cgroup_mount or cpuset_mount()
         except RtqError as e:
-            return [self._note({"knob": "cpuset", "kind": "cpuset", "condition": f"cpuset.{name}",
-                                "after": format_cpulist(sets[name]), "applied": False, "reason": str(e)})
-                    for name in CPUSET_NAMES if name in sets]
+            return [
+                self._note(
+                    {
+                        "knob": "cpuset",
+                        "kind": "cpuset",
+                        "condition": f"cpuset.{name}",
+                        "after": format_cpulist(sets[name]),
+                        "applied": False,
+                        "reason": str(e),
+                    }
+                )
+                for name in CPUSET_NAMES
+                if name in sets
+            ]
         if mount[1] == 2:
             try:
                 record = enable_cpuset_controller(mount[0])
             except RtqError as e:
-                record = {"knob": str(mount[0] / "cgroup.subtree_control"), "kind": "file",
-                          "condition": "cpuset", "after": "+cpuset", "applied": False, "reason": str(e)}
+                record = {
+                    "knob": str(mount[0] / "cgroup.subtree_control"),
+                    "kind": "file",
+                    "condition": "cpuset",
+                    "after": "+cpuset",
+                    "applied": False,
+                    "reason": str(e),
+                }
             if record is not None:
                 out.append(self._note(record))
                 if not record["applied"]:
@@ -488,8 +554,16 @@ class Conditions:
                 continue
             cpus = sets[name]
             path = mount[0] / f"rtqual-{os.getpid()}-{name}"
-            record = self._note({"knob": str(path), "kind": "cpuset", "condition": f"cpuset.{name}",
-                                 "before": None, "after": format_cpulist(cpus), "applied": True})
+            record = self._note(
+                {
+                    "knob": str(path),
+                    "kind": "cpuset",
+                    "condition": f"cpuset.{name}",
+                    "before": None,
+                    "after": format_cpulist(cpus),
+                    "applied": True,
+                }
+            )
             try:
                 self.cpusets[name] = make_cpuset(path.name, cpus, mount)
             except RtqError as e:
@@ -528,5 +602,12 @@ def _missing(cond: dict, cpu: int | None, knob: Path, reason: str) -> dict:
         parts.append(str(cond["governor"]))
     if "frequency_khz" in cond:
         parts.append(f"{cond['frequency_khz']} kHz")
-    return {"knob": str(knob), "kind": "file", "condition": "frequency" if "frequency_khz" in cond else "governor",
-            "cpu": cpu, "after": ", ".join(parts), "applied": False, "reason": reason}
+    return {
+        "knob": str(knob),
+        "kind": "file",
+        "condition": "frequency" if "frequency_khz" in cond else "governor",
+        "cpu": cpu,
+        "after": ", ".join(parts),
+        "applied": False,
+        "reason": reason,
+    }

@@ -6,8 +6,13 @@ EXIT_FAIL = 2
 EXIT_SKIP = 3
 EXIT_INCONCLUSIVE = 4
 
-VERDICT_EXIT = {"pass": EXIT_PASS, "fail": EXIT_FAIL, "skip": EXIT_SKIP,
-                "inconclusive": EXIT_INCONCLUSIVE, "error": EXIT_ERROR}
+VERDICT_EXIT = {
+    "pass": EXIT_PASS,
+    "fail": EXIT_FAIL,
+    "skip": EXIT_SKIP,
+    "inconclusive": EXIT_INCONCLUSIVE,
+    "error": EXIT_ERROR,
+}
 
 
 class RtqError(Exception):

@@ -5,6 +5,7 @@ Layout (docs/protocol.md): lowest 1 ns, highest 60 s, 3 significant digits,
 exact count/min/max/sum/sum of squares. Interchange: HdrHistogram V2 compressed,
 base64 ("HISTFAAA..."), readable by HdrHistogram_py and the Java/C libraries.
 """
+
 from __future__ import annotations
 
 import base64
@@ -84,8 +85,15 @@ class Histogram:
 
     def merge(self, other: Histogram) -> Histogram:
         """A new histogram holding both (across CPUs or runs)."""
-        out = Histogram(dict(self.counts), self.count, self.min_ns, self.max_ns,
-                        self.sum_ns, self.sumsq_ns2, self.out_of_range + other.out_of_range)
+        out = Histogram(
+            dict(self.counts),
+            self.count,
+            self.min_ns,
+            self.max_ns,
+            self.sum_ns,
+            self.sumsq_ns2,
+            self.out_of_range + other.out_of_range,
+        )
         for i, c in other.counts.items():
             out.counts[i] = out.counts.get(i, 0) + c
         if other.count:
@@ -114,7 +122,7 @@ class Histogram:
         """Population standard deviation from the exact sums."""
         if not self.count:
             return 0.0
-        var = (self.sumsq_ns2 * self.count - self.sum_ns ** 2) / (self.count ** 2)
+        var = (self.sumsq_ns2 * self.count - self.sum_ns**2) / (self.count**2)
         return math.sqrt(max(var, 0.0))
 
     def stats(self) -> dict:
@@ -135,15 +143,26 @@ class Histogram:
     @classmethod
     def from_record(cls, rec: dict) -> Histogram:
         """From a probe's `hist` record (or its stored copy)."""
-        return cls({int(i): int(c) for i, c in rec.get("counts", [])}, int(rec["count"]),
-                   int(rec["min_ns"]), int(rec["max_ns"]), int(rec["sum_ns"]),
-                   int(rec["sumsq_ns2"]), int(rec.get("out_of_range", 0)))
+        return cls(
+            {int(i): int(c) for i, c in rec.get("counts", [])},
+            int(rec["count"]),
+            int(rec["min_ns"]),
+            int(rec["max_ns"]),
+            int(rec["sum_ns"]),
+            int(rec["sumsq_ns2"]),
+            int(rec.get("out_of_range", 0)),
+        )
 
     def to_record(self) -> dict:
-        return {"count": self.count, "min_ns": self.min_ns, "max_ns": self.max_ns,
-                "sum_ns": self.sum_ns, "sumsq_ns2": self.sumsq_ns2,
-                "out_of_range": self.out_of_range,
-                "counts": [[i, self.counts[i]] for i in sorted(self.counts) if self.counts[i]]}
+        return {
+            "count": self.count,
+            "min_ns": self.min_ns,
+            "max_ns": self.max_ns,
+            "sum_ns": self.sum_ns,
+            "sumsq_ns2": self.sumsq_ns2,
+            "out_of_range": self.out_of_range,
+            "counts": [[i, self.counts[i]] for i in sorted(self.counts) if self.counts[i]],
+        }
 
     def encode_hdr(self) -> str:
         """HdrHistogram V2 compressed encoding, base64."""
@@ -159,8 +178,7 @@ class Histogram:
                 payload += _zigzag_leb128(-zeros)
                 zeros = 0
             payload += _zigzag_leb128(c)
-        header = struct.pack(">IIIIqqd", _V2_PAYLOAD_COOKIE, len(payload), 0, SIG_DIGITS,
-                             LOWEST_NS, HIGHEST_NS, 1.0)
+        header = struct.pack(">IIIIqqd", _V2_PAYLOAD_COOKIE, len(payload), 0, SIG_DIGITS, LOWEST_NS, HIGHEST_NS, 1.0)
         body = zlib.compress(bytes(header) + bytes(payload))
         return base64.b64encode(struct.pack(">II", _V2_COMPRESSED_COOKIE, len(body)) + body).decode()
 
@@ -171,11 +189,11 @@ class Histogram:
         cookie, length = struct.unpack(">II", raw[:8])
         if cookie != _V2_COMPRESSED_COOKIE:
             raise ValueError(f"not an HdrHistogram V2 compressed encoding (cookie {cookie:#x})")
-        data = zlib.decompress(raw[8:8 + length])
+        data = zlib.decompress(raw[8 : 8 + length])
         pcookie, plen, _, sig, low, high, _ = struct.unpack(">IIIIqqd", data[:40])
         if pcookie != _V2_PAYLOAD_COOKIE or (sig, low, high) != (SIG_DIGITS, LOWEST_NS, HIGHEST_NS):
             raise ValueError("histogram layout differs from rtqual's (1 ns .. 60 s, 3 digits)")
-        h, i, pos, payload = cls(), 0, 0, data[40:40 + plen]
+        h, i, pos, payload = cls(), 0, 0, data[40 : 40 + plen]
         while pos < len(payload):
             v, pos = _read_zigzag_leb128(payload, pos)
             if v < 0:

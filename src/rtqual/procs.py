@@ -1,4 +1,5 @@
 """Process lifetime helpers shared by the probe spawner, the load drivers, the IOC and the CA clients."""
+
 import ctypes
 import os
 import signal

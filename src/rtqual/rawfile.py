@@ -1,4 +1,5 @@
 """Reader of the probes' raw sample file (docs/protocol.md "Raw sample file")."""
+
 from __future__ import annotations
 
 import struct
@@ -20,8 +21,7 @@ def read_header(path: Path) -> dict:
     magic, version, rec_size, interval_ns, start_mono_ns, start_real_ns, ncpus = HEADER.unpack(data)
     if magic != MAGIC or version != 1 or rec_size != RECORD.size:
         raise RtqError(f"{path}: not an rtqual raw file version 1")
-    return {"interval_ns": interval_ns, "start_mono_ns": start_mono_ns, "start_real_ns": start_real_ns,
-            "ncpus": ncpus}
+    return {"interval_ns": interval_ns, "start_mono_ns": start_mono_ns, "start_real_ns": start_real_ns, "ncpus": ncpus}
 
 
 def samples(path: Path):

@@ -1,16 +1,41 @@
 """Pure printers: tables and JSON from stored results (no measuring, no I/O beyond the text returned)."""
+
 from __future__ import annotations
 
 from rtqual.units import format_ns
 
-STAT_COLUMNS = [("count", "count"), ("min", "min_ns"), ("p50", "p50_ns"), ("mean", "mean_ns"),
-                ("p99", "p99_ns"), ("p99.9", "p999_ns"), ("p99.99", "p9999_ns"), ("max", "max_ns"),
-                ("stddev", "stddev_ns"), ("overruns", "overruns"), (">thr", "over_threshold"),
-                ("%>thr", "over_threshold_pct")]
-JSON_STAT_KEYS = ["count", "min_ns", "p50_ns", "mean_ns", "p99_ns", "p999_ns", "p9999_ns", "max_ns",
-                  "stddev_ns", "overruns", "over_threshold", "over_threshold_pct"]
-PERCENTILE_NOTE = ("percentiles: nearest rank, rank = ceil(p/100 * N); value = highest value of the "
-                   "histogram bucket holding it, capped at max (never below the exact value, at most 0.1 % above)")
+STAT_COLUMNS = [
+    ("count", "count"),
+    ("min", "min_ns"),
+    ("p50", "p50_ns"),
+    ("mean", "mean_ns"),
+    ("p99", "p99_ns"),
+    ("p99.9", "p999_ns"),
+    ("p99.99", "p9999_ns"),
+    ("max", "max_ns"),
+    ("stddev", "stddev_ns"),
+    ("overruns", "overruns"),
+    (">thr", "over_threshold"),
+    ("%>thr", "over_threshold_pct"),
+]
+JSON_STAT_KEYS = [
+    "count",
+    "min_ns",
+    "p50_ns",
+    "mean_ns",
+    "p99_ns",
+    "p999_ns",
+    "p9999_ns",
+    "max_ns",
+    "stddev_ns",
+    "overruns",
+    "over_threshold",
+    "over_threshold_pct",
+]
+PERCENTILE_NOTE = (
+    "percentiles: nearest rank, rank = ceil(p/100 * N); value = highest value of the "
+    "histogram bucket holding it, capped at max (never below the exact value, at most 0.1 % above)"
+)
 
 
 def format_cell(key: str, value) -> str:
@@ -26,8 +51,12 @@ def format_cell(key: str, value) -> str:
 def format_table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
     """Aligned plain-text table: the first `left` columns flush left, the others (numbers) right."""
     widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
+
     def line(cells):
-        return "  ".join(str(c).ljust(w) if i < left else str(c).rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+        return "  ".join(
+            str(c).ljust(w) if i < left else str(c).rjust(w) for i, (c, w) in enumerate(zip(cells, widths))
+        )
+
     return "\n".join(line(r).rstrip() for r in [headers, ["-" * w for w in widths], *rows])
 
 
@@ -43,11 +72,15 @@ def case_table(result: dict) -> str:
 
 
 STAGES = ("drive", "wake", "dispatch", "chain", "return")  # drive: GPIO lines only
-STAGE_NOTE = ("stages: wake = stimulus -> IOC reader awake, dispatch = -> record processing (read_bi), "
-              "chain = -> bo written, return = -> response read by the harness")
-GPIO_STAGE_NOTE = ("stages: drive = stimulus line toggled -> IOC input edge (kernel timestamp), wake = -> IOC reader "
-                   "awake (the interrupt latency), dispatch = -> record processing (read_bi), chain = -> bo written, "
-                   "return = -> response edge (kernel timestamp)")
+STAGE_NOTE = (
+    "stages: wake = stimulus -> IOC reader awake, dispatch = -> record processing (read_bi), "
+    "chain = -> bo written, return = -> response read by the harness"
+)
+GPIO_STAGE_NOTE = (
+    "stages: drive = stimulus line toggled -> IOC input edge (kernel timestamp), wake = -> IOC reader "
+    "awake (the interrupt latency), dispatch = -> record processing (read_bi), chain = -> bo written, "
+    "return = -> response edge (kernel timestamp)"
+)
 
 
 def stage_table(result: dict) -> str | None:
@@ -56,8 +89,15 @@ def stage_table(result: dict) -> str | None:
     stages = ((result.get("probe_summary") or {}).get("stages")) or {}
     if not stages:
         return None
-    keys = [("count", "count"), ("min", "min_ns"), ("p50", "p50_ns"), ("mean", "mean_ns"), ("p99", "p99_ns"),
-            ("max", "max_ns"), (">thr", "over_threshold")]
+    keys = [
+        ("count", "count"),
+        ("min", "min_ns"),
+        ("p50", "p50_ns"),
+        ("mean", "mean_ns"),
+        ("p99", "p99_ns"),
+        ("max", "max_ns"),
+        (">thr", "over_threshold"),
+    ]
     rows = [[name, *(format_cell(k, stages[name].get(k)) for _, k in keys)] for name in STAGES if name in stages]
     rows.append(["total", *(format_cell(k, result["stats"].get(k)) for _, k in keys)])
     return format_table(["stage", *(h for h, _ in keys)], rows)
@@ -70,16 +110,20 @@ def ioc_lines(result: dict) -> list[str]:
         return []
     threads = ioc.get("threads") or []
     rt = sorted({f"{t['comm']} {t['cls']} {t['rtprio']}" for t in threads if t.get("rtprio")})
-    out = [f"ioc: preset {ioc.get('preset')}, mode {ioc.get('mode')}, EPICS {ioc.get('epics_version')}, "
-           f"{len(threads)} threads ({len(rt)} real-time), VmLck {ioc.get('vm_lck')}, "
-           f"CPUs {ioc.get('cpus_allowed')}"]
+    out = [
+        f"ioc: preset {ioc.get('preset')}, mode {ioc.get('mode')}, EPICS {ioc.get('epics_version')}, "
+        f"{len(threads)} threads ({len(rt)} real-time), VmLck {ioc.get('vm_lck')}, "
+        f"CPUs {ioc.get('cpus_allowed')}"
+    ]
     load = ioc.get("ca_load")
     if load:
         put, mon = load.get("put") or {}, load.get("monitor") or {}
         words = [f"CA load: {load.get('records')} records"]
         if put:
-            words.append(f"put {_rate(put.get('rate_hz'))}/s (asked {_rate(put.get('requested_rate_hz'))}, "
-                         f"{put.get('errors', 0)} errors)")
+            words.append(
+                f"put {_rate(put.get('rate_hz'))}/s (asked {_rate(put.get('requested_rate_hz'))}, "
+                f"{put.get('errors', 0)} errors)"
+            )
         if mon:
             words.append(f"monitor {_rate(mon.get('rate_hz'))} events/s on {mon.get('connected')} channels")
         out.append(", ".join(words))
@@ -93,15 +137,19 @@ def _rate(x) -> str:
 def baseline_line(result: dict, results: list[dict]) -> str | None:
     """An IOC case next to the timer baseline measured in the same run: the timer case under the
     same loads, else the first timer case."""
+
     def loads(r):
         return sorted(ld.get("name") or "" for ld in r.get("loads") or [])
+
     timers = [r for r in results if r["probe"] == "timer" and r["stats"].get("count") and r is not result]
     base = next((r for r in timers if loads(r) == loads(result)), timers[0] if timers else None)
     if not result.get("ioc") or base is None:
         return None
     s, b = result["stats"], base["stats"]
-    pairs = ", ".join(f"{name} {format_cell(k, s.get(k))} vs {format_cell(k, b.get(k))}"
-                      for name, k in (("p50", "p50_ns"), ("p99", "p99_ns"), ("max", "max_ns")))
+    pairs = ", ".join(
+        f"{name} {format_cell(k, s.get(k))} vs {format_cell(k, b.get(k))}"
+        for name, k in (("p50", "p50_ns"), ("p99", "p99_ns"), ("max", "max_ns"))
+    )
     return f"vs timer baseline (case {base['id']}, same run): {pairs}"
 
 
@@ -110,8 +158,10 @@ def show_text(data: dict, table: str | None = None) -> str:
     (one row per case, or a seed paper's layout)."""
     out = []
     m = data["manifest"]
-    out.append(f"bundle {data['path']}  ({m.get('status')}, rtqual {m.get('rtqual_version')}, "
-               f"host {m.get('hostname')}, started {m.get('start')})")
+    out.append(
+        f"bundle {data['path']}  ({m.get('status')}, rtqual {m.get('rtqual_version')}, "
+        f"host {m.get('hostname')}, started {m.get('start')})"
+    )
     for r in data["cases"]:
         thr = r.get("params", {}).get("threshold_ns")
         out.append("")
@@ -137,8 +187,18 @@ def show_text(data: dict, table: str | None = None) -> str:
 
 def cases_table(results: list[dict]) -> str:
     """One row per case (label and its all-CPU statistics), for studies with many cases."""
-    keys = ["count", "min_ns", "p50_ns", "mean_ns", "p99_ns", "p999_ns", "max_ns", "stddev_ns", "overruns",
-            "over_threshold_pct"]
+    keys = [
+        "count",
+        "min_ns",
+        "p50_ns",
+        "mean_ns",
+        "p99_ns",
+        "p999_ns",
+        "max_ns",
+        "stddev_ns",
+        "overruns",
+        "over_threshold_pct",
+    ]
     head = ["case", "count", "min", "p50", "mean", "p99", "p99.9", "max", "stddev", "overruns", "%>thr", "verdict"]
     rows = [[r["label"], *(format_cell(k, r["stats"].get(k)) for k in keys), r["verdict"]] for r in results]
     return format_table(head, rows)
@@ -146,15 +206,28 @@ def cases_table(results: list[dict]) -> str:
 
 # The seed papers' table layouts: (heading, stats key or None for the threshold share).
 PAPER_TABLES = {
-    "aps": ("Layout of APS IOCcore on Coldfire (seed 001, Tables 1-5); IOC cases stage by stage",
-            [("Minimum", "min_ns"), ("Median", "p50_ns"), ("Maximum", "max_ns"), ("% > {thr}", None)]),
-    "kek": ("KEK Raspberry Pi (seed 000, Figs. 1-8): average, standard deviation and maximum",
-            [("Average", "mean_ns"), ("Standard deviation", "stddev_ns"), ("Maximum", "max_ns")]),
-    "madoca": ("MADOCA II RTT (seed 003, Table 1)",
-               [("Minimum", "min_ns"), ("Maximum", "max_ns"), ("Average", "mean_ns"), ("Median", "p50_ns"),
-                ("Standard deviation", "stddev_ns")]),
-    "vme": ("VME context switch (seed 004, Table 3): mean (SD); transfer speed (Fig. 1)",
-            [("mean (SD)", "mean_sd"), ("MB/s", "throughput")]),
+    "aps": (
+        "Layout of APS IOCcore on Coldfire (seed 001, Tables 1-5); IOC cases stage by stage",
+        [("Minimum", "min_ns"), ("Median", "p50_ns"), ("Maximum", "max_ns"), ("% > {thr}", None)],
+    ),
+    "kek": (
+        "KEK Raspberry Pi (seed 000, Figs. 1-8): average, standard deviation and maximum",
+        [("Average", "mean_ns"), ("Standard deviation", "stddev_ns"), ("Maximum", "max_ns")],
+    ),
+    "madoca": (
+        "MADOCA II RTT (seed 003, Table 1)",
+        [
+            ("Minimum", "min_ns"),
+            ("Maximum", "max_ns"),
+            ("Average", "mean_ns"),
+            ("Median", "p50_ns"),
+            ("Standard deviation", "stddev_ns"),
+        ],
+    ),
+    "vme": (
+        "VME context switch (seed 004, Table 3): mean (SD); transfer speed (Fig. 1)",
+        [("mean (SD)", "mean_sd"), ("MB/s", "throughput")],
+    ),
 }
 
 
@@ -205,13 +278,32 @@ def paper_table(results: list[dict], layout: str) -> str:
 
 def show_json(data: dict) -> dict:
     """The `rtqual show --json` document (a contract: keys are never renamed)."""
+
     def pick(s):
         return {k: s.get(k) for k in JSON_STAT_KEYS}
-    return {"bundle": data["path"], "schema_version": data["manifest"].get("schema_version"),
-            "cases": [{"id": r["id"], "label": r["label"], "probe": r["probe"], "params": r["params"],
-                       "stats": pick(r["stats"]), "per_cpu": {c: pick(s) for c, s in r["per_cpu"].items()},
-                       "verdict": r["verdict"], "reason": r.get("reason"), "degraded": r.get("degraded", False),
-                       "warnings": r.get("warnings", []),
-                       **({"stages": (r.get("probe_summary") or {}).get("stages")}
-                          if (r.get("probe_summary") or {}).get("stages") else {}),
-                       **({"ioc": r["ioc"]} if r.get("ioc") else {})} for r in data["cases"]]}
+
+    return {
+        "bundle": data["path"],
+        "schema_version": data["manifest"].get("schema_version"),
+        "cases": [
+            {
+                "id": r["id"],
+                "label": r["label"],
+                "probe": r["probe"],
+                "params": r["params"],
+                "stats": pick(r["stats"]),
+                "per_cpu": {c: pick(s) for c, s in r["per_cpu"].items()},
+                "verdict": r["verdict"],
+                "reason": r.get("reason"),
+                "degraded": r.get("degraded", False),
+                "warnings": r.get("warnings", []),
+                **(
+                    {"stages": (r.get("probe_summary") or {}).get("stages")}
+                    if (r.get("probe_summary") or {}).get("stages")
+                    else {}
+                ),
+                **({"ioc": r["ioc"]} if r.get("ioc") else {}),
+            }
+            for r in data["cases"]
+        ],
+    }

@@ -7,6 +7,7 @@ Optional "service": a callable (case folder -> context manager yielding a dict) 
 the probe measures (rtqual run ioc: an EPICS IOC), running just around the probe; the dict it
 yielded is stored as result[service.key].
 """
+
 from __future__ import annotations
 
 import os
@@ -20,7 +21,8 @@ from rtqual.bundle import Bundle, write_json, write_text
 from rtqual.conditions import CHANGES_FILE, Conditions, not_applied
 from rtqual.errors import EXIT_ERROR, EXIT_INCONCLUSIVE, EXIT_SKIP, RtqError
 from rtqual.hist import Histogram
-from rtqual.host.sampler import Sampler, read_samples, rt_tasks, summarize as summarize_samples
+from rtqual.host.sampler import Sampler, read_samples, rt_tasks
+from rtqual.host.sampler import summarize as summarize_samples
 from rtqual.loads import LoadSet, make_load
 from rtqual.procs import signal_group
 from rtqual.stream import Stream
@@ -66,8 +68,10 @@ def run_case(case: dict, bundle: Bundle, display, guard: Interrupted, cond: Cond
     """One case: conditions applied, loads started and settled, host sampled, the probe run to its end
     (or interruption), then everything stopped and restored, and the case written into the bundle at once."""
     d = bundle.case_dir(case["id"])
-    write_json(d / "params.json", {k: case.get(k) for k in
-                                   ("id", "label", "probe", "args", "params", "requirements", "loads", "conditions")})
+    write_json(
+        d / "params.json",
+        {k: case.get(k) for k in ("id", "label", "probe", "args", "params", "requirements", "loads", "conditions")},
+    )
     cond = cond or Conditions(state_path=bundle.path / CHANGES_FILE)
     loads = LoadSet([make_load(spec) for spec in case.get("loads", [])])
     sampler = Sampler(d / "host-samples.jsonl")
@@ -87,8 +91,9 @@ def run_case(case: dict, bundle: Bundle, display, guard: Interrupted, cond: Cond
             sampler.start()
             try:
                 with service(d) if service else nullcontext() as service_info:
-                    stream, exit_code, stderr_last = _measure(case, d, display, guard, loads,
-                                                              cond.cpusets.get("probe"), getattr(service, "env", None))
+                    stream, exit_code, stderr_last = _measure(
+                        case, d, display, guard, loads, cond.cpusets.get("probe"), getattr(service, "env", None)
+                    )
             except RtqError as e:
                 if not service:
                     raise
@@ -101,14 +106,20 @@ def run_case(case: dict, bundle: Bundle, display, guard: Interrupted, cond: Cond
         except RtqError as e:
             problems.append(str(e))
         restored = cond.restore()
-    result = summarize(case, stream, exit_code if exit_code is not None else EXIT_INCONCLUSIVE, stderr_last,
-                       interrupted=bool(guard.signum))
+    result = summarize(
+        case,
+        stream,
+        exit_code if exit_code is not None else EXIT_INCONCLUSIVE,
+        stderr_last,
+        interrupted=bool(guard.signum),
+    )
     result["loads"] = loads.collect_all()
     if service:
         result[service.key] = service_info
     result["conditions"] = {"changes": changes, "restored": restored, "applied": not not_applied(changes)}
-    result["host_samples"] = summarize_samples(read_samples(d / "host-samples.jsonl")) \
-        if (d / "host-samples.jsonl").exists() else None
+    result["host_samples"] = (
+        summarize_samples(read_samples(d / "host-samples.jsonl")) if (d / "host-samples.jsonl").exists() else None
+    )
     dead = next((ld["dead_reason"] for ld in result["loads"] if ld["dead_reason"]), None)
     if dead and result["verdict"] not in ("error", "skip"):
         result["verdict"], result["reason"] = "inconclusive", f"load not running: {dead}"
@@ -127,8 +138,9 @@ def _settle(case: dict, loads: LoadSet, guard: Interrupted) -> None:
         time.sleep(min(0.1, max(end - time.monotonic(), 0)))
 
 
-def _measure(case: dict, d, display, guard: Interrupted, loads: LoadSet, cpuset=None,
-             env: dict | None = None) -> tuple[Stream, int, str]:
+def _measure(
+    case: dict, d, display, guard: Interrupted, loads: LoadSet, cpuset=None, env: dict | None = None
+) -> tuple[Stream, int, str]:
     """Run the probe (inside the probe cpuset if any, with the service's env if any), keeping its
     stream verbatim; a load dying mid-case stops the probe early."""
     stream = Stream()
@@ -216,16 +228,27 @@ def summarize(case: dict, stream: Stream, exit_code: int, stderr_last: str, inte
         warnings.append(f"{stream.suppressed_events} threshold events not emitted (rate limit); counts are exact")
     raw = (stream.summary or {}).get("raw")
     return {
-        "schema_version": 1, "id": case["id"], "label": case["label"], "probe": case["probe"],
-        "params": header.get("params", case.get("params", {})), "requirements": case.get("requirements") or {},
-        "verdict": verdict, "reason": reason, "exit_code": exit_code,
-        "end": stream.end, "degraded": bool(rt.get("degraded")), "rt": rt,
-        "overhead": header.get("overhead"), "start_real_ns": header.get("start_real_ns"),
-        "stats": stats, "per_cpu": per_cpu,
+        "schema_version": 1,
+        "id": case["id"],
+        "label": case["label"],
+        "probe": case["probe"],
+        "params": header.get("params", case.get("params", {})),
+        "requirements": case.get("requirements") or {},
+        "verdict": verdict,
+        "reason": reason,
+        "exit_code": exit_code,
+        "end": stream.end,
+        "degraded": bool(rt.get("degraded")),
+        "rt": rt,
+        "overhead": header.get("overhead"),
+        "start_real_ns": header.get("start_real_ns"),
+        "stats": stats,
+        "per_cpu": per_cpu,
         "threshold_events": stream.threshold_events[:1000],
         "suppressed_events": stream.suppressed_events,
         "cpu_time": {str(c): {k: s.get(k) for k in ("cpu_time_ns", "wakeups")} for c, s in summary_by_cpu.items()},
-        "raw": raw, "warnings": warnings,
+        "raw": raw,
+        "warnings": warnings,
         "probe_summary": stream.summary,  # the probe's own summary, with its probe-specific keys
     }
 
@@ -234,21 +257,32 @@ def partial_stats(stream: Stream) -> dict:
     """What a stream without histograms still tells (a crashed probe): the last progress counters."""
     cpus = (stream.last_progress or {}).get("cpus", [])
     count = sum(c.get("count", 0) for c in cpus)
-    return {"count": count, "min_ns": min((c["min_ns"] for c in cpus if c.get("count")), default=0),
-            "p50_ns": None, "mean_ns": None, "p99_ns": None, "p999_ns": None, "p9999_ns": None,
-            "max_ns": max((c.get("max_ns", 0) for c in cpus), default=0), "stddev_ns": None,
-            "overruns": sum(c.get("overruns", 0) for c in cpus),
-            "over_threshold": sum(c.get("over_threshold", 0) for c in cpus),
-            "over_threshold_pct": 100.0 * sum(c.get("over_threshold", 0) for c in cpus) / count if count else 0.0,
-            "out_of_range": 0, "partial": True}
+    return {
+        "count": count,
+        "min_ns": min((c["min_ns"] for c in cpus if c.get("count")), default=0),
+        "p50_ns": None,
+        "mean_ns": None,
+        "p99_ns": None,
+        "p999_ns": None,
+        "p9999_ns": None,
+        "max_ns": max((c.get("max_ns", 0) for c in cpus), default=0),
+        "stddev_ns": None,
+        "overruns": sum(c.get("overruns", 0) for c in cpus),
+        "over_threshold": sum(c.get("over_threshold", 0) for c in cpus),
+        "over_threshold_pct": 100.0 * sum(c.get("over_threshold", 0) for c in cpus) / count if count else 0.0,
+        "out_of_range": 0,
+        "partial": True,
+    }
 
 
 def _verdict(stream, exit_code, stderr_last, stats, req, interrupted) -> tuple[str, str]:
     if exit_code == EXIT_SKIP:
         return "skip", stderr_last or "probe not supported or not permitted here"
     if exit_code < 0 and not interrupted:
-        return "error", (f"probe killed by {signal.Signals(-exit_code).name}; the bundle keeps what it "
-                         f"reported before (partial statistics)")
+        return "error", (
+            f"probe killed by {signal.Signals(-exit_code).name}; the bundle keeps what it "
+            f"reported before (partial statistics)"
+        )
     if exit_code == EXIT_ERROR:
         return "error", stderr_last or f"probe exit {exit_code}"
     if not stream.complete:
@@ -259,9 +293,11 @@ def _verdict(stream, exit_code, stderr_last, stats, req, interrupted) -> tuple[s
         return "inconclusive", stream.end.get("message") or stream.end.get("reason", "probe said inconclusive")
     if exit_code != 0:
         return "error", stderr_last or f"probe exit {exit_code}"
-    failed = [f"{key[:-3]} {format_ns(stats[key])} > {format_ns(limit)}"
-              for key, limit in req.items() if stats.get(key) is not None and stats[key] > limit]
+    failed = [
+        f"{key[:-3]} {format_ns(stats[key])} > {format_ns(limit)}"
+        for key, limit in req.items()
+        if stats.get(key) is not None and stats[key] > limit
+    ]
     if failed:
         return "fail", "requirement exceeded: " + ", ".join(failed)
     return "pass", "completed" + (" (requirements met)" if req else "")
-

@@ -3,6 +3,7 @@
 Tolerant by design: a truncated last line or a corrupt line is reported in
 `problems`, never raised, so a probe that crashed still leaves usable data.
 """
+
 from __future__ import annotations
 
 import json

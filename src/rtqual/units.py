@@ -1,11 +1,19 @@
 """Durations with units and CPU lists: the same grammar as the native probes (docs/protocol.md)."""
+
 import os
 import re
 
 from rtqual.errors import RtqError
 
-_UNIT_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000,
-            "m": 60_000_000_000, "h": 3_600_000_000_000, "d": 86_400_000_000_000}
+_UNIT_NS = {
+    "ns": 1,
+    "us": 1_000,
+    "ms": 1_000_000,
+    "s": 1_000_000_000,
+    "m": 60_000_000_000,
+    "h": 3_600_000_000_000,
+    "d": 86_400_000_000_000,
+}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ns|us|ms|s|m|h|d)\s*$")
 
 

@@ -1,6 +1,7 @@
 """Helpers of the EPICS tests: an independent CA client (pyepics in its own process, with the
 env it is given: loopback and the IOC's ports, from Ioc.env or rtqual.epics.env.epics_env), and
 process checks."""
+
 import importlib.util
 import json
 import os
@@ -9,14 +10,16 @@ import sys
 
 import pytest
 
-needs_pyepics = pytest.mark.skipif(importlib.util.find_spec("epics") is None,
-                                   reason="pyepics not installed (pip install .[test])")
+needs_pyepics = pytest.mark.skipif(
+    importlib.util.find_spec("epics") is None, reason="pyepics not installed (pip install .[test])"
+)
 
 
 def rtqual(*args, timeout=180) -> subprocess.CompletedProcess:
     """The installed rtqual CLI, as a user runs it."""
-    return subprocess.run([sys.executable, "-m", "rtqual", *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "rtqual", *map(str, args)], capture_output=True, text=True, timeout=timeout
+    )
 
 
 def gone(pid: int) -> bool:
@@ -26,6 +29,7 @@ def gone(pid: int) -> bool:
     except ProcessLookupError:
         return True
     return False
+
 
 def processes_naming(text: str) -> list[int]:
     """Pids whose command line contains `text` (an IOC prefix: the IOC's db path, the CA clients)."""
@@ -64,8 +68,14 @@ for line in sys.stdin:
 
 class CaClient:
     def __init__(self, env):
-        self.proc = subprocess.Popen([sys.executable, "-c", _CA_CLIENT], env=env, text=True,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _CA_CLIENT],
+            env=env,
+            text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
 
     def _ask(self, **req):
         self.proc.stdin.write(json.dumps(req) + "\n")

@@ -1,5 +1,6 @@
 """rtqual-ca against a real EPICS IOC (epicscorelibs) on loopback: the repeater, the APS CA load
 (put + monitor clients) and the ca-rtt probe. Invariants only, never absolute latencies."""
+
 import json
 import os
 import socket
@@ -9,14 +10,12 @@ from pathlib import Path
 
 import pytest
 
-
 from rtqual import _native
 from rtqual.epics import env as epics_env
 from rtqual.epics.ca import RTT_ECHO, RTT_PUT, CaLoad, Repeater, ca_db
 from rtqual.epics.ioc import Ioc
 from rtqual.errors import RtqError
 from rtqual.stream import read_stream
-
 
 N = 100
 RT_ARGS = [] if os.geteuid() == 0 else ["--policy", "other", "--allow-degraded"]
@@ -59,7 +58,9 @@ def no_leftovers(request):
 
 
 def run_ca(env, *args, timeout=60):
-    out = subprocess.run([str(_native.ca_path()), *map(str, args)], env=env, capture_output=True, text=True, timeout=timeout)
+    out = subprocess.run(
+        [str(_native.ca_path()), *map(str, args)], env=env, capture_output=True, text=True, timeout=timeout
+    )
     return out, [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
 
 
@@ -116,8 +117,21 @@ def test_ca_load_unknown_prefix_is_one_clear_error(ioc):
 
 
 def test_ca_rtt_round_trip_through_the_ioc(ioc):
-    out, recs = run_ca(ioc.env, "ca-rtt", "--put", ioc.pv(RTT_PUT), "--monitor", ioc.pv(RTT_ECHO),
-                       "--loops", 200, "--rate", 200, "--warmup", 5, *RT_ARGS)
+    out, recs = run_ca(
+        ioc.env,
+        "ca-rtt",
+        "--put",
+        ioc.pv(RTT_PUT),
+        "--monitor",
+        ioc.pv(RTT_ECHO),
+        "--loops",
+        200,
+        "--rate",
+        200,
+        "--warmup",
+        5,
+        *RT_ARGS,
+    )
     assert out.returncode == 0, out.stderr
     s = read_stream(out.stdout.splitlines(keepends=True))
     assert s.complete and not s.problems and s.end["status"] == 0

@@ -1,4 +1,5 @@
 """A real EPICS 7 IOC (epicscorelibs) with rtqual's device support, on loopback."""
+
 import json
 import os
 import select
@@ -10,20 +11,14 @@ import sys
 import time
 
 import pytest
-
+from helpers import gone, needs_pyepics
 
 from rtqual.epics import env as epics_env
 from rtqual.epics.ioc import Ioc, make_db
 from rtqual.errors import RtqError
 
-from helpers import gone, needs_pyepics
 
-
-
-
-
-@pytest.fixture(params=[("kek", "callback"), ("aps", "callback"), ("aps", "immediate")],
-                ids=lambda p: "-".join(p))
+@pytest.fixture(params=[("kek", "callback"), ("aps", "callback"), ("aps", "immediate")], ids=lambda p: "-".join(p))
 def ioc(request):
     preset, mode = request.param
     ioc = Ioc(preset=preset, mode=mode)
@@ -104,14 +99,21 @@ def test_burst_of_stimuli_is_not_coalesced(ioc):
 def test_ca_read_and_put_on_loopback(ioc):
     """An independent CA client (pyepics, same libca) reads the bi and writes the bo; a CA put
     to the bo is not a stimulus, so it gives no response."""
-    code = ("import sys, epicscorelibs.path.pyepics, epics\n"
-            "print(epics.caget(sys.argv[1], timeout=5))\n"
-            "print(epics.caput(sys.argv[2], 1, wait=True, timeout=5))\n"
-            "print(epics.caget(sys.argv[2] + '.DTYP', as_string=True, timeout=5))\n")
+    code = (
+        "import sys, epicscorelibs.path.pyepics, epics\n"
+        "print(epics.caget(sys.argv[1], timeout=5))\n"
+        "print(epics.caput(sys.argv[2], 1, wait=True, timeout=5))\n"
+        "print(epics.caget(sys.argv[2] + '.DTYP', as_string=True, timeout=5))\n"
+    )
     ioc.trigger()
     assert len(ioc.responses(1)) == 1
-    out = subprocess.run([sys.executable, "-c", code, ioc.pv("in"), ioc.pv("out")], env=ioc.env,
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", code, ioc.pv("in"), ioc.pv("out")],
+        env=ioc.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     val, put, dtyp = out.stdout.split("\n")[:3]
     assert val in ("0", "1") and put == "1" and dtyp == "rtqual", out.stdout
@@ -119,10 +121,9 @@ def test_ca_read_and_put_on_loopback(ioc):
 
 
 def test_ioc_stopped_when_the_block_fails():
-    with pytest.raises(RuntimeError):
-        with Ioc(preset="kek") as ioc:
-            pid = ioc.proc.pid
-            raise RuntimeError("test failure inside the block")
+    with pytest.raises(RuntimeError), Ioc(preset="kek") as ioc:
+        pid = ioc.proc.pid
+        raise RuntimeError("test failure inside the block")
     assert gone(pid)
     assert not ioc.dir.exists()
 
@@ -148,11 +149,29 @@ def test_eventfd_output_with_times_out_writes_the_four_times_after_the_line(tmp_
     efd = os.eventfd(0, os.EFD_CLOEXEC | os.EFD_NONBLOCK)
     w = os.open(fifo_in, os.O_RDWR | os.O_CLOEXEC)
     r = os.open(times, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
-    ioc = subprocess.Popen([sys.executable, "-m", "rtqual.epics.iocmain", "--db", str(tmp_path / "ioc.db"),
-                            "--prefix", "rtqtimes:", "--fifo-in", str(fifo_in), "--eventfd-out", str(efd),
-                            "--times-out", str(times)],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, pass_fds=[efd],
-                           env=epics_env.epics_env(), start_new_session=True)
+    ioc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rtqual.epics.iocmain",
+            "--db",
+            str(tmp_path / "ioc.db"),
+            "--prefix",
+            "rtqtimes:",
+            "--fifo-in",
+            str(fifo_in),
+            "--eventfd-out",
+            str(efd),
+            "--times-out",
+            str(times),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        pass_fds=[efd],
+        env=epics_env.epics_env(),
+        start_new_session=True,
+    )
     try:
         assert json.loads(ioc.stdout.readline())["type"] == "ready"
         for _ in range(3):
@@ -173,7 +192,22 @@ def test_eventfd_output_with_times_out_writes_the_four_times_after_the_line(tmp_
             _, err = ioc.communicate()
             pytest.fail(f"the IOC did not stop on SIGTERM within 30 s: {err[-500:]}")
     assert ioc.returncode == 0, err[-500:]
-    p = subprocess.run([sys.executable, "-m", "rtqual.epics.iocmain", "--db", "x.db", "--fifo-in", "a",
-                        "--fifo-out", "b", "--times-out", "c"], capture_output=True, text=True, timeout=30)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rtqual.epics.iocmain",
+            "--db",
+            "x.db",
+            "--fifo-in",
+            "a",
+            "--fifo-out",
+            "b",
+            "--times-out",
+            "c",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert p.returncode == 1 and p.stderr.count("\n") == 1 and "--times-out goes with" in p.stderr, p.stderr
-

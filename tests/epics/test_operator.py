@@ -1,5 +1,6 @@
 """The operator view inside the IOC (latency statistics as records, read over CA), the Phoebus
 display, IOC CPU affinity / SCHED_FIFO, and GPIO lines refused cleanly without hardware."""
+
 import os
 import re
 import shutil
@@ -12,15 +13,13 @@ from pathlib import Path
 
 import pytest
 
-
 from rtqual.epics.ioc import OPERATOR_PVS, STAGES, Ioc, make_db
 from rtqual.epics.service import ioc_threads
 from rtqual.errors import RtqError
 
-
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (SCHED_FIFO)")
 
-from helpers import CaClient, needs_pyepics
+from helpers import CaClient, needs_pyepics  # noqa: E402
 
 
 def scalar(v):
@@ -149,15 +148,33 @@ def test_cpus_rtprio_and_reader_cpu():
         assert len(stimuli(ioc, 5)) == 5
 
 
-@pytest.mark.parametrize("args, words", [
-    (["--rtprio", "0"], "1..99"),
-    (["--rtprio", "x"], "invalid int"),
-    (["--cpus", "9999"], "not online"),
-    (["--cpus", "a-b"], "not a CPU list"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--rtprio", "0"], "1..99"),
+        (["--rtprio", "x"], "invalid int"),
+        (["--cpus", "9999"], "not online"),
+        (["--cpus", "a-b"], "not a CPU list"),
+    ],
+)
 def test_bad_cpus_or_rtprio_is_one_line(tmp_path, args, words):
-    p = subprocess.run([sys.executable, "-m", "rtqual.epics.iocmain", "--db", str(tmp_path / "x.db"),
-                        "--fifo-in", "a", "--fifo-out", "b", *args], capture_output=True, text=True, timeout=30)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rtqual.epics.iocmain",
+            "--db",
+            str(tmp_path / "x.db"),
+            "--fifo-in",
+            "a",
+            "--fifo-out",
+            "b",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert p.returncode == 1 and p.stderr.count("\n") == 1 and words in p.stderr, p.stderr
     assert "Traceback" not in p.stderr
 
@@ -165,10 +182,30 @@ def test_bad_cpus_or_rtprio_is_one_line(tmp_path, args, words):
 @needs_root
 @pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv (util-linux) missing")
 def test_rtprio_not_permitted_is_one_line(tmp_path):
-    p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
-                        sys.executable, "-m", "rtqual.epics.iocmain", "--db", str(tmp_path / "x.db"),
-                        "--fifo-in", "a", "--fifo-out", "b", "--rtprio", "10"],
-                       capture_output=True, text=True, timeout=30, cwd="/")
+    p = subprocess.run(
+        [
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+            sys.executable,
+            "-m",
+            "rtqual.epics.iocmain",
+            "--db",
+            str(tmp_path / "x.db"),
+            "--fifo-in",
+            "a",
+            "--fifo-out",
+            "b",
+            "--rtprio",
+            "10",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd="/",
+    )
     assert p.returncode == 1 and p.stderr.count("\n") == 1 and "not permitted" in p.stderr, p.stderr
 
 

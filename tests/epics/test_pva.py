@@ -1,5 +1,6 @@
 """PV Access: rtqual's IOC serves its records over PVA (QSRV2 from pvxslibs) on loopback only, and
 `rtqual run pva-rtt` measures put -> monitor through it. Invariants only, never absolute latencies."""
+
 import importlib.util
 import json
 import subprocess
@@ -7,15 +8,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import gone, rtqual
+from test_run_ca import processes_naming, results
 
 from rtqual import _native
 from rtqual.epics import env as epics_env
 from rtqual.epics.ca import RTT_ECHO, RTT_PUT, ca_db
 from rtqual.epics.ioc import Ioc
 from rtqual.errors import RtqError
-
-from helpers import gone, rtqual
-from test_run_ca import processes_naming, results
 
 
 def _pva_missing() -> str | None:
@@ -68,8 +68,24 @@ def test_iocs_pva_server_listens_on_loopback_only():
 
 def test_pva_rtt_every_put_gets_exactly_one_echo_and_leaves_nothing(tmp_path):
     out = tmp_path / "b"
-    p = rtqual("run", "pva-rtt", "--duration", "2s", "--rate", 50, "--records", 10, "--put-rate", 100,
-               "--baseline", "0", "--allow-degraded", "-o", out, "-q")
+    p = rtqual(
+        "run",
+        "pva-rtt",
+        "--duration",
+        "2s",
+        "--rate",
+        50,
+        "--records",
+        10,
+        "--put-rate",
+        100,
+        "--baseline",
+        "0",
+        "--allow-degraded",
+        "-o",
+        out,
+        "-q",
+    )
     assert p.returncode == 0, p.stderr
     assert " and PVA on 127.0.0.1:" in p.stderr
     (r,) = results(out)
@@ -84,9 +100,31 @@ def test_pva_rtt_every_put_gets_exactly_one_echo_and_leaves_nothing(tmp_path):
 
 def test_pva_rtt_unknown_pv_is_one_clear_line(tmp_path):
     env = epics_env.epics_env()  # loopback, and a port where no IOC listens
-    p = subprocess.run([sys.executable, "-m", "rtqual", "run", "pva-rtt", "--put", "nosuch:pv", "--loops", "5",
-                        "--timeout", "1s", "--baseline", "0", "--allow-degraded", "-o", str(tmp_path / "b"), "-q"],
-                       capture_output=True, text=True, timeout=60, env=env)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rtqual",
+            "run",
+            "pva-rtt",
+            "--put",
+            "nosuch:pv",
+            "--loops",
+            "5",
+            "--timeout",
+            "1s",
+            "--baseline",
+            "0",
+            "--allow-degraded",
+            "-o",
+            str(tmp_path / "b"),
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert p.returncode == 1
     assert "Traceback" not in p.stderr
     (r,) = results(tmp_path / "b")
@@ -95,9 +133,27 @@ def test_pva_rtt_unknown_pv_is_one_clear_line(tmp_path):
 
 def test_pva_rtt_alone_against_the_ioc():
     with Ioc(extra_db=ca_db(0)) as ioc:
-        p = subprocess.run([str(_native.pva_path()), "pva-rtt", "--put", ioc.pv(RTT_PUT), "--monitor",
-                            ioc.pv(RTT_ECHO), "--loops", "20", "--rate", "100", "--policy", "other",
-                            "--allow-degraded"], env=ioc.env, capture_output=True, text=True, timeout=60)
+        p = subprocess.run(
+            [
+                str(_native.pva_path()),
+                "pva-rtt",
+                "--put",
+                ioc.pv(RTT_PUT),
+                "--monitor",
+                ioc.pv(RTT_ECHO),
+                "--loops",
+                "20",
+                "--rate",
+                "100",
+                "--policy",
+                "other",
+                "--allow-degraded",
+            ],
+            env=ioc.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert p.returncode == 0, p.stderr
     recs = [json.loads(line) for line in p.stdout.splitlines()]
     header, summary = recs[0], next(r for r in recs if r["type"] == "summary")
@@ -116,11 +172,27 @@ def test_searches_to_the_hosts_own_address_find_nothing():
     """pvxs binds its UDP search socket to 0.0.0.0 (to receive broadcasts), but answers only
     searches that came in on EPICS_PVAS_INTF_ADDR_LIST; CA's server binds 127.0.0.1 itself."""
     with Ioc(extra_db=ca_db(0)) as ioc:
-        for tool, probe, var in ((_native.pva_path(), "pva-rtt", "EPICS_PVA_ADDR_LIST"),
-                                 (_native.ca_path(), "ca-rtt", "EPICS_CA_ADDR_LIST")):
-            args = [str(tool), probe, "--put", ioc.pv(RTT_PUT), "--monitor", ioc.pv(RTT_ECHO), "--loops", "2",
-                    "--timeout", "1s", "--policy", "other", "--allow-degraded"]
+        for tool, probe, var in (
+            (_native.pva_path(), "pva-rtt", "EPICS_PVA_ADDR_LIST"),
+            (_native.ca_path(), "ca-rtt", "EPICS_CA_ADDR_LIST"),
+        ):
+            args = [
+                str(tool),
+                probe,
+                "--put",
+                ioc.pv(RTT_PUT),
+                "--monitor",
+                ioc.pv(RTT_ECHO),
+                "--loops",
+                "2",
+                "--timeout",
+                "1s",
+                "--policy",
+                "other",
+                "--allow-degraded",
+            ]
             assert subprocess.run(args, env=ioc.env, capture_output=True, timeout=60).returncode == 0, probe
-            p = subprocess.run(args, env={**ioc.env, var: host_addresses()[0]}, capture_output=True, text=True,
-                               timeout=60)
+            p = subprocess.run(
+                args, env={**ioc.env, var: host_addresses()[0]}, capture_output=True, text=True, timeout=60
+            )
             assert p.returncode == 1 and ioc.prefix in p.stderr, (probe, p.returncode, p.stderr)

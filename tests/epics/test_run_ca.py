@@ -1,5 +1,6 @@
 """The CLI around rtqual's IOC: the APS CA load, `rtqual run ca-rtt`, the IOC presets, and an
 independent CA client (pyepics) using the operator PVs while `rtqual run ioc` measures."""
+
 import json
 import os
 import subprocess
@@ -8,15 +9,11 @@ import time
 from pathlib import Path
 
 import pytest
-
+from helpers import CaClient, needs_pyepics, processes_naming, rtqual
 
 from rtqual.epics import env as epics_env
 
-
-from helpers import CaClient, needs_pyepics, processes_naming, rtqual
-
 ROOT = Path(__file__).resolve().parents[2]
-
 
 
 def results(out: Path) -> list[dict]:
@@ -25,8 +22,28 @@ def results(out: Path) -> list[dict]:
 
 def test_ioc_with_ca_load_records_achieved_rates_and_leaves_nothing(tmp_path):
     out = tmp_path / "b"
-    p = rtqual("run", "ioc", "--preset", "aps", "--records", 50, "--put-rate", 200, "--scan", ".5 second",
-               "--duration", "2s", "--baseline", "0", "--ioc-prefix", "rtqtest1:", "--allow-degraded", "-o", out, "-q")
+    p = rtqual(
+        "run",
+        "ioc",
+        "--preset",
+        "aps",
+        "--records",
+        50,
+        "--put-rate",
+        200,
+        "--scan",
+        ".5 second",
+        "--duration",
+        "2s",
+        "--baseline",
+        "0",
+        "--ioc-prefix",
+        "rtqtest1:",
+        "--allow-degraded",
+        "-o",
+        out,
+        "-q",
+    )
     assert p.returncode == 0, p.stderr
     (r,) = results(out)
     load = r["ioc"]["ca_load"]
@@ -40,8 +57,7 @@ def test_ioc_with_ca_load_records_achieved_rates_and_leaves_nothing(tmp_path):
 
 def test_ca_rtt_through_rtquals_ioc(tmp_path):
     out = tmp_path / "b"
-    p = rtqual("run", "ca-rtt", "--loops", 100, "--rate", 100, "--baseline", "0", "--allow-degraded",
-               "-o", out, "-q")
+    p = rtqual("run", "ca-rtt", "--loops", 100, "--rate", 100, "--baseline", "0", "--allow-degraded", "-o", out, "-q")
     assert p.returncode == 0, p.stderr
     (r,) = results(out)
     assert r["probe"] == "ca-rtt" and r["stats"]["count"] == 100 and r["stats"]["min_ns"] > 0
@@ -51,9 +67,31 @@ def test_ca_rtt_through_rtquals_ioc(tmp_path):
 
 def test_ca_rtt_unknown_external_pv_is_one_clear_line(tmp_path):
     env = epics_env.epics_env()  # loopback, and a port where no IOC listens
-    p = subprocess.run([sys.executable, "-m", "rtqual", "run", "ca-rtt", "--put", "nosuch:pv", "--loops", "5",
-                        "--timeout", "1s", "--baseline", "0", "--allow-degraded", "-o", str(tmp_path / "b"), "-q"],
-                       capture_output=True, text=True, timeout=60, env=env)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rtqual",
+            "run",
+            "ca-rtt",
+            "--put",
+            "nosuch:pv",
+            "--loops",
+            "5",
+            "--timeout",
+            "1s",
+            "--baseline",
+            "0",
+            "--allow-degraded",
+            "-o",
+            str(tmp_path / "b"),
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert p.returncode == 1
     (r,) = results(tmp_path / "b")
     assert r["verdict"] == "error" and "nosuch:pv" in r["reason"] and "\n" not in r["reason"]
@@ -91,23 +129,56 @@ def without_epics_vars() -> dict:
 def test_pyepics_reads_operator_pvs_and_sets_the_sample_count_during_a_run(tmp_path):
     out, user_db = tmp_path / "b", tmp_path / "user.db"
     user_db.write_text('record(ai, "$(P)user:x") {\n    field(VAL, "42")\n    field(PINI, "YES")\n}\n')
-    p = subprocess.Popen([sys.executable, "-m", "rtqual", "run", "ioc", "--duration", "30s", "--rate", "200",
-                          "--records", "20", "--put-rate", "50", "--ioc-chain", "3", "--ioc-db", str(user_db),
-                          "--baseline", "0", "--ioc-prefix", "rtqtest2:",
-                          "--allow-degraded", "-o", str(out), "-q"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=without_epics_vars())
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rtqual",
+            "run",
+            "ioc",
+            "--duration",
+            "30s",
+            "--rate",
+            "200",
+            "--records",
+            "20",
+            "--put-rate",
+            "50",
+            "--ioc-chain",
+            "3",
+            "--ioc-db",
+            str(user_db),
+            "--baseline",
+            "0",
+            "--ioc-prefix",
+            "rtqtest2:",
+            "--allow-degraded",
+            "-o",
+            str(out),
+            "-q",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=without_epics_vars(),
+    )
     ca = None
     try:
         info = out / "cases" / "001-ioc" / "ioc.json"
         deadline = time.monotonic() + 30
         while not info.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
-        env = epics_env.epics_env(ports=False) | {"EPICS_CA_SERVER_PORT": json.loads(info.read_text())["ca_server_port"]}
+        env = epics_env.epics_env(ports=False) | {
+            "EPICS_CA_SERVER_PORT": json.loads(info.read_text())["ca_server_port"]
+        }
         # the IOC, the repeater and both load clients: loopback set in code, not by our shell
         # (a fork of rtqual itself, on its way to exec something, also names the prefix: not counted)
         ours = {pid: role for pid, role in roles_naming("rtqtest2:").items() if role != "rtqual run"}
-        ours |= {pid: role for pid, role in roles_naming("rtqual-ca\0repeater").items()
-                 if environ_of(pid).get("EPICS_CA_SERVER_PORT") == env["EPICS_CA_SERVER_PORT"]}
+        ours |= {
+            pid: role
+            for pid, role in roles_naming("rtqual-ca\0repeater").items()
+            if environ_of(pid).get("EPICS_CA_SERVER_PORT") == env["EPICS_CA_SERVER_PORT"]
+        }
         assert sorted(ours.values()) == ["ioc", "monitor", "put", "repeater"], ours
         for pid in ours:
             assert {k: environ_of(pid).get(k) for k in epics_env.LOOPBACK} == epics_env.LOOPBACK, pid
@@ -132,9 +203,11 @@ def test_pyepics_reads_operator_pvs_and_sets_the_sample_count_during_a_run(tmp_p
         # one window's statistics: stat:count the same before and after them in one batch of gets
         # (the IOC updates them all in one locked chain, 200 times a second)
         for _ in range(50):
-            before, lo, med, hi, after = ca.get_many(["rtqtest2:stat:count"]
-                                                     + [f"rtqtest2:lat:total:{k}" for k in ("min", "median", "max")]
-                                                     + ["rtqtest2:stat:count"])
+            before, lo, med, hi, after = ca.get_many(
+                ["rtqtest2:stat:count"]
+                + [f"rtqtest2:lat:total:{k}" for k in ("min", "median", "max")]
+                + ["rtqtest2:stat:count"]
+            )
             if before == after:
                 break
         assert before == after and 0 < lo <= med <= hi
@@ -169,8 +242,12 @@ def test_kek_ioc_preset_runs_the_ioc_at_fifo_90_idle_and_under_hackbench(tmp_pat
     p = rtqual("run", ROOT / "scenarios/kek-rpi-ioc-2020.toml", "--scale", "0.001", "-o", out, "-q", timeout=300)
     assert p.returncode == 0, p.stderr
     rs = results(out)
-    assert [r["label"] for r in rs] == ["timer baseline idle", "timer baseline hackbench", "ioc 25 Hz idle",
-                                        "ioc 25 Hz hackbench"]
+    assert [r["label"] for r in rs] == [
+        "timer baseline idle",
+        "timer baseline hackbench",
+        "ioc 25 Hz idle",
+        "ioc 25 Hz hackbench",
+    ]
     for r in rs[2:]:
         assert r["ioc"]["rtprio"] == 90 and r["params"]["rate_hz"] == 25 and r["ioc"]["preset"] == "kek"
     assert rs[3]["loads"] and rs[3]["loads"][0]["type"] == "hackbench"

@@ -1,4 +1,5 @@
 """`rtqual run ioc`: the iocresp harness against a real IOC the runner starts and always stops."""
+
 import json
 import os
 import shutil
@@ -7,20 +8,36 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import gone, processes_naming, rtqual
 
 from rtqual.report import stage_table
 
-from helpers import gone, processes_naming, rtqual
-
 
 # (preset, mode, timer baseline): the IOC case is 002-ioc after a baseline, else 001-ioc.
-@pytest.fixture(scope="module", params=[("kek", "callback", "1s"), ("aps", "immediate", "0")],
-                ids=lambda p: "-".join(p[:2]))
+@pytest.fixture(
+    scope="module", params=[("kek", "callback", "1s"), ("aps", "immediate", "0")], ids=lambda p: "-".join(p[:2])
+)
 def run(request, tmp_path_factory):
     preset, mode, baseline = request.param
     out = tmp_path_factory.mktemp("ioc") / "bundle"
-    p = rtqual("run", "ioc", "--preset", preset, "--mode", mode, "--duration", "2s", "--rate", "200",
-               "--baseline", baseline, "--allow-degraded", "-o", str(out), "-q")
+    p = rtqual(
+        "run",
+        "ioc",
+        "--preset",
+        preset,
+        "--mode",
+        mode,
+        "--duration",
+        "2s",
+        "--rate",
+        "200",
+        "--baseline",
+        baseline,
+        "--allow-degraded",
+        "-o",
+        str(out),
+        "-q",
+    )
     case = out / "cases" / ("001-ioc" if baseline == "0" else "002-ioc")
     result = json.loads((case / "result.json").read_text()) if (case / "result.json").exists() else None
     return p, out, result
@@ -91,7 +108,7 @@ def iocs_of(parent: int) -> list[int]:
             stat = open(f"/proc/{d}/stat").read()
         except OSError:
             continue
-        if b"rtqual.epics.iocmain" in cmd and int(stat[stat.rindex(")") + 2:].split()[1]) == parent:
+        if b"rtqual.epics.iocmain" in cmd and int(stat[stat.rindex(")") + 2 :].split()[1]) == parent:
             out.append(int(d))
     return out
 
@@ -99,10 +116,28 @@ def iocs_of(parent: int) -> list[int]:
 def start_and_wait_for_ioc(tmp_path):
     """`rtqual run ioc` for 60 s; returns (Popen, bundle, IOC pid) once the harness measures."""
     import time
+
     out = tmp_path / "bundle"
-    p = subprocess.Popen([sys.executable, "-m", "rtqual", "run", "ioc", "--duration", "60s", "--baseline", "0",
-                          "--allow-degraded", "-o", str(out), "-q"], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rtqual",
+            "run",
+            "ioc",
+            "--duration",
+            "60s",
+            "--baseline",
+            "0",
+            "--allow-degraded",
+            "-o",
+            str(out),
+            "-q",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     stream = out / "cases" / "001-ioc" / "stream.jsonl"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -131,6 +166,7 @@ def test_sigint_keeps_the_measured_part_and_stops_the_ioc(tmp_path):
 
 def test_sigkill_of_rtqual_still_stops_the_ioc(tmp_path):
     import time
+
     p, out, ioc_pid = start_and_wait_for_ioc(tmp_path)
     cmd = open(f"/proc/{ioc_pid}/cmdline").read().split("\0")
     ioc_dir = cmd[cmd.index("--orphan-removes") + 1]
@@ -141,9 +177,11 @@ def test_sigkill_of_rtqual_still_stops_the_ioc(tmp_path):
     while not gone(ioc_pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert gone(ioc_pid), "IOC left running after rtqual was killed"
-    assert not os.path.exists(ioc_dir), ("the IOC's temp folder is left after rtqual was killed: "
-                                         f"{os.listdir(ioc_dir)}; the IOC said "
-                                         f"{(out / 'cases' / '001-ioc' / 'ioc.stderr').read_text()[-500:]}")
+    assert not os.path.exists(ioc_dir), (
+        "the IOC's temp folder is left after rtqual was killed: "
+        f"{os.listdir(ioc_dir)}; the IOC said "
+        f"{(out / 'cases' / '001-ioc' / 'ioc.stderr').read_text()[-500:]}"
+    )
 
 
 def test_a_bad_user_database_is_a_clear_error(tmp_path):
@@ -161,30 +199,64 @@ def test_a_bad_user_database_is_a_clear_error(tmp_path):
 # every process (LD_PRELOAD) whose "wires" are FIFOs. It tests rtqual's GPIO path end to end (the
 # harness, the device support, the times FIFO, the stage arithmetic), not GPIO hardware.
 
+
 @pytest.fixture(scope="module")
 def fake_gpio(tmp_path_factory):
     if shutil.which("gcc") is None:
         pytest.skip("gcc missing (it builds the GPIO test double)")
     lib = tmp_path_factory.mktemp("fakegpio") / "libfakegpio.so"
-    subprocess.run(["gcc", "-O2", "-Wall", "-shared", "-fPIC", "-o", str(lib), str(Path(__file__).with_name("fake_gpio.c")),
-                    "-ldl"], check=True)
+    subprocess.run(
+        [
+            "gcc",
+            "-O2",
+            "-Wall",
+            "-shared",
+            "-fPIC",
+            "-o",
+            str(lib),
+            str(Path(__file__).with_name("fake_gpio.c")),
+            "-ldl",
+        ],
+        check=True,
+    )
 
     def env(wires: str, folder: Path) -> dict:
         folder.mkdir()
-        return {**os.environ, "LD_PRELOAD": str(lib), "RTQUAL_FAKE_GPIO_DIR": str(folder),
-                "RTQUAL_FAKE_GPIO_WIRES": wires}
+        return {
+            **os.environ,
+            "LD_PRELOAD": str(lib),
+            "RTQUAL_FAKE_GPIO_DIR": str(folder),
+            "RTQUAL_FAKE_GPIO_WIRES": wires,
+        }
+
     return env
 
 
 def rtqual_env(env: dict, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rtqual", *map(str, args)], capture_output=True, text=True,
-                          timeout=180, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "rtqual", *map(str, args)], capture_output=True, text=True, timeout=180, env=env
+    )
 
 
 def test_gpio_wired_run_answers_every_stimulus_with_the_drive_stage(tmp_path, fake_gpio):
     out = tmp_path / "b"
-    p = rtqual_env(fake_gpio("17:27,22:23", tmp_path / "wires"), "run", "ioc", "--gpio", "/dev/gpiochip0:17,27,22,23",
-                   "--duration", "2s", "--rate", "100", "--baseline", "0", "--allow-degraded", "-o", out, "-q")
+    p = rtqual_env(
+        fake_gpio("17:27,22:23", tmp_path / "wires"),
+        "run",
+        "ioc",
+        "--gpio",
+        "/dev/gpiochip0:17,27,22,23",
+        "--duration",
+        "2s",
+        "--rate",
+        "100",
+        "--baseline",
+        "0",
+        "--allow-degraded",
+        "-o",
+        out,
+        "-q",
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     result = json.loads((out / "cases" / "001-ioc" / "result.json").read_text())
     assert result["label"] == "ioc kek callback gpio 100 Hz" and result["params"]["gpio_stim"] == "/dev/gpiochip0:17"
@@ -199,14 +271,35 @@ def test_gpio_wired_run_answers_every_stimulus_with_the_drive_stage(tmp_path, fa
 
 def test_gpio_response_not_wired_is_one_clear_error(tmp_path, fake_gpio):
     out = tmp_path / "b"
-    p = rtqual_env(fake_gpio("17:27,22:24", tmp_path / "wires"), "run", "ioc", "--gpio", "/dev/gpiochip0:17,27,22,23",
-                   "--duration", "2s", "--timeout", "1s", "--baseline", "0", "--allow-degraded", "-o", out, "-q")
+    p = rtqual_env(
+        fake_gpio("17:27,22:24", tmp_path / "wires"),
+        "run",
+        "ioc",
+        "--gpio",
+        "/dev/gpiochip0:17,27,22,23",
+        "--duration",
+        "2s",
+        "--timeout",
+        "1s",
+        "--baseline",
+        "0",
+        "--allow-degraded",
+        "-o",
+        out,
+        "-q",
+    )
     assert p.returncode == 1 and "Traceback" not in p.stdout + p.stderr
     result = json.loads((out / "cases" / "001-ioc" / "result.json").read_text())
     assert result["verdict"] == "error" and "\n" not in result["reason"]
-    assert "(are /dev/gpiochip0:17 -> the IOC's input and the IOC's output -> /dev/gpiochip0:23 wired?)" in result["reason"]
+    assert (
+        "(are /dev/gpiochip0:17 -> the IOC's input and the IOC's output -> /dev/gpiochip0:23 wired?)"
+        in result["reason"]
+    )
 
-@pytest.mark.parametrize("spec", ["/dev/gpiochip0:1,2,3", "/dev/gpiochip0:1,2,3,3", "1,2,3,4", "/dev/gpiochip0:a,2,3,4"])
+
+@pytest.mark.parametrize(
+    "spec", ["/dev/gpiochip0:1,2,3", "/dev/gpiochip0:1,2,3,3", "1,2,3,4", "/dev/gpiochip0:a,2,3,4"]
+)
 def test_a_bad_gpio_spec_is_one_line(tmp_path, spec):
     p = rtqual("run", "ioc", "--gpio", spec, "--duration", "1s", "--baseline", "0", "-o", tmp_path / "b", "-q")
     assert p.returncode == 1 and p.stderr.count("\n") == 1 and "CHIP:STIM,IN,OUT,RESP" in p.stderr, p.stderr
@@ -214,17 +307,39 @@ def test_a_bad_gpio_spec_is_one_line(tmp_path, spec):
 
 def test_gpio_lines_reach_the_ioc_and_the_harness(tmp_path):
     from rtqual.epics.service import IocService
+
     svc = IocService({"type": "ioc", "gpio": "/dev/gpiochip7:17,27,22,23"})
     try:
         assert svc.ioc.gpio_in == "/dev/gpiochip7:27 edge=both" and svc.ioc.gpio_out == "/dev/gpiochip7:22"
         args = svc.resolve(["--in", "$(IOC_IN)", "--out", "$(IOC_OUT)", "--rate", "25"])
-        assert args == ["--gpio-stim", "/dev/gpiochip7:17", "--gpio-resp", "/dev/gpiochip7:23",
-                        "--out", str(svc.ioc.fifo_out), "--rate", "25"]  # the IOC's times still come on --out
+        assert args == [
+            "--gpio-stim",
+            "/dev/gpiochip7:17",
+            "--gpio-resp",
+            "/dev/gpiochip7:23",
+            "--out",
+            str(svc.ioc.fifo_out),
+            "--rate",
+            "25",
+        ]  # the IOC's times still come on --out
     finally:
         svc.discard()
     # a chip that is not there: the IOC says so, one verdict, nothing left running
-    p = rtqual("run", "ioc", "--gpio", "/dev/gpiochip99:17,27,22,23", "--duration", "1s", "--baseline", "0",
-               "--ioc-prefix", "rtqgpio:", "-o", tmp_path / "b", "-q")
+    p = rtqual(
+        "run",
+        "ioc",
+        "--gpio",
+        "/dev/gpiochip99:17,27,22,23",
+        "--duration",
+        "1s",
+        "--baseline",
+        "0",
+        "--ioc-prefix",
+        "rtqgpio:",
+        "-o",
+        tmp_path / "b",
+        "-q",
+    )
     assert p.returncode == 1 and "Traceback" not in p.stdout + p.stderr
     result = json.loads((tmp_path / "b" / "cases" / "001-ioc" / "result.json").read_text())
     assert result["verdict"] == "error" and "/dev/gpiochip99: No such file or directory" in result["reason"]
@@ -232,18 +347,38 @@ def test_gpio_lines_reach_the_ioc_and_the_harness(tmp_path):
     assert processes_naming("rtqgpio:") == []
 
 
-@pytest.mark.parametrize("args, words", [
-    (["--gpio-stim", "/dev/gpiochip99:1", "--out", "OUT"], "--gpio-stim and --gpio-resp go together"),
-    (["--gpio-stim", "/dev/gpiochip99", "--gpio-resp", "/dev/gpiochip99:2", "--out", "OUT"], "want /dev/gpiochipN:LINE"),
-    (["--in", "OUT", "--gpio-stim", "/dev/gpiochip99:1", "--gpio-resp", "/dev/gpiochip99:2", "--out", "OUT"],
-     "one stimulus, a FIFO or a GPIO line"),
-    (["--gpio-stim", "/dev/gpiochip99:1", "--gpio-resp", "/dev/gpiochip99:2", "--out", "OUT", "--allow-degraded"],
-     "--gpio-stim /dev/gpiochip99:1: No such file or directory"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--gpio-stim", "/dev/gpiochip99:1", "--out", "OUT"], "--gpio-stim and --gpio-resp go together"),
+        (
+            ["--gpio-stim", "/dev/gpiochip99", "--gpio-resp", "/dev/gpiochip99:2", "--out", "OUT"],
+            "want /dev/gpiochipN:LINE",
+        ),
+        (
+            ["--in", "OUT", "--gpio-stim", "/dev/gpiochip99:1", "--gpio-resp", "/dev/gpiochip99:2", "--out", "OUT"],
+            "one stimulus, a FIFO or a GPIO line",
+        ),
+        (
+            [
+                "--gpio-stim",
+                "/dev/gpiochip99:1",
+                "--gpio-resp",
+                "/dev/gpiochip99:2",
+                "--out",
+                "OUT",
+                "--allow-degraded",
+            ],
+            "--gpio-stim /dev/gpiochip99:1: No such file or directory",
+        ),
+    ],
+)
 def test_iocresp_gpio_options_are_checked(tmp_path, args, words):
     from rtqual import _native
+
     os.mkfifo(tmp_path / "out.fifo")
     args = [str(tmp_path / "out.fifo") if a == "OUT" else a for a in args]
-    p = subprocess.run([_native.probe_path(), "iocresp", *args, "--loops", "3"], capture_output=True, text=True,
-                       timeout=30)
+    p = subprocess.run(
+        [_native.probe_path(), "iocresp", *args, "--loops", "3"], capture_output=True, text=True, timeout=30
+    )
     assert p.returncode == 1 and p.stderr.count("\n") == 1 and words in p.stderr, p.stderr

@@ -2,6 +2,7 @@
 against it and the IOC runs on its libraries, one copy of each. The "site base" here is laid
 out like an installed base (include/, lib/linux-x86_64/, dbd/) from copies of the wheel's files,
 so the test can tell from /proc/PID/maps which libraries the IOC really loaded."""
+
 import json
 import os
 import shutil
@@ -28,8 +29,10 @@ def site(tmp_path_factory):
     (base / "dbd").symlink_to(Path(epicscorelibs.path.base_path) / "dbd")
     build = tmp / "build"
     env = {**os.environ, "EPICS_HOST_ARCH": ARCH}
-    for cmd in (["cmake", "-S", ROOT, "-B", build, f"-DRTQUAL_EPICS_BASE={base}", "-DCMAKE_BUILD_TYPE=Release"],
-                ["cmake", "--build", build, "--target", "rtqual_devsup", "-j2"]):
+    for cmd in (
+        ["cmake", "-S", ROOT, "-B", build, f"-DRTQUAL_EPICS_BASE={base}", "-DCMAKE_BUILD_TYPE=Release"],
+        ["cmake", "--build", build, "--target", "rtqual_devsup", "-j2"],
+    ):
         p = subprocess.run(list(map(str, cmd)), capture_output=True, text=True, env=env)
         assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     return base, build / "native" / "epics"
@@ -43,8 +46,10 @@ def loaded(pid: int, name: str) -> set[str]:
 
 def test_the_build_names_the_site_base_for_the_ioc(site):
     base, devsup = site
-    assert json.loads((devsup / "epics_site.json").read_text()) == {"lib_dir": str(base / "lib" / ARCH),
-                                                                     "dbd_dir": str(base / "dbd")}
+    assert json.loads((devsup / "epics_site.json").read_text()) == {
+        "lib_dir": str(base / "lib" / ARCH),
+        "dbd_dir": str(base / "dbd"),
+    }
 
 
 def test_the_ioc_runs_on_the_site_base_libraries_only(site):
@@ -61,9 +66,19 @@ def test_the_ioc_runs_on_the_site_base_libraries_only(site):
 
 
 def test_explicit_directories_without_dbd_dir_are_refused(tmp_path):
-    p = subprocess.run(["cmake", "-S", str(ROOT), "-B", str(tmp_path / "b"),
-                        f"-DRTQUAL_EPICS_INCLUDE_DIR={epicscorelibs.path.include_path}",
-                        f"-DRTQUAL_EPICS_LIB_DIR={epicscorelibs.path.lib_path}"], capture_output=True, text=True)
+    p = subprocess.run(
+        [
+            "cmake",
+            "-S",
+            str(ROOT),
+            "-B",
+            str(tmp_path / "b"),
+            f"-DRTQUAL_EPICS_INCLUDE_DIR={epicscorelibs.path.include_path}",
+            f"-DRTQUAL_EPICS_LIB_DIR={epicscorelibs.path.lib_path}",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode != 0 and "RTQUAL_EPICS_DBD_DIR" in p.stderr
 
 

@@ -1,34 +1,37 @@
 """Bad input: one clear line on stderr and exit 1, never a traceback."""
+
 import pytest
 
 from conftest import needs_probe
-
 from rtqual.errors import RtqError
 
 
-@pytest.mark.parametrize("args,fragment", [
-    (["run", "timer", "--cpus", "0-x"], "--cpus"),
-    (["run", "timer", "--cpus", "4095"], "not online"),
-    (["run", "timer", "--interval", "0ms"], "--interval"),
-    (["run", "timer", "--interval", "-1ms"], "--interval"),
-    (["run", "timer", "--interval", "10"], "unit"),
-    (["run", "timer", "--priority", "100"], "--priority"),
-    (["run", "timer", "--priority", "abc"], "priority"),
-    (["run", "timer", "--bogus"], "--bogus"),
-    (["run", "timer", "--duration", "1s", "--loops", "5"], "not allowed"),
-    (["run", "nosuchprobe"], "nosuchprobe"),
-    (["run", "ioc", "--ioc-cpus", "4095"], "not online"),
-    (["run", "ioc", "--reader-cpu", "4095"], "not online"),
-    (["run", "ioc", "--ioc-prefix", 'a"b'], "IOC prefix"),
-    (["run", "ioc", "--records", "-1"], "--records"),
-    (["run", "ioc", "--scan", "3 second"], "--scan"),
-    (["run", "ioc", "--baseline", "fast"], "--baseline"),
-    (["run", "ioc", "--ioc-db", "/nonexistent.db"], "--ioc-db"),
-    (["run", "ioc", "--ioc-chain", "-1"], "--ioc-chain"),
-    (["show", "/nonexistent/bundle"], "not an rtqual bundle"),
-    (["export", "raw", "/nonexistent/bundle"], "not an rtqual bundle"),
-    (["frobnicate"], "frobnicate"),
-])
+@pytest.mark.parametrize(
+    "args,fragment",
+    [
+        (["run", "timer", "--cpus", "0-x"], "--cpus"),
+        (["run", "timer", "--cpus", "4095"], "not online"),
+        (["run", "timer", "--interval", "0ms"], "--interval"),
+        (["run", "timer", "--interval", "-1ms"], "--interval"),
+        (["run", "timer", "--interval", "10"], "unit"),
+        (["run", "timer", "--priority", "100"], "--priority"),
+        (["run", "timer", "--priority", "abc"], "priority"),
+        (["run", "timer", "--bogus"], "--bogus"),
+        (["run", "timer", "--duration", "1s", "--loops", "5"], "not allowed"),
+        (["run", "nosuchprobe"], "nosuchprobe"),
+        (["run", "ioc", "--ioc-cpus", "4095"], "not online"),
+        (["run", "ioc", "--reader-cpu", "4095"], "not online"),
+        (["run", "ioc", "--ioc-prefix", 'a"b'], "IOC prefix"),
+        (["run", "ioc", "--records", "-1"], "--records"),
+        (["run", "ioc", "--scan", "3 second"], "--scan"),
+        (["run", "ioc", "--baseline", "fast"], "--baseline"),
+        (["run", "ioc", "--ioc-db", "/nonexistent.db"], "--ioc-db"),
+        (["run", "ioc", "--ioc-chain", "-1"], "--ioc-chain"),
+        (["show", "/nonexistent/bundle"], "not an rtqual bundle"),
+        (["export", "raw", "/nonexistent/bundle"], "not an rtqual bundle"),
+        (["frobnicate"], "frobnicate"),
+    ],
+)
 def test_bad_input_one_line(rtqual_cmd, args, fragment):
     out = rtqual_cmd(*args)
     assert out.returncode == 1
@@ -50,6 +53,7 @@ def test_version(rtqual_cmd):
 
 def test_an_option_given_as_zero_is_kept_not_taken_for_absent():
     from rtqual import cli
+
     a = cli.build_parser().parse_args(["run", "timer", "--warmup", "0"])
     assert cli.timer_case(a)["params"]["warmup"] == 0
     a = cli.build_parser().parse_args(["run", "switch", "--warmup", "0", "--cpus", "0"])

@@ -1,4 +1,5 @@
 """`rtqual compare A B`: two bundles of the fake probe with known samples, side by side."""
+
 import json
 
 import pytest

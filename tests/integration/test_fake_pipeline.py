@@ -1,11 +1,13 @@
 """The whole pipeline (probe -> stream -> runner -> bundle -> show/export) with the fake probe: no root."""
+
 import json
 import signal
 import subprocess
 import sys
 import time
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from conftest import needs_probe
 from rtqual import _native
@@ -21,8 +23,9 @@ def write_script(path, samples, extra=""):
 
 
 def run_probe(script, *args):
-    out = subprocess.run([_native.probe_path(), "fake", "--script", script, *args], capture_output=True,
-                         text=True, timeout=60)
+    out = subprocess.run(
+        [_native.probe_path(), "fake", "--script", script, *args], capture_output=True, text=True, timeout=60
+    )
     return out, [json.loads(line) for line in out.stdout.splitlines()]
 
 
@@ -30,7 +33,7 @@ SAMPLES = [(0, 5_000, 0), (0, 150_000, 2), (0, 7_500, 0), (1, 90_000, 0), (1, 2_
 
 
 def test_run_show_json(tmp_path, rtqual_cmd):
-    script = write_script(tmp_path / "s.txt", SAMPLES, "warn hello \"there\"\n")
+    script = write_script(tmp_path / "s.txt", SAMPLES, 'warn hello "there"\n')
     out = rtqual_cmd("run", "fake", "--script", script, "-o", tmp_path / "b", "-q")
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == str(tmp_path / "b")
@@ -95,8 +98,12 @@ def test_raw_export(tmp_path, rtqual_cmd):
 
 def test_sigint_keeps_measured_part(tmp_path):
     script = write_script(tmp_path / "s.txt", SAMPLES, "progress\nsleep 20000\nsample 0 1 0\n")
-    proc = subprocess.Popen([sys.executable, "-m", "rtqual", "run", "fake", "--script", str(script),
-                             "-o", str(tmp_path / "b"), "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rtqual", "run", "fake", "--script", str(script), "-o", str(tmp_path / "b"), "-q"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 20
     stream = tmp_path / "b" / "cases" / "001-fake" / "stream.jsonl"
     while time.monotonic() < deadline and '"progress"' not in (stream.read_text() if stream.exists() else ""):

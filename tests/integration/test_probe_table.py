@@ -1,4 +1,5 @@
 """The probe table the Python side uses is the installed binary's own."""
+
 import json
 
 from conftest import needs_probe

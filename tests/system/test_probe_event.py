@@ -1,4 +1,5 @@
 """Short real `event` probe runs (root): stimulus -> epoll wake-up response. Invariants only."""
+
 import json
 
 import pytest
@@ -13,13 +14,12 @@ def run_probe(*args, timeout=60):
     return probe_records("event", *args, timeout=timeout)
 
 
-
-
 @pytest.mark.parametrize("stimulus", ["thread", "process"])
 @pytest.mark.parametrize("source", ["eventfd", "fifo", "timerfd"])
 def test_one_response_per_stimulus(source, stimulus):
-    out, recs = run_probe("--source", source, "--stimulus", stimulus, "--rate", "1000", "--loops", "500",
-                          "--warmup", "20")
+    out, recs = run_probe(
+        "--source", source, "--stimulus", stimulus, "--rate", "1000", "--loops", "500", "--warmup", "20"
+    )
     assert out.returncode == 0, out.stderr
     header, summary, end = one(recs, "header"), one(recs, "summary"), one(recs, "end")
     assert end["status"] == 0 and end["reason"] == "completed"

@@ -4,6 +4,7 @@ Invariants only, never absolute latencies: one sample per round trip, histogram 
 summary agree, the scheduling each process really got is read back into the header,
 and no server/broker process outlives the probe.
 """
+
 import json
 import os
 import signal
@@ -29,14 +30,16 @@ CLIENT_CPU, SERVER_CPU = CPUS[0], CPUS[-1]
 
 def probe() -> str:
     from rtqual import _native
+
     return str(_native.probe_path())
 
 
 def zmq_skip_reason() -> str | None:
     """None if the binary has libzmq; else the probe's own skip line."""
     try:
-        out = subprocess.run([probe(), "msg", "--check", "--transport", "zmq-tcp"], capture_output=True, text=True,
-                             timeout=30)
+        out = subprocess.run(
+            [probe(), "msg", "--check", "--transport", "zmq-tcp"], capture_output=True, text=True, timeout=30
+        )
     except Exception as e:  # no binary: needs_probe skips the module anyway
         return str(e)
     if out.returncode == 3 and "built without libzmq" in out.stderr:
@@ -53,7 +56,6 @@ def transport_param(t):
 
 
 TRANSPORTS = [transport_param(t) for t in ZMQ + BARE]
-
 
 
 def child_pids(header) -> list[int]:
@@ -99,8 +101,20 @@ def assert_placed(proc, cpu, policy="fifo", priority=80):
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_transport_loops(transport):
-    out, recs = run("--transport", transport, "--loops", 300, "--warmup", 20, "--client-cpu", CLIENT_CPU,
-                    "--server-cpu", SERVER_CPU, "--size", 100)
+    out, recs = run(
+        "--transport",
+        transport,
+        "--loops",
+        300,
+        "--warmup",
+        20,
+        "--client-cpu",
+        CLIENT_CPU,
+        "--server-cpu",
+        SERVER_CPU,
+        "--size",
+        100,
+    )
     assert out.returncode == 0, out.stderr
     head = one(recs, "header")
     assert one(recs, "end")["status"] == 0
@@ -121,8 +135,23 @@ def test_transport_loops(transport):
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_chain(transport):
-    out, recs = run("--transport", transport, "--chain", "--loops", 300, "--warmup", 20, "--client-cpu",
-                    CLIENT_CPU, "--broker-cpu", SERVER_CPU, "--server-cpu", SERVER_CPU, "--server-priority", 70)
+    out, recs = run(
+        "--transport",
+        transport,
+        "--chain",
+        "--loops",
+        300,
+        "--warmup",
+        20,
+        "--client-cpu",
+        CLIENT_CPU,
+        "--broker-cpu",
+        SERVER_CPU,
+        "--server-cpu",
+        SERVER_CPU,
+        "--server-priority",
+        70,
+    )
     assert out.returncode == 0, out.stderr
     head = one(recs, "header")
     assert_invariants(recs, 300)
@@ -159,8 +188,21 @@ def test_broker_options_ignored_without_chain():
 
 def test_mixed_policies():
     """The paper's case 1 shape: RT everywhere, only the broker (message server) bound."""
-    out, recs = run("--transport", "tcp", "--chain", "--broker-cpu", SERVER_CPU, "--client-policy", "rr",
-                    "--client-priority", 60, "--server-policy", "other", "--loops", 200)
+    out, recs = run(
+        "--transport",
+        "tcp",
+        "--chain",
+        "--broker-cpu",
+        SERVER_CPU,
+        "--client-policy",
+        "rr",
+        "--client-priority",
+        60,
+        "--server-policy",
+        "other",
+        "--loops",
+        200,
+    )
     assert out.returncode == 0, out.stderr
     procs = one(recs, "header")["params"]["processes"]
     assert_placed(procs["client"], None, policy="rr", priority=60)
@@ -188,8 +230,7 @@ def test_duration_mode():
 
 
 def _start(*args):
-    p = subprocess.Popen([probe(), "msg", *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True)
+    p = subprocess.Popen([probe(), "msg", *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     header = json.loads(p.stdout.readline())
     assert header["type"] == "header"
     return p, header
@@ -240,11 +281,14 @@ def test_probe_killed_children_follow():
     assert_gone(pids)
 
 
-@pytest.mark.parametrize("args, text", [
-    (["--transport", "udp", "--size", "70000"], "at most 65507"),
-    (["--transport", "unix-stream", "--loops", "5", "--duration", "1s"], "exclude each other"),
-    (["--transport", "unix-dgram", "--client-cpu", "4096"], "--client-cpu"),
-])
+@pytest.mark.parametrize(
+    "args, text",
+    [
+        (["--transport", "udp", "--size", "70000"], "at most 65507"),
+        (["--transport", "unix-stream", "--loops", "5", "--duration", "1s"], "exclude each other"),
+        (["--transport", "unix-dgram", "--client-cpu", "4096"], "--client-cpu"),
+    ],
+)
 def test_bad_options(args, text):
     out = subprocess.run([probe(), "msg", "--check", *args], capture_output=True, text=True, timeout=30)
     assert out.returncode == 1 and out.stdout == ""
@@ -254,6 +298,7 @@ def test_bad_options(args, text):
 def test_pipeline_run(tmp_path, rtqual_cmd):
     """Through `rtqual run msg` once the lead's generic runner knows the probe."""
     from rtqual.scenario import probes
+
     if "msg" not in getattr(probes, "_native_probes", lambda: {})():
         pytest.skip("rtqual run msg: msg not in scenario/native_probes.json yet (scripts/update-probe-table)")
     out = rtqual_cmd("run", "msg", "--transport", "udp", "--duration", "2s", "-o", tmp_path / "b", "-q")

@@ -1,4 +1,5 @@
 """Short real `pio` probe runs (root): programmed-I/O sweeps over shared memory. Invariants only."""
+
 import json
 
 import pytest
@@ -10,7 +11,6 @@ pytestmark = [needs_probe, needs_root]
 
 def run_probe(*args, timeout=60):
     return probe_records("pio", *args, timeout=timeout)
-
 
 
 @pytest.mark.parametrize("op", ["read", "write"])
@@ -51,6 +51,7 @@ def test_duration_bounded():
 @pytest.mark.parametrize("spec, what", [("uio:/dev/uio0", "/dev/uio0"), ("mem:0x1000:4096", "/dev/mem")])
 def test_unavailable_maps_skip_with_reason(spec, what):
     import os
+
     if os.path.exists(what):
         pytest.skip(f"{what} exists here")
     out, recs = run_probe("--map", spec, "--passes", "1")

@@ -4,6 +4,7 @@ Invariants only, never absolute latencies: exactly --loops samples after the war
 one slot (the measured CPU), histogram and summary agree, one response per stimulus
 for interrupt-latency, and the priority-inheritance semantics of deadlock-break.
 """
+
 import json
 import os
 import signal
@@ -22,16 +23,22 @@ def run(*args, timeout=60):
 
 
 CPUS = sorted(os.sched_getaffinity(0))
-COMPONENTS = ("task-switch", "preemption", "semaphore-shuffle", "deadlock-break", "intertask-message",
-              "interrupt-latency")
+COMPONENTS = (
+    "task-switch",
+    "preemption",
+    "semaphore-shuffle",
+    "deadlock-break",
+    "intertask-message",
+    "interrupt-latency",
+)
 TWO_CPUS = pytest.mark.skipif(len(CPUS) < 2, reason="needs two usable CPUs")
 LOOPS, WARMUP = 200, 20
 
 
 def probe() -> str:
     from rtqual import _native
-    return str(_native.probe_path())
 
+    return str(_native.probe_path())
 
 
 def component_param(c):
@@ -43,8 +50,20 @@ def component_param(c):
 @pytest.mark.parametrize("component", [component_param(c) for c in COMPONENTS])
 def test_component_invariants(component):
     cpu = CPUS[-1]
-    out, recs = run("--component", component, "--cpu", cpu, "--loops", LOOPS, "--warmup", WARMUP,
-                    "--interval", "200us", "--progress-ms", 60000)
+    out, recs = run(
+        "--component",
+        component,
+        "--cpu",
+        cpu,
+        "--loops",
+        LOOPS,
+        "--warmup",
+        WARMUP,
+        "--interval",
+        "200us",
+        "--progress-ms",
+        60000,
+    )
     assert out.returncode == 0, out.stderr
     assert one(recs, "end")["status"] == 0
     header, summ, hist = one(recs, "header"), one(recs, "summary"), one(recs, "hist")
@@ -74,8 +93,24 @@ def test_component_invariants(component):
 @pytest.mark.parametrize("pi", ["on", "off"])
 def test_deadlock_break_priority_inheritance(pi):
     spin_ns = 2_000_000
-    out, recs = run("--component", "deadlock-break", "--pi", pi, "--spin", "2ms", "--hold", "5us",
-                    "--interval", "3ms", "--loops", 50, "--warmup", 5, "--cpu", CPUS[-1])
+    out, recs = run(
+        "--component",
+        "deadlock-break",
+        "--pi",
+        pi,
+        "--spin",
+        "2ms",
+        "--hold",
+        "5us",
+        "--interval",
+        "3ms",
+        "--loops",
+        50,
+        "--warmup",
+        5,
+        "--cpu",
+        CPUS[-1],
+    )
     assert out.returncode == 0, out.stderr  # finishes either way: the medium spinner is bounded
     summ = one(recs, "summary")
     s = summ["cpus"][0]
@@ -90,8 +125,12 @@ def test_deadlock_break_priority_inheritance(pi):
 
 @TWO_CPUS
 def test_sigint_is_inconclusive():
-    proc = subprocess.Popen([probe(), "rhealstone", "--component", "preemption", "--duration", "60s",
-                             "--progress-ms", "100"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [probe(), "rhealstone", "--component", "preemption", "--duration", "60s", "--progress-ms", "100"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert json.loads(proc.stdout.readline())["type"] == "header"
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:  # until a progress record shows measured samples
@@ -106,13 +145,16 @@ def test_sigint_is_inconclusive():
     assert one(recs, "summary")["cpus"][0]["count"] > 0
 
 
-@pytest.mark.parametrize("args, text", [
-    (["--component", "nosuch"], "--component"),
-    (["--component", "preemption", "--policy", "other"], "needs --policy fifo or rr"),
-    (["--component", "task-switch", "--pi", "off"], "--pi applies"),
-    (["--component", "intertask-message", "--interval", "1"], "--interval"),
-    (["--component", "semaphore-shuffle", "--priority", "90"], "--priority"),
-])
+@pytest.mark.parametrize(
+    "args, text",
+    [
+        (["--component", "nosuch"], "--component"),
+        (["--component", "preemption", "--policy", "other"], "needs --policy fifo or rr"),
+        (["--component", "task-switch", "--pi", "off"], "--pi applies"),
+        (["--component", "intertask-message", "--interval", "1"], "--interval"),
+        (["--component", "semaphore-shuffle", "--priority", "90"], "--priority"),
+    ],
+)
 def test_bad_options_one_line_exit_1(args, text):
     out = subprocess.run([probe(), "rhealstone", "--check", *args], capture_output=True, text=True, timeout=30)
     assert out.returncode == 1 and out.stdout == ""

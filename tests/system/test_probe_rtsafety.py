@@ -1,4 +1,5 @@
 """The runaway RT loop test (root), bounded: one spinner on one CPU of N >= 2. Invariants only."""
+
 import json
 import os
 import time
@@ -7,8 +8,11 @@ import pytest
 
 from conftest import needs_probe, needs_root, probe_records
 
-pytestmark = [needs_probe, needs_root,
-              pytest.mark.skipif(os.cpu_count() < 2, reason="needs >= 2 CPUs (never spin on the only one)")]
+pytestmark = [
+    needs_probe,
+    needs_root,
+    pytest.mark.skipif(os.cpu_count() < 2, reason="needs >= 2 CPUs (never spin on the only one)"),
+]
 
 
 def run_probe(*args, timeout=30):
@@ -40,7 +44,11 @@ def test_one_spinner_short():
         assert sum(n for _, n in hists[cpu]["counts"]) == c["count"]
     # stall samples are gaps above --gap; the longest is reported
     assert stall["count"] == 0 or stall["min_ns"] > p["gap_ns"]
-    assert summary["rtsafety"]["longest_stall_ns"] == stall["longest_stall_ns"] == (stall["max_ns"] if stall["count"] else 0)
+    assert (
+        summary["rtsafety"]["longest_stall_ns"]
+        == stall["longest_stall_ns"]
+        == (stall["max_ns"] if stall["count"] else 0)
+    )
     assert stall["stalled_ns"] <= stall["window_ns"]
     # every login attempt started during the spin completed or failed, none is lost
     lg = summary["rtsafety"]["login"]

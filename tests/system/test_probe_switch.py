@@ -4,6 +4,7 @@ Invariants only, never absolute latencies: one sample per switch in the slot of 
 woken side's CPU, histogram and summary agree, the round-trip mean is reported, and
 no side-B process outlives the probe.
 """
+
 import json
 import os
 import signal
@@ -32,8 +33,8 @@ LOOPS, WARMUP = 500, 50
 
 def probe() -> str:
     from rtqual import _native
-    return str(_native.probe_path())
 
+    return str(_native.probe_path())
 
 
 def check_slot(s, hist):
@@ -48,8 +49,9 @@ def check_slot(s, hist):
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("ipc", IPCS)
 def test_ping_pong_invariants(ipc, mode, cpus):
-    out, recs = run("--ipc", ipc, "--mode", mode, "--cpus", cpus, "--loops", LOOPS, "--warmup", WARMUP,
-                    "--progress-ms", 60000)
+    out, recs = run(
+        "--ipc", ipc, "--mode", mode, "--cpus", cpus, "--loops", LOOPS, "--warmup", WARMUP, "--progress-ms", 60000
+    )
     assert out.returncode == 0, out.stderr
     assert one(recs, "end")["status"] == 0
     header, summ = one(recs, "header"), one(recs, "summary")
@@ -106,9 +108,25 @@ def _children_of(pid: int) -> list[int]:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_sigint_is_inconclusive_and_leaves_no_process(mode):
-    proc = subprocess.Popen([probe(), "switch", "--mode", mode, "--ipc", "sem", "--cpus", str(CPUS[-1]),
-                             "--duration", "60s", "--progress-ms", "100"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            probe(),
+            "switch",
+            "--mode",
+            mode,
+            "--ipc",
+            "sem",
+            "--cpus",
+            str(CPUS[-1]),
+            "--duration",
+            "60s",
+            "--progress-ms",
+            "100",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     first = proc.stdout.readline()
     assert json.loads(first)["type"] == "header"
     deadline = time.monotonic() + 20
@@ -128,11 +146,14 @@ def test_sigint_is_inconclusive_and_leaves_no_process(mode):
         assert not os.path.exists(f"/proc/{k}") or open(f"/proc/{k}/stat").read().split()[2] == "Z"
 
 
-@pytest.mark.parametrize("args, text", [
-    (["--ipc", "shm"], "--ipc"),
-    (["--loops", "5", "--duration", "1s"], "exclude"),
-    (["--priority", "0"], "--priority"),
-])
+@pytest.mark.parametrize(
+    "args, text",
+    [
+        (["--ipc", "shm"], "--ipc"),
+        (["--loops", "5", "--duration", "1s"], "exclude"),
+        (["--priority", "0"], "--priority"),
+    ],
+)
 def test_bad_options_one_line_exit_1(args, text):
     out = subprocess.run([probe(), "switch", "--check", *args], capture_output=True, text=True, timeout=30)
     assert out.returncode == 1 and out.stdout == ""
@@ -144,21 +165,37 @@ def test_more_than_two_cpus_rejected():
     if len(CPUS) < 3:
         out = subprocess.run([probe(), "switch", "--check", "--cpus", "0-2"], capture_output=True, text=True)
     else:
-        out = subprocess.run([probe(), "switch", "--check", "--cpus", f"{CPUS[0]},{CPUS[1]},{CPUS[2]}"],
-                             capture_output=True, text=True)
+        out = subprocess.run(
+            [probe(), "switch", "--check", "--cpus", f"{CPUS[0]},{CPUS[1]},{CPUS[2]}"], capture_output=True, text=True
+        )
     assert out.returncode == 1 and "rtqual-probe: error:" in out.stderr
 
 
 def _pipeline_knows(name: str) -> bool:
     from rtqual.scenario.probes import PROBES
+
     return name in PROBES
 
 
-@pytest.mark.skipif(not _pipeline_knows("switch"), reason="`rtqual run switch` not wired yet "
-                    "(scripts/update-probe-table)")
+@pytest.mark.skipif(
+    not _pipeline_knows("switch"), reason="`rtqual run switch` not wired yet (scripts/update-probe-table)"
+)
 def test_through_the_pipeline(tmp_path, rtqual_cmd):
-    out = rtqual_cmd("run", "switch", "--cpus", CPUS[-1], "--ipc", "pipe", "--mode", "process", "--duration", "2s",
-                     "-o", tmp_path / "b", "-q")
+    out = rtqual_cmd(
+        "run",
+        "switch",
+        "--cpus",
+        CPUS[-1],
+        "--ipc",
+        "pipe",
+        "--mode",
+        "process",
+        "--duration",
+        "2s",
+        "-o",
+        tmp_path / "b",
+        "-q",
+    )
     assert out.returncode == 0, out.stderr + out.stdout
     case = json.loads(rtqual_cmd("show", tmp_path / "b", "--json").stdout)["cases"][0]
     s = case["stats"]

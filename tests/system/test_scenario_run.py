@@ -1,4 +1,5 @@
 """Real scenario runs (root): loads start and stop, dead loads are caught, interrupts keep finished cases."""
+
 import json
 import os
 import signal
@@ -72,10 +73,17 @@ def test_typo_is_one_line_and_runs_nothing(tmp_path, rtqual_cmd):
 
 def test_interrupt_keeps_finished_cases_and_stops_loads(tmp_path):
     f = tmp_path / "s.toml"
-    f.write_text(SCENARIO.replace('duration = "1s"', 'duration = "20s"').replace(
-        'label = "hog"', 'label = "first"\nparams = {duration = "1s"}\n[[case]]\nlabel = "hog"'))
-    proc = subprocess.Popen([sys.executable, "-m", "rtqual", "run", str(f), "-o", str(tmp_path / "b"), "-q"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    f.write_text(
+        SCENARIO.replace('duration = "1s"', 'duration = "20s"').replace(
+            'label = "hog"', 'label = "first"\nparams = {duration = "1s"}\n[[case]]\nlabel = "hog"'
+        )
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rtqual", "run", str(f), "-o", str(tmp_path / "b"), "-q"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and not list((tmp_path / "b" / "cases").glob("002-*/stream.jsonl")):
         time.sleep(0.1)
@@ -94,11 +102,16 @@ def test_interrupt_keeps_finished_cases_and_stops_loads(tmp_path):
 def test_sigkill_then_restore(tmp_path, rtqual_cmd):
     """rtqual killed with SIGKILL: its probe and loads die with it, `rtqual restore` removes the cpusets."""
     f = tmp_path / "s.toml"
-    f.write_text('[defaults.timer]\ncpus = "1"\nduration = "60s"\n[[case]]\nlabel = "k"\n'
-                 'loads = [{type = "cpu-hog", cpus = "0"}]\n'
-                 'conditions = { settle = "100ms", cpuset = { probe = "1", loads = "0" } }\n')
-    proc = subprocess.Popen([sys.executable, "-m", "rtqual", "run", str(f), "-o", str(tmp_path / "b"), "-q"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    f.write_text(
+        '[defaults.timer]\ncpus = "1"\nduration = "60s"\n[[case]]\nlabel = "k"\n'
+        'loads = [{type = "cpu-hog", cpus = "0"}]\n'
+        'conditions = { settle = "100ms", cpuset = { probe = "1", loads = "0" } }\n'
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rtqual", "run", str(f), "-o", str(tmp_path / "b"), "-q"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     stream = tmp_path / "b" / "cases" / "001-k" / "stream.jsonl"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and '"progress"' not in (stream.read_text() if stream.exists() else ""):

@@ -1,10 +1,10 @@
 """Short real timer runs (root): invariants only, never absolute latencies."""
+
 import json
 import signal
 import subprocess
 import sys
 import time
-
 
 from conftest import needs_probe, needs_root
 
@@ -12,8 +12,22 @@ pytestmark = [needs_probe, needs_root]
 
 
 def test_two_second_run_invariants(tmp_path, rtqual_cmd):
-    out = rtqual_cmd("run", "timer", "--cpus", "0", "--interval", "1ms", "--duration", "2s", "--warmup", "50",
-                     "--raw", "-o", tmp_path / "b", "-q")
+    out = rtqual_cmd(
+        "run",
+        "timer",
+        "--cpus",
+        "0",
+        "--interval",
+        "1ms",
+        "--duration",
+        "2s",
+        "--warmup",
+        "50",
+        "--raw",
+        "-o",
+        tmp_path / "b",
+        "-q",
+    )
     assert out.returncode == 0, out.stderr + out.stdout
     case = json.loads(rtqual_cmd("show", tmp_path / "b", "--json").stdout)["cases"][0]
     s = case["stats"]
@@ -38,6 +52,7 @@ def test_all_cpus_loops(tmp_path, rtqual_cmd):
     assert out.returncode == 0, out.stderr
     case = json.loads(rtqual_cmd("show", tmp_path / "b", "--json").stdout)["cases"][0]
     import os
+
     assert sorted(map(int, case["per_cpu"])) == sorted(os.sched_getaffinity(0))
     for s in case["per_cpu"].values():
         assert s["count"] + s["overruns"] == 300
@@ -45,8 +60,25 @@ def test_all_cpus_loops(tmp_path, rtqual_cmd):
 
 
 def test_sigint_during_real_run(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "rtqual", "run", "timer", "--cpus", "0", "--duration", "60s",
-                             "-o", str(tmp_path / "b"), "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rtqual",
+            "run",
+            "timer",
+            "--cpus",
+            "0",
+            "--duration",
+            "60s",
+            "-o",
+            str(tmp_path / "b"),
+            "-q",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     stream = tmp_path / "b" / "cases" / "001-timer" / "stream.jsonl"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and '"progress"' not in (stream.read_text() if stream.exists() else ""):
@@ -60,6 +92,7 @@ def test_sigint_during_real_run(tmp_path):
 
 
 def test_requirement_fail_exit_2(tmp_path, rtqual_cmd):
-    out = rtqual_cmd("run", "timer", "--cpus", "0", "--duration", "200ms", "--max-latency", "1ns",
-                     "-o", tmp_path / "b", "-q")
+    out = rtqual_cmd(
+        "run", "timer", "--cpus", "0", "--duration", "200ms", "--max-latency", "1ns", "-o", tmp_path / "b", "-q"
+    )
     assert out.returncode == 2 and "FAIL" in out.stdout

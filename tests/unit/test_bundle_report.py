@@ -1,4 +1,5 @@
 """Bundle round trip and the pure printers."""
+
 import json
 
 import pytest
@@ -9,8 +10,14 @@ from rtqual.hist import Histogram
 from rtqual.runner import cpu_stats, summarize, worst
 from rtqual.stream import read_stream
 
-CASE = {"id": "001-timer", "label": "timer fifo:80 1ms cpus 0", "probe": "timer", "args": [],
-        "params": {"threshold_ns": 100_000}, "requirements": {}}
+CASE = {
+    "id": "001-timer",
+    "label": "timer fifo:80 1ms cpus 0",
+    "probe": "timer",
+    "args": [],
+    "params": {"threshold_ns": 100_000},
+    "requirements": {},
+}
 
 
 def stream_of(values, status=0, reason="completed", skipped=0):
@@ -18,10 +25,12 @@ def stream_of(values, status=0, reason="completed", skipped=0):
     for v in values:
         h.record(v)
     over = sum(v > 100_000 for v in values)
-    recs = [{"type": "header", "probe": "timer", "params": {"threshold_ns": 100_000}, "rt": {"degraded": False}},
-            {"type": "hist", "cpu": 0, **h.to_record()},
-            {"type": "summary", "cpus": [{"cpu": 0, "overruns": skipped, "over_threshold": over}]},
-            {"type": "end", "status": status, "reason": reason}]
+    recs = [
+        {"type": "header", "probe": "timer", "params": {"threshold_ns": 100_000}, "rt": {"degraded": False}},
+        {"type": "hist", "cpu": 0, **h.to_record()},
+        {"type": "summary", "cpus": [{"cpu": 0, "overruns": skipped, "over_threshold": over}]},
+        {"type": "end", "status": status, "reason": reason},
+    ]
     return read_stream(json.dumps(r) + "\n" for r in recs)
 
 
@@ -40,15 +49,26 @@ def test_summarize_requirement_fail():
     assert r["verdict"] == "fail" and "max" in r["reason"]
 
 
-@pytest.mark.parametrize("code,status,reason,verdict", [
-    (4, 4, "interrupted", "inconclusive"), (3, 0, "completed", "skip"), (1, 0, "completed", "error")])
+@pytest.mark.parametrize(
+    "code,status,reason,verdict",
+    [(4, 4, "interrupted", "inconclusive"), (3, 0, "completed", "skip"), (1, 0, "completed", "error")],
+)
 def test_summarize_verdicts(code, status, reason, verdict):
     assert summarize(CASE, stream_of([1], status, reason), code, "msg")["verdict"] == verdict
 
 
 def test_summarize_crashed_stream_is_error_and_partial():
-    s = read_stream([json.dumps({"type": "progress", "cpus": [{"cpu": 0, "count": 9, "min_ns": 3, "max_ns": 7,
-                                                               "overruns": 1, "over_threshold": 0}]}) + "\n"])
+    s = read_stream(
+        [
+            json.dumps(
+                {
+                    "type": "progress",
+                    "cpus": [{"cpu": 0, "count": 9, "min_ns": 3, "max_ns": 7, "overruns": 1, "over_threshold": 0}],
+                }
+            )
+            + "\n"
+        ]
+    )
     r = summarize(CASE, s, -6, "")
     assert r["verdict"] == "error" and "SIGABRT" in r["reason"]
     assert r["stats"]["count"] == 9 and r["stats"]["partial"]
@@ -101,12 +121,15 @@ def test_cli_scenario_text_is_a_valid_equivalent_scenario():
     """The bundle's scenario.toml for `rtqual run timer ...` plans back to the same case."""
     from rtqual import scenario
     from rtqual.cli import build_parser, scenario_text, timer_case
-    a = build_parser().parse_args(["run", "timer", "--cpus", "0", "--interval", "2ms", "--loops", "50",
-                                   "--max-latency", "1ms"])
+
+    a = build_parser().parse_args(
+        ["run", "timer", "--cpus", "0", "--interval", "2ms", "--loops", "50", "--max-latency", "1ms"]
+    )
     case = timer_case(a)
     again = scenario.expand(scenario.loads(scenario_text(case, ["rtqual", "run"]), "scenario.toml"))[0]
-    assert {k: again[k] for k in ("probe", "args", "params", "requirements")} == \
-        {k: case[k] for k in ("probe", "args", "params", "requirements")}
+    assert {k: again[k] for k in ("probe", "args", "params", "requirements")} == {
+        k: case[k] for k in ("probe", "args", "params", "requirements")
+    }
 
 
 def test_paper_tables():
@@ -130,9 +153,15 @@ def test_aps_table_lists_each_ioc_stage_then_the_total_and_the_baseline_line():
     r = summarize(dict(CASE, id="002-ioc", label="ioc"), stream_of([10_000, 20_000, 300_000]), 0, "")
     stage = {"count": 3, "min_ns": 1_000, "p50_ns": 2_000, "max_ns": 150_000, "over_threshold": 1}
     r["probe_summary"] = {"stages": {name: stage for name in report.STAGES}}
-    r["ioc"] = {"preset": "kek", "threads": [],
-                "ca_load": {"records": 10, "put": {"rate_hz": 99.5, "requested_rate_hz": 100, "errors": 0},
-                            "monitor": {"rate_hz": 1000.0, "connected": 10}}}
+    r["ioc"] = {
+        "preset": "kek",
+        "threads": [],
+        "ca_load": {
+            "records": 10,
+            "put": {"rate_hz": 99.5, "requested_rate_hz": 100, "errors": 0},
+            "monitor": {"rate_hz": 1000.0, "connected": 10},
+        },
+    }
     rows = report.paper_table([timer, r], "aps").splitlines()[3:]
     assert [row.split(":")[0].split()[0] for row in rows] == ["baseline"] + ["ioc"] * 6
     assert [row.split()[1] for row in rows[1:]] == ["drive", "wake", "dispatch", "chain", "return", "total"]
@@ -142,7 +171,12 @@ def test_aps_table_lists_each_ioc_stage_then_the_total_and_the_baseline_line():
     # a FIFO run has no drive stage (t_stim is the stimulus itself): the others, in order
     del r["probe_summary"]["stages"]["drive"]
     assert [row.split()[0] for row in report.stage_table(r).splitlines()[2:]] == [
-        "wake", "dispatch", "chain", "return", "total"]
+        "wake",
+        "dispatch",
+        "chain",
+        "return",
+        "total",
+    ]
     line = report.baseline_line(r, [timer, r])
     assert line.startswith("vs timer baseline (case 001-t") and "max 300us vs 20us" in line
     assert report.baseline_line(timer, [timer, r]) is None

@@ -1,4 +1,5 @@
 """Conditions: cpufreq on a fake sysfs tree (anywhere), cgroup cpusets for real (root only)."""
+
 import json
 import os
 import subprocess
@@ -8,16 +9,29 @@ from pathlib import Path
 import pytest
 
 from rtqual import conditions
-from rtqual.conditions import (Conditions, Cpuset, cpuset_mount, enable_cpuset_controller, find_cpuset_mount,
-                               make_cpuset, not_applied, order_min_max, restore_from_bundle,
-                               restore_from_records)
+from rtqual.conditions import (
+    Conditions,
+    Cpuset,
+    cpuset_mount,
+    enable_cpuset_controller,
+    find_cpuset_mount,
+    make_cpuset,
+    not_applied,
+    order_min_max,
+    restore_from_bundle,
+    restore_from_records,
+)
 from rtqual.errors import RtqError
 
-CPUFREQ = {"scaling_governor": "schedutil",
-           "scaling_available_governors": "performance powersave schedutil",
-           "cpuinfo_min_freq": "300000", "cpuinfo_max_freq": "1500000",
-           "scaling_min_freq": "600000", "scaling_max_freq": "1500000",
-           "scaling_cur_freq": "1200000"}
+CPUFREQ = {
+    "scaling_governor": "schedutil",
+    "scaling_available_governors": "performance powersave schedutil",
+    "cpuinfo_min_freq": "300000",
+    "cpuinfo_max_freq": "1500000",
+    "scaling_min_freq": "600000",
+    "scaling_max_freq": "1500000",
+    "scaling_cur_freq": "1200000",
+}
 
 
 def fake_tree(root: Path, cpus=4, shared=False, **files) -> Path:
@@ -38,8 +52,11 @@ def fake_tree(root: Path, cpus=4, shared=False, **files) -> Path:
 
 
 def snapshot(root: Path) -> dict:
-    return {str(p.relative_to(root)): p.read_text().strip() for p in sorted(root.rglob("*"))
-            if p.is_file() and not p.is_symlink()}
+    return {
+        str(p.relative_to(root)): p.read_text().strip()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.is_symlink()
+    }
 
 
 @pytest.fixture
@@ -56,11 +73,13 @@ def checked_writes(monkeypatch):
             lo = int((d / "scaling_min_freq").read_text())
             hi = int((d / "scaling_max_freq").read_text())
             assert lo <= hi, f"min {lo} > max {hi} after writing {path}"
+
     monkeypatch.setattr(conditions, "_write", write)
     return written
 
 
 # ---------------------------------------------------------------- cpufreq, fake tree
+
 
 def test_governor_and_frequency_round_trip(tmp_path, checked_writes):
     root = fake_tree(tmp_path)
@@ -78,7 +97,7 @@ def test_governor_and_frequency_round_trip(tmp_path, checked_writes):
     actions = c.restore()
     assert len(actions) == len(records) and all(a["restored"] for a in actions)
     assert snapshot(root) == before
-    assert c.restore() == []   # idempotent
+    assert c.restore() == []  # idempotent
     assert all(r["restored"] for r in c.records)
 
 
@@ -89,7 +108,7 @@ def test_min_max_write_order(tmp_path, checked_writes, target, first):
     assert all(r["applied"] for r in c.apply({"frequency_khz": target}))
     freq_writes = [name for name, _ in checked_writes if name.startswith("scaling_m")]
     assert freq_writes[0] == first
-    c.restore()   # checked_writes asserts min <= max on the way back too
+    c.restore()  # checked_writes asserts min <= max on the way back too
     assert snapshot(root) == snapshot(fake_tree(tmp_path / "fresh", cpus=1))
 
 
@@ -100,16 +119,24 @@ def test_order_min_max():
 
 
 def test_frequency_uses_userspace_when_available(tmp_path, checked_writes):
-    root = fake_tree(tmp_path, cpus=1, scaling_available_governors="performance userspace schedutil",
-                     scaling_setspeed="<unsupported>")
+    root = fake_tree(
+        tmp_path,
+        cpus=1,
+        scaling_available_governors="performance userspace schedutil",
+        scaling_setspeed="<unsupported>",
+    )
     c = Conditions(root)
     records = c.apply({"frequency_khz": 900000})
     d = root / "sys/devices/system/cpu/cpu0/cpufreq"
     assert all(r["applied"] for r in records)
     assert (d / "scaling_governor").read_text() == "userspace"
     assert (d / "scaling_setspeed").read_text() == "900000"
-    assert [name for name, _ in checked_writes] == ["scaling_governor", "scaling_max_freq",
-                                                    "scaling_min_freq", "scaling_setspeed"]
+    assert [name for name, _ in checked_writes] == [
+        "scaling_governor",
+        "scaling_max_freq",
+        "scaling_min_freq",
+        "scaling_setspeed",
+    ]
     c.restore()
     assert (d / "scaling_governor").read_text() == "schedutil"
     assert (d / "scaling_min_freq").read_text() == "600000"
@@ -152,11 +179,12 @@ def test_permission_denied_is_recorded(tmp_path, monkeypatch):
 
     def denied(path, value):
         raise PermissionError(13, "Permission denied", str(path))
+
     monkeypatch.setattr(conditions, "_write", denied)
     c = Conditions(root)
     [r] = c.apply({"governor": "performance"})
     assert r["applied"] is False and r["reason"] == "permission denied"
-    actions = c.restore()   # the write-back fails the same way: reported, not raised
+    actions = c.restore()  # the write-back fails the same way: reported, not raised
     assert actions == [{"knob": r["knob"], "restored": False, "reason": "permission denied"}]
     assert snapshot(root) == before
 
@@ -180,6 +208,7 @@ def test_only_given_cpus(tmp_path):
 
 # ---------------------------------------------------------------- killed runs
 
+
 def test_restore_from_bundle_after_a_kill(tmp_path, monkeypatch):
     """The state is saved before each write: a run killed between two writes is fully restorable."""
     root = fake_tree(tmp_path / "root", cpus=2)
@@ -191,8 +220,9 @@ def test_restore_from_bundle_after_a_kill(tmp_path, monkeypatch):
         calls.append(path)
         if len(calls) == 4:
             real(path, value)
-            raise SystemExit("SIGKILL")   # killed right after the write, before the record update
+            raise SystemExit("SIGKILL")  # killed right after the write, before the record update
         real(path, value)
+
     monkeypatch.setattr(conditions, "_write", dies_on_fourth)
     c = Conditions(root, state_path=bundle / "host/changes.json")
     with pytest.raises(SystemExit):
@@ -207,16 +237,17 @@ def test_restore_from_bundle_after_a_kill(tmp_path, monkeypatch):
     assert len(actions) == 4 and all(a["restored"] for a in actions)
     assert snapshot(root) == before
     assert all(r["restored"] for r in json.loads((bundle / "host/changes.json").read_text())["changes"])
-    assert restore_from_bundle(bundle) == []   # a second restore changes nothing
+    assert restore_from_bundle(bundle) == []  # a second restore changes nothing
 
 
 def test_restore_from_records_skips_what_never_changed(tmp_path):
     knob = tmp_path / "gov"
     knob.write_text("performance")
-    records = [{"knob": str(knob), "kind": "file", "applied": False, "reason": "no cpufreq on this host"},
-               {"knob": str(knob), "kind": "file", "before": "schedutil", "after": "performance",
-                "applied": True},
-               {"knob": "cpuset", "kind": "cpuset", "applied": False, "reason": "no cpuset"}]
+    records = [
+        {"knob": str(knob), "kind": "file", "applied": False, "reason": "no cpufreq on this host"},
+        {"knob": str(knob), "kind": "file", "before": "schedutil", "after": "performance", "applied": True},
+        {"knob": "cpuset", "kind": "cpuset", "applied": False, "reason": "no cpuset"},
+    ]
     actions = restore_from_records(records)
     assert actions == [{"knob": str(knob), "action": "wrote", "value": "schedutil", "restored": True}]
     assert knob.read_text() == "schedutil"
@@ -225,7 +256,7 @@ def test_restore_from_records_skips_what_never_changed(tmp_path):
 def test_restore_from_bundle_errors(tmp_path):
     with pytest.raises(RtqError, match="no such bundle"):
         restore_from_bundle(tmp_path / "missing")
-    assert restore_from_bundle(tmp_path) == []   # nothing recorded, nothing to do
+    assert restore_from_bundle(tmp_path) == []  # nothing recorded, nothing to do
     (tmp_path / "host").mkdir()
     (tmp_path / "host/changes.json").write_text("{not json")
     with pytest.raises(RtqError, match="not JSON"):
@@ -238,7 +269,7 @@ def test_find_cpuset_mount(tmp_path):
     (tmp_path / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
     v2 = f"cgroup2 {tmp_path} cgroup2 rw,nosuid 0 0\n"
     assert find_cpuset_mount(v2) == (tmp_path, 2)
-    (tmp_path / "cgroup.controllers").write_text("hugetlb\n")   # hybrid: cpuset is on v1
+    (tmp_path / "cgroup.controllers").write_text("hugetlb\n")  # hybrid: cpuset is on v1
     assert find_cpuset_mount(v2 + v1) == (Path("/x/cpuset"), 1)
     assert find_cpuset_mount("proc /proc proc rw 0 0\n") is None
 
@@ -249,7 +280,7 @@ def test_v2_controller_enabled_and_restored(tmp_path):
     record = enable_cpuset_controller(tmp_path)
     assert record["kind"] == "controller" and record["before"] == "-cpuset" and knob.read_text() == "+cpuset"
     knob.write_text("cpuset memory pids\n")
-    assert enable_cpuset_controller(tmp_path) is None   # already on: nothing changed, nothing to restore
+    assert enable_cpuset_controller(tmp_path) is None  # already on: nothing changed, nothing to restore
     assert restore_from_records([record])[0]["value"] == "-cpuset" and knob.read_text() == "-cpuset"
 
 
@@ -266,11 +297,14 @@ def test_no_cpuset_hierarchy_is_marked(tmp_path, monkeypatch):
     monkeypatch.setattr(conditions, "cpuset_mount", lambda: (_ for _ in ()).throw(RtqError("cpuset: none")))
     records = Conditions(tmp_path).apply({"cpuset": {"probe": [1], "loads": "0"}})
     assert [(r["condition"], r["applied"], r["reason"]) for r in records] == [
-        ("cpuset.probe", False, "cpuset: none"), ("cpuset.loads", False, "cpuset: none")]
+        ("cpuset.probe", False, "cpuset: none"),
+        ("cpuset.loads", False, "cpuset: none"),
+    ]
     assert restore_from_records(records) == []
 
 
 # ---------------------------------------------------------------- cgroup cpusets, for real
+
 
 def _cpuset_skip_reason() -> str | None:
     if os.geteuid() != 0:
@@ -314,8 +348,8 @@ def test_real_cpuset_add_and_remove(sleeper):
     finally:
         cs.remove()
     assert not cs.path.exists()
-    assert sleeper.poll() is None   # moved back to the parent, still running
-    cs.remove()                     # idempotent
+    assert sleeper.poll() is None  # moved back to the parent, still running
+    cs.remove()  # idempotent
     with pytest.raises(RtqError, match="cannot add pid"):
         cs.add_pid(sleeper.pid)
 

@@ -1,8 +1,18 @@
 """The histogram: layout, error bound, merge, out of range, percentile definition, HDR interchange."""
-from hypothesis import given, settings, strategies as st
 
-from rtqual.hist import (COUNTS_LEN, HIGHEST_NS, PERCENTILES_PPM, Histogram, highest_equivalent, index_of,
-                         lowest_equivalent, rank_of)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rtqual.hist import (
+    COUNTS_LEN,
+    HIGHEST_NS,
+    PERCENTILES_PPM,
+    Histogram,
+    highest_equivalent,
+    index_of,
+    lowest_equivalent,
+    rank_of,
+)
 
 values = st.integers(min_value=0, max_value=HIGHEST_NS)
 
@@ -89,13 +99,14 @@ def test_record_roundtrip():
     for v in (1, 5000, 123_456_789, HIGHEST_NS):
         h.record(v, 3)
     assert Histogram.from_record(h.to_record()) == h
-    assert h.sumsq_ns2 > 2 ** 64  # exact beyond 64 bits
+    assert h.sumsq_ns2 > 2**64  # exact beyond 64 bits
 
 
 @settings(max_examples=50)
 @given(st.lists(values, min_size=1, max_size=300))
 def test_hdr_encoding_read_by_hdrhistogram_py(vs):
     from hdrh.histogram import HdrHistogram
+
     h = Histogram()
     for v in vs:
         h.record(v)
@@ -111,6 +122,7 @@ def test_hdr_encoding_read_by_hdrhistogram_py(vs):
 
 def test_hdrhistogram_py_encoding_read_by_us():
     from hdrh.histogram import HdrHistogram
+
     theirs = HdrHistogram(1, HIGHEST_NS, 3)
     for v in (3, 3, 70_000, 9_000_000):
         theirs.record_value(v)

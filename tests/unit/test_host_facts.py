@@ -1,4 +1,5 @@
 """Host facts: the live snapshot is sane and serialisable; a fake /proc + /sys tree drives the parsers."""
+
 import json
 import os
 import resource
@@ -7,14 +8,48 @@ import pytest
 
 from rtqual.host import facts as hf
 
-TOP_LEVEL_KEYS = {"time_utc", "time_ns", "hostname", "python_version", "kernel", "preempt", "cmdline",
-                  "cpu", "clocksource", "cpuidle", "virtualization", "sched", "limits", "privileges",
-                  "devices", "memory", "load", "uptime_s", "tools", "unavailable"}
+TOP_LEVEL_KEYS = {
+    "time_utc",
+    "time_ns",
+    "hostname",
+    "python_version",
+    "kernel",
+    "preempt",
+    "cmdline",
+    "cpu",
+    "clocksource",
+    "cpuidle",
+    "virtualization",
+    "sched",
+    "limits",
+    "privileges",
+    "devices",
+    "memory",
+    "load",
+    "uptime_s",
+    "tools",
+    "unavailable",
+}
 
-SUMMARY_LABELS = ["Kernel", "Preemption", "Cmdline RT options", "CPU", "Online CPUs",
-                  "Governor/frequency", "Clocksource", "cpuidle", "Virtualization",
-                  "sched_rt_runtime_us", "RT throttling", "Limits (rtprio/memlock/rttime)",
-                  "Privileges", "cpu_dma_latency", "tracefs", "GPIO/UIO", "Tools"]
+SUMMARY_LABELS = [
+    "Kernel",
+    "Preemption",
+    "Cmdline RT options",
+    "CPU",
+    "Online CPUs",
+    "Governor/frequency",
+    "Clocksource",
+    "cpuidle",
+    "Virtualization",
+    "sched_rt_runtime_us",
+    "RT throttling",
+    "Limits (rtprio/memlock/rttime)",
+    "Privileges",
+    "cpu_dma_latency",
+    "tracefs",
+    "GPIO/UIO",
+    "Tools",
+]
 
 CPU = "sys/devices/system/cpu"
 
@@ -30,11 +65,15 @@ def write_tree(root, files: dict) -> None:
 def cpufreq_files(cpu: int, governor: str = "performance", cur_khz: int = 1500000) -> dict:
     """The cpufreq directory of one CPU."""
     base = f"{CPU}/cpu{cpu}/cpufreq"
-    return {f"{base}/scaling_governor": f"{governor}\n", f"{base}/scaling_cur_freq": f"{cur_khz}\n",
-            f"{base}/scaling_min_freq": "600000\n", f"{base}/scaling_max_freq": "1500000\n",
-            f"{base}/cpuinfo_min_freq": "600000\n", f"{base}/cpuinfo_max_freq": "1500000\n",
-            f"{base}/scaling_available_governors": "conservative ondemand userspace powersave "
-                                                   "performance schedutil \n"}
+    return {
+        f"{base}/scaling_governor": f"{governor}\n",
+        f"{base}/scaling_cur_freq": f"{cur_khz}\n",
+        f"{base}/scaling_min_freq": "600000\n",
+        f"{base}/scaling_max_freq": "1500000\n",
+        f"{base}/cpuinfo_min_freq": "600000\n",
+        f"{base}/cpuinfo_max_freq": "1500000\n",
+        f"{base}/scaling_available_governors": "conservative ondemand userspace powersave performance schedutil \n",
+    }
 
 
 def fake_host(root, **extra) -> None:
@@ -42,7 +81,7 @@ def fake_host(root, **extra) -> None:
     files = {
         "proc/cmdline": "console=ttyS0 isolcpus=2-3 nohz_full=2-3 threadirqs quiet\n",
         "proc/cpuinfo": "processor\t: 0\nBogoMIPS\t: 108.00\nFeatures\t: fp asimd\n\n"
-                        "Hardware\t: BCM2835\nModel\t\t: Raspberry Pi 4 Model B Rev 1.5\n",
+        "Hardware\t: BCM2835\nModel\t\t: Raspberry Pi 4 Model B Rev 1.5\n",
         "proc/device-tree/model": "Raspberry Pi 4 Model B Rev 1.5\x00",
         "proc/meminfo": "MemTotal:        3885396 kB\nMemFree:          100 kB\n",
         "proc/loadavg": "0.50 0.25 0.10 1/200 4321\n",
@@ -84,6 +123,7 @@ def unavailable_facts(facts: dict) -> set[str]:
 
 # ---------------------------------------------------------------- live machine
 
+
 def test_collect_live_is_json_serialisable_and_sane():
     facts = hf.collect(tools={"rtqual": "test"})
     assert set(facts) == TOP_LEVEL_KEYS
@@ -94,8 +134,7 @@ def test_collect_live_is_json_serialisable_and_sane():
     assert len(online) <= facts["cpu"]["possible_count"]
     assert os.cpu_count() <= facts["cpu"]["possible_count"]
     assert len(facts["cpu"]["per_cpu"]) == len(online)
-    assert facts["preempt"]["model"] in {"PREEMPT_RT", "PREEMPT_DYNAMIC", "PREEMPT", "VOLUNTARY",
-                                         "NONE", "unknown"}
+    assert facts["preempt"]["model"] in {"PREEMPT_RT", "PREEMPT_DYNAMIC", "PREEMPT", "VOLUNTARY", "NONE", "unknown"}
     assert facts["privileges"]["euid"] == os.geteuid()
     assert facts["tools"]["rtqual"] == "test"
     for entry in facts["unavailable"]:
@@ -106,6 +145,7 @@ def test_collect_live_is_json_serialisable_and_sane():
 
 
 # ---------------------------------------------------------------- preemption
+
 
 def test_rt_kernel_detected_from_sys_kernel_realtime(tmp_path):
     fake_host(tmp_path, **{"sys/kernel/realtime": "1\n"})
@@ -119,31 +159,41 @@ def test_dynamic_mode_read_from_debugfs(tmp_path):
     assert facts_of(tmp_path)["preempt"]["dynamic_mode"] == "voluntary"
 
 
-@pytest.mark.parametrize("text, mode", [("none (voluntary) full", "voluntary"),
-                                        ("(none) voluntary full lazy", "none"),
-                                        ("none voluntary full (lazy)", "lazy"),
-                                        ("none voluntary full", None), (None, None)])
+@pytest.mark.parametrize(
+    "text, mode",
+    [
+        ("none (voluntary) full", "voluntary"),
+        ("(none) voluntary full lazy", "none"),
+        ("none voluntary full (lazy)", "lazy"),
+        ("none voluntary full", None),
+        (None, None),
+    ],
+)
 def test_parse_dynamic_mode(text, mode):
     assert hf.parse_dynamic_mode(text) == mode
 
 
-@pytest.mark.parametrize("realtime, version, config, model", [
-    (None, "#1 SMP PREEMPT_RT Debian 6.1.90-1", None, "PREEMPT_RT"),
-    (None, "#1 SMP PREEMPT RT Tue", None, "PREEMPT_RT"),
-    (None, "#1 SMP PREEMPT_DYNAMIC Debian", None, "PREEMPT_DYNAMIC"),
-    (None, "#1 SMP PREEMPT Mon Jan 1", None, "PREEMPT"),
-    (None, "#1 SMP Debian 5.10", None, "unknown"),
-    (None, "#1 SMP Debian 5.10", "CONFIG_PREEMPT_VOLUNTARY=y\n# CONFIG_PREEMPT is not set\n", "VOLUNTARY"),
-    (None, "#1 SMP", "CONFIG_PREEMPT_NONE=y\n", "NONE"),
-    (None, "#1 SMP PREEMPT_DYNAMIC", "CONFIG_PREEMPT=y\nCONFIG_PREEMPT_DYNAMIC=y\n", "PREEMPT_DYNAMIC"),
-    (None, "#1 SMP", "CONFIG_PREEMPT_RT=y\nCONFIG_PREEMPT=y\n", "PREEMPT_RT"),
-    ("1", "#1 SMP PREEMPT_DYNAMIC", None, "PREEMPT_RT"),
-])
+@pytest.mark.parametrize(
+    "realtime, version, config, model",
+    [
+        (None, "#1 SMP PREEMPT_RT Debian 6.1.90-1", None, "PREEMPT_RT"),
+        (None, "#1 SMP PREEMPT RT Tue", None, "PREEMPT_RT"),
+        (None, "#1 SMP PREEMPT_DYNAMIC Debian", None, "PREEMPT_DYNAMIC"),
+        (None, "#1 SMP PREEMPT Mon Jan 1", None, "PREEMPT"),
+        (None, "#1 SMP Debian 5.10", None, "unknown"),
+        (None, "#1 SMP Debian 5.10", "CONFIG_PREEMPT_VOLUNTARY=y\n# CONFIG_PREEMPT is not set\n", "VOLUNTARY"),
+        (None, "#1 SMP", "CONFIG_PREEMPT_NONE=y\n", "NONE"),
+        (None, "#1 SMP PREEMPT_DYNAMIC", "CONFIG_PREEMPT=y\nCONFIG_PREEMPT_DYNAMIC=y\n", "PREEMPT_DYNAMIC"),
+        (None, "#1 SMP", "CONFIG_PREEMPT_RT=y\nCONFIG_PREEMPT=y\n", "PREEMPT_RT"),
+        ("1", "#1 SMP PREEMPT_DYNAMIC", None, "PREEMPT_RT"),
+    ],
+)
 def test_preempt_model(realtime, version, config, model):
     assert hf.preempt_model(realtime, version, config)[0] == model
 
 
 # ---------------------------------------------------------------- cmdline
+
 
 def test_cmdline_picks_rt_options(tmp_path):
     fake_host(tmp_path)
@@ -160,8 +210,9 @@ def test_cmdline_picks_rt_options(tmp_path):
 
 
 def test_parse_cmdline_flags_values_and_init_arguments():
-    opts = hf.parse_cmdline("nosmt preempt=full intel_idle.max_cstate=0 isolcpus=1 isolcpus=3 "
-                            "-- threadirqs rcu_nocbs=1")
+    opts = hf.parse_cmdline(
+        "nosmt preempt=full intel_idle.max_cstate=0 isolcpus=1 isolcpus=3 -- threadirqs rcu_nocbs=1"
+    )
     assert opts["nosmt"] is True
     assert opts["preempt"] == "full"
     assert opts["intel_idle.max_cstate"] == "0"
@@ -171,6 +222,7 @@ def test_parse_cmdline_flags_values_and_init_arguments():
 
 
 # ---------------------------------------------------------------- cpu and cpufreq
+
 
 def test_cpu_facts_and_cpufreq_values(tmp_path):
     fake_host(tmp_path)
@@ -226,12 +278,15 @@ def test_cpuidle_states(tmp_path):
     idle = facts["cpuidle"]
     assert idle["driver"] == "psci_idle" and idle["governor"] == "menu"
     states = idle["per_cpu"][0]["states"]
-    assert [(s["name"], s["latency_us"], s["disabled"]) for s in states] == \
-        [("WFI", 1, False), ("cpu-sleep-0", 133, True)]
+    assert [(s["name"], s["latency_us"], s["disabled"]) for s in states] == [
+        ("WFI", 1, False),
+        ("cpu-sleep-0", 133, True),
+    ]
     assert "cpu-sleep-0 133us (disabled)" in dict(hf.summary_rows(facts))["cpuidle"]
 
 
 # ---------------------------------------------------------------- missing files
+
 
 def test_missing_files_give_none_and_reasons_without_raising(tmp_path):
     facts = facts_of(tmp_path)  # an empty tree: nothing readable
@@ -243,8 +298,17 @@ def test_missing_files_give_none_and_reasons_without_raising(tmp_path):
     assert facts["privileges"]["capabilities"] is None
     assert facts["kernel"]["release"] == os.uname().release, "uname comes from the live process"
     missing = unavailable_facts(facts)
-    assert {"cmdline", "cpu.online", "sched.rt_runtime_us", "clocksource.current", "memory",
-            "load", "uptime_s", "devices.tracefs", "privileges.cap_eff"} <= missing
+    assert {
+        "cmdline",
+        "cpu.online",
+        "sched.rt_runtime_us",
+        "clocksource.current",
+        "memory",
+        "load",
+        "uptime_s",
+        "devices.tracefs",
+        "privileges.cap_eff",
+    } <= missing
     by_fact = {e["fact"]: e["reason"] for e in facts["unavailable"]}
     assert "not found" in by_fact["cmdline"]
     rows = hf.summary_rows(facts)
@@ -267,13 +331,17 @@ def test_summary_rows_of_empty_or_old_snapshot():
 
 # ---------------------------------------------------------------- capabilities and privileges
 
-@pytest.mark.parametrize("mask, names", [
-    ("0000000000000000", []),
-    ("0000000000800000", ["CAP_SYS_NICE"]),
-    ("0000000000004000", ["CAP_IPC_LOCK"]),
-    ("0000000000a21000", ["CAP_NET_ADMIN", "CAP_SYS_RAWIO", "CAP_SYS_ADMIN", "CAP_SYS_NICE"]),
-    ("0000200000000001", ["CAP_CHOWN", "CAP_45"]),
-])
+
+@pytest.mark.parametrize(
+    "mask, names",
+    [
+        ("0000000000000000", []),
+        ("0000000000800000", ["CAP_SYS_NICE"]),
+        ("0000000000004000", ["CAP_IPC_LOCK"]),
+        ("0000000000a21000", ["CAP_NET_ADMIN", "CAP_SYS_RAWIO", "CAP_SYS_ADMIN", "CAP_SYS_NICE"]),
+        ("0000200000000001", ["CAP_CHOWN", "CAP_45"]),
+    ],
+)
 def test_decode_caps(mask, names):
     assert hf.decode_caps(mask) == names
 
@@ -283,12 +351,15 @@ def test_decode_caps_all_known_bits():
     assert len(names) == 41 and names[0] == "CAP_CHOWN" and names[-1] == "CAP_CHECKPOINT_RESTORE"
 
 
-@pytest.mark.parametrize("cap_eff, rtprio, memlock, fifo, mlock", [
-    ("0000000000000000", 0, 65536, False, False),
-    ("0000000000800000", 0, 65536, True, False),     # CAP_SYS_NICE
-    ("0000000000004000", 0, 65536, False, True),     # CAP_IPC_LOCK
-    ("0000000000000000", 99, resource.RLIM_INFINITY, True, True),
-])
+@pytest.mark.parametrize(
+    "cap_eff, rtprio, memlock, fifo, mlock",
+    [
+        ("0000000000000000", 0, 65536, False, False),
+        ("0000000000800000", 0, 65536, True, False),  # CAP_SYS_NICE
+        ("0000000000004000", 0, 65536, False, True),  # CAP_IPC_LOCK
+        ("0000000000000000", 99, resource.RLIM_INFINITY, True, True),
+    ],
+)
 def test_privileges_from_caps_and_limits(tmp_path, monkeypatch, cap_eff, rtprio, memlock, fifo, mlock):
     fake_host(tmp_path, **{"proc/self/status": f"Name:\tx\nCapEff:\t{cap_eff}\n"})
     limits = {resource.RLIMIT_RTPRIO: (rtprio, rtprio), resource.RLIMIT_MEMLOCK: (memlock, memlock)}
@@ -303,12 +374,16 @@ def test_privileges_from_caps_and_limits(tmp_path, monkeypatch, cap_eff, rtprio,
 
 # ---------------------------------------------------------------- virtualization, sched, devices
 
-@pytest.mark.parametrize("flags, dmi_vendor, virtualized", [
-    ("fpu vme hypervisor", None, True),
-    ("fpu vme", None, False),
-    (None, "QEMU", True),
-    (None, None, None),
-])
+
+@pytest.mark.parametrize(
+    "flags, dmi_vendor, virtualized",
+    [
+        ("fpu vme hypervisor", None, True),
+        ("fpu vme", None, False),
+        (None, "QEMU", True),
+        (None, None, None),
+    ],
+)
 def test_virtualization_without_running_programs(tmp_path, flags, dmi_vendor, virtualized):
     extra = {}
     if flags is not None:
@@ -322,14 +397,20 @@ def test_virtualization_without_running_programs(tmp_path, flags, dmi_vendor, vi
 
 
 def test_sched_fair_server_and_tracefs_and_devices(tmp_path):
-    fake_host(tmp_path, **{
-        "sys/kernel/debug/sched/fair_server/cpu0/runtime": "50000000\n",
-        "sys/kernel/debug/sched/fair_server/cpu0/period": "1000000000\n",
-        "sys/kernel/tracing/trace_marker": "",
-        "sys/kernel/tracing/available_tracers": "timerlat osnoise function nop\n",
-        "dev/cpu_dma_latency": "", "dev/gpiochip10": "", "dev/gpiochip0": "", "dev/gpiochip2": "",
-        "dev/uio0": "",
-    })
+    fake_host(
+        tmp_path,
+        **{
+            "sys/kernel/debug/sched/fair_server/cpu0/runtime": "50000000\n",
+            "sys/kernel/debug/sched/fair_server/cpu0/period": "1000000000\n",
+            "sys/kernel/tracing/trace_marker": "",
+            "sys/kernel/tracing/available_tracers": "timerlat osnoise function nop\n",
+            "dev/cpu_dma_latency": "",
+            "dev/gpiochip10": "",
+            "dev/gpiochip0": "",
+            "dev/gpiochip2": "",
+            "dev/uio0": "",
+        },
+    )
     facts = facts_of(tmp_path)
     assert facts["sched"]["fair_server_cpu0_runtime_ns"] == 50000000
     assert facts["sched"]["fair_server_cpu0_period_ns"] == 1000000000

@@ -1,4 +1,5 @@
 """Load drivers: real processes are started and stopped; no test may leave one behind."""
+
 import os
 import shutil
 import subprocess
@@ -35,8 +36,11 @@ def _alive(pid: int) -> bool:
 
 def _session(sid: int) -> list[int]:
     """Live processes of a session: a load instance and all its descendants."""
-    return [int(d) for d in os.listdir("/proc")
-            if d.isdigit() and (f := _stat(int(d))) and f[0] not in ("Z", "X") and int(f[3]) == sid]
+    return [
+        int(d)
+        for d in os.listdir("/proc")
+        if d.isdigit() and (f := _stat(int(d))) and f[0] not in ("Z", "X") and int(f[3]) == sid
+    ]
 
 
 def _cpu_ticks(pid: int) -> int:
@@ -80,6 +84,7 @@ def loads(tmp_path):
 
 # -- spec validation ----------------------------------------------------------------------------
 
+
 def test_registry_has_the_drivers():
     assert set(LOADS) == {"hackbench", "pi_stress", "stress-ng", "cpu-hog", "command"}
 
@@ -96,23 +101,26 @@ def test_unknown_or_missing_type():
         make_load({"groups": 4})
 
 
-@pytest.mark.parametrize("spec, message", [
-    ({"type": "hackbench", "groups": "4"}, "'groups' must be an integer"),
-    ({"type": "hackbench", "groups": True}, "'groups' must be an integer"),
-    ({"type": "hackbench", "groups": 0}, "'groups' must be in 1"),
-    ({"type": "hackbench", "mode": "fork"}, "'mode' must be one of process, thread"),
-    ({"type": "cpu-hog", "policy": "deadline"}, "'policy' must be one of"),
-    ({"type": "cpu-hog", "priority": 10}, "priority applies to policy fifo or rr only"),
-    ({"type": "cpu-hog", "policy": "fifo", "priority": 0}, "must be in 1..99"),
-    ({"type": "cpu-hog", "cpus": "zero"}, "not a CPU list"),
-    ({"type": "cpu-hog", "cpus": [-1]}, "'cpus' must be a CPU list"),
-    ({"type": "cpu-hog", "force": "yes"}, "'force' must be true or false"),
-    ({"type": "stress-ng", "args": "--cpu-method matrixprod"}, "'args' must be a list of strings"),
-    ({"type": "stress-ng", "stressor": "cpu; rm"}, "not a stressor name"),
-    ({"type": "command"}, "'argv' is required"),
-    ({"type": "command", "argv": "sleep 'unbalanced"}, "cannot be split"),
-    ({"type": "pi_stress", "cpus": "1"}, "'cpus' is not supported"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ({"type": "hackbench", "groups": "4"}, "'groups' must be an integer"),
+        ({"type": "hackbench", "groups": True}, "'groups' must be an integer"),
+        ({"type": "hackbench", "groups": 0}, "'groups' must be in 1"),
+        ({"type": "hackbench", "mode": "fork"}, "'mode' must be one of process, thread"),
+        ({"type": "cpu-hog", "policy": "deadline"}, "'policy' must be one of"),
+        ({"type": "cpu-hog", "priority": 10}, "priority applies to policy fifo or rr only"),
+        ({"type": "cpu-hog", "policy": "fifo", "priority": 0}, "must be in 1..99"),
+        ({"type": "cpu-hog", "cpus": "zero"}, "not a CPU list"),
+        ({"type": "cpu-hog", "cpus": [-1]}, "'cpus' must be a CPU list"),
+        ({"type": "cpu-hog", "force": "yes"}, "'force' must be true or false"),
+        ({"type": "stress-ng", "args": "--cpu-method matrixprod"}, "'args' must be a list of strings"),
+        ({"type": "stress-ng", "stressor": "cpu; rm"}, "not a stressor name"),
+        ({"type": "command"}, "'argv' is required"),
+        ({"type": "command", "argv": "sleep 'unbalanced"}, "cannot be split"),
+        ({"type": "pi_stress", "cpus": "1"}, "'cpus' is not supported"),
+    ],
+)
 def test_bad_values_are_rejected_naming_the_key(spec, message):
     with pytest.raises(RtqError, match=message):
         make_load(spec)
@@ -132,9 +140,11 @@ def test_defaults():
 
 # -- preparation: tools, permissions, safety ----------------------------------------------------
 
+
 def test_missing_tool_names_the_package(monkeypatch, tmp_path):
     class NoSuchTool(Hackbench):
         tool = "rtq-no-such-tool"
+
     with pytest.raises(RtqError, match=r"^rtq-no-such-tool not found: apt-get install rt-tests$"):
         NoSuchTool().prepare()
     monkeypatch.setenv("PATH", str(tmp_path))
@@ -169,15 +179,19 @@ def test_offline_cpu_is_refused():
 @needs_rt
 def test_rt_load_on_every_cpu_is_refused_unless_forced():
     every = ",".join(map(str, ONLINE))
-    for spec in ({"type": "command", "argv": "true", "policy": "fifo"},
-                 {"type": "command", "argv": "true", "policy": "rr", "cpus": every},
-                 {"type": "cpu-hog", "policy": "fifo", "priority": 10}):
-        with pytest.raises(RtqError, match="RT load on every CPU can freeze the machine; "
-                                           "leave one CPU free or set force = true"):
+    for spec in (
+        {"type": "command", "argv": "true", "policy": "fifo"},
+        {"type": "command", "argv": "true", "policy": "rr", "cpus": every},
+        {"type": "cpu-hog", "policy": "fifo", "priority": 10},
+    ):
+        with pytest.raises(
+            RtqError, match="RT load on every CPU can freeze the machine; leave one CPU free or set force = true"
+        ):
             make_load(spec).prepare()
         make_load({**spec, "force": True}).prepare()
-    with pytest.raises(RtqError, match="pi_stress runs SCHED_FIFO threads on every CPU, "
-                                       "which can freeze the machine; set force = true"):
+    with pytest.raises(
+        RtqError, match="pi_stress runs SCHED_FIFO threads on every CPU, which can freeze the machine; set force = true"
+    ):
         make_load({"type": "pi_stress"}).prepare()
 
 
@@ -189,11 +203,12 @@ def test_rt_load_leaving_a_cpu_free_is_accepted():
 
 # -- running loads ----------------------------------------------------------------------------
 
+
 def test_cpu_hog_burns_cpu_pinned_one_per_cpu(loads):
     hog = loads({"type": "cpu-hog"})
     insts = hog.collect()["instances"]
     assert [i["cpus"] for i in insts] == [[c] for c in ONLINE]
-    before = {i["pid"]: _wait_for(lambda: _alive(i["pid"]) and _cpu_ticks(i["pid"])) for i in insts}
+    before = {i["pid"]: _wait_for(lambda pid=i["pid"]: _alive(pid) and _cpu_ticks(pid)) for i in insts}
     time.sleep(0.6)
     assert hog.poll() is None
     for pid, ticks in before.items():
@@ -287,8 +302,9 @@ def test_affinity_is_applied(loads):
     assert _cpus_allowed(load.collect()["instances"][0]["pid"]) == str(ONLINE[1])
 
 
-@pytest.mark.parametrize("policy, expected", [("batch", os.SCHED_BATCH), ("idle", os.SCHED_IDLE),
-                                              ("other", os.SCHED_OTHER)])
+@pytest.mark.parametrize(
+    "policy, expected", [("batch", os.SCHED_BATCH), ("idle", os.SCHED_IDLE), ("other", os.SCHED_OTHER)]
+)
 def test_normal_policies_are_applied(loads, policy, expected):
     pid = loads({"type": "command", "argv": "sleep 1000", "policy": policy}).collect()["instances"][0]["pid"]
     assert os.sched_getscheduler(pid) == expected
@@ -350,6 +366,7 @@ def test_respawn_passes_failures_on():
 
 # -- the real tools ----------------------------------------------------------------------------
 
+
 @pytest.mark.skipif(shutil.which("hackbench") is None, reason="hackbench missing: apt-get install rt-tests")
 def test_hackbench_keeps_running_until_stopped(loads):
     # One run of 10 loops takes ~10 ms: alive after 1 s only because it is restarted.
@@ -386,8 +403,15 @@ def test_pi_stress_runs_until_sigint(loads):
 
 @pytest.mark.skipif(shutil.which("stress-ng") is None, reason="stress-ng missing: apt-get install stress-ng")
 def test_stress_ng_runs_until_stopped(loads):
-    load = loads({"type": "stress-ng", "stressor": "cpu", "workers": 1, "cpus": ONLINE[-1:],
-                  "args": ["--cpu-method", "matrixprod"]})
+    load = loads(
+        {
+            "type": "stress-ng",
+            "stressor": "cpu",
+            "workers": 1,
+            "cpus": ONLINE[-1:],
+            "args": ["--cpu-method", "matrixprod"],
+        }
+    )
     sid = load.collect()["instances"][0]["pid"]
     assert _wait_for(lambda: len(_session(sid)) >= 2), "stress-ng and its worker"
     time.sleep(0.3)

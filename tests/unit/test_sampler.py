@@ -1,4 +1,5 @@
 """Sampler (fake tree and live), summarize, and the other real-time tasks."""
+
 import json
 import os
 import shutil
@@ -8,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rtqual.host.sampler import (Sampler, cpuinfo_mhz, parse_stat, read_samples, rt_tasks, summarize,
-                                 temp_sources)
+from rtqual.host.sampler import Sampler, cpuinfo_mhz, parse_stat, read_samples, rt_tasks, summarize, temp_sources
 
 
 def fake_host(root: Path) -> Path:
@@ -34,8 +34,7 @@ def fake_host(root: Path) -> Path:
 
 def test_sample_from_fake_tree(tmp_path):
     s = Sampler(tmp_path / "s.jsonl", root=fake_host(tmp_path)).sample()
-    assert s["temps_c"] == {"x86_pkg_temp": 48.5, "acpitz": 27.8, "acpitz.thermal_zone2": 30.0,
-                            "coretemp/Core 0": 51.0}
+    assert s["temps_c"] == {"x86_pkg_temp": 48.5, "acpitz": 27.8, "acpitz.thermal_zone2": 30.0, "coretemp/Core 0": 51.0}
     assert s["freq_khz"] == {"0": 1500000, "1": 600000}
     assert s["loadavg"] == [0.5, 0.4, 0.3]
     assert isinstance(s["t_ns"], int) and isinstance(s["real_ns"], int)
@@ -43,8 +42,9 @@ def test_sample_from_fake_tree(tmp_path):
 
 def test_cpuinfo_fallback_and_missing_files(tmp_path):
     (tmp_path / "proc").mkdir()
-    (tmp_path / "proc/cpuinfo").write_text("processor\t: 0\ncpu MHz\t\t: 2596.122\n\n"
-                                           "processor\t: 1\ncpu MHz\t\t: 800.000\n")
+    (tmp_path / "proc/cpuinfo").write_text(
+        "processor\t: 0\ncpu MHz\t\t: 2596.122\n\nprocessor\t: 1\ncpu MHz\t\t: 800.000\n"
+    )
     s = Sampler(tmp_path / "s.jsonl", root=tmp_path).sample()
     assert s["freq_khz"] == {"0": 2596122, "1": 800000}
     assert s["temps_c"] == {} and s["loadavg"] is None
@@ -79,6 +79,7 @@ def test_sampler_survives_a_failing_read(tmp_path, monkeypatch):
         if len(calls) == 1:
             raise OSError(5, "Input/output error")
         return real()
+
     monkeypatch.setattr(sampler, "sample", flaky)
     sampler.start()
     time.sleep(0.3)
@@ -92,17 +93,32 @@ def test_stop_without_start(tmp_path):
 
 
 def test_summarize_synthetic_lines():
-    lines = [json.dumps({"t_ns": 1_000_000_000, "temps_c": {"cpu": 40.0}, "freq_khz": {"0": 600000, "1": 1500000},
-                         "loadavg": [0.5, 0.1, 0.0]}),
-             json.dumps({"t_ns": 2_000_000_000, "temps_c": {"cpu": 50.0, "gpu": 30.0},
-                         "freq_khz": {"0": 1200000}, "loadavg": [2.0, 0.2, 0.1]}),
-             {"t_ns": 3_000_000_000, "temps_c": {"cpu": 45.0}, "freq_khz": {}, "loadavg": None},
-             '{"t_ns": 4000000000, "temps_c": {"cpu": 9'   # truncated by a kill
-             ]
+    lines = [
+        json.dumps(
+            {
+                "t_ns": 1_000_000_000,
+                "temps_c": {"cpu": 40.0},
+                "freq_khz": {"0": 600000, "1": 1500000},
+                "loadavg": [0.5, 0.1, 0.0],
+            }
+        ),
+        json.dumps(
+            {
+                "t_ns": 2_000_000_000,
+                "temps_c": {"cpu": 50.0, "gpu": 30.0},
+                "freq_khz": {"0": 1200000},
+                "loadavg": [2.0, 0.2, 0.1],
+            }
+        ),
+        {"t_ns": 3_000_000_000, "temps_c": {"cpu": 45.0}, "freq_khz": {}, "loadavg": None},
+        '{"t_ns": 4000000000, "temps_c": {"cpu": 9',  # truncated by a kill
+    ]
     s = summarize(lines)
     assert s["samples"] == 3 and s["span_ns"] == 2_000_000_000
-    assert s["temps_c"] == {"cpu": {"min": 40.0, "max": 50.0, "mean": 45.0},
-                            "gpu": {"min": 30.0, "max": 30.0, "mean": 30.0}}
+    assert s["temps_c"] == {
+        "cpu": {"min": 40.0, "max": 50.0, "mean": 45.0},
+        "gpu": {"min": 30.0, "max": 30.0, "mean": 30.0},
+    }
     assert s["temp_max_c"] == 50.0
     assert s["freq_khz"] == {"0": {"min": 600000, "max": 1200000}, "1": {"min": 1500000, "max": 1500000}}
     assert s["freq_khz_range"] == [600000, 1500000]
@@ -113,7 +129,7 @@ def test_summarize_synthetic_lines():
 
 def test_parse_stat():
     fields = ["S"] + ["0"] * 50
-    fields[6] = str(0x00200000)   # flags: kernel thread
+    fields[6] = str(0x00200000)  # flags: kernel thread
     fields[37], fields[38] = "10", "1"
     parsed = parse_stat("42 (odd) name (x) " + " ".join(fields))
     assert parsed == {"comm": "odd) name (x", "flags": 0x00200000, "rt_priority": 10, "policy": 1}
@@ -137,14 +153,13 @@ def test_rt_tasks_finds_a_fifo_sleeper():
     try:
         mine = []
         deadline = time.monotonic() + 3
-        while not mine and time.monotonic() < deadline:   # chrt sets the policy, then execs sleep
+        while not mine and time.monotonic() < deadline:  # chrt sets the policy, then execs sleep
             mine = [t for t in rt_tasks() if t["pid"] == proc.pid and t["name"] == "sleep"]
             time.sleep(0.02)
         assert len(mine) == 1
         t = mine[0]
         assert (t["policy"], t["priority"], t["tid"], t["kernel"]) == ("fifo", 10, proc.pid, False)
-        assert t["affinity"] == Path(f"/proc/{proc.pid}/status").read_text().split(
-            "Cpus_allowed_list:")[1].split()[0]
+        assert t["affinity"] == Path(f"/proc/{proc.pid}/status").read_text().split("Cpus_allowed_list:")[1].split()[0]
         assert not [t for t in rt_tasks(exclude=[proc.pid]) if t["pid"] == proc.pid]
     finally:
         proc.kill()

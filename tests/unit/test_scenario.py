@@ -1,4 +1,5 @@
 """Scenario files: validation with key paths, matrix expansion, scale, plans, JSON Schema, presets."""
+
 import json
 import re
 from pathlib import Path
@@ -35,6 +36,7 @@ def error(text: str, **kw) -> str:
 
 # --- presets --------------------------------------------------------------------------------------
 
+
 def test_presets_exist():
     assert {p.name for p in PRESETS} >= {"quick.toml", "kek-rpi-2020.toml"}
 
@@ -59,11 +61,19 @@ def test_quick_is_about_a_minute_and_a_half():
 def test_kek_reproduces_the_study():
     cases = scenario.expand(scenario.load(ROOT / "scenarios/kek-rpi-2020.toml"), cpus=CPUS)
     by = {c["label"]: c for c in cases}
-    assert [l for l in by if l.startswith("stress")] == ["stress idle", "stress hackbench", "stress cat-dev-zero",
-                                                         "stress pi_stress"]
+    assert [label for label in by if label.startswith("stress")] == [
+        "stress idle",
+        "stress hackbench",
+        "stress cat-dev-zero",
+        "stress pi_stress",
+    ]
     assert by["stress cat-dev-zero"]["loads"] == [{"name": "cat-dev-zero", "type": "cpu-hog", "instances": 1}]
-    assert [by[f"frequency {f}MHz"]["conditions"]["frequency_khz"] for f in (600, 750, 1000, 1500)] == \
-        [600_000, 750_000, 1_000_000, 1_500_000]
+    assert [by[f"frequency {f}MHz"]["conditions"]["frequency_khz"] for f in (600, 750, 1000, 1500)] == [
+        600_000,
+        750_000,
+        1_000_000,
+        1_500_000,
+    ]
     assert by["runtime 10m"]["params"]["duration_ns"] == 600 * S
     assert by["runtime 50m"]["params"]["duration_ns"] == 3000 * S
     p = by["stress idle"]["params"]
@@ -86,39 +96,54 @@ def test_kek_scaled_to_a_tenth():
 CASE = '[[case]]\nprobe = "timer"\n'
 BAD = [
     ("[rn]\nname = 'x'\n" + CASE, "x.toml: unknown key 'rn' (did you mean 'run'?)"),
-    (CASE + CASE + '[case.params]\nintervall = "1ms"\n',
-     "x.toml: case[2].params: unknown key 'intervall' (did you mean 'interval'?)"),
-    (CASE + '[case.params]\ninterval = "10"\n',
-     "x.toml: case[1].params.interval: '10' is not a duration (use a unit: 500us"),
-    (CASE + '[case.params]\ninterval = 10\n', "case[1].params.interval: '10' is not a duration"),
-    (CASE + '[case.params]\ninterval = [1]\n', "case[1].params.interval: expected a duration such as '1ms', got an array"),
+    (
+        CASE + CASE + '[case.params]\nintervall = "1ms"\n',
+        "x.toml: case[2].params: unknown key 'intervall' (did you mean 'interval'?)",
+    ),
+    (
+        CASE + '[case.params]\ninterval = "10"\n',
+        "x.toml: case[1].params.interval: '10' is not a duration (use a unit: 500us",
+    ),
+    (CASE + "[case.params]\ninterval = 10\n", "case[1].params.interval: '10' is not a duration"),
+    (
+        CASE + "[case.params]\ninterval = [1]\n",
+        "case[1].params.interval: expected a duration such as '1ms', got an array",
+    ),
     (CASE + '[case.params]\ninterval = "5us"\n', "case[1].params.interval: must be between 10us and 10s (got 5us)"),
     (CASE + '[case.params]\npriority = "80"\n', "case[1].params.priority: expected an integer, got a string"),
-    (CASE + '[case.params]\npriority = 100\n', "case[1].params.priority: must be between 1 and 99 (got 100)"),
-    (CASE + '[case.params]\npolicy = "fifi"\n', "case[1].params.policy: 'fifi' is not one of fifo, rr, other "
-                                                "(did you mean 'fifo'?)"),
+    (CASE + "[case.params]\npriority = 100\n", "case[1].params.priority: must be between 1 and 99 (got 100)"),
+    (
+        CASE + '[case.params]\npolicy = "fifi"\n',
+        "case[1].params.policy: 'fifi' is not one of fifo, rr, other (did you mean 'fifo'?)",
+    ),
     (CASE + '[case.params]\ncpus = "0-x"\n', "case[1].params.cpus: '0-x' is not a CPU list"),
     (CASE + '[case.params]\ncpus = "3-1"\n', "case[1].params.cpus: bad range '3-1'"),
     (CASE + '[case.params]\ncpus = "0-99999999999"\n', "case[1].params.cpus: '0-99999999999' is not a CPU list"),
-    (CASE + '[case.params]\ncpus = [0, -1]\n', "case[1].params.cpus: expected CPU numbers"),
+    (CASE + "[case.params]\ncpus = [0, -1]\n", "case[1].params.cpus: expected CPU numbers"),
     (CASE + '[case.params]\nduration = "1s"\nloops = 5\n', "case[1].params: 'duration' and 'loops' exclude each other"),
-    (CASE + 'label = 3\n', "case[1].label: expected a string, got an integer"),
-    (CASE + 'probe = "timr"\n', "x.toml:3:15: invalid TOML: Cannot overwrite a value"),   # duplicate key is a TOML error
+    (CASE + "label = 3\n", "case[1].label: expected a string, got an integer"),
+    (CASE + 'probe = "timr"\n', "x.toml:3:15: invalid TOML: Cannot overwrite a value"),  # duplicate key is a TOML error
     ('[[case]]\nprobe = "timr"\n', "case[1].probe: 'timr' is not one of timer, "),
-    (CASE + 'conditions = {governor = "performnce"}\n',
-     "case[1].conditions.governor: 'performnce' is not one of performance"),
+    (
+        CASE + 'conditions = {governor = "performnce"}\n',
+        "case[1].conditions.governor: 'performnce' is not one of performance",
+    ),
     (CASE + 'conditions = {frequency = "600"}\n', "case[1].conditions.frequency: '600' is not a frequency (use a unit"),
     (CASE + 'conditions = {frequency = "1.0000001GHz"}\n', "not a whole number of kHz"),
-    (CASE + 'conditions = {cpuset = {cpus = "1", for = "probe"}}\n',
-     "case[1].conditions.cpuset: unknown key 'cpus' (known: probe, loads)"),
+    (
+        CASE + 'conditions = {cpuset = {cpus = "1", for = "probe"}}\n',
+        "case[1].conditions.cpuset: unknown key 'cpus' (known: probe, loads)",
+    ),
     (CASE + 'loads = ["hackbnch"]\n', "case[1].loads[1]: unknown load 'hackbnch' (did you mean 'hackbench'?)"),
     (CASE + 'loads = "hackbench"\n', "case[1].loads: expected an array of load names or load tables, got a string"),
-    (CASE + 'loads = [{cpus = 1}]\n', "case[1].loads[1]: missing 'type'"),
+    (CASE + "loads = [{cpus = 1}]\n", "case[1].loads[1]: missing 'type'"),
     ('[loads.heavy]\nkind = "hackbench"\n' + CASE, "x.toml: loads.heavy: missing 'type'"),
     ('[loads.idle]\ntype = "hackbench"\n' + CASE, "loads.idle: 'idle' is reserved"),
-    ('[matrix]\ninterval = []\n', "x.toml: matrix.interval: expected a non-empty array of values"),
-    ('[matrix]\ninterval = "1ms"\n', "matrix.interval: expected a non-empty array of values, e.g. interval = [a, b], "
-                                     "got a string"),
+    ("[matrix]\ninterval = []\n", "x.toml: matrix.interval: expected a non-empty array of values"),
+    (
+        '[matrix]\ninterval = "1ms"\n',
+        "matrix.interval: expected a non-empty array of values, e.g. interval = [a, b], got a string",
+    ),
     ('[matrix]\nintervall = ["1ms"]\n', "x.toml: matrix: unknown key 'intervall' (did you mean 'interval'?)"),
     ('[matrix]\ninterval = ["1ms", "2"]\n', "matrix.interval[2]: '2' is not a duration"),
     ('[matrix]\ninterval = ["1ms", "1ms"]\n', "matrix.interval[2]: '1ms' is listed twice"),
@@ -126,21 +151,25 @@ BAD = [
     ('[matrix]\nfrequency = ["600MHz", 600]\n', "matrix.frequency[2]: '600' is not a frequency"),
     ('[matrix]\nduration = ["1s"]\nloops = [5]\n', "matrix: 'duration' and 'loops' exclude each other"),
     ('[matrix]\nlabel = "x"\n', "matrix: no parameter to vary"),
-    ('[[matrix]]\ninterval = ["1ms"]\n[[matrix]]\nbase.params.prio = 1\ninterval = ["1ms"]\n',
-     "matrix[2].base.params: unknown key 'prio' (did you mean 'priority'?)"),
-    ('matrix = 3\n', "matrix: expected a table ([matrix]) or an array of tables ([[matrix]]), got an integer"),
+    (
+        '[[matrix]]\ninterval = ["1ms"]\n[[matrix]]\nbase.params.prio = 1\ninterval = ["1ms"]\n',
+        "matrix[2].base.params: unknown key 'prio' (did you mean 'priority'?)",
+    ),
+    ("matrix = 3\n", "matrix: expected a table ([matrix]) or an array of tables ([[matrix]]), got an integer"),
     ('[case]\nprobe = "timer"\n', "case: expected an array of tables ([[case]]), got a table"),
     ('[run]\nname = "quick"\n', "x.toml: no cases: add [[case]] tables or a [matrix]"),
-    ('[run]\nscale = 0\n' + CASE, "run.scale: must be between 0.001 and 1000 (got 0)"),
+    ("[run]\nscale = 0\n" + CASE, "run.scale: must be between 0.001 and 1000 (got 0)"),
     ('[defaults]\nparams = {interval = "1ms"}\n' + CASE, "defaults: unknown key 'params'"),
     ('[defaults.timer]\ninterval = "1"\n' + CASE, "defaults.timer.interval: '1' is not a duration"),
     ('[run]\nname = "x"\n[run]\nname = "y"\n', "x.toml:3:5: invalid TOML: Cannot declare ('run',) twice"),
     ('[[case]]\nprobe = "timer\n', "x.toml:2:"),
-    ('[[case]\n', "x.toml:1:"),
-    ('a = [1,\n', "x.toml:2:"),
+    ("[[case]\n", "x.toml:1:"),
+    ("a = [1,\n", "x.toml:2:"),
     (CASE + CASE, "x.toml: cases 1 and 2 are both labelled 'idle 1ms'"),
-    (CASE + 'conditions = {cpuset = {probe = "1"}}\nparams = {cpus = "0-1"}\n',
-     "x.toml: case 1: cpus 0-1 are outside the probe cpuset 1"),
+    (
+        CASE + 'conditions = {cpuset = {probe = "1"}}\nparams = {cpus = "0-1"}\n',
+        "x.toml: case 1: cpus 0-1 are outside the probe cpuset 1",
+    ),
 ]
 
 
@@ -167,6 +196,7 @@ def test_load_spec_checked_by_loads_module_when_present(monkeypatch):
     def make_load(spec):
         if "groups" in spec:
             raise RtqError(f"hackbench: groups: must be at least 1 (got {spec['groups']})")
+
     monkeypatch.setattr(model, "_make_load", lambda: make_load)
     msg = error('[loads.h]\ntype = "hackbench"\ngroups = 0\n' + CASE)
     assert msg == "x.toml: loads.h: hackbench: groups: must be at least 1 (got 0)"
@@ -193,7 +223,7 @@ base.params.priority = 90
 def test_matrix_cartesian_product_and_labels():
     cases = expand(MATRIX)
     assert len(cases) == 12
-    assert cases[0]["label"] == "idle 1ms 600MHz"            # constant axis (governor) left out of labels
+    assert cases[0]["label"] == "idle 1ms 600MHz"  # constant axis (governor) left out of labels
     assert cases[-1]["label"] == "heavy 20ms 1500MHz"
     assert cases[-1]["id"] == "012-heavy-20ms-1500mhz"
     assert [c["id"][:3] for c in cases] == [f"{i:03d}" for i in range(1, 13)]
@@ -206,8 +236,10 @@ def test_matrix_cartesian_product_and_labels():
 
 
 def test_matrix_single_values_label_all_and_prefix():
-    cases = expand('[[matrix]]\nlabel = "base"\ninterval = ["2ms"]\npriority = [70]\n'
-                   '[[matrix]]\nload = [["hackbench", "cpu-hog"], "idle"]\n')
+    cases = expand(
+        '[[matrix]]\nlabel = "base"\ninterval = ["2ms"]\npriority = [70]\n'
+        '[[matrix]]\nload = [["hackbench", "cpu-hog"], "idle"]\n'
+    )
     assert [c["label"] for c in cases] == ["base 2ms priority 70", "hackbench+cpu-hog", "idle"]
     assert cases[1]["loads"] == [{"type": "hackbench"}, {"type": "cpu-hog"}]
 
@@ -246,17 +278,20 @@ def test_cpuset_probe_is_the_default_cpus():
     assert c["conditions"]["cpuset"] == {"probe": [2, 3], "loads": [0, 1]}
 
 
-@pytest.mark.parametrize("params,scale,want", [
-    ('duration = "10m"', 0.1, {"duration_ns": 60 * S}),
-    ('duration = "10m"', 2, {"duration_ns": 1200 * S}),
-    ('duration = "10s"', 0.01, {"duration_ns": 1 * S}),                # floor: 1 s
-    ('duration = "500ms"', 0.1, {"duration_ns": 500 * MS}),           # never longer than asked
-    ('duration = "100s"\ninterval = "1s"', 0.01, {"duration_ns": 10 * S}),   # floor: 10 intervals
-    ('duration = "10s"', 1 / 3, {"duration_ns": 3333 * MS}),          # rounded to ms
-    ('loops = 10000\ninterval = "10ms"', 0.1, {"loops": 1000, "duration_ns": 10 * S}),
-    ('loops = 10000\ninterval = "10ms"', 0.0001, {"loops": 100}),      # floor: 1 s of periods
-    ('loops = 5\ninterval = "10ms"', 0.01, {"loops": 5}),
-])
+@pytest.mark.parametrize(
+    "params,scale,want",
+    [
+        ('duration = "10m"', 0.1, {"duration_ns": 60 * S}),
+        ('duration = "10m"', 2, {"duration_ns": 1200 * S}),
+        ('duration = "10s"', 0.01, {"duration_ns": 1 * S}),  # floor: 1 s
+        ('duration = "500ms"', 0.1, {"duration_ns": 500 * MS}),  # never longer than asked
+        ('duration = "100s"\ninterval = "1s"', 0.01, {"duration_ns": 10 * S}),  # floor: 10 intervals
+        ('duration = "10s"', 1 / 3, {"duration_ns": 3333 * MS}),  # rounded to ms
+        ('loops = 10000\ninterval = "10ms"', 0.1, {"loops": 1000, "duration_ns": 10 * S}),
+        ('loops = 10000\ninterval = "10ms"', 0.0001, {"loops": 100}),  # floor: 1 s of periods
+        ('loops = 5\ninterval = "10ms"', 0.01, {"loops": 5}),
+    ],
+)
 def test_scale(params, scale, want):
     (c,) = expand(f"[defaults.timer]\n{params}\n" + CASE, scale=scale)
     assert {k: c["params"][k] for k in want} == want
@@ -272,18 +307,58 @@ def test_scale_from_run_and_rejected_values():
 
 def test_case_matches_rtqual_run_timer():
     """The scenario path builds exactly what `rtqual run timer` builds for the same options."""
-    argv = ["run", "timer", "--cpus", "0", "--policy", "rr", "--priority", "70", "--interval", "2ms", "--loops", "50",
-            "--warmup", "7", "--threshold", "50us", "--max-latency", "1ms", "--p99-latency", "200us",
-            "--no-dma-latency"]
+    argv = [
+        "run",
+        "timer",
+        "--cpus",
+        "0",
+        "--policy",
+        "rr",
+        "--priority",
+        "70",
+        "--interval",
+        "2ms",
+        "--loops",
+        "50",
+        "--warmup",
+        "7",
+        "--threshold",
+        "50us",
+        "--max-latency",
+        "1ms",
+        "--p99-latency",
+        "200us",
+        "--no-dma-latency",
+    ]
     want = cli.timer_case(cli.build_parser().parse_args(argv))
-    (got,) = expand(CASE + 'params = {cpus = "0", policy = "rr", priority = 70, interval = "2ms", loops = 50, '
-                           'warmup = 7, threshold = "50us", max_latency = "1ms", p99_latency = "200us", '
-                           'no_dma_latency = true}\n')
+    (got,) = expand(
+        CASE + 'params = {cpus = "0", policy = "rr", priority = 70, interval = "2ms", loops = 50, '
+        'warmup = 7, threshold = "50us", max_latency = "1ms", p99_latency = "200us", '
+        "no_dma_latency = true}\n"
+    )
     for key in ("probe", "args", "params", "requirements"):
         assert got[key] == want[key], key
-    one = scenario.probe_case("timer", scenario.check_params("timer", {"cpus": "0", "policy": "rr", "priority": 70,
-                              "interval": "2ms", "loops": 50, "warmup": 7, "threshold": "50us", "max_latency": "1ms",
-                              "p99_latency": "200us", "no_dma_latency": True}, ""), [0], "001-timer")
+    one = scenario.probe_case(
+        "timer",
+        scenario.check_params(
+            "timer",
+            {
+                "cpus": "0",
+                "policy": "rr",
+                "priority": 70,
+                "interval": "2ms",
+                "loops": 50,
+                "warmup": 7,
+                "threshold": "50us",
+                "max_latency": "1ms",
+                "p99_latency": "200us",
+                "no_dma_latency": True,
+            },
+            "",
+        ),
+        [0],
+        "001-timer",
+    )
     assert one == want
 
 
@@ -293,6 +368,7 @@ def test_check_params_cli_names():
 
 
 # --- plan views -----------------------------------------------------------------------------------
+
 
 def test_plan_text_shows_cases_and_total():
     sc = load(MATRIX)
@@ -315,13 +391,23 @@ def test_plan_json_is_plain_json():
     assert set(doc["cases"][0]) >= {"id", "label", "probe", "args", "params", "requirements", "loads", "conditions"}
 
 
-@pytest.mark.parametrize("ns,text", [(0, "0s"), (45 * S, "45s"), (150 * S, "2m30s"), (3900 * S, "1h05m"),
-                                     (3905 * S, "1h05m05s"), (180000 * S, "2d02h")])
+@pytest.mark.parametrize(
+    "ns,text",
+    [
+        (0, "0s"),
+        (45 * S, "45s"),
+        (150 * S, "2m30s"),
+        (3900 * S, "1h05m"),
+        (3905 * S, "1h05m05s"),
+        (180000 * S, "2d02h"),
+    ],
+)
 def test_format_hms(ns, text):
     assert plan.format_hms(ns) == text
 
 
 # --- JSON Schema ----------------------------------------------------------------------------------
+
 
 def test_schema_file_is_up_to_date():
     committed = (ROOT / "docs/scenario.schema.json").read_text()
@@ -371,36 +457,95 @@ def schema_errors(s: dict, v, root: dict, path: str = "$") -> list[str]:
 @pytest.mark.parametrize("path", PRESETS, ids=lambda p: p.name)
 def test_presets_match_the_json_schema(path):
     import tomllib
+
     root = schema.json_schema()
     assert schema_errors(root, tomllib.loads(path.read_text()), root) == []
 
 
-@pytest.mark.parametrize("text", [MATRIX, CASE + 'params = {cpus = [0, 1]}\nloads = ["hackbench", {type = "cpu-hog"}]\n'
-                                          'conditions = {cpuset = {probe = 1}, frequency = "1.5GHz"}\n'])
+@pytest.mark.parametrize(
+    "text",
+    [
+        MATRIX,
+        CASE + 'params = {cpus = [0, 1]}\nloads = ["hackbench", {type = "cpu-hog"}]\n'
+        'conditions = {cpuset = {probe = 1}, frequency = "1.5GHz"}\n',
+    ],
+)
 def test_valid_files_match_the_json_schema(text):
     import tomllib
+
     root = schema.json_schema()
     assert schema_errors(root, tomllib.loads(text), root) == []
 
 
-@pytest.mark.parametrize("text", ['[matrix]\nintervall = ["1ms"]\n', CASE + 'params = {interval = "10"}\n',
-                                  '[matrix]\ninterval = []\n', CASE + 'conditions = {governor = "fast"}\n',
-                                  '[loads.idle]\ntype = "hackbench"\n', CASE + "loads = [{cpus = 1}]\n"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[matrix]\nintervall = ["1ms"]\n',
+        CASE + 'params = {interval = "10"}\n',
+        "[matrix]\ninterval = []\n",
+        CASE + 'conditions = {governor = "fast"}\n',
+        '[loads.idle]\ntype = "hackbench"\n',
+        CASE + "loads = [{cpus = 1}]\n",
+    ],
+)
 def test_bad_files_fail_the_json_schema_too(text):
     import tomllib
+
     root = schema.json_schema()
     assert schema_errors(root, tomllib.loads(text), root)
 
 
 # --- never a traceback --------------------------------------------------------------------------
 
-VOCAB = sorted({*model.TOP, *model.RUN, *model.CASE, *model.DEFAULTS, *model.CONDITIONS, *model.CPUSET,
-                *model.MATRIX, *model.axes("timer"), "type", "heavy", "x", "for", "cpus"})
-SCALARS = st.one_of(st.sampled_from(["1ms", "10", "600MHz", "1.5GHz", "0-3", "3-1", "0-7:2", "idle", "hackbench",
-                                     "cpu-hog", "fifo", "timer", "performance", "", "2d", "0-99999", "heavy"]),
-                    st.integers(-3, 200), st.floats(allow_nan=True), st.booleans(), st.text(max_size=5))
-VALUES = st.recursive(SCALARS, lambda inner: st.one_of(
-    st.lists(inner, max_size=4), st.dictionaries(st.sampled_from(VOCAB), inner, max_size=4)), max_leaves=12)
+VOCAB = sorted(
+    {
+        *model.TOP,
+        *model.RUN,
+        *model.CASE,
+        *model.DEFAULTS,
+        *model.CONDITIONS,
+        *model.CPUSET,
+        *model.MATRIX,
+        *model.axes("timer"),
+        "type",
+        "heavy",
+        "x",
+        "for",
+        "cpus",
+    }
+)
+SCALARS = st.one_of(
+    st.sampled_from(
+        [
+            "1ms",
+            "10",
+            "600MHz",
+            "1.5GHz",
+            "0-3",
+            "3-1",
+            "0-7:2",
+            "idle",
+            "hackbench",
+            "cpu-hog",
+            "fifo",
+            "timer",
+            "performance",
+            "",
+            "2d",
+            "0-99999",
+            "heavy",
+        ]
+    ),
+    st.integers(-3, 200),
+    st.floats(allow_nan=True),
+    st.booleans(),
+    st.text(max_size=5),
+)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.sampled_from(VOCAB), inner, max_size=4)),
+    max_leaves=12,
+)
 DOCS = st.dictionaries(st.sampled_from(VOCAB), VALUES, max_size=5)
 
 
@@ -428,6 +573,7 @@ def test_fuzz_mutated_valid_files_only_rtqerror(data):
     """Valid files with one value replaced or one key added: deep paths, not just the first check."""
     import copy
     import tomllib
+
     doc = copy.deepcopy(tomllib.loads(data.draw(st.sampled_from([MATRIX, LAYERS, *[p.read_text() for p in PRESETS]]))))
     for _ in range(data.draw(st.integers(1, 3))):
         path = data.draw(st.sampled_from(list(_paths(doc))[1:]))
@@ -439,17 +585,55 @@ def test_fuzz_mutated_valid_files_only_rtqerror(data):
         else:
             parent[path[-1]] = data.draw(VALUES)
     try:
-        cases = scenario.expand(scenario.validate(doc, "f.toml"), scale=data.draw(st.sampled_from([None, 0.01, 3])),
-                                cpus=CPUS)
+        cases = scenario.expand(
+            scenario.validate(doc, "f.toml"), scale=data.draw(st.sampled_from([None, 0.01, 3])), cpus=CPUS
+        )
         scenario.plan_text(cases)
         json.dumps(scenario.plan_json(cases))
     except RtqError as e:
         assert "\n" not in str(e) and str(e).startswith("f.toml")
 
 
-TOKENS = st.sampled_from(["[", "]", "[[", "]]", "=", '"', "'", "\n", " ", ",", "{", "}", ".", "#", "1ms", "600MHz",
-                          "case", "matrix", "run", "params", "interval", "load", "loads", "conditions", "base", "idle",
-                          "hackbench", "true", "1", "1.5", "-", "defaults", "timer", "cpus", '"0-3"', "[\"1ms\"]"])
+TOKENS = st.sampled_from(
+    [
+        "[",
+        "]",
+        "[[",
+        "]]",
+        "=",
+        '"',
+        "'",
+        "\n",
+        " ",
+        ",",
+        "{",
+        "}",
+        ".",
+        "#",
+        "1ms",
+        "600MHz",
+        "case",
+        "matrix",
+        "run",
+        "params",
+        "interval",
+        "load",
+        "loads",
+        "conditions",
+        "base",
+        "idle",
+        "hackbench",
+        "true",
+        "1",
+        "1.5",
+        "-",
+        "defaults",
+        "timer",
+        "cpus",
+        '"0-3"',
+        '["1ms"]',
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -467,6 +651,11 @@ def test_every_key_is_documented():
     missing = [k for t in tables for k in t if f"`{k}`" not in doc]
     assert missing == []
     probes_doc = (ROOT / "docs/probes.md").read_text()  # native probes: their options, in probes.md
-    missing = [(name, k) for name, p in scenario.PROBES.items() if name != "timer" for k in p.params
-               if k not in ("max_latency", "p99_latency") and f"--{k.replace('_', '-')}" not in probes_doc]
+    missing = [
+        (name, k)
+        for name, p in scenario.PROBES.items()
+        if name != "timer"
+        for k in p.params
+        if k not in ("max_latency", "p99_latency") and f"--{k.replace('_', '-')}" not in probes_doc
+    ]
     assert missing == []

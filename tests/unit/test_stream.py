@@ -1,16 +1,21 @@
 """The stream reader never crashes on what a dying probe leaves behind."""
+
 import json
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rtqual.stream import read_stream
 
 GOOD = [
     {"type": "header", "schema": 1, "probe": "timer", "params": {}},
-    {"type": "progress", "elapsed_ns": 1, "cpus": [{"cpu": 0, "count": 5, "min_ns": 1, "max_ns": 9,
-                                                    "overruns": 0, "over_threshold": 1}]},
+    {
+        "type": "progress",
+        "elapsed_ns": 1,
+        "cpus": [{"cpu": 0, "count": 5, "min_ns": 1, "max_ns": 9, "overruns": 0, "over_threshold": 1}],
+    },
     {"type": "event", "kind": "threshold", "cpu": 0, "latency_ns": 9, "mono_ns": 1, "real_ns": 2},
-    {"type": "event", "kind": "warning", "message": "a \"quoted\" warning"},
+    {"type": "event", "kind": "warning", "message": 'a "quoted" warning'},
     {"type": "event", "kind": "suppressed", "count": 7},
     {"type": "hist", "cpu": 0, "count": 1, "min_ns": 1, "max_ns": 1, "sum_ns": 1, "sumsq_ns2": 1, "counts": [[1, 1]]},
     {"type": "summary", "cpus": []},

@@ -4,11 +4,23 @@ from rtqual.errors import RtqError
 from rtqual.units import format_cpulist, format_duration, format_ns, parse_cpulist, parse_duration_ns
 
 
-@pytest.mark.parametrize("text,ns", [
-    ("500us", 500_000), ("1ms", 1_000_000), ("10s", 10_000_000_000), ("5m", 300_000_000_000),
-    ("24h", 86_400_000_000_000), ("1.5ms", 1_500_000), ("0.25s", 250_000_000), ("7ns", 7),
-    (".5us", 500), ("2d", 172_800_000_000_000), (" 3 ms ", 3_000_000), ("1.0000001s", 1_000_000_100),
-])
+@pytest.mark.parametrize(
+    "text,ns",
+    [
+        ("500us", 500_000),
+        ("1ms", 1_000_000),
+        ("10s", 10_000_000_000),
+        ("5m", 300_000_000_000),
+        ("24h", 86_400_000_000_000),
+        ("1.5ms", 1_500_000),
+        ("0.25s", 250_000_000),
+        ("7ns", 7),
+        (".5us", 500),
+        ("2d", 172_800_000_000_000),
+        (" 3 ms ", 3_000_000),
+        ("1.0000001s", 1_000_000_100),
+    ],
+)
 def test_duration_units(text, ns):
     assert parse_duration_ns(text) == ns
 
@@ -31,8 +43,9 @@ def test_format_ns():
     assert format_ns(None) == "-"
 
 
-@pytest.mark.parametrize("text,cpus", [("0", [0]), ("0-3,8", [0, 1, 2, 3, 8]), ("0-7:2", [0, 2, 4, 6]),
-                                       ("3,1,1", [1, 3])])
+@pytest.mark.parametrize(
+    "text,cpus", [("0", [0]), ("0-3,8", [0, 1, 2, 3, 8]), ("0-7:2", [0, 2, 4, 6]), ("3,1,1", [1, 3])]
+)
 def test_cpulist(text, cpus):
     assert parse_cpulist(text, check_online=False) == cpus
 

@@ -9,6 +9,7 @@ The APS load (seed 001): N records on the IOC, one client putting values to them
 monitoring their changes. Every process gets its env from rtqual.epics.env.epics_env (loopback,
 per-run ports) and always stops: SIGINT, wait, SIGKILL of its process group; PR_SET_PDEATHSIG
 stops it if rtqual dies."""
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,8 @@ from rtqual.epics import env as epics_env
 from rtqual.errors import RtqError
 from rtqual.procs import die_with_parent, signal_group
 
-LOAD_RECORD = "load:%04d"   # $(P)load:0000 ... (rtqual-ca put/monitor use the same names)
-RTT_PUT = "rtt:put"         # ca-rtt: rtqual-ca ca-rtt --put $(P)rtt:put --monitor $(P)rtt:echo
+LOAD_RECORD = "load:%04d"  # $(P)load:0000 ... (rtqual-ca put/monitor use the same names)
+RTT_PUT = "rtt:put"  # ca-rtt: rtqual-ca ca-rtt --put $(P)rtt:put --monitor $(P)rtt:echo
 RTT_ECHO = "rtt:echo"
 
 _LOAD = """record(calc, "$(P)load:%04d") {
@@ -72,11 +73,17 @@ class CaProcess:
         self._err = None
         self.stderr = ""  # all of stderr, after stop()
 
-    def start(self, timeout: float = 30.0) -> "CaProcess":
+    def start(self, timeout: float = 30.0) -> CaProcess:
         self._err = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen([str(_native.ca_path()), *self.args], stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=self._err, env=self.env,
-                                     start_new_session=True, preexec_fn=lambda: die_with_parent(signal.SIGTERM))
+        self.proc = subprocess.Popen(
+            [str(_native.ca_path()), *self.args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=self._err,
+            env=self.env,
+            start_new_session=True,
+            preexec_fn=lambda: die_with_parent(signal.SIGTERM),
+        )
         try:
             self.ready = self._wait_ready(timeout)
         except BaseException:
@@ -103,8 +110,9 @@ class CaProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if not self._read(deadline - time.monotonic()):
-                raise RtqError(f"rtqual-ca {self.args[0]} exited during start (exit {self.proc.wait()}): "
-                               f"{self.stderr_tail()}")
+                raise RtqError(
+                    f"rtqual-ca {self.args[0]} exited during start (exit {self.proc.wait()}): {self.stderr_tail()}"
+                )
             for r in self.records:
                 if r.get("type") == "ready":
                     return r
@@ -147,7 +155,7 @@ class CaProcess:
                 self._err.close()
         return rc
 
-    def __enter__(self) -> "CaProcess":
+    def __enter__(self) -> CaProcess:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -168,11 +176,20 @@ class CaLoad:
     records of ca_db(records) on the IOC with `prefix`. A context manager: both clients are
     ready (all channels connected) inside the block and stopped after it."""
 
-    def __init__(self, prefix: str, records: int, put_rate_hz: int, monitor: bool = True,
-                 env: dict[str, str] | None = None, timeout: float = 30.0):
+    def __init__(
+        self,
+        prefix: str,
+        records: int,
+        put_rate_hz: int,
+        monitor: bool = True,
+        env: dict[str, str] | None = None,
+        timeout: float = 30.0,
+    ):
         if records < 1 or put_rate_hz < 0 or not (put_rate_hz or monitor):
-            raise RtqError(f"CA load: {records} records, put rate {put_rate_hz} Hz, monitor {monitor}: want "
-                           "records >= 1 and a put client (rate >= 1 Hz) or a monitor")
+            raise RtqError(
+                f"CA load: {records} records, put rate {put_rate_hz} Hz, monitor {monitor}: want "
+                "records >= 1 and a put client (rate >= 1 Hz) or a monitor"
+            )
         self.prefix, self.records, self.put_rate_hz, self.timeout = prefix, records, put_rate_hz, timeout
         common = ["--prefix", prefix, "--records", str(records), "--timeout", f"{int(timeout * 1000)}ms"]
         env = epics_env.epics_env(env)
@@ -180,7 +197,7 @@ class CaLoad:
         self.monitor = CaProcess(["monitor", *common], env) if monitor else None
         self.codes: dict[str, int | None] = {}
 
-    def start(self) -> "CaLoad":
+    def start(self) -> CaLoad:
         try:
             if self.monitor:
                 self.monitor.start(self.timeout + 10)
@@ -205,11 +222,12 @@ class CaLoad:
             raise RtqError(f"rtqual-ca put gave no summary (exit {self.codes.get('put')}): {self.put.stderr_tail()}")
         mon = self.monitor.summary() if self.monitor else None
         if self.monitor and mon is None:
-            raise RtqError(f"rtqual-ca monitor gave no summary (exit {self.codes.get('monitor')}): "
-                           f"{self.monitor.stderr_tail()}")
+            raise RtqError(
+                f"rtqual-ca monitor gave no summary (exit {self.codes.get('monitor')}): {self.monitor.stderr_tail()}"
+            )
         return {"records": self.records, "put": put, "monitor": mon}
 
-    def __enter__(self) -> "CaLoad":
+    def __enter__(self) -> CaLoad:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -1,5 +1,6 @@
 """EPICS network hygiene, in code: rtqual's IOC and clients use loopback only and ports picked
 per run, unless the user's environment already says otherwise (never overridden)."""
+
 from __future__ import annotations
 
 import os

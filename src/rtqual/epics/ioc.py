@@ -6,6 +6,7 @@
 
 The IOC always stops: SIGINT, wait, then SIGKILL of its process group; it also gets SIGTERM if
 rtqual dies (PR_SET_PDEATHSIG)."""
+
 from __future__ import annotations
 
 import json
@@ -69,9 +70,13 @@ HISTORY = 1000  # points in $(P)lat:<stage>:history
 HIST_BINS, HIST_MAX_US = 200, 2000.0  # $(P)lat:total:hist: 10 us bins; larger values land in the last
 
 # What an operator or display reads and writes; everything else in the database is plumbing.
-OPERATOR_PVS = ("stat:N", "stat:thr", "stat:count", "lat:total:hist",
-                *(f"lat:{s}{suffix}" for s in STAGES
-                  for suffix in ("", ":min", ":median", ":max", ":over", ":history")))
+OPERATOR_PVS = (
+    "stat:N",
+    "stat:thr",
+    "stat:count",
+    "lat:total:hist",
+    *(f"lat:{s}{suffix}" for s in STAGES for suffix in ("", ":min", ":median", ":max", ":over", ":history")),
+)
 
 _STAGE_DB = """record(ai, "$(P)lat:{s}") {{
     field(DESC, "{s} latency of the last event")
@@ -146,8 +151,12 @@ _STAT_DB = """record(compress, "$(P)lat:{s}:{name}") {{
     field(PREC, "1")
 }}
 """
-_STATS = (("min", "N to 1 Low Value", "window", "us"), ("median", "N to 1 Median", "window", "us"),
-          ("max", "N to 1 High Value", "window", "us"), ("over", "N to 1 Average", "overwin", "%"))
+_STATS = (
+    ("min", "N to 1 Low Value", "window", "us"),
+    ("median", "N to 1 Median", "window", "us"),
+    ("max", "N to 1 High Value", "window", "us"),
+    ("over", "N to 1 Average", "overwin", "%"),
+)
 
 _CONTROL_DB = """record(longout, "$(P)stat:N") {{
     field(DESC, "samples per statistic")
@@ -200,14 +209,22 @@ def operator_db() -> str:
     stat:thr) writes .N of every compress record, which resets them, and clears the histogram."""
     out = []
     for i, s in enumerate(STAGES):
-        stats = "".join(_STAT_DB.format(s=s, name=name, alg=alg, src=src, egu=egu, n=STAT_N,
-                                        desc=f"{s} {name} of the last N")
-                        for name, alg, src, egu in _STATS)
+        stats = "".join(
+            _STAT_DB.format(s=s, name=name, alg=alg, src=src, egu=egu, n=STAT_N, desc=f"{s} {name} of the last N")
+            for name, alg, src, egu in _STATS
+        )
         nxt = f"$(P)lat:{STAGES[i + 1]}:setN" if i + 1 < len(STAGES) else "$(P)lat:total:hist:clear"
         hist = '\n    field(LNK8, "$(P)lat:total:clip")' if s == "total" else ""
         out.append(_STAGE_DB.format(s=s, stats=stats, next=nxt, hist=hist, window=WINDOW, history=HISTORY))
-    control = _CONTROL_DB.format(n=STAT_N, thr=STAT_THR_US, window=WINDOW, first=STAGES[0],
-                                 top=HIST_MAX_US - HIST_MAX_US / HIST_BINS / 2, bins=HIST_BINS, hmax=HIST_MAX_US)
+    control = _CONTROL_DB.format(
+        n=STAT_N,
+        thr=STAT_THR_US,
+        window=WINDOW,
+        first=STAGES[0],
+        top=HIST_MAX_US - HIST_MAX_US / HIST_BINS / 2,
+        bins=HIST_BINS,
+        hmax=HIST_MAX_US,
+    )
     return "".join(out) + control
 
 
@@ -232,11 +249,23 @@ def random_prefix() -> str:
 
 
 class Ioc:
-    def __init__(self, preset: str = "kek", mode: str = "callback", prefix: str | None = None,
-                 prio: int = 90, env: dict[str, str] | None = None, workdir: str | Path | None = None,
-                 extra_db: str = "", operator: bool = True, cpus: str | list[int] | None = None,
-                 rtprio: int | None = None, reader_cpu: int | None = None,
-                 gpio_in: str | None = None, gpio_out: str | None = None, chain: int | None = None):
+    def __init__(
+        self,
+        preset: str = "kek",
+        mode: str = "callback",
+        prefix: str | None = None,
+        prio: int = 90,
+        env: dict[str, str] | None = None,
+        workdir: str | Path | None = None,
+        extra_db: str = "",
+        operator: bool = True,
+        cpus: str | list[int] | None = None,
+        rtprio: int | None = None,
+        reader_cpu: int | None = None,
+        gpio_in: str | None = None,
+        gpio_out: str | None = None,
+        chain: int | None = None,
+    ):
         """cpus: the IOC process's CPU list ("0-1" or [0, 1]); rtprio: SCHED_FIFO priority of the
         process before iocInit; reader_cpu: pin the bi's reader thread; gpio_in/gpio_out:
         "/dev/gpiochipN:LINE [edge=...]" instead of the FIFOs (trigger/responses then unused; with
@@ -276,24 +305,48 @@ class Ioc:
         """The database the IOC loads (macros unexpanded)."""
         return make_db(self.preset, operator=self.operator, chain=self.chain) + self.extra_db
 
-    def start(self, timeout: float = 30.0) -> "Ioc":
+    def start(self, timeout: float = 30.0) -> Ioc:
         self.db.write_text(self.database())
         for fifo in (self.fifo_in, self.fifo_out):
             if not fifo.exists():
                 os.mkfifo(fifo, 0o600)
-        cmd = [sys.executable, "-m", "rtqual.epics.iocmain", "--db", str(self.db), "--prefix", self.prefix,
-               *(("--gpio-in", self.gpio_in) if self.gpio_in else ("--fifo-in", str(self.fifo_in))),
-               *(("--gpio-out", self.gpio_out, "--times-out", str(self.fifo_out)) if self.gpio_out
-                 else ("--fifo-out", str(self.fifo_out))),
-               "--mode", self.mode, "--prio", str(self.prio)]
-        for opt, value in (("--cpus", self.cpus), ("--rtprio", self.rtprio), ("--reader-cpu", self.reader_cpu),
-                           ("--orphan-removes", self.dir if self._own_dir else None)):
+        cmd = [
+            sys.executable,
+            "-m",
+            "rtqual.epics.iocmain",
+            "--db",
+            str(self.db),
+            "--prefix",
+            self.prefix,
+            *(("--gpio-in", self.gpio_in) if self.gpio_in else ("--fifo-in", str(self.fifo_in))),
+            *(
+                ("--gpio-out", self.gpio_out, "--times-out", str(self.fifo_out))
+                if self.gpio_out
+                else ("--fifo-out", str(self.fifo_out))
+            ),
+            "--mode",
+            self.mode,
+            "--prio",
+            str(self.prio),
+        ]
+        for opt, value in (
+            ("--cpus", self.cpus),
+            ("--rtprio", self.rtprio),
+            ("--reader-cpu", self.reader_cpu),
+            ("--orphan-removes", self.dir if self._own_dir else None),
+        ):
             if value is not None:
                 cmd += [opt, str(value)]
         with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
-                                         env=self.env, start_new_session=True,
-                                         preexec_fn=lambda: die_with_parent(signal.SIGTERM))
+            self.proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                env=self.env,
+                start_new_session=True,
+                preexec_fn=lambda: die_with_parent(signal.SIGTERM),
+            )
         try:
             self.ready = self._wait_ready(timeout)
             # Read-write opens never block and never see hang-up (Linux FIFOs).
@@ -361,7 +414,7 @@ class Ioc:
             shutil.rmtree(self.dir, ignore_errors=True)
         return rc
 
-    def __enter__(self) -> "Ioc":
+    def __enter__(self) -> Ioc:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -389,5 +442,5 @@ class Ioc:
                 continue
             while len(self._buf) >= RESPONSE.size and len(out) < n:
                 out.append(RESPONSE.unpack_from(self._buf))
-                self._buf = self._buf[RESPONSE.size:]
+                self._buf = self._buf[RESPONSE.size :]
         return out

@@ -9,6 +9,7 @@ the site base rtqual was built against (epics_site.json), with rtqual's device s
 RTLD_GLOBAL before registerAllRecordDeviceDrivers. stdout carries
 only JSON lines for rtqual (first: {"type": "ready", ...}); the IOC's own console output goes to
 stderr. SIGINT or SIGTERM stops it through epicsExit (the device support joins its threads)."""
+
 from __future__ import annotations
 
 import argparse
@@ -39,23 +40,36 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     inp = ap.add_mutually_exclusive_group(required=True)
     inp.add_argument("--fifo-in", help="input line: a FIFO carrying int64 stimulus times")
     inp.add_argument("--eventfd-in", type=int, metavar="FD", help="input line: an inherited eventfd")
-    inp.add_argument("--gpio-in", metavar="CHIP:LINE", help="input line: a GPIO line with edge events, "
-                     "'/dev/gpiochip0:3 [edge=rising|falling|both]'")
+    inp.add_argument(
+        "--gpio-in",
+        metavar="CHIP:LINE",
+        help="input line: a GPIO line with edge events, '/dev/gpiochip0:3 [edge=rising|falling|both]'",
+    )
     out = ap.add_mutually_exclusive_group(required=True)
     out.add_argument("--fifo-out", help="output line: a FIFO receiving 4 x int64 per response")
     out.add_argument("--eventfd-out", type=int, metavar="FD", help="output line: an inherited eventfd")
     out.add_argument("--gpio-out", metavar="CHIP:LINE", help="output line: a GPIO line set to the bo's value")
-    ap.add_argument("--times-out", metavar="FIFO", help="with --eventfd-out or --gpio-out: also write each "
-                    "response's four times (4 x int64) to this FIFO, for a harness watching the line")
-    ap.add_argument("--mode", choices=("callback", "immediate"), default="callback",
-                    help="process the records in the callback threads (scanIoRequest) or in the "
-                         "reader thread (scanIoImmediate)")
+    ap.add_argument(
+        "--times-out",
+        metavar="FIFO",
+        help="with --eventfd-out or --gpio-out: also write each "
+        "response's four times (4 x int64) to this FIFO, for a harness watching the line",
+    )
+    ap.add_argument(
+        "--mode",
+        choices=("callback", "immediate"),
+        default="callback",
+        help="process the records in the callback threads (scanIoRequest) or in the reader thread (scanIoImmediate)",
+    )
     ap.add_argument("--prio", type=int, default=90, help="reader thread EPICS priority 0..99 (default 90)")
     ap.add_argument("--macros", default="", help="extra macros for the database, a=1,b=2")
     ap.add_argument("--cpus", metavar="LIST", help="CPU affinity of the whole IOC process, e.g. 0-1 or 1")
     ap.add_argument("--rtprio", type=int, metavar="N", help="SCHED_FIFO priority 1..99 of the IOC process")
-    ap.add_argument("--orphan-removes", metavar="DIR", help="remove DIR at exit if the parent died first "
-                    "(rtqual killed: nobody else is left to clean its IOC folder)")
+    ap.add_argument(
+        "--orphan-removes",
+        metavar="DIR",
+        help="remove DIR at exit if the parent died first (rtqual killed: nobody else is left to clean its IOC folder)",
+    )
     ap.add_argument("--reader-cpu", type=int, metavar="CPU", help="pin the bi's reader thread to this CPU")
     args = ap.parse_args(argv)
     if args.times_out and args.fifo_out:
@@ -67,6 +81,7 @@ def place_process(cpus: str | None, rtprio: int | None) -> None:
     """CPU affinity and SCHED_FIFO for this (still single-threaded) process; RtqError if refused."""
     from rtqual.errors import RtqError
     from rtqual.units import parse_cpulist
+
     if cpus is not None:
         wanted = parse_cpulist(cpus)  # checks that every CPU is online
         try:
@@ -80,17 +95,20 @@ def place_process(cpus: str | None, rtprio: int | None) -> None:
         try:
             os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(rtprio))
         except PermissionError:
-            raise RtqError(f"--rtprio {rtprio}: SCHED_FIFO not permitted (needs root, CAP_SYS_NICE or "
-                           "RLIMIT_RTPRIO)") from None
+            raise RtqError(
+                f"--rtprio {rtprio}: SCHED_FIFO not permitted (needs root, CAP_SYS_NICE or RLIMIT_RTPRIO)"
+            ) from None
 
 
 class _Epics:
     """libCom, libdbCore and libdbRecStd, loaded RTLD_GLOBAL (the device support and
     registerAllRecordDeviceDrivers find their symbols there)."""
+
     def __init__(self, path_of):
-        self.Com, self.dbCore, self.dbRecStd = (ctypes.CDLL(path_of(n), mode=ctypes.RTLD_GLOBAL)
-                                                for n in ("Com", "dbCore", "dbRecStd"))
-        self.dbCore.registerAllRecordDeviceDrivers  # AttributeError now, on a base without it
+        self.Com, self.dbCore, self.dbRecStd = (
+            ctypes.CDLL(path_of(n), mode=ctypes.RTLD_GLOBAL) for n in ("Com", "dbCore", "dbRecStd")
+        )
+        _ = self.dbCore.registerAllRecordDeviceDrivers  # AttributeError now, on a base without it
         self.dbCore.dbLoadDatabase.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p]
         self.dbCore.dbLoadRecords.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
         self.dbCore.registerAllRecordDeviceDrivers.argtypes = [ctypes.c_void_p]
@@ -103,6 +121,7 @@ def load_epics(site: dict | None) -> tuple[_Epics, Path]:
     if site:
         return _Epics(lambda n: os.path.join(site["lib_dir"], f"lib{n}.so")), Path(site["dbd_dir"]) / "base.dbd"
     import epicscorelibs.path
+
     return _Epics(epicscorelibs.path.get_lib), Path(epicscorelibs.path.base_path) / "dbd" / "base.dbd"
 
 
@@ -138,6 +157,7 @@ def pvxs_ioc() -> tuple[Path, str] | None:
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     from rtqual.errors import RtqError
+
     try:
         place_process(args.cpus, args.rtprio)
     except RtqError as e:
@@ -148,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     os.dup2(2, 1)  # EPICS prints to stdout: send it to stderr, keep stdout for JSON lines
 
     from rtqual import _native
+
     lib, dbd = _native.epics_devsup()
     site = _native.epics_site()
     try:
@@ -158,10 +179,20 @@ def main(argv: list[str] | None = None) -> int:
     devsup = ctypes.CDLL(str(lib), mode=ctypes.RTLD_GLOBAL)  # pvar_dset_*/pvar_func_* for registerAll…
     devsup.rtqualEpicsVersion.restype = ctypes.c_char_p
 
-    line_in = (f"fifo:{args.fifo_in}" if args.fifo_in else f"gpio:{args.gpio_in}" if args.gpio_in
-               else f"eventfd:{args.eventfd_in}")
-    line_out = (f"fifo:{args.fifo_out}" if args.fifo_out else f"gpio:{args.gpio_out}" if args.gpio_out
-                else f"eventfd:{args.eventfd_out}")
+    line_in = (
+        f"fifo:{args.fifo_in}"
+        if args.fifo_in
+        else f"gpio:{args.gpio_in}"
+        if args.gpio_in
+        else f"eventfd:{args.eventfd_in}"
+    )
+    line_out = (
+        f"fifo:{args.fifo_out}"
+        if args.fifo_out
+        else f"gpio:{args.gpio_out}"
+        if args.gpio_out
+        else f"eventfd:{args.eventfd_out}"
+    )
     if args.times_out:
         line_out += f" times={args.times_out}"
     opts = f"cpu={args.reader_cpu}" if args.reader_cpu is not None else ""
@@ -174,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def on_signal(signum, frame):
         stop["sig"] = signum
+
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     # A signal may land in any thread that does not block it, and between a check and pause();
@@ -192,17 +224,32 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rtqual.epics.iocmain: {e}", file=sys.stderr, flush=True)
         return 1
     if devsup.rtqualDevsupErrors():
-        print(f"rtqual.epics.iocmain: {devsup.rtqualDevsupErrors()} record(s) could not use rtqual's "
-              "device support (see above)", file=sys.stderr, flush=True)
+        print(
+            f"rtqual.epics.iocmain: {devsup.rtqualDevsupErrors()} record(s) could not use rtqual's "
+            "device support (see above)",
+            file=sys.stderr,
+            flush=True,
+        )
         os._exit(2)  # no clean epicsExit: the IOC is half set up
-    proto.write(json.dumps({
-        "type": "ready", "pid": os.getpid(), "prefix": args.prefix, "mode": args.mode,
-        "epics_version": devsup.rtqualEpicsVersion().decode(), "epics_libs": str(Path(epics.dbCore._name).parent),
-        "epicscorelibs": None if site else importlib.metadata.version("epicscorelibs"),
-        "ca_server_port": os.environ.get("EPICS_CA_SERVER_PORT"),
-        "pva_server_port": os.environ.get("EPICS_PVA_SERVER_PORT") if pva else None,
-        "cpus": args.cpus, "rtprio": args.rtprio, "reader_cpu": args.reader_cpu,
-    }) + "\n")
+    proto.write(
+        json.dumps(
+            {
+                "type": "ready",
+                "pid": os.getpid(),
+                "prefix": args.prefix,
+                "mode": args.mode,
+                "epics_version": devsup.rtqualEpicsVersion().decode(),
+                "epics_libs": str(Path(epics.dbCore._name).parent),
+                "epicscorelibs": None if site else importlib.metadata.version("epicscorelibs"),
+                "ca_server_port": os.environ.get("EPICS_CA_SERVER_PORT"),
+                "pva_server_port": os.environ.get("EPICS_PVA_SERVER_PORT") if pva else None,
+                "cpus": args.cpus,
+                "rtprio": args.rtprio,
+                "reader_cpu": args.reader_cpu,
+            }
+        )
+        + "\n"
+    )
     while not stop["sig"]:
         select.select([wake_r], [], [])
         os.read(wake_r, 512)

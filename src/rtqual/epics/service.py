@@ -1,5 +1,6 @@
 """The IOC as a service of one measured case (case["service"] for the runner): rtqual's EPICS IOC
 running just around the probe, and what the bundle records about it."""
+
 from __future__ import annotations
 
 import os
@@ -25,11 +26,18 @@ def ioc_threads(pid: int) -> list[dict]:
             stat = (task / "stat").read_text()
         except OSError:
             continue
-        comm = stat[stat.index("(") + 1:stat.rindex(")")]
-        fields = stat[stat.rindex(")") + 2:].split()  # fields[0] is stat field 3 (state)
+        comm = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2 :].split()  # fields[0] is stat field 3 (state)
         rtprio, policy, cpu = int(fields[37]), int(fields[38]), int(fields[36])
-        out.append({"tid": int(task.name), "comm": comm, "cls": _POLICY.get(policy, str(policy)),
-                    "rtprio": rtprio if policy in (1, 2) else None, "last_cpu": cpu})
+        out.append(
+            {
+                "tid": int(task.name),
+                "comm": comm,
+                "cls": _POLICY.get(policy, str(policy)),
+                "rtprio": rtprio if policy in (1, 2) else None,
+                "last_cpu": cpu,
+            }
+        )
     return out
 
 
@@ -46,8 +54,12 @@ def ioc_process_facts(pid: int) -> dict:
         affinity = sorted(os.sched_getaffinity(pid))
     except OSError:
         affinity = None
-    return {"threads": ioc_threads(pid), "vm_lck": status.get("VmLck"),
-            "cpus_allowed": status.get("Cpus_allowed_list"), "affinity": affinity}
+    return {
+        "threads": ioc_threads(pid),
+        "vm_lck": status.get("VmLck"),
+        "cpus_allowed": status.get("Cpus_allowed_list"),
+        "affinity": affinity,
+    }
 
 
 class IocService:
@@ -55,6 +67,7 @@ class IocService:
     stopped after it), with its CA load clients if the spec asks for them. The FIFOs exist from
     construction on, so the probe's options can name them ($(IOC_IN), $(IOC_OUT), $(P): resolve())
     and be checked before anything runs; the IOC's console goes to the case folder."""
+
     key = "ioc"
 
     def __init__(self, spec: dict):
@@ -62,16 +75,26 @@ class IocService:
         online = online_cpus()
         wanted = list(spec.get("ioc_cpus") or []) + ([spec["reader_cpu"]] if spec.get("reader_cpu") is not None else [])
         if not set(wanted) <= set(online):
-            raise RtqError(f"IOC CPUs (--ioc-cpus, --reader-cpu): {format_cpulist(sorted(set(wanted) - set(online)))} "
-                           f"not online (online: {format_cpulist(online)})")
+            raise RtqError(
+                f"IOC CPUs (--ioc-cpus, --reader-cpu): {format_cpulist(sorted(set(wanted) - set(online)))} "
+                f"not online (online: {format_cpulist(online)})"
+            )
         extra_db = ca_db(spec.get("records") or 0, spec.get("scan") or ".1 second") + user_db(spec.get("ioc_db"))
         self.gpio = gpio_lines(spec.get("gpio"))
-        self.ioc = Ioc(preset=spec.get("preset", "kek"), mode=spec.get("mode", "callback"),
-                       prio=spec.get("ioc_priority", 90), prefix=spec.get("ioc_prefix"),
-                       chain=spec.get("ioc_chain"), extra_db=extra_db,
-                       **({"gpio_in": f"{self.gpio['in']} edge=both", "gpio_out": self.gpio["out"]} if self.gpio else {}),
-                       **{k: spec[s] for k, s in (("cpus", "ioc_cpus"), ("rtprio", "ioc_rtprio"),
-                                                   ("reader_cpu", "reader_cpu")) if spec.get(s) is not None})
+        self.ioc = Ioc(
+            preset=spec.get("preset", "kek"),
+            mode=spec.get("mode", "callback"),
+            prio=spec.get("ioc_priority", 90),
+            prefix=spec.get("ioc_prefix"),
+            chain=spec.get("ioc_chain"),
+            extra_db=extra_db,
+            **({"gpio_in": f"{self.gpio['in']} edge=both", "gpio_out": self.gpio["out"]} if self.gpio else {}),
+            **{
+                k: spec[s]
+                for k, s in (("cpus", "ioc_cpus"), ("rtprio", "ioc_rtprio"), ("reader_cpu", "reader_cpu"))
+                if spec.get(s) is not None
+            },
+        )
         for fifo in (self.ioc.fifo_in, self.ioc.fifo_out):  # in the Ioc's own temp folder
             os.mkfifo(fifo, 0o600)
         self.env = self.ioc.env  # the probe's too: a CA client (ca-rtt) finds the IOC on loopback
@@ -81,7 +104,7 @@ class IocService:
         line wired to the IOC's input, not its input FIFO."""
         if self.gpio and "$(IOC_IN)" in args:
             i = args.index("$(IOC_IN)")
-            args = [*args[:i - 1], "--gpio-stim", self.gpio["stim"], "--gpio-resp", self.gpio["resp"], *args[i + 1:]]
+            args = [*args[: i - 1], "--gpio-stim", self.gpio["stim"], "--gpio-resp", self.gpio["resp"], *args[i + 1 :]]
         macros = {"$(P)": self.ioc.prefix, "$(IOC_IN)": str(self.ioc.fifo_in), "$(IOC_OUT)": str(self.ioc.fifo_out)}
         out = []
         for arg in args:
@@ -94,28 +117,60 @@ class IocService:
         @contextmanager
         def running():
             self.ioc.log = Path(case_dir) / "ioc.stderr"
-            info = {"preset": self.ioc.preset, "mode": self.ioc.mode, "reader_priority": self.ioc.prio,
-                    "prefix": self.ioc.prefix, "spec": {k: v for k, v in self.spec.items() if k != "type"}}
+            info = {
+                "preset": self.ioc.preset,
+                "mode": self.ioc.mode,
+                "reader_priority": self.ioc.prio,
+                "prefix": self.ioc.prefix,
+                "spec": {k: v for k, v in self.spec.items() if k != "type"},
+            }
             spec, load = self.spec, None
             with ExitStack() as clients:
                 try:
                     (Path(case_dir) / "ioc.db").write_text(self.ioc.database())  # kept, also if it fails to load
                     self.ioc.start()
                     r = self.ioc.ready
-                    info.update({k: r.get(k) for k in ("pid", "epics_version", "epicscorelibs", "epics_libs",
-                                                       "ca_server_port", "pva_server_port", "rtprio", "reader_cpu")})
+                    info.update(
+                        {
+                            k: r.get(k)
+                            for k in (
+                                "pid",
+                                "epics_version",
+                                "epicscorelibs",
+                                "epics_libs",
+                                "ca_server_port",
+                                "pva_server_port",
+                                "rtprio",
+                                "reader_cpu",
+                            )
+                        }
+                    )
                     info.update(ioc_process_facts(self.ioc.proc.pid))
                     clients.enter_context(Repeater(self.ioc.env))  # epicscorelibs ships no caRepeater
                     if spec.get("records") and (spec.get("put_rate") or spec.get("ca_monitor")):
-                        load = clients.enter_context(CaLoad(self.ioc.prefix, spec["records"], spec.get("put_rate", 0),
-                                                            bool(spec.get("ca_monitor")), env=self.ioc.env))
+                        load = clients.enter_context(
+                            CaLoad(
+                                self.ioc.prefix,
+                                spec["records"],
+                                spec.get("put_rate", 0),
+                                bool(spec.get("ca_monitor")),
+                                env=self.ioc.env,
+                            )
+                        )
                     write_json(Path(case_dir) / "ioc.json", info)  # ready, clients too: for displays
-                    pva = (f" and PVA on {self.ioc.env.get('EPICS_PVAS_INTF_ADDR_LIST')}:{info['pva_server_port']}"
-                           if info.get("pva_server_port") else "")
-                    print(f"rtqual: IOC {self.ioc.prefix} serving CA on "
-                          f"{self.ioc.env.get('EPICS_CAS_INTF_ADDR_LIST')}:{info['ca_server_port']}{pva} "
-                          f"(operator PVs {self.ioc.prefix}stat:N, {self.ioc.prefix}lat:total:median, ...; "
-                          f"display rtqual/epics/rtqual.bob P={self.ioc.prefix})", file=sys.stderr, flush=True)
+                    pva = (
+                        f" and PVA on {self.ioc.env.get('EPICS_PVAS_INTF_ADDR_LIST')}:{info['pva_server_port']}"
+                        if info.get("pva_server_port")
+                        else ""
+                    )
+                    print(
+                        f"rtqual: IOC {self.ioc.prefix} serving CA on "
+                        f"{self.ioc.env.get('EPICS_CAS_INTF_ADDR_LIST')}:{info['ca_server_port']}{pva} "
+                        f"(operator PVs {self.ioc.prefix}stat:N, {self.ioc.prefix}lat:total:median, ...; "
+                        f"display rtqual/epics/rtqual.bob P={self.ioc.prefix})",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                     yield info
                     info["alive_at_end"] = self.ioc.alive()
                 finally:
@@ -126,6 +181,7 @@ class IocService:
                         except RtqError as e:
                             info["ca_load"] = {"records": spec["records"], "error": str(e)}
                     info["exit_code"] = self.ioc.stop()
+
         return running()
 
     def discard(self) -> None:
@@ -142,8 +198,9 @@ def gpio_lines(spec: str | None) -> dict[str, str] | None:
     names = ("stim", "in", "out", "resp")
     offsets = lines.split(",")
     if not chip or len(offsets) != 4 or not all(o.isdigit() for o in offsets) or len(set(offsets)) != 4:
-        raise RtqError(f"--gpio {spec}: want CHIP:STIM,IN,OUT,RESP, four different line numbers "
-                       "(e.g. /dev/gpiochip0:17,27,22,23)")
+        raise RtqError(
+            f"--gpio {spec}: want CHIP:STIM,IN,OUT,RESP, four different line numbers (e.g. /dev/gpiochip0:17,27,22,23)"
+        )
     return {name: f"{chip}:{o}" for name, o in zip(names, offsets)}
 
 

@@ -6,6 +6,7 @@ programs (systemd-detect-virt, cyclictest) come from the live process; the
 programs are run only for the live root. A fact that cannot be read is None and
 is listed in `unavailable` with the reason: collecting facts never raises.
 """
+
 import datetime
 import glob
 import gzip
@@ -22,24 +23,66 @@ from rtqual.units import format_cpulist
 
 PROGRAM_TIMEOUT_S = 2.0
 
-CMDLINE_KEYS = ("isolcpus", "nohz_full", "rcu_nocbs", "threadirqs", "irqaffinity", "preempt",
-                "idle", "intel_idle.max_cstate", "processor.max_cstate", "nosmt", "mitigations")
+CMDLINE_KEYS = (
+    "isolcpus",
+    "nohz_full",
+    "rcu_nocbs",
+    "threadirqs",
+    "irqaffinity",
+    "preempt",
+    "idle",
+    "intel_idle.max_cstate",
+    "processor.max_cstate",
+    "nosmt",
+    "mitigations",
+)
 
 CAP_NAMES = (
-    "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER", "CAP_FSETID",
-    "CAP_KILL", "CAP_SETGID", "CAP_SETUID", "CAP_SETPCAP", "CAP_LINUX_IMMUTABLE",
-    "CAP_NET_BIND_SERVICE", "CAP_NET_BROADCAST", "CAP_NET_ADMIN", "CAP_NET_RAW", "CAP_IPC_LOCK",
-    "CAP_IPC_OWNER", "CAP_SYS_MODULE", "CAP_SYS_RAWIO", "CAP_SYS_CHROOT", "CAP_SYS_PTRACE",
-    "CAP_SYS_PACCT", "CAP_SYS_ADMIN", "CAP_SYS_BOOT", "CAP_SYS_NICE", "CAP_SYS_RESOURCE",
-    "CAP_SYS_TIME", "CAP_SYS_TTY_CONFIG", "CAP_MKNOD", "CAP_LEASE", "CAP_AUDIT_WRITE",
-    "CAP_AUDIT_CONTROL", "CAP_SETFCAP", "CAP_MAC_OVERRIDE", "CAP_MAC_ADMIN", "CAP_SYSLOG",
-    "CAP_WAKE_ALARM", "CAP_BLOCK_SUSPEND", "CAP_AUDIT_READ", "CAP_PERFMON", "CAP_BPF",
+    "CAP_CHOWN",
+    "CAP_DAC_OVERRIDE",
+    "CAP_DAC_READ_SEARCH",
+    "CAP_FOWNER",
+    "CAP_FSETID",
+    "CAP_KILL",
+    "CAP_SETGID",
+    "CAP_SETUID",
+    "CAP_SETPCAP",
+    "CAP_LINUX_IMMUTABLE",
+    "CAP_NET_BIND_SERVICE",
+    "CAP_NET_BROADCAST",
+    "CAP_NET_ADMIN",
+    "CAP_NET_RAW",
+    "CAP_IPC_LOCK",
+    "CAP_IPC_OWNER",
+    "CAP_SYS_MODULE",
+    "CAP_SYS_RAWIO",
+    "CAP_SYS_CHROOT",
+    "CAP_SYS_PTRACE",
+    "CAP_SYS_PACCT",
+    "CAP_SYS_ADMIN",
+    "CAP_SYS_BOOT",
+    "CAP_SYS_NICE",
+    "CAP_SYS_RESOURCE",
+    "CAP_SYS_TIME",
+    "CAP_SYS_TTY_CONFIG",
+    "CAP_MKNOD",
+    "CAP_LEASE",
+    "CAP_AUDIT_WRITE",
+    "CAP_AUDIT_CONTROL",
+    "CAP_SETFCAP",
+    "CAP_MAC_OVERRIDE",
+    "CAP_MAC_ADMIN",
+    "CAP_SYSLOG",
+    "CAP_WAKE_ALARM",
+    "CAP_BLOCK_SUSPEND",
+    "CAP_AUDIT_READ",
+    "CAP_PERFMON",
+    "CAP_BPF",
     "CAP_CHECKPOINT_RESTORE",
 )
 """Capability names by bit number (linux/capability.h)."""
 
-RT_CAPS = ("CAP_SYS_NICE", "CAP_IPC_LOCK", "CAP_SYS_RESOURCE", "CAP_SYS_ADMIN", "CAP_SYS_RAWIO",
-           "CAP_NET_ADMIN")
+RT_CAPS = ("CAP_SYS_NICE", "CAP_IPC_LOCK", "CAP_SYS_RESOURCE", "CAP_SYS_ADMIN", "CAP_SYS_RAWIO", "CAP_NET_ADMIN")
 """The capabilities a real-time measurement may need, shown in the summary."""
 
 UNLIMITED = "unlimited"
@@ -59,11 +102,11 @@ _CPUFREQ_LIST = {"available_governors"}
 
 _TRACEFS_PATHS = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
 
-_VM_DMI_VENDORS = ("qemu", "vmware", "innotek", "xen", "bochs", "parallels", "amazon ec2",
-                   "google", "firecracker")
+_VM_DMI_VENDORS = ("qemu", "vmware", "innotek", "xen", "bochs", "parallels", "amazon ec2", "google", "firecracker")
 
 
 # ---------------------------------------------------------------- reading
+
 
 def _read(path) -> tuple[str | None, str]:
     """Stripped text of a small kernel file, or None and why: the one reader for every fact."""
@@ -81,8 +124,9 @@ def _read(path) -> tuple[str | None, str]:
 def _run(argv: list[str]) -> tuple[str | None, str]:
     """Stdout of a quick program (whatever its exit status), or None and why; bounded by a timeout."""
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, errors="replace",
-                              timeout=PROGRAM_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            argv, capture_output=True, text=True, errors="replace", timeout=PROGRAM_TIMEOUT_S, stdin=subprocess.DEVNULL
+        )
     except FileNotFoundError:
         return None, f"{argv[0]}: not installed"
     except subprocess.TimeoutExpired:
@@ -144,6 +188,7 @@ class _Reader:
 
 # ---------------------------------------------------------------- pure parsers
 
+
 def parse_cpus(text: str | None) -> list[int] | None:
     """Kernel CPU list '0-3,8' -> [0, 1, 2, 3, 8]; '' -> []; None or garbage -> None."""
     if text is None:
@@ -188,11 +233,13 @@ def preempt_model(realtime: str | None, uname_version: str, config: str | None) 
         return "PREEMPT_RT", "/sys/kernel/realtime"
     if config:
         enabled = set(re.findall(r"^(CONFIG_PREEMPT\w*)=y\s*$", config, re.M))
-        for option, model in (("CONFIG_PREEMPT_RT", "PREEMPT_RT"),
-                              ("CONFIG_PREEMPT_DYNAMIC", "PREEMPT_DYNAMIC"),
-                              ("CONFIG_PREEMPT", "PREEMPT"),
-                              ("CONFIG_PREEMPT_VOLUNTARY", "VOLUNTARY"),
-                              ("CONFIG_PREEMPT_NONE", "NONE")):
+        for option, model in (
+            ("CONFIG_PREEMPT_RT", "PREEMPT_RT"),
+            ("CONFIG_PREEMPT_DYNAMIC", "PREEMPT_DYNAMIC"),
+            ("CONFIG_PREEMPT", "PREEMPT"),
+            ("CONFIG_PREEMPT_VOLUNTARY", "VOLUNTARY"),
+            ("CONFIG_PREEMPT_NONE", "NONE"),
+        ):
             if option in enabled:
                 return model, "kernel config"
     words = uname_version.split()
@@ -208,8 +255,9 @@ def preempt_model(realtime: str | None, uname_version: str, config: str | None) 
 def decode_caps(mask_hex: str) -> list[str]:
     """Capability names set in a hex mask such as /proc/self/status CapEff; unknown bits as CAP_<n>."""
     mask = int(mask_hex, 16)
-    return [CAP_NAMES[bit] if bit < len(CAP_NAMES) else f"CAP_{bit}"
-            for bit in range(mask.bit_length()) if mask >> bit & 1]
+    return [
+        CAP_NAMES[bit] if bit < len(CAP_NAMES) else f"CAP_{bit}" for bit in range(mask.bit_length()) if mask >> bit & 1
+    ]
 
 
 def _cpuinfo_field(cpuinfo: str | None, name: str) -> str | None:
@@ -219,6 +267,7 @@ def _cpuinfo_field(cpuinfo: str | None, name: str) -> str | None:
 
 
 # ---------------------------------------------------------------- sections
+
 
 def _kernel() -> dict:
     """uname of the live kernel."""
@@ -233,10 +282,13 @@ def _preempt(r: _Reader, kernel: dict, cmdline: dict) -> dict:
     if config is None:
         config = _read_config_gz(r)
     model, source = preempt_model(realtime, kernel["version"], config)
-    mode_text = r.text("preempt.dynamic_mode", "/sys/kernel/debug/sched/preempt",
-                       optional=model != "PREEMPT_DYNAMIC")
-    return {"model": model, "model_source": source, "dynamic_mode": parse_dynamic_mode(mode_text),
-            "cmdline_preempt": cmdline["preempt"]}
+    mode_text = r.text("preempt.dynamic_mode", "/sys/kernel/debug/sched/preempt", optional=model != "PREEMPT_DYNAMIC")
+    return {
+        "model": model,
+        "model_source": source,
+        "dynamic_mode": parse_dynamic_mode(mode_text),
+        "cmdline_preempt": cmdline["preempt"],
+    }
 
 
 def _read_config_gz(r: _Reader) -> str | None:
@@ -250,9 +302,8 @@ def _read_config_gz(r: _Reader) -> str | None:
 
 def _cpu(r: _Reader, cpuinfo: str | None) -> dict:
     """CPU model, online/possible/isolated CPUs, SMT and per-CPU cpufreq settings."""
-    board = r.text("cpu.board", "/proc/device-tree/model", optional=True) \
-        or _cpuinfo_field(cpuinfo, "Model")
-    model = (_cpuinfo_field(cpuinfo, "model name") or _cpuinfo_field(cpuinfo, "Hardware") or board)
+    board = r.text("cpu.board", "/proc/device-tree/model", optional=True) or _cpuinfo_field(cpuinfo, "Model")
+    model = _cpuinfo_field(cpuinfo, "model name") or _cpuinfo_field(cpuinfo, "Hardware") or board
     if model is None:
         r.miss("cpu.model", "no 'model name', 'Hardware' or 'Model' in /proc/cpuinfo, no device-tree model")
     online_text = r.text("cpu.online", "/sys/devices/system/cpu/online")
@@ -302,21 +353,23 @@ def _clocksource(r: _Reader) -> dict:
     """Current and available clocksources."""
     base = "/sys/devices/system/clocksource/clocksource0"
     available = r.text("clocksource.available", f"{base}/available_clocksource")
-    return {"current": r.text("clocksource.current", f"{base}/current_clocksource"),
-            "available": available.split() if available is not None else None}
+    return {
+        "current": r.text("clocksource.current", f"{base}/current_clocksource"),
+        "available": available.split() if available is not None else None,
+    }
 
 
 def _cpuidle(r: _Reader, cpus: list[int]) -> dict:
     """cpuidle driver, governor and the idle states (exit latency, disabled) of each online CPU."""
     base = "/sys/devices/system/cpu/cpuidle"
-    governor = r.text("cpuidle.governor", f"{base}/current_governor", optional=True) \
-        or r.text("cpuidle.governor", f"{base}/current_governor_ro")
+    governor = r.text("cpuidle.governor", f"{base}/current_governor", optional=True) or r.text(
+        "cpuidle.governor", f"{base}/current_governor_ro"
+    )
     per_cpu = []
     for cpu in cpus:
         states = _idle_states(r, cpu)
         per_cpu.append({"cpu": cpu, "states": states})
-    return {"driver": r.text("cpuidle.driver", f"{base}/current_driver"), "governor": governor,
-            "per_cpu": per_cpu}
+    return {"driver": r.text("cpuidle.driver", f"{base}/current_driver"), "governor": governor, "per_cpu": per_cpu}
 
 
 def _idle_states(r: _Reader, cpu: int) -> list[dict] | None:
@@ -331,12 +384,15 @@ def _idle_states(r: _Reader, cpu: int) -> list[dict] | None:
     for name in sorted(names, key=lambda n: int(n[5:])):
         fact = f"cpuidle.per_cpu[{cpu}].{name}"
         disabled = r.int(f"{fact}.disabled", f"{base}/{name}/disable")
-        states.append({"index": int(name[5:]),
-                       "name": r.text(f"{fact}.name", f"{base}/{name}/name"),
-                       "latency_us": r.int(f"{fact}.latency_us", f"{base}/{name}/latency"),
-                       "residency_us": r.int(f"{fact}.residency_us", f"{base}/{name}/residency",
-                                             optional=True),
-                       "disabled": bool(disabled) if disabled is not None else None})
+        states.append(
+            {
+                "index": int(name[5:]),
+                "name": r.text(f"{fact}.name", f"{base}/{name}/name"),
+                "latency_us": r.int(f"{fact}.latency_us", f"{base}/{name}/latency"),
+                "residency_us": r.int(f"{fact}.residency_us", f"{base}/{name}/residency", optional=True),
+                "disabled": bool(disabled) if disabled is not None else None,
+            }
+        )
     return states
 
 
@@ -346,18 +402,16 @@ def _virtualization(r: _Reader, cpuinfo: str | None) -> dict:
     dmi = "/sys/class/dmi/id"
     facts = {
         "cpuinfo_hypervisor_flag": ("hypervisor" in flags.split()) if flags is not None else None,
-        "hypervisor_type": r.text("virtualization.hypervisor_type", "/sys/hypervisor/type",
-                                  optional=True),
+        "hypervisor_type": r.text("virtualization.hypervisor_type", "/sys/hypervisor/type", optional=True),
         "dmi_sys_vendor": r.text("virtualization.dmi_sys_vendor", f"{dmi}/sys_vendor", optional=True),
-        "dmi_product_name": r.text("virtualization.dmi_product_name", f"{dmi}/product_name",
-                                   optional=True),
+        "dmi_product_name": r.text("virtualization.dmi_product_name", f"{dmi}/product_name", optional=True),
         "systemd_detect_virt_vm": None,
         "systemd_detect_virt_container": None,
     }
-    facts["systemd_detect_virt_vm"] = r.run("virtualization.systemd_detect_virt_vm",
-                                            ["systemd-detect-virt", "--vm"])
-    facts["systemd_detect_virt_container"] = r.run("virtualization.systemd_detect_virt_container",
-                                                   ["systemd-detect-virt", "--container"])
+    facts["systemd_detect_virt_vm"] = r.run("virtualization.systemd_detect_virt_vm", ["systemd-detect-virt", "--vm"])
+    facts["systemd_detect_virt_container"] = r.run(
+        "virtualization.systemd_detect_virt_container", ["systemd-detect-virt", "--container"]
+    )
     facts["virtualized"] = _virtualized(facts)
     return facts
 
@@ -367,8 +421,12 @@ def _virtualized(v: dict) -> bool | None:
     if v["systemd_detect_virt_vm"] is not None:
         return v["systemd_detect_virt_vm"] != "none"
     vendor = f"{v['dmi_sys_vendor'] or ''} {v['dmi_product_name'] or ''}".lower()
-    if v["cpuinfo_hypervisor_flag"] or v["hypervisor_type"] \
-            or any(name in vendor for name in _VM_DMI_VENDORS) or "virtual machine" in vendor:
+    if (
+        v["cpuinfo_hypervisor_flag"]
+        or v["hypervisor_type"]
+        or any(name in vendor for name in _VM_DMI_VENDORS)
+        or "virtual machine" in vendor
+    ):
         return True
     if v["cpuinfo_hypervisor_flag"] is False:
         return False
@@ -385,26 +443,34 @@ def _sched(r: _Reader) -> dict:
         "rt_period_us": r.int("sched.rt_period_us", f"{k}/sched_rt_period_us"),
         "timer_migration": r.int("sched.timer_migration", f"{k}/timer_migration", optional=True),
         "numa_balancing": r.int("sched.numa_balancing", f"{k}/numa_balancing", optional=True),
-        "fair_server_cpu0_runtime_ns": r.int("sched.fair_server_cpu0_runtime_ns", f"{fair}/runtime",
-                                             optional=not fair_present),
-        "fair_server_cpu0_period_ns": r.int("sched.fair_server_cpu0_period_ns", f"{fair}/period",
-                                            optional=not fair_present),
+        "fair_server_cpu0_runtime_ns": r.int(
+            "sched.fair_server_cpu0_runtime_ns", f"{fair}/runtime", optional=not fair_present
+        ),
+        "fair_server_cpu0_period_ns": r.int(
+            "sched.fair_server_cpu0_period_ns", f"{fair}/period", optional=not fair_present
+        ),
     }
 
 
 def _limits(r: _Reader) -> dict:
     """Soft and hard resource limits that decide whether RT priority and mlock work."""
     out = {}
-    for key, name in (("rtprio", "RLIMIT_RTPRIO"), ("memlock_bytes", "RLIMIT_MEMLOCK"),
-                      ("rttime_us", "RLIMIT_RTTIME"), ("nice", "RLIMIT_NICE")):
+    for key, name in (
+        ("rtprio", "RLIMIT_RTPRIO"),
+        ("memlock_bytes", "RLIMIT_MEMLOCK"),
+        ("rttime_us", "RLIMIT_RTTIME"),
+        ("nice", "RLIMIT_NICE"),
+    ):
         try:
             soft, hard = resource.getrlimit(getattr(resource, name))
         except (AttributeError, OSError, ValueError) as e:
             r.miss(f"limits.{key}", f"{name}: {e}")
             out[key] = {"soft": None, "hard": None}
             continue
-        out[key] = {"soft": UNLIMITED if soft == resource.RLIM_INFINITY else soft,
-                    "hard": UNLIMITED if hard == resource.RLIM_INFINITY else hard}
+        out[key] = {
+            "soft": UNLIMITED if soft == resource.RLIM_INFINITY else soft,
+            "hard": UNLIMITED if hard == resource.RLIM_INFINITY else hard,
+        }
     return out
 
 
@@ -440,8 +506,7 @@ def _devices(r: _Reader) -> dict:
     tracefs = next((p for p in _TRACEFS_PATHS if r.exists(f"{p}/trace_marker")), None)
     tracers = None
     if tracefs is None:
-        r.miss("devices.tracefs", "tracefs not mounted (no trace_marker in "
-                                  + " or ".join(_TRACEFS_PATHS) + ")")
+        r.miss("devices.tracefs", "tracefs not mounted (no trace_marker in " + " or ".join(_TRACEFS_PATHS) + ")")
     else:
         text = r.text("devices.available_tracers", f"{tracefs}/available_tracers")
         tracers = text.split() if text is not None else None
@@ -520,8 +585,9 @@ def collect(root="/", tools: dict | None = None) -> dict:
     limits = _limits(r)
     meminfo = r.text("memory", "/proc/meminfo")
     return {
-        "time_utc": datetime.datetime.fromtimestamp(time_ns / 1e9, datetime.timezone.utc)
-        .isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "time_utc": datetime.datetime.fromtimestamp(time_ns / 1e9, datetime.UTC)
+        .isoformat(timespec="milliseconds")
+        .replace("+00:00", "Z"),
         "time_ns": time_ns,
         "hostname": os.uname().nodename,
         "python_version": platform.python_version(),
@@ -546,13 +612,17 @@ def collect(root="/", tools: dict | None = None) -> dict:
 
 # ---------------------------------------------------------------- derived views
 
+
 def tunables(facts: dict) -> dict:
     """The settings rtqual may change and must restore, keyed by the file that holds them."""
     out: dict = {}
     for entry in _get(facts, "cpu.per_cpu") or []:
         base = f"/sys/devices/system/cpu/cpu{entry.get('cpu')}/cpufreq"
-        for key, name in (("governor", "scaling_governor"), ("scaling_min_freq_khz", "scaling_min_freq"),
-                          ("scaling_max_freq_khz", "scaling_max_freq")):
+        for key, name in (
+            ("governor", "scaling_governor"),
+            ("scaling_min_freq_khz", "scaling_min_freq"),
+            ("scaling_max_freq_khz", "scaling_max_freq"),
+        ):
             if entry.get(key) is not None:
                 out[f"{base}/{name}"] = entry[key]
     for key, name in (("rt_runtime_us", "sched_rt_runtime_us"), ("timer_migration", "timer_migration")):
@@ -618,8 +688,11 @@ def _preempt_row(facts: dict) -> str:
 def _cmdline_row(facts: dict) -> str:
     """The RT options present on the command line."""
     opts = _get(facts, "cmdline.rt_options") or {}
-    words = [key if value is True else f"{key}={value}"
-             for key, value in opts.items() if value is not None and value is not False]
+    words = [
+        key if value is True else f"{key}={value}"
+        for key, value in opts.items()
+        if value is not None and value is not False
+    ]
     return " ".join(words) if words else "none"
 
 
@@ -627,8 +700,10 @@ def _online_row(facts: dict) -> str:
     """Online CPUs against possible, SMT and isolation."""
     cpu = _get(facts, "cpu") or {}
     online = cpu.get("online_cpus")
-    text = f"{_or(cpu.get('online'))} ({len(online) if online is not None else '?'} of " \
-           f"{_or(cpu.get('possible_count'), '?')} possible)"
+    text = (
+        f"{_or(cpu.get('online'))} ({len(online) if online is not None else '?'} of "
+        f"{_or(cpu.get('possible_count'), '?')} possible)"
+    )
     smt = cpu.get("smt_active")
     text += ", SMT " + {True: "active", False: "off", None: "unknown"}[smt]
     if cpu.get("isolated"):
@@ -644,8 +719,10 @@ def _cpuidle_row(facts: dict) -> str:
     text = f"{_or(idle.get('driver'))} / {_or(idle.get('governor'))}"
     per_cpu = idle.get("per_cpu") or []
     if per_cpu and per_cpu[0].get("states"):
-        states = [f"{s.get('name')} {_or(s.get('latency_us'), '?')}us"
-                  + (" (disabled)" if s.get("disabled") else "") for s in per_cpu[0]["states"]]
+        states = [
+            f"{s.get('name')} {_or(s.get('latency_us'), '?')}us" + (" (disabled)" if s.get("disabled") else "")
+            for s in per_cpu[0]["states"]
+        ]
         text += f"; cpu{per_cpu[0].get('cpu')}: " + ", ".join(states)
     return text
 
@@ -654,8 +731,11 @@ def _virt_row(facts: dict) -> str:
     """Virtualised or not, and what says so."""
     v = _get(facts, "virtualization") or {}
     word = {True: "yes", False: "no", None: "unknown"}[v.get("virtualized")]
-    details = [x for x in (v.get("systemd_detect_virt_vm"), v.get("hypervisor_type"),
-                           v.get("dmi_product_name")) if x and x != "none"]
+    details = [
+        x
+        for x in (v.get("systemd_detect_virt_vm"), v.get("hypervisor_type"), v.get("dmi_product_name"))
+        if x and x != "none"
+    ]
     if v.get("systemd_detect_virt_container") not in (None, "none"):
         details.append(f"container {v['systemd_detect_virt_container']}")
     return word + (f" ({', '.join(details)})" if details else "")
@@ -672,8 +752,10 @@ def _throttling_row(facts: dict) -> str:
         text = f"on: RT tasks get at most {100 * runtime / period:.0f}% of each {period} us"
     else:
         text = "on"
-    fair_rt, fair_period = (_get(facts, "sched.fair_server_cpu0_runtime_ns"),
-                            _get(facts, "sched.fair_server_cpu0_period_ns"))
+    fair_rt, fair_period = (
+        _get(facts, "sched.fair_server_cpu0_runtime_ns"),
+        _get(facts, "sched.fair_server_cpu0_period_ns"),
+    )
     if fair_rt is not None and fair_period:
         text += f"; fair server cpu0 {fair_rt} ns per {fair_period} ns"
     return text
@@ -681,10 +763,12 @@ def _throttling_row(facts: dict) -> str:
 
 def _limit_text(limit: dict | None, scale: int = 1, unit: str = "") -> str:
     """'soft/hard' of one limit."""
+
     def one(v):
         if v is None or v == UNLIMITED:
             return _or(v)
         return f"{v // scale}{unit}"
+
     limit = limit or {}
     return f"{one(limit.get('soft'))}/{one(limit.get('hard'))}"
 
@@ -703,8 +787,7 @@ def _privileges_row(facts: dict) -> str:
         if missing:
             cap_text += " (missing " + " ".join(missing) + ")"
     yes = {True: "yes", False: "no", None: "unknown"}
-    return f"{who}; {cap_text}; SCHED_FIFO {yes[p.get('can_sched_fifo')]}, " \
-           f"mlock {yes[p.get('can_mlock')]}"
+    return f"{who}; {cap_text}; SCHED_FIFO {yes[p.get('can_sched_fifo')]}, mlock {yes[p.get('can_mlock')]}"
 
 
 def _tracefs_row(facts: dict) -> str:
@@ -742,28 +825,35 @@ def summary_rows(facts: dict) -> list[tuple[str, str]]:
     d = _get(facts, "devices") or {}
     dma = _get(facts, "devices.cpu_dma_latency")
     return [
-        ("Kernel", f"{_or(k.get('release'))} {_or(k.get('machine'), '')} {_or(k.get('version'), '')}"
-         .strip()),
+        ("Kernel", f"{_or(k.get('release'))} {_or(k.get('machine'), '')} {_or(k.get('version'), '')}".strip()),
         ("Preemption", _preempt_row(facts)),
         ("Cmdline RT options", _cmdline_row(facts)),
         ("CPU", cpu_model),
         ("Online CPUs", _online_row(facts)),
         ("Governor/frequency", _governor_row(facts)),
-        ("Clocksource", f"{_or(clock.get('current'))} (available: "
-                        f"{' '.join(clock.get('available') or []) or 'unknown'})"),
+        (
+            "Clocksource",
+            f"{_or(clock.get('current'))} (available: {' '.join(clock.get('available') or []) or 'unknown'})",
+        ),
         ("cpuidle", _cpuidle_row(facts)),
         ("Virtualization", _virt_row(facts)),
-        ("sched_rt_runtime_us", f"{_or(_get(facts, 'sched.rt_runtime_us'))} of "
-                                f"{_or(_get(facts, 'sched.rt_period_us'))} us"),
+        (
+            "sched_rt_runtime_us",
+            f"{_or(_get(facts, 'sched.rt_runtime_us'))} of {_or(_get(facts, 'sched.rt_period_us'))} us",
+        ),
         ("RT throttling", _throttling_row(facts)),
-        ("Limits (rtprio/memlock/rttime)",
-         f"rtprio {_limit_text(limits.get('rtprio'))}, "
-         f"memlock {_limit_text(limits.get('memlock_bytes'), 1024, ' KiB')}, "
-         f"rttime {_limit_text(limits.get('rttime_us'), 1, ' us')} (soft/hard)"),
+        (
+            "Limits (rtprio/memlock/rttime)",
+            f"rtprio {_limit_text(limits.get('rtprio'))}, "
+            f"memlock {_limit_text(limits.get('memlock_bytes'), 1024, ' KiB')}, "
+            f"rttime {_limit_text(limits.get('rttime_us'), 1, ' us')} (soft/hard)",
+        ),
         ("Privileges", _privileges_row(facts)),
         ("cpu_dma_latency", {True: "present", False: "absent", None: "unknown"}[dma]),
         ("tracefs", _tracefs_row(facts)),
-        ("GPIO/UIO", f"gpio: {' '.join(d.get('gpiochips') or []) or 'none'}; "
-                     f"uio: {' '.join(d.get('uio') or []) or 'none'}"),
+        (
+            "GPIO/UIO",
+            f"gpio: {' '.join(d.get('gpiochips') or []) or 'none'}; uio: {' '.join(d.get('uio') or []) or 'none'}",
+        ),
         ("Tools", _tools_row(facts)),
     ]

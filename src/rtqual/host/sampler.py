@@ -10,6 +10,7 @@ killed run keeps every sample written:
 t_ns is CLOCK_MONOTONIC (the probes' clock), real_ns wall time. A value that cannot be
 read is left out; when nothing is readable the dict is empty. summarize() is pure.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,6 +37,7 @@ def _read(path: Path) -> str | None:
 
 
 # ---------------------------------------------------------------- sources, found once
+
 
 def temp_sources(root: Path) -> dict[str, Path]:
     """Temperature name -> file in milli-degC: thermal zones (named by type) and hwmon temp*_input
@@ -98,6 +100,7 @@ def parse_loadavg(text: str | None) -> list[float] | None:
 
 # ---------------------------------------------------------------- the sampling thread
 
+
 class Sampler(threading.Thread):
     """Samples temperatures, frequencies and load every period_s into a JSON Lines file.
 
@@ -130,8 +133,13 @@ class Sampler(threading.Thread):
                 freqs[cpu] = int(text)
         if not self._freqs:
             freqs = cpuinfo_mhz(_read(self.root / "proc/cpuinfo") or "")
-        return {"t_ns": time.monotonic_ns(), "real_ns": time.time_ns(), "temps_c": temps,
-                "freq_khz": freqs, "loadavg": parse_loadavg(_read(self.root / "proc/loadavg"))}
+        return {
+            "t_ns": time.monotonic_ns(),
+            "real_ns": time.time_ns(),
+            "temps_c": temps,
+            "freq_khz": freqs,
+            "loadavg": parse_loadavg(_read(self.root / "proc/loadavg")),
+        }
 
     def run(self) -> None:
         """Sample on a fixed grid (no drift) until stop()."""
@@ -147,7 +155,7 @@ class Sampler(threading.Thread):
                 try:
                     out.write(json.dumps(self.sample(), separators=(",", ":")) + "\n")
                     self.samples += 1
-                except Exception as e:   # noqa: BLE001 - a sampler must outlive any odd file
+                except Exception as e:  # noqa: BLE001 - a sampler must outlive any odd file
                     self._error(f"{type(e).__name__}: {e}")
                 n += 1
                 self._stop_event.wait(max(0.0, start + n * self.period_s - time.monotonic()))
@@ -220,6 +228,7 @@ def summarize(lines) -> dict:
 
 # ---------------------------------------------------------------- other real-time tasks
 
+
 def parse_stat(text: str) -> dict | None:
     """comm, flags, rt_priority and policy of a /proc/<pid>/task/<tid>/stat line (the comm may
     hold spaces and parentheses: the fields follow the last ')'), or None when malformed."""
@@ -227,9 +236,13 @@ def parse_stat(text: str) -> dict | None:
     if not sep or "(" not in head:
         return None
     fields = rest.split()
-    try:   # field numbers of proc(5): flags 9, rt_priority 40, policy 41; fields[0] is field 3
-        return {"comm": head.partition("(")[2], "flags": int(fields[6]),
-                "rt_priority": int(fields[37]), "policy": int(fields[38])}
+    try:  # field numbers of proc(5): flags 9, rt_priority 40, policy 41; fields[0] is field 3
+        return {
+            "comm": head.partition("(")[2],
+            "flags": int(fields[6]),
+            "rt_priority": int(fields[37]),
+            "policy": int(fields[38]),
+        }
     except (IndexError, ValueError):
         return None
 
@@ -256,7 +269,15 @@ def rt_tasks(exclude=()) -> list[dict]:
                 affinity = format_cpulist(sorted(os.sched_getaffinity(int(tid_name))))
             except OSError:
                 continue
-            out.append({"name": stat["comm"], "pid": int(pid_name), "tid": int(tid_name),
-                        "policy": POLICY_NAMES[stat["policy"]], "priority": stat["rt_priority"],
-                        "affinity": affinity, "kernel": bool(stat["flags"] & _PF_KTHREAD)})
+            out.append(
+                {
+                    "name": stat["comm"],
+                    "pid": int(pid_name),
+                    "tid": int(tid_name),
+                    "policy": POLICY_NAMES[stat["policy"]],
+                    "priority": stat["rt_priority"],
+                    "affinity": affinity,
+                    "kernel": bool(stat["flags"] & _PF_KTHREAD),
+                }
+            )
     return sorted(out, key=lambda t: (-t["priority"], t["pid"], t["tid"]))

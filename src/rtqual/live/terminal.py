@@ -1,4 +1,5 @@
 """Terminal progress: a rich live table on a terminal, plain periodic lines otherwise."""
+
 from __future__ import annotations
 
 import sys
@@ -11,8 +12,10 @@ def progress_line(rec: dict) -> str:
     """One plain line from a `progress` record (pure)."""
     parts = [f"{rec.get('elapsed_ns', 0) / 1e9:7.1f}s"]
     for c in rec.get("cpus", []):
-        parts.append(f"cpu{c['cpu']} n={c['count']} max={format_ns(c['max_ns'])} "
-                     f"1s-max={format_ns(c.get('window_max_ns'))} overruns={c['overruns']}")
+        parts.append(
+            f"cpu{c['cpu']} n={c['count']} max={format_ns(c['max_ns'])} "
+            f"1s-max={format_ns(c.get('window_max_ns'))} overruns={c['overruns']}"
+        )
     return " | ".join(parts)
 
 
@@ -52,6 +55,7 @@ class TerminalDisplay:
         if self.tty:
             from rich.console import Console
             from rich.live import Live
+
             self.live = Live("starting...", console=Console(file=self.out), refresh_per_second=4, transient=True)
             self.live.start()
 
@@ -76,12 +80,20 @@ class TerminalDisplay:
 
     def _rich_table(self, rec: dict):
         from rich.table import Table
+
         elapsed = rec.get("elapsed_ns", 0) / 1e9
         left = f", {max(self.case_total_s - elapsed, 0):.0f}s left" if self.case_total_s else ""
         t = Table(title=f"{elapsed:.0f}s elapsed{left}", title_justify="left")
         for h in ("cpu", "count", "min", "max", "1s max", "overruns", ">thr"):
             t.add_column(h, justify="right")
         for c in rec.get("cpus", []):
-            t.add_row(str(c["cpu"]), str(c["count"]), format_ns(c["min_ns"]), format_ns(c["max_ns"]),
-                      format_ns(c.get("window_max_ns")), str(c["overruns"]), str(c.get("over_threshold", 0)))
+            t.add_row(
+                str(c["cpu"]),
+                str(c["count"]),
+                format_ns(c["min_ns"]),
+                format_ns(c["max_ns"]),
+                format_ns(c.get("window_max_ns")),
+                str(c["overruns"]),
+                str(c.get("over_threshold", 0)),
+            )
         return t

@@ -2,6 +2,7 @@
 
 Adding a load = one module with a Load subclass + one line in LOADS.
 """
+
 from rtqual.errors import RtqError
 from rtqual.loads.base import COMMON_OPTIONS, Load, LoadSet, Option
 from rtqual.loads.command import Command

@@ -6,6 +6,7 @@ scheduled as the spec says, with stdout+stderr in a log file. Stopping signals t
 session, so helpers and grandchildren die with it. Only the runner decides when to call
 what; drivers only say which program to run and how.
 """
+
 from __future__ import annotations
 
 import os
@@ -22,8 +23,13 @@ from rtqual.errors import EXIT_SKIP, RtqError
 from rtqual.procs import die_with_parent
 from rtqual.units import format_cpulist, online_cpus, parse_cpulist
 
-POLICIES = {"other": os.SCHED_OTHER, "batch": os.SCHED_BATCH, "idle": os.SCHED_IDLE,
-            "fifo": os.SCHED_FIFO, "rr": os.SCHED_RR}
+POLICIES = {
+    "other": os.SCHED_OTHER,
+    "batch": os.SCHED_BATCH,
+    "idle": os.SCHED_IDLE,
+    "fifo": os.SCHED_FIFO,
+    "rr": os.SCHED_RR,
+}
 RT_POLICIES = ("fifo", "rr")
 # Lowest RT priority: above every normal task, below threaded IRQs (FIFO 50) and the probe.
 DEFAULT_RT_PRIORITY = 1
@@ -38,6 +44,7 @@ class Option:
     kind: int, bool, str, strlist (list of str), argv (list of str or a shlex string),
     cpulist (list of int or a cpulist string such as '0-3,8').
     """
+
     name: str
     kind: str
     default: object = None
@@ -79,8 +86,11 @@ class Option:
         elif self.kind == "cpulist":
             if isinstance(value, str):
                 value = parse_cpulist(value, check_online=False)
-            elif (not isinstance(value, (list, tuple)) or not value
-                  or not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in value)):
+            elif (
+                not isinstance(value, (list, tuple))
+                or not value
+                or not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in value)
+            ):
                 raise RtqError(bad + f"must be a CPU list such as '0-3,8' or [1, 2], got {value!r}")
             value = sorted(set(value))
         return value
@@ -99,6 +109,7 @@ COMMON_OPTIONS = (
 @dataclass
 class _Instance:
     """One running copy of a load and what happened to it."""
+
     index: int
     argv: list[str]
     cpus: list[int] | None
@@ -111,12 +122,13 @@ class _Instance:
 
 class Load:
     """Base of every load driver. Subclasses set type/tool/package/OPTIONS and write argv()."""
-    type = ""                   # registry key in rtqual.loads.LOADS
-    tool: str | None = None     # executable looked up on PATH by prepare()
+
+    type = ""  # registry key in rtqual.loads.LOADS
+    tool: str | None = None  # executable looked up on PATH by prepare()
     package: str | None = None  # Debian package that provides the tool
     OPTIONS: tuple[Option, ...] = ()
-    rt_inherent = False         # the tool makes its own SCHED_FIFO threads, whatever our policy
-    runs_until_stopped = True   # exiting on its own means the load is dead
+    rt_inherent = False  # the tool makes its own SCHED_FIFO threads, whatever our policy
+    runs_until_stopped = True  # exiting on its own means the load is dead
 
     def __init__(self, **spec):
         where = f"load '{self.type}'"
@@ -192,18 +204,24 @@ class Load:
         rt = self.policy in RT_POLICIES or self.rt_inherent
         if rt and not _may_use_rt(self.priority or 99):  # an rt_inherent tool picks its own priorities
             what = f"policy {self.policy}" if self.policy in RT_POLICIES else self.tool
-            raise RtqError(f"load '{self.name}': {what} needs root or CAP_SYS_NICE "
-                           f"(or RLIMIT_RTPRIO >= {self.priority or 99})", EXIT_SKIP)
+            raise RtqError(
+                f"load '{self.name}': {what} needs root or CAP_SYS_NICE (or RLIMIT_RTPRIO >= {self.priority or 99})",
+                EXIT_SKIP,
+            )
         if rt and not self.force:
             covered: set[int] = set()
             for i in range(self.instances):
                 covered.update(self.instance_cpus(i) or online)
             if covered >= set(online):
                 if self.rt_inherent:
-                    raise RtqError(f"load '{self.name}': {self.tool} runs SCHED_FIFO threads on every CPU, "
-                                   "which can freeze the machine; set force = true")
-                raise RtqError(f"load '{self.name}': RT load on every CPU can freeze the machine; "
-                               "leave one CPU free or set force = true")
+                    raise RtqError(
+                        f"load '{self.name}': {self.tool} runs SCHED_FIFO threads on every CPU, "
+                        "which can freeze the machine; set force = true"
+                    )
+                raise RtqError(
+                    f"load '{self.name}': RT load on every CPU can freeze the machine; "
+                    "leave one CPU free or set force = true"
+                )
         self.exe = self.find_tool()
         self.check()
 
@@ -220,13 +238,21 @@ class Load:
             argv, cpus, log = self.argv(i), self.instance_cpus(i), f"load-{self.name}-{i}.log"
             with open(log_dir / log, "wb") as out:
                 try:
-                    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                            start_new_session=True, env=self.env(),
-                                            preexec_fn=_child_setup(cpus, POLICIES[self.policy], self.priority))
+                    proc = subprocess.Popen(
+                        argv,
+                        stdin=subprocess.DEVNULL,
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                        env=self.env(),
+                        preexec_fn=_child_setup(cpus, POLICIES[self.policy], self.priority),
+                    )
                 except (OSError, subprocess.SubprocessError) as e:
-                    raise RtqError(f"load '{self.name}': cannot start {argv[0]} on CPUs "
-                                   f"{format_cpulist(cpus) if cpus else 'all'} with policy {self.policy} "
-                                   f"priority {self.priority}: {e}") from None
+                    raise RtqError(
+                        f"load '{self.name}': cannot start {argv[0]} on CPUs "
+                        f"{format_cpulist(cpus) if cpus else 'all'} with policy {self.policy} "
+                        f"priority {self.priority}: {e}"
+                    ) from None
             self._running.append(_Instance(i, argv, cpus, log, proc, time.time_ns()))
 
     def poll(self) -> str | None:
@@ -247,8 +273,7 @@ class Load:
                 continue
             label = self.name if self.instances == 1 else f"{self.name}[{inst.index}]"
             how = f"exited with code {rc}" if rc >= 0 else f"was killed by {_signame(-rc)}"
-            self._dead = (f"{label} {how} after {(inst.end_ns - inst.start_ns) / 1e9:.1f} s "
-                          f"(log: {inst.log})")
+            self._dead = f"{label} {how} after {(inst.end_ns - inst.start_ns) / 1e9:.1f} s (log: {inst.log})"
             return self._dead
         return None
 
@@ -262,8 +287,7 @@ class Load:
         self.poll()
         for sig, wait_s in ((signal.SIGINT, timeout_s), (signal.SIGTERM, 1.0), (signal.SIGKILL, 5.0)):
             members = _sessions()
-            alive = [inst for inst in self._running
-                     if inst.proc.poll() is None or members.get(inst.proc.pid)]
+            alive = [inst for inst in self._running if inst.proc.poll() is None or members.get(inst.proc.pid)]
             if not alive:
                 break
             for inst in alive:
@@ -286,15 +310,32 @@ class Load:
     def collect(self) -> dict:
         """What ran, where, how it ended: for the case's result."""
         return {
-            "name": self.name, "type": self.type, "options": self.options,
-            "policy": self.policy, "priority": self.priority, "cpus": self.cpus, "force": self.force,
-            "start_ns": self._start_ns, "stop_ns": self._stop_ns,
+            "name": self.name,
+            "type": self.type,
+            "options": self.options,
+            "policy": self.policy,
+            "priority": self.priority,
+            "cpus": self.cpus,
+            "force": self.force,
+            "start_ns": self._start_ns,
+            "stop_ns": self._stop_ns,
             "alive_until_stop": self._start_ns is not None and self._dead is None,
-            "dead_reason": self._dead, "leftover_pids": self._leftover,
-            "instances": [{"index": inst.index, "argv": inst.argv, "pid": inst.proc.pid, "cpus": inst.cpus,
-                           "log": inst.log, "start_ns": inst.start_ns, "end_ns": inst.end_ns,
-                           "exit_code": inst.proc.returncode, "stopped_by": inst.stopped_by}
-                          for inst in self._running],
+            "dead_reason": self._dead,
+            "leftover_pids": self._leftover,
+            "instances": [
+                {
+                    "index": inst.index,
+                    "argv": inst.argv,
+                    "pid": inst.proc.pid,
+                    "cpus": inst.cpus,
+                    "log": inst.log,
+                    "start_ns": inst.start_ns,
+                    "end_ns": inst.end_ns,
+                    "exit_code": inst.proc.returncode,
+                    "stopped_by": inst.stopped_by,
+                }
+                for inst in self._running
+            ],
         }
 
 
@@ -357,6 +398,7 @@ def python_env() -> dict:
 
 def _child_setup(cpus: list[int] | None, policy: int, priority: int):
     """preexec_fn: runs in the child between fork and exec."""
+
     def setup():
         # Signals the runner may block or ignore must reach the load again (ignoring survives exec).
         signal.pthread_sigmask(signal.SIG_SETMASK, [])
@@ -366,6 +408,7 @@ def _child_setup(cpus: list[int] | None, policy: int, priority: int):
         if cpus is not None:
             os.sched_setaffinity(0, cpus)
         os.sched_setscheduler(0, policy, os.sched_param(priority))
+
     return setup
 
 

@@ -1,4 +1,5 @@
 """Any command line as a load, e.g. a site's own load generator."""
+
 import os
 import shutil
 
@@ -8,10 +9,10 @@ from rtqual.loads.base import Load, Option
 
 class Command(Load):
     """argv is run as is, without a shell (write ["sh", "-c", "..."] to get one)."""
+
     type = "command"
     OPTIONS = (
-        Option("argv", "argv", None, "command line: a list, or a string split like a shell line",
-               required=True),
+        Option("argv", "argv", None, "command line: a list, or a string split like a shell line", required=True),
         Option("finite", "bool", False, "the command may end by itself: exit code 0 is not a dead load"),
     )
 

@@ -3,6 +3,7 @@
 Each instance is `python -m rtqual.loads.zero_to_null`: read/write syscalls in a loop like cat
 (mostly kernel time), so it needs nothing installed.
 """
+
 import sys
 
 from rtqual.loads.base import Load, Option, python_env
@@ -11,10 +12,12 @@ from rtqual.units import online_cpus
 
 class CpuHog(Load):
     """One copier per selected CPU (all online CPUs by default), each pinned to its CPU."""
+
     type = "cpu-hog"
     OPTIONS = (
-        Option("block_size", "int", 128 * 1024, "bytes per read and write (cat uses 128 KiB)",
-               min=1, max=64 * 1024 * 1024),
+        Option(
+            "block_size", "int", 128 * 1024, "bytes per read and write (cat uses 128 KiB)", min=1, max=64 * 1024 * 1024
+        ),
     )
 
     def default_instances(self) -> int:
@@ -32,4 +35,3 @@ class CpuHog(Load):
 
     def env(self) -> dict:
         return python_env()
-

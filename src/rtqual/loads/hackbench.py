@@ -1,4 +1,5 @@
 """hackbench (rt-tests): groups of senders and receivers passing messages (scheduler + IPC load)."""
+
 import sys
 
 from rtqual.loads.base import Load, Option, python_env
@@ -12,14 +13,14 @@ class Hackbench(Load):
     a small supervisor (rtqual.loads.respawn) starts it again each time it exits 0 and passes
     any failure on, so poll() still sees a broken hackbench as a dead load.
     """
+
     type = "hackbench"
     tool = "hackbench"
     package = "rt-tests"
     OPTIONS = (
         Option("groups", "int", None, "groups of senders and receivers (hackbench default 10)", min=1, max=10000),
         Option("fds", "int", None, "senders and receivers per group (hackbench default 20)", min=1, max=1000),
-        Option("mode", "str", "process", "senders/receivers as processes or threads",
-               choices=("process", "thread")),
+        Option("mode", "str", "process", "senders/receivers as processes or threads", choices=("process", "thread")),
         Option("transport", "str", "socket", "Unix socket pairs or pipes", choices=("socket", "pipe")),
         Option("loops", "int", None, "messages per sender in one run (hackbench default 100)", min=1),
         Option("datasize", "int", None, "bytes per message (hackbench default 100)", min=1),

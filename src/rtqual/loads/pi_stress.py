@@ -1,4 +1,5 @@
 """pi_stress (rt-tests): priority-inversion groups of SCHED_FIFO threads, run until SIGINT."""
+
 from rtqual.errors import RtqError
 from rtqual.loads.base import Load, Option
 
@@ -10,6 +11,7 @@ class PiStress(Load):
     and with --uniprocessor it still moves its threads to CPU 0: `cpus` is refused. It is an RT
     load on every CPU, so it needs force = true (DESIGN.md, Safety).
     """
+
     type = "pi_stress"
     tool = "pi_stress"
     package = "rt-tests"
@@ -24,14 +26,19 @@ class PiStress(Load):
     def __init__(self, **spec):
         super().__init__(**spec)
         if self.cpus is not None:
-            raise RtqError(f"load '{self.name}': option 'cpus' is not supported: pi_stress pins its threads "
-                           "itself (use groups or uniprocessor)")
+            raise RtqError(
+                f"load '{self.name}': option 'cpus' is not supported: pi_stress pins its threads "
+                "itself (use groups or uniprocessor)"
+            )
 
     def argv(self, index: int) -> list[str]:
         o = self.options
         args = [self.exe, "--quiet"]
         if o["groups"] is not None:
             args.append(f"--groups={o['groups']}")
-        args += [flag for flag, key in (("--rr", "rr"), ("--uniprocessor", "uniprocessor"),
-                                        ("--mlockall", "mlockall")) if o[key]]
+        args += [
+            flag
+            for flag, key in (("--rr", "rr"), ("--uniprocessor", "uniprocessor"), ("--mlockall", "mlockall"))
+            if o[key]
+        ]
         return args

@@ -5,6 +5,7 @@ Used for tools that end by themselves but must load the host until rtqual stops 
 does not fill the log; stderr (errors) is always kept.
 Usage: python -m rtqual.loads.respawn PROGRAM [ARG...]
 """
+
 import os
 import signal
 import subprocess

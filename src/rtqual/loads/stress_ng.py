@@ -1,4 +1,5 @@
 """stress-ng: any stressor with its options, run without timeout until stopped."""
+
 import re
 import subprocess
 
@@ -8,6 +9,7 @@ from rtqual.loads.base import Load, Option
 
 class StressNg(Load):
     """stress-ng --<stressor> <workers> --timeout 0 [args...] (timeout 0 = run until signalled)."""
+
     type = "stress-ng"
     tool = "stress-ng"
     package = "stress-ng"
@@ -25,8 +27,10 @@ class StressNg(Load):
     def check(self) -> None:
         out = subprocess.run([self.exe, "--stressors"], capture_output=True, text=True, timeout=30)
         if out.returncode == 0 and self.options["stressor"] not in out.stdout.split():
-            raise RtqError(f"load '{self.name}': stress-ng has no stressor '{self.options['stressor']}' "
-                           "(see stress-ng --stressors)")
+            raise RtqError(
+                f"load '{self.name}': stress-ng has no stressor '{self.options['stressor']}' "
+                "(see stress-ng --stressors)"
+            )
 
     def argv(self, index: int) -> list[str]:
         o = self.options

@@ -2,6 +2,7 @@
 
 Usage: python -m rtqual.loads.zero_to_null [BLOCK_SIZE]
 """
+
 import os
 import signal
 import sys
@@ -14,7 +15,7 @@ def copy_zero_to_null(block_size: int) -> None:
     null = os.open("/dev/null", os.O_WRONLY)
     with open("/dev/zero", "rb", buffering=0) as zero:
         while True:
-            os.write(null, view[:zero.readinto(buf)])
+            os.write(null, view[: zero.readinto(buf)])
 
 
 if __name__ == "__main__":

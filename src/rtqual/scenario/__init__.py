@@ -1,12 +1,24 @@
 """Scenario files: validated model (model), probe parameter tables (probes), plans (plan), JSON Schema (schema).
 
-    sc = scenario.load("scenarios/quick.toml")      # RtqError: one line with file and key path
-    cases = scenario.expand(sc, scale=0.1)          # runner-ready case dicts
-    print(scenario.plan_text(cases, scenario.plan_title(sc)))
+sc = scenario.load("scenarios/quick.toml")      # RtqError: one line with file and key path
+cases = scenario.expand(sc, scale=0.1)          # runner-ready case dicts
+print(scenario.plan_text(cases, scenario.plan_title(sc)))
 """
+
 from rtqual.scenario.model import load, loads, validate
 from rtqual.scenario.plan import expand, plan_json, plan_text, plan_title, total_ns
 from rtqual.scenario.probes import PROBES, check_params, probe_case
 
-__all__ = ["load", "loads", "validate", "expand", "plan_json", "plan_text", "plan_title", "total_ns",
-           "PROBES", "check_params", "probe_case"]
+__all__ = [
+    "load",
+    "loads",
+    "validate",
+    "expand",
+    "plan_json",
+    "plan_text",
+    "plan_title",
+    "total_ns",
+    "PROBES",
+    "check_params",
+    "probe_case",
+]

@@ -3,6 +3,7 @@
 A table is a plain dict {key: Field}. check() turns a TOML value into its normalized form (durations
 in integer ns, frequencies in kHz, CPU lists as sorted lists) or raises RtqError("<path>: <what>").
 """
+
 from __future__ import annotations
 
 import difflib
@@ -25,13 +26,14 @@ _KHZ = {"khz": 1, "mhz": 1_000, "ghz": 1_000_000}
 @dataclass(frozen=True)
 class Field:
     """One key: kind (see check()), help for docs and schema, limits, default as written in TOML."""
+
     kind: str
     help: str
     choices: tuple = ()
     lo: int | float | None = None
     hi: int | float | None = None
     default: Any = None
-    fields: dict | None = None   # kind "table": its keys
+    fields: dict | None = None  # kind "table": its keys
 
 
 def key_path(path: str, key: Any) -> str:
@@ -47,8 +49,7 @@ def fail(path: str, message: str):
 
 
 def type_name(value: Any) -> str:
-    names = {bool: "a boolean", int: "an integer", float: "a float", str: "a string",
-             list: "an array", dict: "a table"}
+    names = {bool: "a boolean", int: "an integer", float: "a float", str: "a string", list: "an array", dict: "a table"}
     return names.get(type(value), "a date/time")
 
 
@@ -120,8 +121,13 @@ def _range(f: Field, v, path: str, fmt) -> None:
     if (f.lo is not None and v < f.lo) or (f.hi is not None and v > f.hi):
         lo = fmt(f.lo) if f.lo is not None else None
         hi = fmt(f.hi) if f.hi is not None else None
-        rng = f"between {lo} and {hi}" if lo is not None and hi is not None else \
-            f"at least {lo}" if lo is not None else f"at most {hi}"
+        rng = (
+            f"between {lo} and {hi}"
+            if lo is not None and hi is not None
+            else f"at least {lo}"
+            if lo is not None
+            else f"at most {hi}"
+        )
         fail(path, f"must be {rng} (got {fmt(v) if fmt is not str else v})")
 
 
@@ -145,14 +151,13 @@ def _frequency(f: Field, value: Any, path: str) -> int:
 
 def _cpulist(value: Any, path: str) -> list[int]:
     if isinstance(value, list):
-        if not value or not all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c <= MAX_CPU
-                                for c in value):
-            fail(path, f"expected CPU numbers 0-{MAX_CPU}, e.g. [0, 1] or \"0-3,8\"")
+        if not value or not all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c <= MAX_CPU for c in value):
+            fail(path, f'expected CPU numbers 0-{MAX_CPU}, e.g. [0, 1] or "0-3,8"')
         return sorted(set(value))
     if isinstance(value, int) and not isinstance(value, bool):
         value = str(value)
     if not isinstance(value, str):
-        fail(path, f"expected a CPU list such as \"0-3,8\", got {type_name(value)}")
+        fail(path, f'expected a CPU list such as "0-3,8", got {type_name(value)}')
     if not re.match(CPULIST_PATTERN, value) or any(int(n) > MAX_CPU for n in re.findall(r"\d+", value)):
         fail(path, f"'{value}' is not a CPU list (e.g. 0-3,8 or 0-7:2; CPUs 0-{MAX_CPU})")
     try:

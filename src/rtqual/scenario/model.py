@@ -4,6 +4,7 @@ Every mistake is one RtqError line: `<file>: <key path>: <what>` (unknown keys r
 suggestion). The key tables below are the single source for validation, docs/scenario.md and
 docs/scenario.schema.json. Array positions in key paths count from 1: case[1] is the first [[case]].
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -13,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rtqual.errors import RtqError
-from rtqual.scenario.fields import (Field, check, check_table, fail, key_path, suggest, type_name,
-                                    unknown_key)
+from rtqual.scenario.fields import Field, check, check_table, fail, key_path, suggest, type_name, unknown_key
 from rtqual.scenario.probes import PROBES, S, check_params, overlay
 
 GOVERNORS = ("performance", "powersave", "ondemand", "conservative", "schedutil", "userspace")
@@ -25,11 +25,16 @@ RUN = {
     "name": Field("name", "short name of the scenario (bundle and report titles)"),
     "description": Field("str", "what the scenario measures and where it comes from"),
     "output": Field("str", "bundle directory (default rtqual-<host>-<time>)"),
-    "scale": Field("number", "multiplies every duration and loop count (--scale overrides)", lo=0.001, hi=1000,
-                   default=1.0),
+    "scale": Field(
+        "number", "multiplies every duration and loop count (--scale overrides)", lo=0.001, hi=1000, default=1.0
+    ),
     "raw": Field("bool", "keep every sample of every case (raw.bin)", default=False),
-    "table": Field("enum", "the paper table `rtqual show` prints by default", ("cases", "aps", "kek", "madoca", "vme"),
-                   default="cases"),
+    "table": Field(
+        "enum",
+        "the paper table `rtqual show` prints by default",
+        ("cases", "aps", "kek", "madoca", "vme"),
+        default="cases",
+    ),
 }
 CPUSET = {
     "probe": Field("cpulist", "CPUs of a cgroup cpuset the probe runs in"),
@@ -37,25 +42,38 @@ CPUSET = {
 }
 CONDITIONS = {
     "governor": Field("enum", "cpufreq governor of every CPU during the case", GOVERNORS),
-    "frequency": Field("frequency", "fixed CPU frequency: scaling_min_freq = scaling_max_freq = this "
-                                    "(600MHz, 1.5GHz, 600000kHz)", lo=1_000, hi=100_000_000),
+    "frequency": Field(
+        "frequency",
+        "fixed CPU frequency: scaling_min_freq = scaling_max_freq = this (600MHz, 1.5GHz, 600000kHz)",
+        lo=1_000,
+        hi=100_000_000,
+    ),
     "cpuset": Field("table", "processor sets: cgroup cpusets for the probe and/or the loads", fields=CPUSET),
-    "settle": Field("duration", "time the loads run before the probe starts (ignored without loads)", lo=0,
-                    hi=3600 * S, default="2s"),
+    "settle": Field(
+        "duration",
+        "time the loads run before the probe starts (ignored without loads)",
+        lo=0,
+        hi=3600 * S,
+        default="2s",
+    ),
 }
 # kinds handled here, not in fields.check: params (probe-dependent), loads, loadspec, loadset, load, cases, matrix
 CASE = {
     "label": Field("str", "name in tables and reports; matches cases across runs (default: from the parameters)"),
     "probe": Field("enum", "what measures", tuple(PROBES), default="timer"),
     "params": Field("params", "probe parameters (see the probe's table)"),
-    "loads": Field("loads", "loads running during the case: names of [loads.NAME] tables, load types, or "
-                            "inline load tables"),
+    "loads": Field(
+        "loads", "loads running during the case: names of [loads.NAME] tables, load types, or inline load tables"
+    ),
     "conditions": Field("table", "host conditions set for the case and restored after it", fields=CONDITIONS),
 }
 BASE = {k: f for k, f in CASE.items() if k != "label"}
-DEFAULTS = {**{k: f for k, f in BASE.items() if k != "params"},
-            **{name: Field("params", f"default parameters of every {name} case", fields=p.params)
-               for name, p in PROBES.items()}}
+DEFAULTS = {
+    **{k: f for k, f in BASE.items() if k != "params"},
+    **{
+        name: Field("params", f"default parameters of every {name} case", fields=p.params) for name, p in PROBES.items()
+    },
+}
 AXIS_LOAD = Field("load", f"a [loads.NAME] name, a load type, '{IDLE}' (no load), or an array of names run together")
 MATRIX = {
     "label": Field("str", "prefix of each case label"),
@@ -63,12 +81,18 @@ MATRIX = {
 }
 TOP = {
     "run": Field("table", "run settings", fields=RUN),
-    "defaults": Field("table", "defaults under every case: probe, loads, conditions, and [defaults.<probe>] "
-                               "parameters", fields=DEFAULTS),
+    "defaults": Field(
+        "table",
+        "defaults under every case: probe, loads, conditions, and [defaults.<probe>] parameters",
+        fields=DEFAULTS,
+    ),
     "loads": Field("loadset", "named load specs: [loads.NAME] with a `type` and the load's options"),
     "case": Field("cases", "explicit cases, run in order"),
-    "matrix": Field("matrix", "cases from the cartesian product of the arrays of values given per parameter; "
-                              "one [matrix] or several [[matrix]]"),
+    "matrix": Field(
+        "matrix",
+        "cases from the cartesian product of the arrays of values given per parameter; "
+        "one [matrix] or several [[matrix]]",
+    ),
 }
 
 
@@ -98,11 +122,12 @@ def loads(text: str, source: str = "<scenario>") -> dict:
         msg = str(e)
         m = re.search(r"\s*\(at line (\d+), column (\d+)\)$", msg)
         if m:
-            raise RtqError(f"{source}:{m.group(1)}:{m.group(2)}: invalid TOML: {msg[:m.start()]}") from None
+            raise RtqError(f"{source}:{m.group(1)}:{m.group(2)}: invalid TOML: {msg[: m.start()]}") from None
         end = msg.endswith("(at end of document)")
         lines = text.count("\n") + 1
-        raise RtqError(f"{source}:{lines}:{'end' if end else '?'}: invalid TOML: "
-                       f"{msg.removesuffix(' (at end of document)')}") from None
+        raise RtqError(
+            f"{source}:{lines}:{'end' if end else '?'}: invalid TOML: {msg.removesuffix(' (at end of document)')}"
+        ) from None
     except RecursionError:
         raise RtqError(f"{source}: invalid TOML: nested too deeply") from None
     result = validate(doc, source)
@@ -154,8 +179,9 @@ def _check_defaults(raw: Any, named: dict) -> dict:
     if not isinstance(raw, dict):
         fail("defaults", f"expected a table, got {type_name(raw)}")
     fields = {k: f for k, f in BASE.items() if k != "params"}
-    out = _check_case({k: v for k, v in raw.items() if k not in PROBES}, "defaults", fields, "timer", named,
-                      known=list(DEFAULTS))
+    out = _check_case(
+        {k: v for k, v in raw.items() if k not in PROBES}, "defaults", fields, "timer", named, known=list(DEFAULTS)
+    )
     params = {name: check_params(name, raw[name], key_path("defaults", name)) for name in PROBES if name in raw}
     if params:
         out["params"] = params
@@ -210,7 +236,7 @@ def _check_matrix(raw: Any, path: str, probe: str, named: dict) -> dict:
         if a in out["axes"] and b in out["axes"]:
             fail(path, f"'{a}' and '{b}' exclude each other: vary one")
     if not out["axes"]:
-        fail(path, "no parameter to vary: give at least one array, e.g. interval = [\"1ms\", \"10ms\"]")
+        fail(path, 'no parameter to vary: give at least one array, e.g. interval = ["1ms", "10ms"]')
     return out
 
 
@@ -231,8 +257,10 @@ def _check_axis_load(v: Any, path: str, named: dict) -> list[str]:
 def _check_ref(name: str, path: str, named: dict) -> None:
     if name != IDLE and name not in named and name not in LOAD_TYPES:
         known = [IDLE, *named, *LOAD_TYPES]
-        fail(path, f"unknown load '{name}'{suggest(name, known)} (define [loads.{name}] or use one of "
-                   f"{', '.join(known)})")
+        fail(
+            path,
+            f"unknown load '{name}'{suggest(name, known)} (define [loads.{name}] or use one of {', '.join(known)})",
+        )
 
 
 def _check_loads(raw: Any, path: str, named: dict) -> list:
@@ -267,11 +295,15 @@ def _check_loadset(raw: Any, path: str) -> dict:
 def check_load_spec(spec: Any, path: str) -> dict:
     """A load table: a `type` and the load's own options, validated by rtqual.loads when present."""
     if not isinstance(spec, dict):
-        fail(path, f"expected a load table such as {{type = \"hackbench\"}}, got {type_name(spec)}")
+        fail(path, f'expected a load table such as {{type = "hackbench"}}, got {type_name(spec)}')
     kind = spec.get("type")
     if not isinstance(kind, str):
-        fail(path, f"missing 'type' (one of {', '.join(LOAD_TYPES)})" if kind is None else
-                   f"type: expected a string, got {type_name(kind)}")
+        fail(
+            path,
+            f"missing 'type' (one of {', '.join(LOAD_TYPES)})"
+            if kind is None
+            else f"type: expected a string, got {type_name(kind)}",
+        )
     make_load = _make_load()
     if make_load is None:
         if kind not in LOAD_TYPES:
@@ -289,6 +321,7 @@ def _make_load():
     if importlib.util.find_spec("rtqual.loads") is None:
         return None
     from rtqual import loads as loads_mod
+
     return getattr(loads_mod, "make_load", None)
 
 

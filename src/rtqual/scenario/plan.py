@@ -4,6 +4,7 @@ A case is the runner's dict ({"id","label","probe","args","params","requirements
 `rtqual run timer` builds it) plus "loads" (load specs), "load_names", "conditions"
 (governor, frequency_khz, cpuset {probe, loads}, settle_ns), "scale" and "estimate_ns".
 """
+
 from __future__ import annotations
 
 import itertools
@@ -16,7 +17,7 @@ from rtqual.scenario.model import AXIS_LOAD, CONDITIONS, IDLE, axes, load_specs,
 from rtqual.scenario.probes import PROBES, S, full_params, probe_case
 from rtqual.units import format_cpulist, format_duration, online_cpus
 
-CASE_OVERHEAD_NS = 3 * S   # per case: loads and probe started and stopped, tunables set and restored
+CASE_OVERHEAD_NS = 3 * S  # per case: loads and probe started and stopped, tunables set and restored
 PLAN_SCHEMA_VERSION = 1
 SETTLE_NS = defaults_of(CONDITIONS)["settle"]
 
@@ -32,7 +33,7 @@ def expand(scenario: dict, scale: float | None = None, cpus: list[int] | None = 
     if not isinstance(scale, (int, float)) or isinstance(scale, bool) or not 0 < scale <= 1000:
         raise RtqError(f"--scale: must be a number above 0 and at most 1000 (got {scale})")
     online = list(cpus) if cpus is not None else online_cpus()
-    shapes = []   # (label or None, layers top last)
+    shapes = []  # (label or None, layers top last)
     for part in scenario["order"]:
         if part == "cases":
             shapes += [(c.get("label"), [c]) for c in scenario["cases"]]
@@ -43,8 +44,10 @@ def expand(scenario: dict, scale: float | None = None, cpus: list[int] | None = 
     for n, (label, layers) in enumerate(shapes, 1):
         case = _case(scenario, layers, label, n, scale, online)
         if case["label"] in seen:
-            raise RtqError(f"{scenario.get('source', '<scenario>')}: cases {seen[case['label']]} and {n} are both "
-                           f"labelled '{case['label']}': give each [[case]] a label or each [[matrix]] a label prefix")
+            raise RtqError(
+                f"{scenario.get('source', '<scenario>')}: cases {seen[case['label']]} and {n} are both "
+                f"labelled '{case['label']}': give each [[case]] a label or each [[matrix]] a label prefix"
+            )
         seen[case["label"]] = n
         cases.append(case)
     return cases
@@ -92,8 +95,10 @@ def _case(scenario: dict, layers: list[dict], label: str | None, n: int, scale: 
     default_cpus = cpuset.get("probe", online)
     nominal = full_params(probe, shape["params"], default_cpus)
     if "probe" in cpuset and "cpus" in nominal and not set(nominal["cpus"]) <= set(cpuset["probe"]):
-        raise RtqError(f"{scenario.get('source', '<scenario>')}: case {n}: cpus {format_cpulist(nominal['cpus'])} "
-                       f"are outside the probe cpuset {format_cpulist(cpuset['probe'])}")
+        raise RtqError(
+            f"{scenario.get('source', '<scenario>')}: case {n}: cpus {format_cpulist(nominal['cpus'])} "
+            f"are outside the probe cpuset {format_cpulist(cpuset['probe'])}"
+        )
     names, specs = load_specs(shape.get("loads", []), scenario["loads"])
     if label is None:
         label = _auto_label(probe, nominal, names, cond)
@@ -155,29 +160,58 @@ def plan_text(cases: list[dict], title: str | None = None) -> str:
     rows = []
     for c in cases:
         p = c["params"]
-        interval = format_duration(p["interval_ns"]) if "interval_ns" in p else \
-            format_duration(S // p["rate"]) if p.get("rate") else "-"  # stimulus probes: the period
-        duration = f"{p['loops']} loops" if p.get("loops") else \
-            format_duration(p["duration_ns"]) if "duration_ns" in p else "-"
-        rows.append([c["id"], c["label"], c["probe"], ", ".join(c.get("load_names", [])) or IDLE,
-                     _conditions_text(c.get("conditions", {})), interval, duration, format_hms(c["estimate_ns"])])
+        interval = (
+            format_duration(p["interval_ns"])
+            if "interval_ns" in p
+            else format_duration(S // p["rate"])
+            if p.get("rate")
+            else "-"
+        )  # stimulus probes: the period
+        duration = (
+            f"{p['loops']} loops"
+            if p.get("loops")
+            else format_duration(p["duration_ns"])
+            if "duration_ns" in p
+            else "-"
+        )
+        rows.append(
+            [
+                c["id"],
+                c["label"],
+                c["probe"],
+                ", ".join(c.get("load_names", [])) or IDLE,
+                _conditions_text(c.get("conditions", {})),
+                interval,
+                duration,
+                format_hms(c["estimate_ns"]),
+            ]
+        )
     table = format_table(["id", "label", "probe", "loads", "conditions", "interval", "duration", "time"], rows, left=5)
     measuring = sum(c["params"].get("duration_ns", 0) for c in cases)
     total = total_ns(cases)
     scales = {c.get("scale", 1) for c in cases}
     scaled = f", durations scaled by {scales.pop():g}" if len(scales) == 1 and 1 not in scales else ""
     out = [title] if title else []
-    out += [table, f"{len(cases)} case{'s' * (len(cases) != 1)}, about {format_hms(total)} in total "
-                   f"({format_hms(measuring)} measuring, {format_hms(total - measuring)} warm-up, load settling "
-                   f"and start/stop{scaled})"]
+    out += [
+        table,
+        f"{len(cases)} case{'s' * (len(cases) != 1)}, about {format_hms(total)} in total "
+        f"({format_hms(measuring)} measuring, {format_hms(total - measuring)} warm-up, load settling "
+        f"and start/stop{scaled})",
+    ]
     return "\n".join(out)
 
 
 def plan_json(cases: list[dict], scenario: dict | None = None) -> dict:
     """The plan as stored in a bundle's plan.json."""
     run = (scenario or {}).get("run", {})
-    return {"schema_version": PLAN_SCHEMA_VERSION, "name": run.get("name"), "description": run.get("description"),
-            "table": run.get("table", "cases"), "total_ns": total_ns(cases), "cases": cases}
+    return {
+        "schema_version": PLAN_SCHEMA_VERSION,
+        "name": run.get("name"),
+        "description": run.get("description"),
+        "table": run.get("table", "cases"),
+        "total_ns": total_ns(cases),
+        "cases": cases,
+    }
 
 
 def plan_title(scenario: dict, scale: float | None = None) -> str:
