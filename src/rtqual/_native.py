@@ -14,9 +14,7 @@ from rtqual.procs import die_with_parent
 
 PROBE = "rtqual-probe"
 CA = "rtqual-ca"  # Channel Access tools over libca; built only with EPICS
-CA_PROBES = frozenset({"ca-rtt"})  # probes in rtqual-ca's table, not rtqual-probe's
 PVA = "rtqual-pva"  # PV Access probe over pvxs; built only with pvxslibs
-PVA_PROBES = frozenset({"pva-rtt"})
 
 
 def _installed(name: str, override_var: str, built_with: str = "", exit_code: int = EXIT_ERROR) -> Path:
@@ -46,9 +44,10 @@ def pva_path() -> Path:
 
 
 def binary_for(probe: str) -> Path:
-    """The executable that runs `probe`: rtqual-ca for CA_PROBES, rtqual-pva for PVA_PROBES, else
-    rtqual-probe."""
-    return ca_path() if probe in CA_PROBES else pva_path() if probe in PVA_PROBES else probe_path()
+    """The executable that runs `probe`: the native table's "binary" (rtqual-ca, rtqual-pva), else rtqual-probe."""
+    from rtqual.probes import binary_of
+
+    return {CA: ca_path, PVA: pva_path}.get(binary_of(probe), probe_path)()
 
 
 def _devsup_dir() -> Path:
@@ -86,14 +85,16 @@ def probe_version() -> str:
 
 
 def probe_list() -> list[dict]:
-    """The probe table: name, supported, why_not, options; then the probes of rtqual-ca and
-    rtqual-pva, where built, each with "binary": its name."""
-    out = subprocess.run([probe_path(), "--list"], capture_output=True, text=True, timeout=10)
-    rows = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
-    for name, path in ((CA, ca_path), (PVA, pva_path)):
+    """The probe table: name, summary, supported, why_not, binary, label_keys, service, sections,
+    options (docs/protocol.md); then the probes of rtqual-ca and rtqual-pva, where built. "binary" is
+    the executable's name (set here too, for binaries that do not say it yet)."""
+    rows: list[dict] = []
+    for name, path in ((PROBE, probe_path), (CA, ca_path), (PVA, pva_path)):
         try:
             binary = path()
         except RtqError:
+            if name == PROBE:
+                raise
             continue
         out = subprocess.run([binary, "--list"], capture_output=True, text=True, timeout=10)
         rows += [{**json.loads(line), "binary": name} for line in out.stdout.splitlines() if line.strip()]

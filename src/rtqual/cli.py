@@ -9,19 +9,22 @@ from pathlib import Path
 
 from rtqual import __version__, _native, rawfile, report
 from rtqual import bundle as bundle_mod
-from rtqual.conditions import CHANGES_FILE, Conditions, restore_from_bundle
+from rtqual import probes as native_table
+from rtqual.conditions import restore_from_bundle
 from rtqual.errors import EXIT_ERROR, EXIT_INCONCLUSIVE, EXIT_SKIP, VERDICT_EXIT, RtqError
-from rtqual.live.terminal import TerminalDisplay
-from rtqual.runner import Interrupted, run_case, worst
-from rtqual.scenario.probes import PROBES, check_params, probe_case
+from rtqual.scenario.probes import ALL_PROBES, Probe, check_params, probe_case
 from rtqual.units import format_cpulist, online_cpus, parse_cpulist, parse_duration_ns
+
+S = 1_000_000_000
+SETTLE_DEFAULT = "2s"  # as a scenario file's conditions.settle
 
 
 class Parser(argparse.ArgumentParser):
     """argparse that raises a one-line RtqError instead of printing usage and exiting 2."""
 
     def error(self, message):
-        raise RtqError(f"{self.prog}: {message} (see --help)")
+        where = self.prog.removeprefix("rtqual").strip()  # main() names the program once
+        raise RtqError(f"{where + ': ' if where else ''}{message} (see --help)")
 
 
 def build_scenario_run_parser() -> Parser:
@@ -46,50 +49,14 @@ def build_parser() -> Parser:
 
     run = sub.add_parser("run", help="run a measurement (PROBE or SCENARIO.toml) and write a result bundle")
     run_sub = run.add_subparsers(dest="probe", metavar="PROBE", required=True)
-    t = run_sub.add_parser(
-        "timer",
-        help="cyclic timer wake-up latency (cyclictest-class)",
-        description="One pinned thread per CPU sleeps to absolute deadlines; latency = wake-up time - deadline.",
-    )
-    t.add_argument("--cpus", help="CPU list, e.g. 0-3,8 (default: all online CPUs)")
-    t.add_argument("--policy", choices=["fifo", "rr", "other"], default="fifo")
-    t.add_argument("--priority", type=int, default=80, help="RT priority 1-99 (default 80)")
-    t.add_argument("--interval", default="1ms", help="wake-up period (default 1ms)")
-    g = t.add_mutually_exclusive_group()
-    g.add_argument("--duration", default="10s", help="measured time (default 10s)")
-    g.add_argument("--loops", type=int, help="measured periods per CPU instead of --duration")
-    t.add_argument("--warmup", type=int, default=100, help="samples discarded per CPU first (default 100)")
-    t.add_argument("--threshold", default="100us", help="samples above it are logged as events (default 100us)")
-    t.add_argument("--max-latency", help="requirement: fail (exit 2) if the max exceeds it")
-    t.add_argument("--p99-latency", help="requirement: fail (exit 2) if p99 exceeds it")
-    t.add_argument("--raw", action="store_true", help="keep every sample (raw.bin; rtqual export raw)")
-    t.add_argument("--raw-max-mb", type=int, default=256, help="size cap of the raw file (default 256 MB)")
-    t.add_argument("--no-dma-latency", action="store_true", help="do not hold /dev/cpu_dma_latency at 0")
-    t.add_argument(
-        "--allow-degraded",
-        action="store_true",
-        help="without RT privileges, run anyway as SCHED_OTHER and mark the result degraded",
-    )
-    t.add_argument("-o", "--output", help="bundle directory (default rtqual-<host>-<time>)")
-    t.add_argument("-q", "--quiet", action="store_true", help="no live progress")
-
-    for name, probe in PROBES.items():  # every other probe: options from its parameter table
-        if name != "timer":
-            sp = add_probe_parser(run_sub, name, probe)
-            if probe.service:
-                sp.add_argument(
-                    "--baseline",
-                    default="5s",
-                    help="timer latency measured first on the same host, for comparison (default 5s; 0: none)",
-                )
-
-    f = run_sub.add_parser("fake", help=argparse.SUPPRESS)  # pipeline tests: replays a script
-    f.add_argument("--script", required=True)
-    f.add_argument("--threshold", default="100us")
-    f.add_argument("--raw", action="store_true")
-    f.add_argument("--raw-max-mb", type=int, default=256)
-    f.add_argument("-o", "--output")
-    f.add_argument("-q", "--quiet", action="store_true")
+    for name, probe in ALL_PROBES.items():  # every probe: options from its native table (fake hidden)
+        sp = add_probe_parser(run_sub, name, probe)
+        if probe.service:
+            sp.add_argument(
+                "--baseline",
+                default="5s",
+                help="timer latency measured first on the same host, for comparison (default 5s; 0: none)",
+            )
 
     pl = sub.add_parser("plan", help="print a scenario's cases and total time; runs nothing")
     pl.add_argument("scenario", help="scenario file (TOML)")
@@ -123,16 +90,31 @@ def build_parser() -> Parser:
     return p
 
 
-def add_probe_parser(run_sub, name: str, probe) -> None:
-    """`rtqual run NAME [--option value ...]` from the probe's parameter table."""
-    sp = run_sub.add_parser(name, help=probe.help, description=probe.help)
+def add_probe_parser(run_sub, name: str, probe: Probe):
+    """`rtqual run NAME [--option value ...]` from the probe's parameter table; options that exclude each
+    other (--duration, --loops) in one group; --load and --settle for loads around the measurement."""
+    hidden = {"help": argparse.SUPPRESS} if probe.hidden else {"help": probe.help}
+    sp = run_sub.add_parser(name, description=probe.help, **hidden)
+    groups = {k: sp.add_mutually_exclusive_group() for pair in probe.exclusive for k in pair[:1]}
+    where = {k: groups[pair[0]] for pair in probe.exclusive for k in pair}
     for key, f in probe.params.items():
         opt = "--" + key.replace("_", "-")
         default = f" (default {f.default})" if f.default not in (None, False) else ""
+        target = where.get(key, sp)
         if f.kind == "bool":
-            sp.add_argument(opt, action="store_true", help=f.help)
+            target.add_argument(opt, action="store_true", help=f.help)
         else:
-            sp.add_argument(opt, type=int if f.kind == "int" else str, help=f.help + default, choices=f.choices or None)
+            target.add_argument(
+                opt, type=int if f.kind == "int" else str, help=f.help + default, choices=f.choices or None
+            )
+    sp.add_argument(
+        "--load",
+        action="append",
+        metavar="NAME[,key=value...]",
+        help="a load running during the measurement, as in scenario files (hackbench, pi_stress, stress-ng, "
+        "cpu-hog, command), e.g. hackbench,groups=4 or cpu-hog,cpus=1; repeatable",
+    )
+    sp.add_argument("--settle", help=f"time the loads run before the probe starts (default {SETTLE_DEFAULT})")
     sp.add_argument("--raw", action="store_true", help="keep every sample (raw.bin; rtqual export raw)")
     sp.add_argument("--raw-max-mb", type=int, default=256, help="size cap of the raw file (default 256 MB)")
     sp.add_argument("-o", "--output", help="bundle directory (default rtqual-<host>-<time>)")
@@ -145,100 +127,94 @@ def _given(value) -> bool:
     return value is not None and value is not False
 
 
+def _cli_name(key: str) -> str:
+    return "--" + key.replace("_", "-")
+
+
+def given_options(name: str, a) -> dict:
+    """The probe options the user gave on the command line (as typed, before validation)."""
+    return {k: getattr(a, k) for k in ALL_PROBES[name].params if _given(getattr(a, k, None))}
+
+
 def probe_options_case(name: str, a) -> dict:
-    """Validate a native probe's options with its table and make the case."""
-    given = {k: getattr(a, k) for k in PROBES[name].params if _given(getattr(a, k, None))}
-    params = check_params(name, given, "", name_of=lambda k: "--" + k.replace("_", "-"))
+    """Validate a probe's options with its table (the same as scenario files) and make the case."""
+    params = check_params(name, given_options(name, a), "", name_of=_cli_name)
+    if getattr(a, "cpus", None) and "cpus" in ALL_PROBES[name].params:
+        parse_cpulist(a.cpus)  # every CPU asked for must be online here
     return probe_case(name, params, online_cpus(), f"001-{name}")
 
 
-def timer_case(a) -> dict:
-    """Validate `rtqual run timer` options with the same table as scenario files and make the case."""
-    raw = {
-        "cpus": a.cpus,
-        "policy": a.policy,
-        "priority": a.priority,
-        "interval": a.interval,
-        "duration": None if a.loops is not None else a.duration,
-        "loops": a.loops,
-        "warmup": a.warmup,
-        "threshold": a.threshold,
-        "max_latency": a.max_latency,
-        "p99_latency": a.p99_latency,
-        "no_dma_latency": a.no_dma_latency,
-        "allow_degraded": a.allow_degraded,
-    }
-    params = check_params(
-        "timer", {k: v for k, v in raw.items() if _given(v)}, "", name_of=lambda k: "--" + k.replace("_", "-")
-    )
-    if a.cpus:
-        parse_cpulist(a.cpus)  # every CPU asked for must be online here
-    return probe_case("timer", params, online_cpus(), "001-timer")
+def baseline_probe() -> str | None:
+    """The probe whose cases are the baseline others are set beside (the table's "baseline" section)."""
+    return next((e["name"] for e in native_table.table() if "baseline" in (e.get("sections") or ())), None)
 
 
 def service_cases(name: str, a) -> list[dict]:
-    """A probe measured against rtqual's IOC (`rtqual run ioc`): a timer baseline on the same host
-    first (--baseline), then the probe's case, whose IOC the runner starts around it."""
+    """A probe measured with a service (`rtqual run ioc`): a baseline case on the same host first
+    (--baseline: the timer), then the probe's case, whose service the run starts around it."""
     case = probe_options_case(name, a)
-    if a.baseline.strip() == "0" or not parse_duration_ns(a.baseline, "--baseline"):
+    base_name = baseline_probe()
+    if base_name is None or a.baseline.strip() == "0" or not parse_duration_ns(a.baseline, "--baseline"):
         return [case]
     base = {"duration": a.baseline, "policy": case["params"]["policy"], "priority": case["params"]["priority"]}
     if a.allow_degraded:
         base["allow_degraded"] = True
-    params = check_params("timer", base, "", name_of=lambda k: "--baseline" if k == "duration" else "--" + k)
-    timer = probe_case(
-        "timer", params, online_cpus(), "001-timer-baseline", label=f"timer baseline {format_cpulist(online_cpus())}"
-    )
+    params = check_params(base_name, base, "", name_of=lambda k: "--baseline" if k == "duration" else "--" + k)
+    label = f"{base_name} baseline {format_cpulist(online_cpus())}"
+    baseline = probe_case(base_name, params, online_cpus(), f"001-{base_name}-baseline", label=label)
     case["id"] = f"002-{name}"
-    return [timer, case]
+    return [baseline, case]
 
 
-def fake_case(a) -> dict:
-    """The fake probe replays a script of samples through the real pipeline (tests, no root)."""
-    threshold_ns = _positive_ns(a.threshold, "--threshold")
-    args = ["--script", str(Path(a.script).resolve()), "--threshold", f"{threshold_ns}ns"]
-    return {
-        "id": "001-fake",
-        "label": f"fake {Path(a.script).name}",
-        "probe": "fake",
-        "args": args,
-        "params": {"script": a.script, "threshold_ns": threshold_ns},
-        "requirements": {},
-    }
+def with_loads(cases: list[dict], a) -> list[dict]:
+    """--load and --settle: every case measured under the loads, checked like a scenario's load tables."""
+    from rtqual.loads.arg import load_name, parse_load
+
+    specs = [parse_load(text) for text in a.load or []]
+    if a.settle is not None and not specs:
+        raise RtqError("--settle: only with --load (the time the loads run before the probe starts)")
+    settle_ns = parse_duration_ns(a.settle or SETTLE_DEFAULT, "--settle")
+    if settle_ns > 3600 * S:
+        raise RtqError(f"--settle: must be at most 1h (got {a.settle})")
+    if not specs:
+        return cases
+    names = [load_name(spec) for spec in specs]
+    for case in cases:
+        case.update(loads=specs, load_names=names, conditions={"settle_ns": settle_ns})
+        case["label"] += " under " + "+".join(names)
+    return cases
 
 
-def _positive_ns(text: str, what: str) -> int:
-    ns = parse_duration_ns(text, what)
-    if ns <= 0:
-        raise RtqError(f"{what}: must be greater than 0 (got {text})")
-    return ns
+def _toml(value) -> str:
+    """A value of a one-case scenario file: TOML inline (a table as {k = v, ...})."""
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + " }"
+    return json.dumps(value)
+
+
+def scenario_text(case: dict, argv: list[str], given: dict | None = None) -> str:
+    """A one-case scenario equivalent to the command line, for the bundle (`rtqual plan` reads it): the
+    params as the probe's module writes them (the timer: every one, in ns), else as given."""
+    writer = native_table.hook(case["run_as"], "scenario_params") if case.get("run_as") else None
+    params = writer(case) if writer else dict(given or {})
+    lines = [f"# {' '.join(argv)}", "[[case]]", f'probe = "{case.get("run_as") or case["probe"]}"']
+    lines.append(f"label = {json.dumps(case['label'])}")
+    if params:
+        lines.append(f"params = {_toml(params)}")
+    if case.get("loads"):
+        lines.append("loads = [" + ", ".join(_toml(spec) for spec in case["loads"]) + "]")
+        lines.append(f'conditions = {{ settle = "{case["conditions"]["settle_ns"]}ns" }}')
+    return "\n".join(lines) + "\n"
 
 
 def cmd_run(a, argv: list[str]) -> int:
-    if PROBES.get(a.probe) and PROBES[a.probe].service:
-        cases = service_cases(a.probe, a)
-        return execute(
-            cases,
-            argv,
-            a.output,
-            a.quiet,
-            raw_mb=a.raw_max_mb if a.raw else 0,
-            plan={"schema_version": 1, "cases": cases},
-            scenario_toml=None,
-        )
-    case = (
-        timer_case(a) if a.probe == "timer" else fake_case(a) if a.probe == "fake" else probe_options_case(a.probe, a)
-    )
-    text = scenario_text(case, argv) if case["probe"] == "timer" else None
-    return execute(
-        [case],
-        argv,
-        a.output,
-        a.quiet,
-        raw_mb=a.raw_max_mb if a.raw else 0,
-        plan={"schema_version": 1, "cases": [case]},
-        scenario_toml=text,
-    )
+    """`rtqual run PROBE ...`: one case (a service probe: its baseline first), under --load if given."""
+    probe = ALL_PROBES[a.probe]
+    cases = service_cases(a.probe, a) if probe.service else [probe_options_case(a.probe, a)]
+    cases = with_loads(cases, a)
+    text = scenario_text(cases[0], argv, given_options(a.probe, a)) if len(cases) == 1 and not probe.hidden else None
+    plan = {"schema_version": 1, "cases": cases}
+    return execute(cases, argv, a.output, a.quiet, a.raw_max_mb if a.raw else 0, plan, text)
 
 
 def load_scenario(a):
@@ -276,95 +252,15 @@ def execute(
     plan: dict,
     scenario_toml: str | None,
 ) -> int:
-    """Check every case, then run them into a new bundle; print the results and, last, the bundle path.
-    A case's "service" spec (an IOC) becomes the service the runner starts around its probe."""
-    from rtqual.epics.service import make_service
+    """Run the cases into a new bundle (rtqual.run.Run checks them all first); print the results and,
+    last, the bundle path; the exit code is the bundle's verdict."""
+    from rtqual.run import run
 
-    services = []
-    try:
-        runs = []
-        for case in cases:  # the plan keeps the service specs; the runs get the services themselves
-            run = dict(case)
-            if case.get("service"):
-                services.append(make_service(case["service"]))
-                run["service"], run["args"] = services[-1], services[-1].resolve(case["args"])
-            runs.append(run)
-        return _execute(runs, argv, output, quiet, raw_mb, plan, scenario_toml)
-    finally:
-        for svc in services:
-            svc.discard()
-
-
-def _execute(
-    cases: list[dict],
-    argv: list[str],
-    output: str | None,
-    quiet: bool,
-    raw_mb: int,
-    plan: dict,
-    scenario_toml: str | None,
-) -> int:
-    from rtqual.host import facts
-    from rtqual.loads import LoadSet, make_load
-
-    for case in cases:  # everything that can be known wrong is said before anything runs
-        _native.check(case["probe"], case["args"])
-        LoadSet([make_load(spec) for spec in case.get("loads", [])]).prepare_all()
-    b = bundle_mod.Bundle(Path(output) if output else bundle_mod.default_path(), argv, _native.probe_version())
-    if raw_mb:
-        for case in cases:
-            case["args"] = case["args"] + [
-                "--raw",
-                str(b.path / "cases" / case["id"] / "raw.bin"),
-                "--raw-max-bytes",
-                str(raw_mb * 1024 * 1024),
-            ]
-    tools = {"rtqual": __version__, "rtqual-probe": b.manifest["probe_version"]}
-    before = facts.collect(tools=tools)
-    bundle_mod.write_json(b.path / "host" / "facts-before.json", before)
-    bundle_mod.write_json(b.path / "host" / "tunables-before.json", facts.tunables(before))
-    bundle_mod.write_json(b.path / "plan.json", plan)
-    if scenario_toml is not None:
-        bundle_mod.write_text(b.path / "scenario.toml", scenario_toml)
-    guard, verdicts = Interrupted(), []
-    cond = Conditions(state_path=b.path / CHANGES_FILE)
-    display = TerminalDisplay(quiet=quiet, cases=cases)
-    try:
-        with guard.installed():
-            for case in cases:
-                if guard.signum:
-                    break
-                verdicts.append(run_case(case, b, display, guard, cond)["verdict"])
-    finally:
-        cond.restore()
-        after = facts.collect(tools=tools)
-        bundle_mod.write_json(b.path / "host" / "facts-after.json", after)
-        bundle_mod.write_json(b.path / "host" / "tunables-after.json", facts.tunables(after))
-        interrupted = bool(guard.signum) or len(verdicts) < len(cases)
-        b.finish("interrupted" if interrupted else "complete", "inconclusive" if interrupted else worst(verdicts))
-    print(report.show_text(bundle_mod.load(b.path)))
-    print(b.path)
-    return VERDICT_EXIT[b.manifest["verdict"]]
-
-
-def scenario_text(case: dict, argv: list[str]) -> str:
-    """A one-case scenario equivalent to the command line, for the bundle (`rtqual plan` reads it)."""
-    p = case["params"]
-    params = {
-        "cpus": format_cpulist(p["cpus"]),
-        "policy": p["policy"],
-        "priority": p["priority"],
-        "interval": f"{p['interval_ns']}ns",
-        "warmup": p["warmup"],
-        "threshold": f"{p['threshold_ns']}ns",
-    }
-    params.update({"loops": p["loops"]} if p["loops"] else {"duration": f"{p['duration_ns']}ns"})
-    params.update({k.replace("_ns", "_latency"): f"{v}ns" for k, v in case["requirements"].items()})
-    body = ", ".join(f"{k} = {json.dumps(v)}" for k, v in params.items())
-    return (
-        f'# {" ".join(argv)}\n[[case]]\nprobe = "{case["probe"]}"\nlabel = {json.dumps(case["label"])}\n'
-        f"params = {{ {body} }}\n"
-    )
+    path = run(cases, argv, output=output, quiet=quiet, raw_mb=raw_mb, plan=plan, scenario_toml=scenario_toml)
+    data = bundle_mod.load(path)
+    print(report.show_text(data))
+    print(path)
+    return VERDICT_EXIT[data["manifest"]["verdict"]]
 
 
 def cmd_plan(a) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rtqual.probes import has_section
 from rtqual.units import format_ns
 
 STAT_COLUMNS = [
@@ -141,7 +142,7 @@ def baseline_line(result: dict, results: list[dict]) -> str | None:
     def loads(r):
         return sorted(ld.get("name") or "" for ld in r.get("loads") or [])
 
-    timers = [r for r in results if r["probe"] == "timer" and r["stats"].get("count") and r is not result]
+    timers = [r for r in results if has_section(r["probe"], "baseline") and r["stats"].get("count") and r is not result]
     base = next((r for r in timers if loads(r) == loads(result)), timers[0] if timers else None)
     if not result.get("ioc") or base is None:
         return None
@@ -290,6 +291,7 @@ def show_json(data: dict) -> dict:
                 "id": r["id"],
                 "label": r["label"],
                 "probe": r["probe"],
+                **({"run_as": r["run_as"]} if r.get("run_as") else {}),  # bundles before 0.2 lack it
                 "params": r["params"],
                 "stats": pick(r["stats"]),
                 "per_cpu": {c: pick(s) for c, s in r["per_cpu"].items()},

@@ -55,7 +55,7 @@ def test_an_option_given_as_zero_is_kept_not_taken_for_absent():
     from rtqual import cli
 
     a = cli.build_parser().parse_args(["run", "timer", "--warmup", "0"])
-    assert cli.timer_case(a)["params"]["warmup"] == 0
+    assert cli.probe_options_case("timer", a)["params"]["warmup"] == 0
     a = cli.build_parser().parse_args(["run", "switch", "--warmup", "0", "--cpus", "0"])
     assert cli.probe_options_case("switch", a)["params"]["warmup"] == 0
     a = cli.build_parser().parse_args(["run", "ioc", "--ioc-rtprio", "0"])

@@ -120,12 +120,12 @@ def test_cpu_stats_pct_zero_count():
 def test_cli_scenario_text_is_a_valid_equivalent_scenario():
     """The bundle's scenario.toml for `rtqual run timer ...` plans back to the same case."""
     from rtqual import scenario
-    from rtqual.cli import build_parser, scenario_text, timer_case
+    from rtqual.cli import build_parser, probe_options_case, scenario_text
 
     a = build_parser().parse_args(
         ["run", "timer", "--cpus", "0", "--interval", "2ms", "--loops", "50", "--max-latency", "1ms"]
     )
-    case = timer_case(a)
+    case = probe_options_case("timer", a)
     again = scenario.expand(scenario.loads(scenario_text(case, ["rtqual", "run"]), "scenario.toml"))[0]
     assert {k: again[k] for k in ("probe", "args", "params", "requirements")} == {
         k: case[k] for k in ("probe", "args", "params", "requirements")

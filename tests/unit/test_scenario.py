@@ -330,7 +330,7 @@ def test_case_matches_rtqual_run_timer():
         "200us",
         "--no-dma-latency",
     ]
-    want = cli.timer_case(cli.build_parser().parse_args(argv))
+    want = cli.probe_options_case("timer", cli.build_parser().parse_args(argv))
     (got,) = expand(
         CASE + 'params = {cpus = "0", policy = "rr", priority = 70, interval = "2ms", loops = 50, '
         'warmup = 7, threshold = "50us", max_latency = "1ms", p99_latency = "200us", '

@@ -63,10 +63,10 @@ def ioc_process_facts(pid: int) -> dict:
 
 
 class IocService:
-    """case["service"] for the runner: an IOC running around the probe (started before it, always
-    stopped after it), with its CA load clients if the spec asks for them. The FIFOs exist from
-    construction on, so the probe's options can name them ($(IOC_IN), $(IOC_OUT), $(P): resolve())
-    and be checked before anything runs; the IOC's console goes to the case folder."""
+    """The "ioc" service (rtqual.services; registered by rtqual.epics.probes): an IOC running around the
+    probe (started before it, always stopped after it), with its CA load clients if the spec asks for
+    them. The FIFOs exist from construction on, so the probe's options can name them ($(IOC_IN),
+    $(IOC_OUT), $(P): fill()) and be checked before anything runs; the IOC's console goes to the case folder."""
 
     key = "ioc"
 
@@ -99,19 +99,35 @@ class IocService:
             os.mkfifo(fifo, 0o600)
         self.env = self.ioc.env  # the probe's too: a CA client (ca-rtt) finds the IOC on loopback
 
-    def resolve(self, args: list[str]) -> list[str]:
-        """The probe's options with the IOC's macros filled in; on GPIO lines the stimulus is our
-        line wired to the IOC's input, not its input FIFO."""
-        if self.gpio and "$(IOC_IN)" in args:
-            i = args.index("$(IOC_IN)")
-            args = [*args[: i - 1], "--gpio-stim", self.gpio["stim"], "--gpio-resp", self.gpio["resp"], *args[i + 1 :]]
+    def fill(self, fixed: dict[str, str]) -> dict[str, str]:
+        """The probe options this IOC fills ({param: value}) from the table's `fixed` ones ({param: macro}):
+        macros $(P), $(IOC_IN), $(IOC_OUT) replaced; on GPIO lines the stimulus is not the input FIFO but
+        our line wired to the IOC's input (gpio_stim), and the response is timestamped on gpio_resp."""
         macros = {"$(P)": self.ioc.prefix, "$(IOC_IN)": str(self.ioc.fifo_in), "$(IOC_OUT)": str(self.ioc.fifo_out)}
-        out = []
-        for arg in args:
-            for macro, value in macros.items():
-                arg = arg.replace(macro, value)
-            out.append(arg)
+        out = {}
+        for key, value in fixed.items():
+            if self.gpio and value == "$(IOC_IN)":
+                out.update(gpio_stim=self.gpio["stim"], gpio_resp=self.gpio["resp"])
+                continue
+            for macro, text in macros.items():
+                value = value.replace(macro, text)
+            out[key] = value
         return out
+
+    def resolve(self, args: list[str]) -> list[str]:
+        """Probe options with the IOC's macros filled in: the options whose value holds a macro go
+        through fill(), the others stay as they are (after them)."""
+        fixed: dict[str, str] = {}
+        rest: list[str] = []
+        i = 0
+        while i < len(args):
+            if args[i].startswith("--") and i + 1 < len(args) and "$(" in args[i + 1]:
+                fixed[args[i][2:].replace("-", "_")] = args[i + 1]
+                i += 2
+            else:
+                rest.append(args[i])
+                i += 1
+        return [x for k, v in self.fill(fixed).items() for x in ("--" + k.replace("_", "-"), v)] + rest
 
     def __call__(self, case_dir: Path):
         @contextmanager
@@ -212,10 +228,3 @@ def user_db(path: str | None) -> str:
         return "\n" + Path(path).read_text() + "\n"
     except (OSError, UnicodeDecodeError) as e:
         raise RtqError(f"--ioc-db {path}: {getattr(e, 'strerror', None) or e}") from None
-
-
-def make_service(spec: dict) -> IocService:
-    """The service a case's spec names (only "ioc" so far)."""
-    if spec.get("type") != "ioc":
-        raise ValueError(f"unknown service {spec.get('type')!r}")
-    return IocService(spec)

@@ -1,0 +1,59 @@
+"""The native probe table (a copy of `rtqual-probe --list`, `rtqual-ca --list`, `rtqual-pva --list`) and each
+probe's optional Python module.
+
+Every probe comes from the table: its options and defaults (the C option table), its binary, the keys of its
+automatic case label, the service a case needs around it and the report sections it shows. A probe may add a
+module rtqual/probes/<name>.py (dashes as underscores) with any of: HIDDEN (kept out of help and scenario
+files), build(p, generic) (its options and case params), label(case_params), time_ns(case_params),
+scale(p, factor). A new probe needs none: one C file and one line in the C list, then scripts/update-probe-table.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+
+NATIVE_TABLE = Path(__file__).resolve().parent.parent / "scenario" / "native_probes.json"
+
+
+@cache
+def table() -> tuple[dict, ...]:
+    """Every entry of the committed table, in its order (empty if the file is missing or broken)."""
+    try:
+        return tuple(json.loads(NATIVE_TABLE.read_text()))
+    except (OSError, ValueError):
+        return ()
+
+
+def entry(name: str) -> dict | None:
+    """The table entry of a native probe, or None."""
+    return next((e for e in table() if e["name"] == name), None)
+
+
+@cache
+def hooks(name: str) -> ModuleType | None:
+    """The probe's optional module rtqual.probes.<name>, or None."""
+    try:
+        return importlib.import_module(f"rtqual.probes.{name.replace('-', '_')}")
+    except ModuleNotFoundError as e:
+        if e.name != f"rtqual.probes.{name.replace('-', '_')}":
+            raise
+        return None
+
+
+def hook(name: str, attr: str, default=None):
+    """One attribute of a probe's optional module, or default."""
+    return getattr(hooks(name), attr, default)
+
+
+def binary_of(name: str) -> str:
+    """The executable that runs a native probe (the table's "binary"; rtqual-probe if unknown)."""
+    return (entry(name) or {}).get("binary") or "rtqual-probe"
+
+
+def has_section(name: str, section: str) -> bool:
+    """Whether cases of a native probe show a report section ("stages", "baseline")."""
+    return section in ((entry(name) or {}).get("sections") or ())

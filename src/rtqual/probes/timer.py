@@ -1,0 +1,82 @@
+"""The timer probe's Python side: its explicit command line, its one-case label, run time and scaling.
+Its options and defaults are the C table's (native_probes.json), like every probe's."""
+
+from __future__ import annotations
+
+from rtqual.units import format_cpulist, format_duration
+
+MS, S = 1_000_000, 1_000_000_000
+EXTRAS = ("max_events", "no_tracemark")  # passed on only when not the probe's default
+
+
+def build(p: dict, defaults: dict) -> tuple[list[str], dict, dict]:
+    """Full timer params -> rtqual-probe timer options (every one explicit), the case's params (ns) and
+    requirements. `p` holds normalized values (ns ints, cpu list) with defaults filled; `loops` or `duration` set.
+    """
+    loops = p.get("loops") or 0
+    duration_ns = loops * p["interval"] if loops else p["duration"]
+    args = ["--cpus", format_cpulist(p["cpus"]), "--policy", p["policy"], "--priority", str(p["priority"])]
+    args += ["--interval", f"{p['interval']}ns", "--warmup", str(p["warmup"]), "--threshold", f"{p['threshold']}ns"]
+    args += ["--loops", str(loops)] if loops else ["--duration", f"{duration_ns}ns"]
+    args += ["--no-dma-latency"] * bool(p.get("no_dma_latency")) + ["--allow-degraded"] * bool(p.get("allow_degraded"))
+    params = {
+        "cpus": p["cpus"],
+        "policy": p["policy"],
+        "priority": p["priority"],
+        "interval_ns": p["interval"],
+        "duration_ns": duration_ns,
+        "loops": loops,
+        "warmup": p["warmup"],
+        "threshold_ns": p["threshold"],
+    }
+    for key in EXTRAS:
+        if p.get(key) not in (None, False, defaults.get(key)):
+            args += ["--" + key.replace("_", "-")] + ([] if p[key] is True else [str(p[key])])
+            params[key] = p[key]
+    requirements = {out: p[key] for key, out in (("max_latency", "max_ns"), ("p99_latency", "p99_ns")) if p.get(key)}
+    return args, params, requirements
+
+
+def label(params: dict) -> str:
+    """The label `rtqual run timer` gives its single case."""
+    prio = f":{params['priority']}" if params["policy"] != "other" else ""
+    return (
+        f"timer {params['policy']}{prio} {format_duration(params['interval_ns'])} cpus {format_cpulist(params['cpus'])}"
+    )
+
+
+def time_ns(params: dict) -> int:
+    """Estimated run time: the measured time and the warm-up periods."""
+    return params["duration_ns"] + params["warmup"] * params["interval_ns"]
+
+
+def scale(p: dict, factor: float) -> dict:
+    """Duration (or loops) times factor, rounded to ms, never below 1 s or 10 intervals
+    (or the original, when that is shorter)."""
+    out = dict(p)
+    floor_ns = max(S, 10 * p["interval"])
+    if p.get("loops"):
+        floor_loops = -(-floor_ns // p["interval"])
+        out["loops"] = max(round(p["loops"] * factor), min(floor_loops, p["loops"]))
+    else:
+        ns = round(p["duration"] * factor)
+        ns -= ns % MS if ns >= S else 0
+        out["duration"] = max(ns, min(floor_ns, p["duration"]))
+    return out
+
+
+def scenario_params(case: dict) -> dict:
+    """The case's params as a scenario file writes them (the one-case scenario.toml of `rtqual run timer`)."""
+    p = case["params"]
+    params = {
+        "cpus": format_cpulist(p["cpus"]),
+        "policy": p["policy"],
+        "priority": p["priority"],
+        "interval": f"{p['interval_ns']}ns",
+        "warmup": p["warmup"],
+        "threshold": f"{p['threshold_ns']}ns",
+    }
+    params.update({"loops": p["loops"]} if p["loops"] else {"duration": f"{p['duration_ns']}ns"})
+    params.update({k: p[k] for k in EXTRAS if k in p})
+    params.update({k.replace("_ns", "_latency"): f"{v}ns" for k, v in case["requirements"].items()})
+    return params

@@ -1,0 +1,140 @@
+"""The run: the one owner of a measurement run. It checks every case before anything runs, then owns the
+bundle, the host facts before and after, the host conditions, the signal guard, the services and the
+order of cases; each case is run and written at once by rtqual.runner.run_case."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rtqual import __version__, _native, services
+from rtqual import bundle as bundle_mod
+from rtqual.case import Case
+from rtqual.conditions import CHANGES_FILE, Conditions
+from rtqual.errors import RtqError
+from rtqual.live.terminal import TerminalDisplay
+from rtqual.loads import LoadSet, make_load
+from rtqual.runner import Interrupted, run_case
+from rtqual.scenario.probes import ALL_PROBES
+from rtqual.stats import worst
+
+
+def option_pairs(options: dict[str, str]) -> list[str]:
+    """{"gpio_stim": "X", "out": "Y"} -> ["--gpio-stim", "X", "--out", "Y"]."""
+    return [x for key, value in options.items() for x in ("--" + key.replace("_", "-"), str(value))]
+
+
+def without_options(args: list[str], names: list[str]) -> list[str]:
+    """args without the `--name value` pairs of the named options (params, e.g. "in")."""
+    drop = {"--" + n.replace("_", "-") for n in names}
+    out, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in drop:
+            skip = True
+        else:
+            out.append(arg)
+    return out
+
+
+class Run:
+    """One run of cases into one new bundle. check() says everything that can be known wrong before
+    anything runs; execute() runs the cases in order and leaves a finished bundle whatever happens."""
+
+    def __init__(
+        self,
+        cases: list[dict],
+        argv: list[str],
+        output: str | None = None,
+        quiet: bool = False,
+        raw_mb: int = 0,
+        plan: dict | None = None,
+        scenario_toml: str | None = None,
+    ):
+        self.cases = [Case.from_plan(c) for c in cases]
+        self.plan = plan if plan is not None else {"schema_version": 1, "cases": cases}
+        self.argv, self.output, self.quiet, self.raw_mb = argv, output, quiet, raw_mb
+        self.scenario_toml = scenario_toml
+        self.services: dict[str, Any] = {}  # case id -> its service (started only around its probe)
+        self.loads: dict[str, LoadSet] = {}  # case id -> its loads, prepared once
+        self.runnable: list[Case] = []  # the cases with the service's options filled in
+        self.bundle: bundle_mod.Bundle | None = None
+
+    def check(self) -> None:
+        """Make each case's service (its options filled from what the service provides), check the probe's
+        options and privileges (`--check`) and prepare its loads: one-line RtqError before anything runs."""
+        for case in self.cases:
+            runnable = case
+            if case.service:
+                svc = self.services[case.id] = services.make(case.service)
+                fixed = dict(ALL_PROBES[case.run_as].fixed or {}) if case.run_as in ALL_PROBES else {}
+                runnable = case.with_args(option_pairs(svc.fill(fixed)) + without_options(case.args, list(fixed)))
+            _native.check(runnable.probe, runnable.args)
+            loads = self.loads[case.id] = LoadSet([make_load(spec) for spec in case.loads])
+            loads.prepare_all()
+            self.runnable.append(runnable)
+
+    def execute(self) -> Path:
+        """Run every case into a new bundle (checked first if not yet); the bundle's path. Interrupted or
+        failed, the bundle still holds every finished case, the host facts after, and a manifest whose
+        verdict is the exit code's."""
+        from rtqual.host import facts
+
+        if len(self.runnable) != len(self.cases):
+            self.check()
+        out = Path(self.output) if self.output else bundle_mod.default_path()
+        b = self.bundle = bundle_mod.Bundle(out, self.argv, _native.probe_version())
+        tools = {"rtqual": __version__, "rtqual-probe": b.manifest["probe_version"]}
+        before = facts.collect(tools=tools)
+        bundle_mod.write_json(b.path / "host" / "facts-before.json", before)
+        bundle_mod.write_json(b.path / "host" / "tunables-before.json", facts.tunables(before))
+        bundle_mod.write_json(b.path / "plan.json", self.plan)
+        if self.scenario_toml is not None:
+            bundle_mod.write_text(b.path / "scenario.toml", self.scenario_toml)
+        guard, verdicts, failed = Interrupted(), [], False
+        cond = Conditions(state_path=b.path / CHANGES_FILE)
+        display = TerminalDisplay(quiet=self.quiet, cases=[c.view() for c in self.cases])
+        try:
+            with guard.installed():
+                for case in self.runnable:
+                    if guard.signum:
+                        break
+                    result = run_case(
+                        case,
+                        b,
+                        display,
+                        guard,
+                        cond,
+                        self.loads[case.id],
+                        self.services.get(case.id),
+                        raw_bytes=self.raw_mb * 1024 * 1024,
+                    )
+                    verdicts.append(result["verdict"])
+        except RtqError:
+            failed = True
+            raise
+        finally:
+            cond.restore()
+            after = facts.collect(tools=tools)
+            bundle_mod.write_json(b.path / "host" / "facts-after.json", after)
+            bundle_mod.write_json(b.path / "host" / "tunables-after.json", facts.tunables(after))
+            interrupted = bool(guard.signum) or len(verdicts) < len(self.cases)
+            verdict = "error" if failed else "inconclusive" if interrupted else worst(verdicts)
+            b.finish("interrupted" if interrupted else "complete", verdict)
+        return b.path
+
+    def discard(self) -> None:
+        """Remove what the services prepared for cases that never ran (an IOC's FIFOs)."""
+        for svc in self.services.values():
+            svc.discard()
+
+
+def run(cases: list[dict], argv: list[str], **kw: Any) -> Path:
+    """Check and execute a run of cases; the bundle's path."""
+    r = Run(cases, argv, **kw)
+    try:
+        r.check()
+        return r.execute()
+    finally:
+        r.discard()
