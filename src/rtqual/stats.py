@@ -123,7 +123,7 @@ def verdict(
         )
     if exit_code == EXIT_ERROR:
         return "error", stderr_last or f"probe exit {exit_code}"
-    if not stream.complete:
+    if not stream.complete or stream.end is None:
         return "inconclusive", "probe stream ended without an end record (probe crashed or was killed)"
     if interrupted or stream.end.get("reason") == "interrupted":
         return "inconclusive", "interrupted: the bundle holds the part measured"

@@ -8,6 +8,7 @@ import shutil
 import sys
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import Any
 
 from rtqual.bundle import write_json
 from rtqual.epics.ca import CaLoad, Repeater, ca_db
@@ -81,6 +82,14 @@ class IocService:
             )
         extra_db = ca_db(spec.get("records") or 0, spec.get("scan") or ".1 second") + user_db(spec.get("ioc_db"))
         self.gpio = gpio_lines(spec.get("gpio"))
+        gpio: dict[str, Any] = (
+            {"gpio_in": f"{self.gpio['in']} edge=both", "gpio_out": self.gpio["out"]} if self.gpio else {}
+        )
+        placement: dict[str, Any] = {
+            k: spec[s]
+            for k, s in (("cpus", "ioc_cpus"), ("rtprio", "ioc_rtprio"), ("reader_cpu", "reader_cpu"))
+            if spec.get(s) is not None
+        }
         self.ioc = Ioc(
             preset=spec.get("preset", "kek"),
             mode=spec.get("mode", "callback"),
@@ -88,12 +97,8 @@ class IocService:
             prefix=spec.get("ioc_prefix"),
             chain=spec.get("ioc_chain"),
             extra_db=extra_db,
-            **({"gpio_in": f"{self.gpio['in']} edge=both", "gpio_out": self.gpio["out"]} if self.gpio else {}),
-            **{
-                k: spec[s]
-                for k, s in (("cpus", "ioc_cpus"), ("rtprio", "ioc_rtprio"), ("reader_cpu", "reader_cpu"))
-                if spec.get(s) is not None
-            },
+            **gpio,
+            **placement,
         )
         for fifo in (self.ioc.fifo_in, self.ioc.fifo_out):  # in the Ioc's own temp folder
             os.mkfifo(fifo, 0o600)
@@ -104,7 +109,7 @@ class IocService:
         macros $(P), $(IOC_IN), $(IOC_OUT) replaced; on GPIO lines the stimulus is not the input FIFO but
         our line wired to the IOC's input (gpio_stim), and the response is timestamped on gpio_resp."""
         macros = {"$(P)": self.ioc.prefix, "$(IOC_IN)": str(self.ioc.fifo_in), "$(IOC_OUT)": str(self.ioc.fifo_out)}
-        out = {}
+        out: dict[str, str] = {}
         for key, value in fixed.items():
             if self.gpio and value == "$(IOC_IN)":
                 out.update(gpio_stim=self.gpio["stim"], gpio_resp=self.gpio["resp"])
@@ -161,6 +166,7 @@ class IocService:
                             )
                         }
                     )
+                    assert self.ioc.proc is not None  # started
                     info.update(ioc_process_facts(self.ioc.proc.pid))
                     clients.enter_context(Repeater(self.ioc.env))  # epicscorelibs ships no caRepeater
                     if spec.get("records") and (spec.get("put_rate") or spec.get("ca_monitor")):

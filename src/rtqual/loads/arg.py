@@ -26,7 +26,7 @@ def parse_load(text: str) -> dict:
         raise RtqError(f"{where}: unknown load{suggest(kind, LOADS)} (one of: {', '.join(LOADS)})")
     options = {o.name: o for o in COMMON_OPTIONS + LOADS[kind].OPTIONS}
     raw: dict[str, str | bool] = {}
-    last = None
+    last: str | None = None
     for part in rest.split(",") if rest else []:
         key, eq, value = part.partition("=")
         key = key.strip()
@@ -36,13 +36,13 @@ def parse_load(text: str) -> dict:
             raw[key], last = value, key
         elif key in options and options[key].kind == "bool":
             raw[key], last = True, None
-        elif last is not None and isinstance(raw[last], str):
+        elif last is not None:
             raw[last] = f"{raw[last]},{part}"
         else:
             raise RtqError(f"{where}: '{part}' is not key=value (options: {', '.join(sorted(options))})")
     spec: dict = {"type": kind}
-    for key, value in raw.items():
-        spec[key] = _convert(options[key].kind, value, f"{where}: {key}")
+    for key, given in raw.items():
+        spec[key] = _convert(options[key].kind, given, f"{where}: {key}")
     try:
         make_load(dict(spec))
     except RtqError as e:

@@ -153,14 +153,22 @@ def _validate(doc: dict) -> dict:
     named = _check_loadset(doc.get("loads", {}), "loads")
     defaults = _check_defaults(doc.get("defaults", {}), named)
     probe = defaults.get("probe", "timer")
-    out = {"run": run, "defaults": defaults, "loads": named, "cases": [], "matrices": [], "order": []}
+    order: list[str] = []
+    out: dict[str, Any] = {
+        "run": run,
+        "defaults": defaults,
+        "loads": named,
+        "cases": [],
+        "matrices": [],
+        "order": order,
+    }
     for key in doc:
         if key == "case":
             cases = doc["case"]
             if not isinstance(cases, list):
                 fail("case", f"expected an array of tables ([[case]]), got {type_name(cases)}")
             out["cases"] = [_check_case(c, f"case[{i}]", CASE, probe, named) for i, c in enumerate(cases, 1)]
-            out["order"].append("cases")
+            order.append("cases")
         elif key == "matrix":
             ms = doc["matrix"]
             if isinstance(ms, dict):
@@ -169,7 +177,7 @@ def _validate(doc: dict) -> dict:
                 out["matrices"] = [_check_matrix(m, f"matrix[{i}]", probe, named) for i, m in enumerate(ms, 1)]
             else:
                 fail("matrix", f"expected a table ([matrix]) or an array of tables ([[matrix]]), got {type_name(ms)}")
-            out["order"].append("matrices")
+            order.append("matrices")
     if not out["cases"] and not out["matrices"]:
         fail("", "no cases: add [[case]] tables or a [matrix]")
     return out
@@ -267,7 +275,7 @@ def _check_loads(raw: Any, path: str, named: dict) -> list:
     """A `loads` array: names (checked against [loads]) and inline load tables, in order."""
     if not isinstance(raw, list):
         fail(path, f"expected an array of load names or load tables, got {type_name(raw)}")
-    out = []
+    out: list[str | dict] = []
     for i, item in enumerate(raw, 1):
         where = f"{path}[{i}]"
         if isinstance(item, str):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from typing import Any
 
 from rtqual.errors import RtqError
 from rtqual.report import format_table
@@ -40,7 +41,8 @@ def expand(scenario: dict, scale: float | None = None, cpus: list[int] | None = 
         else:
             for m in scenario["matrices"]:
                 shapes += _matrix_shapes(m)
-    cases, seen = [], {}
+    cases: list[dict] = []
+    seen: dict[str, int] = {}
     for n, (label, layers) in enumerate(shapes, 1):
         case = _case(scenario, layers, label, n, scale, online)
         if case["label"] in seen:
@@ -61,7 +63,7 @@ def _matrix_shapes(m: dict) -> list[tuple[str, list[dict]]]:
     fields = axes(probe or "timer")
     out = []
     for combo in itertools.product(*(m["axes"][k] for k in names)):
-        top = {"params": {}, "conditions": {}}
+        top: dict[str, Any] = {"params": {}, "conditions": {}}
         for key, value in zip(names, combo):
             if key == "load":
                 top["loads"] = value

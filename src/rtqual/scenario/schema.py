@@ -8,6 +8,7 @@ Regenerate docs/scenario.schema.json with: python -m rtqual.scenario.schema > do
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from rtqual.scenario.fields import CPULIST_PATTERN, DURATION_PATTERN, FREQUENCY_PATTERN, MAX_CPU, NAME_PATTERN, Field
 from rtqual.scenario.model import AXIS_LOAD, BASE, CASE, CONDITIONS, LOAD_TYPES, MATRIX, TOP
@@ -32,10 +33,10 @@ def _value(f: Field) -> dict:
     """The schema of one value of kind f.kind (without description)."""
     k = f.kind
     if k == "table":
-        return _ref(_REFS[id(f.fields)]) if id(f.fields) in _REFS else _table(f.fields)
+        return _ref(_REFS[id(f.fields)]) if id(f.fields) in _REFS else _table(f.fields or {})
     if k == "params":
         return _table(f.fields) if f.fields else _ref("params")
-    simple = {
+    simple: dict[str, dict] = {
         "str": {"type": "string"},
         "bool": {"type": "boolean"},
         "name": {"type": "string", "pattern": NAME_PATTERN},
@@ -62,7 +63,7 @@ def _value(f: Field) -> dict:
     if k in simple:
         return simple[k]
     if k in ("int", "number"):
-        out = {"type": "integer" if k == "int" else "number"}
+        out: dict[str, Any] = {"type": "integer" if k == "int" else "number"}
         if f.lo is not None:
             out["minimum"] = f.lo
         if f.hi is not None:
