@@ -192,27 +192,38 @@ def _toml(value) -> str:
     return json.dumps(value)
 
 
-def scenario_text(case: dict, argv: list[str], given: dict | None = None) -> str:
-    """A one-case scenario equivalent to the command line, for the bundle (`rtqual plan` reads it): the
-    params as the probe's module writes them (the timer: every one, in ns), else as given."""
-    writer = native_table.hook(case["run_as"], "scenario_params") if case.get("run_as") else None
-    params = writer(case) if writer else dict(given or {})
-    lines = [f"# {' '.join(argv)}", "[[case]]", f'probe = "{case.get("run_as") or case["probe"]}"']
-    lines.append(f"label = {json.dumps(case['label'])}")
-    if params:
-        lines.append(f"params = {_toml(params)}")
-    if case.get("loads"):
-        lines.append("loads = [" + ", ".join(_toml(spec) for spec in case["loads"]) + "]")
-        lines.append(f'conditions = {{ settle = "{case["conditions"]["settle_ns"]}ns" }}')
+def scenario_text(cases: dict | list[dict], argv: list[str], given: dict | None = None) -> str | None:
+    """The scenario equivalent to the command line, for the bundle (`rtqual plan` reads it): each case's
+    params as its probe's module writes them (the timer: every one, in ns), the last case's (the probe the
+    user named) else as given on the command line. None if a case cannot be written."""
+    cases = [cases] if isinstance(cases, dict) else cases
+    lines = [f"# {' '.join(argv)}"]
+    for i, case in enumerate(cases):
+        run_as = case.get("run_as") or case["probe"]
+        writer = native_table.hook(run_as, "scenario_params")
+        if writer is None and i < len(cases) - 1:
+            return None
+        params = writer(case) if writer else dict(given or {})
+        lines += ["[[case]]", f'probe = "{run_as}"', f"label = {json.dumps(case['label'])}"]
+        if params:
+            lines.append(f"params = {_toml(params)}")
+        if case.get("loads"):
+            lines.append("loads = [" + ", ".join(_toml(spec) for spec in case["loads"]) + "]")
+            lines.append(f'conditions = {{ settle = "{case["conditions"]["settle_ns"]}ns" }}')
     return "\n".join(lines) + "\n"
 
 
-def cmd_run(a, argv: list[str]) -> int:
-    """`rtqual run PROBE ...`: one case (a service probe: its baseline first), under --load if given."""
+def single_run(a, argv: list[str]) -> tuple[list[dict], str | None]:
+    """`rtqual run PROBE ...`'s cases (a service probe: its baseline first), under --load if given, and the
+    equivalent scenario file (None for a hidden probe)."""
     probe = ALL_PROBES[a.probe]
     cases = service_cases(a.probe, a) if probe.service else [probe_options_case(a.probe, a)]
     cases = with_loads(cases, a)
-    text = scenario_text(cases[0], argv, given_options(a.probe, a)) if len(cases) == 1 and not probe.hidden else None
+    return cases, None if probe.hidden else scenario_text(cases, argv, given_options(a.probe, a))
+
+
+def cmd_run(a, argv: list[str]) -> int:
+    cases, text = single_run(a, argv)
     plan = {"schema_version": 1, "cases": cases}
     return execute(cases, argv, a.output, a.quiet, a.raw_max_mb if a.raw else 0, plan, text)
 

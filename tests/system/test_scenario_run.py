@@ -139,3 +139,25 @@ def _alive(pid: int) -> bool:
         return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_run_timer_under_hackbench_from_the_command_line(tmp_path, rtqual_cmd):
+    """`rtqual run timer --load hackbench`: the load runs around the measurement, is stopped after it,
+    and the bundle's scenario.toml plans back to the same case."""
+    b = tmp_path / "b"
+    out = rtqual_cmd("run", "timer", "--cpus", "0", "--duration", "1s", "--load", "hackbench,groups=1", "--settle",
+                     "300ms", "-o", b, "-q")  # fmt: skip
+    assert out.returncode == 0, out.stderr + out.stdout
+    result = json.loads(next((b / "cases").glob("001-*/result.json")).read_text())
+    assert result["verdict"] == "pass" and result["stats"]["count"] > 0 and result["run_as"] == "timer"
+    load = result["loads"][0]
+    assert load["type"] == "hackbench" and load["alive_until_stop"] and load["instances"][0]["stopped_by"] == "SIGINT"
+    assert result["label"].endswith("under hackbench") and not leftovers(b)
+    plan = rtqual_cmd("plan", b / "scenario.toml", "--json")
+    (case,) = json.loads(plan.stdout)["cases"]
+    params = json.loads(next((b / "cases").glob("001-*/params.json")).read_text())
+    assert {k: case[k] for k in ("probe", "args", "loads")} == {
+        "probe": "timer",
+        "args": params["args"],
+        "loads": [{"type": "hackbench", "groups": 1}],
+    }

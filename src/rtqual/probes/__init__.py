@@ -4,8 +4,10 @@ probe's optional Python module.
 Every probe comes from the table: its options and defaults (the C option table), its binary, the keys of its
 automatic case label, the service a case needs around it and the report sections it shows. A probe may add a
 module rtqual/probes/<name>.py (dashes as underscores) with any of: HIDDEN (kept out of help and scenario
-files), build(p, generic) (its options and case params), label(case_params), time_ns(case_params),
-scale(p, factor). A new probe needs none: one C file and one line in the C list, then scripts/update-probe-table.
+files), SCENARIO_DEFAULT (the probe of a scenario case that names none), build(p, defaults) (its options
+and case params), label(case_params), time_ns(case_params), scale(p, factor), scenario_params(case) (its
+params in the one-case scenario.toml of `rtqual run`). A new probe needs none: one C file and one line in
+the C list, then scripts/update-probe-table.
 """
 
 from __future__ import annotations

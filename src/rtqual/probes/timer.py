@@ -6,6 +6,7 @@ from __future__ import annotations
 from rtqual.units import format_cpulist, format_duration
 
 MS, S = 1_000_000, 1_000_000_000
+SCENARIO_DEFAULT = True  # the probe of a scenario case that names none
 EXTRAS = ("max_events", "no_tracemark")  # passed on only when not the probe's default
 
 

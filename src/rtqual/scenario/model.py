@@ -15,7 +15,7 @@ from typing import Any
 
 from rtqual.errors import RtqError
 from rtqual.scenario.fields import Field, check, check_table, fail, key_path, suggest, type_name, unknown_key
-from rtqual.scenario.probes import PROBES, S, check_params, overlay
+from rtqual.scenario.probes import DEFAULT_PROBE, PROBES, S, check_params, overlay
 
 GOVERNORS = ("performance", "powersave", "ondemand", "conservative", "schedutil", "userspace")
 LOAD_TYPES = ("hackbench", "pi_stress", "stress-ng", "cpu-hog", "command")
@@ -60,7 +60,7 @@ CONDITIONS = {
 # kinds handled here, not in fields.check: params (probe-dependent), loads, loadspec, loadset, load, cases, matrix
 CASE = {
     "label": Field("str", "name in tables and reports; matches cases across runs (default: from the parameters)"),
-    "probe": Field("enum", "what measures", tuple(PROBES), default="timer"),
+    "probe": Field("enum", "what measures", tuple(PROBES), default=DEFAULT_PROBE),
     "params": Field("params", "probe parameters (see the probe's table)"),
     "loads": Field(
         "loads", "loads running during the case: names of [loads.NAME] tables, load types, or inline load tables"
@@ -152,7 +152,7 @@ def _validate(doc: dict) -> dict:
     run = check_table(RUN, doc.get("run", {}), "run")
     named = _check_loadset(doc.get("loads", {}), "loads")
     defaults = _check_defaults(doc.get("defaults", {}), named)
-    probe = defaults.get("probe", "timer")
+    probe = defaults.get("probe", DEFAULT_PROBE)
     order: list[str] = []
     out: dict[str, Any] = {
         "run": run,
@@ -188,7 +188,12 @@ def _check_defaults(raw: Any, named: dict) -> dict:
         fail("defaults", f"expected a table, got {type_name(raw)}")
     fields = {k: f for k, f in BASE.items() if k != "params"}
     out = _check_case(
-        {k: v for k, v in raw.items() if k not in PROBES}, "defaults", fields, "timer", named, known=list(DEFAULTS)
+        {k: v for k, v in raw.items() if k not in PROBES},
+        "defaults",
+        fields,
+        DEFAULT_PROBE,
+        named,
+        known=list(DEFAULTS),
     )
     params = {name: check_params(name, raw[name], key_path("defaults", name)) for name in PROBES if name in raw}
     if params:

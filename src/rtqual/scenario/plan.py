@@ -15,7 +15,7 @@ from rtqual.errors import RtqError
 from rtqual.report import format_table
 from rtqual.scenario.fields import defaults_of, format_khz, format_value
 from rtqual.scenario.model import AXIS_LOAD, CONDITIONS, IDLE, axes, load_specs, merge
-from rtqual.scenario.probes import PROBES, S, full_params, probe_case
+from rtqual.scenario.probes import DEFAULT_PROBE, PROBES, S, full_params, probe_case
 from rtqual.units import format_cpulist, format_duration, online_cpus
 
 CASE_OVERHEAD_NS = 3 * S  # per case: loads and probe started and stopped, tunables set and restored
@@ -60,7 +60,7 @@ def _matrix_shapes(m: dict) -> list[tuple[str, list[dict]]]:
     names = list(m["axes"])
     varying = [k for k in names if len(m["axes"][k]) > 1] or names
     probe = m["base"].get("probe")
-    fields = axes(probe or "timer")
+    fields = axes(probe or DEFAULT_PROBE)
     out = []
     for combo in itertools.product(*(m["axes"][k] for k in names)):
         top: dict[str, Any] = {"params": {}, "conditions": {}}
@@ -87,7 +87,7 @@ def axis_text(key: str, field, value) -> str:
 
 def _case(scenario: dict, layers: list[dict], label: str | None, n: int, scale: float, online: list[int]) -> dict:
     d = scenario["defaults"]
-    probe = next((x["probe"] for x in reversed([d, *layers]) if "probe" in x), "timer")
+    probe = next((x["probe"] for x in reversed([d, *layers]) if "probe" in x), DEFAULT_PROBE)
     shape = {k: v for k, v in d.items() if k != "params"}
     shape["params"] = d.get("params", {}).get(probe, {})
     for layer in layers:

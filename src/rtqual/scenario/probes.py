@@ -204,6 +204,8 @@ def _all_probes() -> dict[str, Probe]:
 
 ALL_PROBES: dict[str, Probe] = _all_probes()  # the hidden ones too (the fake probe)
 PROBES: dict[str, Probe] = {k: p for k, p in ALL_PROBES.items() if not p.hidden}
+# the probe of a scenario case that names none (the one whose module says SCENARIO_DEFAULT: the timer)
+DEFAULT_PROBE = next((k for k in PROBES if native_table.hook(k, "SCENARIO_DEFAULT")), next(iter(PROBES), ""))
 
 
 def overlay(base: dict, top: dict, probe: str) -> dict:
