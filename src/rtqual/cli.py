@@ -9,14 +9,10 @@ from pathlib import Path
 
 from rtqual import __version__, _native, rawfile, report
 from rtqual import bundle as bundle_mod
-from rtqual import probes as native_table
 from rtqual.conditions import restore_from_bundle
 from rtqual.errors import EXIT_ERROR, EXIT_INCONCLUSIVE, EXIT_SKIP, VERDICT_EXIT, RtqError
-from rtqual.scenario.probes import ALL_PROBES, Probe, check_params, probe_case
-from rtqual.units import format_cpulist, online_cpus, parse_cpulist, parse_duration_ns
-
-S = 1_000_000_000
-SETTLE_DEFAULT = "2s"  # as a scenario file's conditions.settle
+from rtqual.scenario.probes import ALL_PROBES, Probe
+from rtqual.single import SETTLE_DEFAULT, single_run
 
 
 class Parser(argparse.ArgumentParser):
@@ -120,106 +116,6 @@ def add_probe_parser(run_sub, name: str, probe: Probe):
     sp.add_argument("-o", "--output", help="bundle directory (default rtqual-<host>-<time>)")
     sp.add_argument("-q", "--quiet", action="store_true", help="no live progress")
     return sp
-
-
-def _given(value) -> bool:
-    """An option the user gave: not left at None, a flag not False (a given 0 counts)."""
-    return value is not None and value is not False
-
-
-def _cli_name(key: str) -> str:
-    return "--" + key.replace("_", "-")
-
-
-def given_options(name: str, a) -> dict:
-    """The probe options the user gave on the command line (as typed, before validation)."""
-    return {k: getattr(a, k) for k in ALL_PROBES[name].params if _given(getattr(a, k, None))}
-
-
-def probe_options_case(name: str, a) -> dict:
-    """Validate a probe's options with its table (the same as scenario files) and make the case."""
-    params = check_params(name, given_options(name, a), "", name_of=_cli_name)
-    if getattr(a, "cpus", None) and "cpus" in ALL_PROBES[name].params:
-        parse_cpulist(a.cpus)  # every CPU asked for must be online here
-    return probe_case(name, params, online_cpus(), f"001-{name}")
-
-
-def baseline_probe() -> str | None:
-    """The probe whose cases are the baseline others are set beside (the table's "baseline" section)."""
-    return next((e["name"] for e in native_table.table() if "baseline" in (e.get("sections") or ())), None)
-
-
-def service_cases(name: str, a) -> list[dict]:
-    """A probe measured with a service (`rtqual run ioc`): a baseline case on the same host first
-    (--baseline: the timer), then the probe's case, whose service the run starts around it."""
-    case = probe_options_case(name, a)
-    base_name = baseline_probe()
-    if base_name is None or a.baseline.strip() == "0" or not parse_duration_ns(a.baseline, "--baseline"):
-        return [case]
-    base = {"duration": a.baseline, "policy": case["params"]["policy"], "priority": case["params"]["priority"]}
-    if a.allow_degraded:
-        base["allow_degraded"] = True
-    params = check_params(base_name, base, "", name_of=lambda k: "--baseline" if k == "duration" else "--" + k)
-    label = f"{base_name} baseline {format_cpulist(online_cpus())}"
-    baseline = probe_case(base_name, params, online_cpus(), f"001-{base_name}-baseline", label=label)
-    case["id"] = f"002-{name}"
-    return [baseline, case]
-
-
-def with_loads(cases: list[dict], a) -> list[dict]:
-    """--load and --settle: every case measured under the loads, checked like a scenario's load tables."""
-    from rtqual.loads.arg import load_name, parse_load
-
-    specs = [parse_load(text) for text in a.load or []]
-    if a.settle is not None and not specs:
-        raise RtqError("--settle: only with --load (the time the loads run before the probe starts)")
-    settle_ns = parse_duration_ns(a.settle or SETTLE_DEFAULT, "--settle")
-    if settle_ns > 3600 * S:
-        raise RtqError(f"--settle: must be at most 1h (got {a.settle})")
-    if not specs:
-        return cases
-    names = [load_name(spec) for spec in specs]
-    for case in cases:
-        case.update(loads=specs, load_names=names, conditions={"settle_ns": settle_ns})
-        case["label"] += " under " + "+".join(names)
-    return cases
-
-
-def _toml(value) -> str:
-    """A value of a one-case scenario file: TOML inline (a table as {k = v, ...})."""
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + " }"
-    return json.dumps(value)
-
-
-def scenario_text(cases: dict | list[dict], argv: list[str], given: dict | None = None) -> str | None:
-    """The scenario equivalent to the command line, for the bundle (`rtqual plan` reads it): each case's
-    params as its probe's module writes them (the timer: every one, in ns), the last case's (the probe the
-    user named) else as given on the command line. None if a case cannot be written."""
-    cases = [cases] if isinstance(cases, dict) else cases
-    lines = [f"# {' '.join(argv)}"]
-    for i, case in enumerate(cases):
-        run_as = case.get("run_as") or case["probe"]
-        writer = native_table.hook(run_as, "scenario_params")
-        if writer is None and i < len(cases) - 1:
-            return None
-        params = writer(case) if writer else dict(given or {})
-        lines += ["[[case]]", f'probe = "{run_as}"', f"label = {json.dumps(case['label'])}"]
-        if params:
-            lines.append(f"params = {_toml(params)}")
-        if case.get("loads"):
-            lines.append("loads = [" + ", ".join(_toml(spec) for spec in case["loads"]) + "]")
-            lines.append(f'conditions = {{ settle = "{case["conditions"]["settle_ns"]}ns" }}')
-    return "\n".join(lines) + "\n"
-
-
-def single_run(a, argv: list[str]) -> tuple[list[dict], str | None]:
-    """`rtqual run PROBE ...`'s cases (a service probe: its baseline first), under --load if given, and the
-    equivalent scenario file (None for a hidden probe)."""
-    probe = ALL_PROBES[a.probe]
-    cases = service_cases(a.probe, a) if probe.service else [probe_options_case(a.probe, a)]
-    cases = with_loads(cases, a)
-    return cases, None if probe.hidden else scenario_text(cases, argv, given_options(a.probe, a))
 
 
 def cmd_run(a, argv: list[str]) -> int:

@@ -52,12 +52,12 @@ def test_version(rtqual_cmd):
 
 
 def test_an_option_given_as_zero_is_kept_not_taken_for_absent():
-    from rtqual import cli
+    from rtqual import cli, single
 
     a = cli.build_parser().parse_args(["run", "timer", "--warmup", "0"])
-    assert cli.probe_options_case("timer", a)["params"]["warmup"] == 0
+    assert single.probe_options_case("timer", a)["params"]["warmup"] == 0
     a = cli.build_parser().parse_args(["run", "switch", "--warmup", "0", "--cpus", "0"])
-    assert cli.probe_options_case("switch", a)["params"]["warmup"] == 0
+    assert single.probe_options_case("switch", a)["params"]["warmup"] == 0
     a = cli.build_parser().parse_args(["run", "ioc", "--ioc-rtprio", "0"])
     with pytest.raises(RtqError, match="--ioc-rtprio"):
-        cli.probe_options_case("ioc", a)
+        single.probe_options_case("ioc", a)

@@ -120,7 +120,8 @@ def test_cpu_stats_pct_zero_count():
 def test_cli_scenario_text_is_a_valid_equivalent_scenario():
     """The bundle's scenario.toml for `rtqual run timer ...` plans back to the same case."""
     from rtqual import scenario
-    from rtqual.cli import build_parser, probe_options_case, scenario_text
+    from rtqual.cli import build_parser
+    from rtqual.single import probe_options_case, scenario_text
 
     a = build_parser().parse_args(
         ["run", "timer", "--cpus", "0", "--interval", "2ms", "--loops", "50", "--max-latency", "1ms"]

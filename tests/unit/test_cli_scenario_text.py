@@ -2,7 +2,7 @@
 
 import pytest
 
-from rtqual import cli, scenario
+from rtqual import cli, scenario, single
 
 KEYS = ("probe", "run_as", "args", "params", "requirements")
 
@@ -31,7 +31,7 @@ def shape(c):
     ],
 )
 def test_the_scenario_plans_back_to_the_same_cases(argv):
-    cases, text = cli.single_run(cli.build_parser().parse_args(argv), ["rtqual", *argv])
+    cases, text = single.single_run(cli.build_parser().parse_args(argv), ["rtqual", *argv])
     assert text is not None and text.startswith("# rtqual run ")
     again = scenario.expand(scenario.loads(text, "scenario.toml"))
     assert [shape(c) for c in again] == [shape(c) for c in cases]
@@ -41,4 +41,4 @@ def test_the_scenario_plans_back_to_the_same_cases(argv):
 def test_the_hidden_probe_writes_none(tmp_path):
     (tmp_path / "s").write_text("sample 0 1 0\n")
     argv = ["run", "fake", "--script", str(tmp_path / "s")]
-    assert cli.single_run(cli.build_parser().parse_args(argv), argv)[1] is None
+    assert single.single_run(cli.build_parser().parse_args(argv), argv)[1] is None

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rtqual import cli, scenario
+from rtqual import cli, scenario, single
 from rtqual.errors import RtqError
 from rtqual.scenario import model, plan, schema
 
@@ -330,7 +330,7 @@ def test_case_matches_rtqual_run_timer():
         "200us",
         "--no-dma-latency",
     ]
-    want = cli.probe_options_case("timer", cli.build_parser().parse_args(argv))
+    want = single.probe_options_case("timer", cli.build_parser().parse_args(argv))
     (got,) = expand(
         CASE + 'params = {cpus = "0", policy = "rr", priority = 70, interval = "2ms", loops = 50, '
         'warmup = 7, threshold = "50us", max_latency = "1ms", p99_latency = "200us", '
