@@ -76,9 +76,9 @@ def run_case(
     raw_bytes: int = 0,
 ) -> dict:
     """One case (with its runnable args: the service's options filled in): conditions applied, its
-    prepared loads started and settled, host sampled, the service and the probe run to its end (or interruption), then
-    everything stopped and restored, and the case written into the bundle at once. A load that does not
-    start makes the case inconclusive; the run goes on."""
+    prepared loads started and settled, host sampled, the service and the probe run to its end (or
+    interruption), then everything stopped and restored, and the case written into the bundle at once.
+    A load that does not start makes the case inconclusive; the run goes on."""
     d = bundle.case_dir(case.id)
     if raw_bytes:
         case = case.with_args([*case.args, "--raw", str(d / "raw.bin"), "--raw-max-bytes", str(raw_bytes)])
@@ -89,20 +89,12 @@ def run_case(
     problems: list[str] = []
     changes: list[dict] = []
     restored: list[dict] = []
-    service_info, not_started = None, None
+    service_info, load_error = None, None
     display.start_case(view)
     try:
         changes = cond.apply(case.conditions)
-        try:
-            loads.start_all(d)
-        except RtqError as e:
-            not_started = str(e)
-        if "loads" in cond.cpusets and not not_started:
-            for inst in (i for ld in loads.collect_all() for i in ld["instances"]):
-                cond.cpusets["loads"].add_pid(inst["pid"])
-        if not not_started:
-            _settle(case.conditions.get("settle_ns", 0), loads, guard)
-        if not not_started and loads.poll_all() is None and not guard.signum:
+        load_error = _start_loads(loads, d, cond, case.conditions.get("settle_ns", 0), guard)
+        if load_error is None and loads.poll_all() is None and not guard.signum:
             write_json(d / "rt-tasks.json", rt_tasks(exclude=[os.getpid()]))
             sampler.start()
             try:
@@ -136,8 +128,8 @@ def run_case(
     samples = d / "host-samples.jsonl"
     result["host_samples"] = summarize_samples(read_samples(samples)) if samples.exists() else None
     dead = next((ld["dead_reason"] for ld in result["loads"] if ld["dead_reason"]), None)
-    if not_started:
-        result["verdict"], result["reason"] = "inconclusive", f"load did not start: {not_started}"
+    if load_error:
+        result["verdict"], result["reason"] = "inconclusive", f"load did not start: {load_error}"
     elif dead and result["verdict"] not in ("error", "skip"):
         result["verdict"], result["reason"] = "inconclusive", f"load not running: {dead}"
     result["warnings"] += not_applied(changes) + problems
@@ -146,6 +138,20 @@ def run_case(
     bundle.add_case(result)
     display.end_case(view, result)
     return result
+
+
+def _start_loads(loads: LoadSet, d: Path, cond: Conditions, settle_ns: int, guard: Interrupted) -> str | None:
+    """Start the case's loads (into the loads cpuset if any) and let them settle; why they did not start,
+    or None."""
+    try:
+        loads.start_all(d)
+    except RtqError as e:
+        return str(e)
+    if "loads" in cond.cpusets:
+        for inst in (i for ld in loads.collect_all() for i in ld["instances"]):
+            cond.cpusets["loads"].add_pid(inst["pid"])
+    _settle(settle_ns, loads, guard)
+    return None
 
 
 def _settle(settle_ns: int, loads: LoadSet, guard: Interrupted) -> None:

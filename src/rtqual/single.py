@@ -8,11 +8,13 @@ import json
 
 from rtqual import probes as native_table
 from rtqual.errors import RtqError
+from rtqual.scenario.fields import check
+from rtqual.scenario.model import CONDITIONS
 from rtqual.scenario.probes import ALL_PROBES, check_params, probe_case
 from rtqual.units import format_cpulist, online_cpus, parse_cpulist, parse_duration_ns
 
-S = 1_000_000_000
-SETTLE_DEFAULT = "2s"  # as a scenario file's conditions.settle
+SETTLE = CONDITIONS["settle"]  # --settle is a scenario file's conditions.settle: the same range and default
+SETTLE_DEFAULT = SETTLE.default
 
 
 def _given(value) -> bool:
@@ -66,9 +68,7 @@ def with_loads(cases: list[dict], a) -> list[dict]:
     specs = [parse_load(text) for text in a.load or []]
     if a.settle is not None and not specs:
         raise RtqError("--settle: only with --load (the time the loads run before the probe starts)")
-    settle_ns = parse_duration_ns(a.settle or SETTLE_DEFAULT, "--settle")
-    if settle_ns > 3600 * S:
-        raise RtqError(f"--settle: must be at most 1h (got {a.settle})")
+    settle_ns = check(SETTLE, a.settle if a.settle is not None else SETTLE.default, "--settle")
     if not specs:
         return cases
     names = [load_name(spec) for spec in specs]
