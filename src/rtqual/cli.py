@@ -89,8 +89,8 @@ def build_parser() -> Parser:
 def add_probe_parser(run_sub, name: str, probe: Probe):
     """`rtqual run NAME [--option value ...]` from the probe's parameter table; options that exclude each
     other (--duration, --loops) in one group; --load and --settle for loads around the measurement."""
-    hidden = {"help": argparse.SUPPRESS} if probe.hidden else {"help": probe.help}
-    sp = run_sub.add_parser(name, description=probe.help, **hidden)
+    listed = {} if probe.hidden else {"help": probe.help}  # argparse lists a sub-command only with a help
+    sp = run_sub.add_parser(name, description=probe.help, **listed)
     groups = {k: sp.add_mutually_exclusive_group() for pair in probe.exclusive for k in pair[:1]}
     where = {k: groups[pair[0]] for pair in probe.exclusive for k in pair}
     for key, f in probe.params.items():

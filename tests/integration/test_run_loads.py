@@ -145,3 +145,9 @@ def test_a_service_probe_runs_as_the_name_given():
     case = probe_case("ioc", {}, [0], "001-ioc")
     assert case["probe"] == "iocresp" and case["run_as"] == "ioc"
     assert case["args"][:4] == ["--in", "$(IOC_IN)", "--out", "$(IOC_OUT)"] and case["service"]["type"] == "ioc"
+
+
+def test_the_fake_probe_is_hidden_from_help(rtqual_cmd):
+    out = rtqual_cmd("run", "--help")
+    assert out.returncode == 0 and "timer" in out.stdout
+    assert "fake" not in out.stdout and "SUPPRESS" not in out.stdout, out.stdout
