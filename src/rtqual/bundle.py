@@ -12,13 +12,13 @@ rtqual-<host>-<YYYYmmdd-HHMMSS>/
 from __future__ import annotations
 
 import json
-import os
 import socket
 import time
 from pathlib import Path
 
 from rtqual import SCHEMA_VERSION, __version__
 from rtqual.errors import RtqError
+from rtqual.util import write_text_atomic
 
 READABLE_SCHEMAS = {1}
 
@@ -35,12 +35,8 @@ def write_json(path: Path, obj) -> None:
 
 
 def write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    """Write a bundle file atomically (rtqual.util.write_text_atomic)."""
+    write_text_atomic(path, text)
 
 
 def read_json(path: Path):

@@ -34,9 +34,8 @@ import time
 from pathlib import Path
 
 from rtqual.errors import RtqError
-from rtqual.host.facts import _read as read_text
-from rtqual.host.facts import parse_cpus
-from rtqual.units import format_cpulist
+from rtqual.units import format_cpulist, parse_kernel_cpulist
+from rtqual.util import read_text, write_text_atomic
 
 STATE_SCHEMA_VERSION = 1
 CHANGES_FILE = "host/changes.json"
@@ -145,7 +144,7 @@ class Cpuset:
     def cpus(self) -> list[int] | None:
         """CPUs of the set as the kernel reads them back."""
         text, _ = read_text(self.path / "cpuset.cpus")
-        return parse_cpus(text)
+        return parse_kernel_cpulist(text)
 
     def pids(self) -> list[int]:
         """Processes in the set (empty when the directory is gone)."""
@@ -221,7 +220,7 @@ def make_cpuset(name: str, cpus: list[int], mount: tuple[Path, int] | None = Non
     if not cpus:
         raise RtqError(f"cpuset {name}: empty CPU list")
     parent_cpus_file = "cpuset.cpus" if version == 1 else "cpuset.cpus.effective"
-    parent_cpus = parse_cpus(read_text(root / parent_cpus_file)[0])
+    parent_cpus = parse_kernel_cpulist(read_text(root / parent_cpus_file)[0])
     if parent_cpus is not None and not set(cpus) <= set(parent_cpus):
         raise RtqError(
             f"cpuset {name}: CPU {format_cpulist(sorted(set(cpus) - set(parent_cpus)))} "
@@ -314,14 +313,8 @@ def write_state(path, records: list[dict], pid: int | None = None) -> None:
     """Write the change records atomically (write + rename), so a kill never leaves half a file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
     state = {"schema_version": STATE_SCHEMA_VERSION, "pid": os.getpid() if pid is None else pid, "changes": records}
-    with open(tmp, "w") as f:
-        json.dump(state, f, indent=1)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    write_text_atomic(path, json.dumps(state, indent=1) + "\n")
 
 
 def restore_from_bundle(bundle_path) -> list[dict]:
@@ -405,7 +398,7 @@ class Conditions:
 
     def online_cpus(self) -> list[int]:
         """Online CPUs below root (CPU 0 when the file is missing)."""
-        return parse_cpus(read_text(self.root / "sys/devices/system/cpu/online")[0]) or [0]
+        return parse_kernel_cpulist(read_text(self.root / "sys/devices/system/cpu/online")[0]) or [0]
 
     def _policies(self, cpus: list[int]) -> list[tuple[int, Path | None]]:
         """(cpu, cpufreq dir or None) with CPUs sharing one policy listed once."""
@@ -511,7 +504,7 @@ class Conditions:
     def _cpusets(self, sets: dict) -> list[dict]:
         """The probe and/or loads cpusets: {"probe": [1], "loads": "0,2-3"}."""
         sets = {
-            name: parse_cpus(cpus) if isinstance(cpus, str) else sorted(cpus)
+            name: parse_kernel_cpulist(cpus) if isinstance(cpus, str) else sorted(cpus)
             for name, cpus in sets.items()
             if name in CPUSET_NAMES
         }

@@ -79,9 +79,24 @@ def parse_cpulist(text: str, check_online: bool = True) -> list[int]:
     return sorted(cpus)
 
 
+def parse_kernel_cpulist(text: str | None) -> list[int] | None:
+    """A CPU list as the kernel writes it ('0-3,8', '' for none, possibly several lines) -> sorted CPUs;
+    None for None or garbage. The tolerant reader of kernel files, on the same grammar as parse_cpulist."""
+    if text is None:
+        return None
+    parts = [part.strip() for part in text.replace("\n", ",").split(",") if part.strip()]
+    if not parts:
+        return []
+    try:
+        return parse_cpulist(",".join(parts), check_online=False)
+    except RtqError:
+        return None
+
+
 def format_cpulist(cpus: list[int]) -> str:
     """[0,1,2,5] -> '0-2,5'."""
-    out, cpus = [], sorted(cpus)
+    out: list[str] = []
+    cpus = sorted(cpus)
     i = 0
     while i < len(cpus):
         j = i

@@ -19,7 +19,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from rtqual.units import format_cpulist
+from rtqual.units import format_cpulist, parse_kernel_cpulist
+from rtqual.util import cap_eff_hex, read_text
 
 PROGRAM_TIMEOUT_S = 2.0
 
@@ -108,19 +109,6 @@ _VM_DMI_VENDORS = ("qemu", "vmware", "innotek", "xen", "bochs", "parallels", "am
 # ---------------------------------------------------------------- reading
 
 
-def _read(path) -> tuple[str | None, str]:
-    """Stripped text of a small kernel file, or None and why: the one reader for every fact."""
-    try:
-        with open(path, errors="replace") as f:
-            return f.read().strip().strip("\x00").strip(), ""
-    except FileNotFoundError:
-        return None, f"{path}: not found"
-    except PermissionError:
-        return None, f"{path}: permission denied"
-    except OSError as e:
-        return None, f"{path}: {e.strerror or e}"
-
-
 def _run(argv: list[str]) -> tuple[str | None, str]:
     """Stdout of a quick program (whatever its exit status), or None and why; bounded by a timeout."""
     try:
@@ -155,7 +143,7 @@ class _Reader:
 
     def text(self, fact: str, abs_path: str, optional: bool = False) -> str | None:
         """Text of a file, or None (noted unless the fact is optional on some hosts)."""
-        text, reason = _read(self.path(abs_path))
+        text, reason = read_text(self.path(abs_path))
         if text is None and not optional:
             self.miss(fact, reason)
         return text
@@ -187,23 +175,6 @@ class _Reader:
 
 
 # ---------------------------------------------------------------- pure parsers
-
-
-def parse_cpus(text: str | None) -> list[int] | None:
-    """Kernel CPU list '0-3,8' -> [0, 1, 2, 3, 8]; '' -> []; None or garbage -> None."""
-    if text is None:
-        return None
-    cpus: list[int] = []
-    for part in text.replace("\n", ",").split(","):
-        part = part.strip()
-        if not part:
-            continue
-        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
-        if not m:
-            return None
-        lo = int(m.group(1))
-        cpus.extend(range(lo, int(m.group(2) or lo) + 1))
-    return sorted(set(cpus))
 
 
 def parse_cmdline(cmdline: str) -> dict:
@@ -307,8 +278,8 @@ def _cpu(r: _Reader, cpuinfo: str | None) -> dict:
     if model is None:
         r.miss("cpu.model", "no 'model name', 'Hardware' or 'Model' in /proc/cpuinfo, no device-tree model")
     online_text = r.text("cpu.online", "/sys/devices/system/cpu/online")
-    online = parse_cpus(online_text)
-    possible = parse_cpus(r.text("cpu.possible_count", "/sys/devices/system/cpu/possible"))
+    online = parse_kernel_cpulist(online_text)
+    possible = parse_kernel_cpulist(r.text("cpu.possible_count", "/sys/devices/system/cpu/possible"))
     nohz_full = r.text("cpu.nohz_full", "/sys/devices/system/cpu/nohz_full", optional=True)
     per_cpu = [_cpufreq(r, cpu) for cpu in online or []]
     no_cpufreq = [e["cpu"] for e in per_cpu if e["reason"]]
@@ -479,7 +450,7 @@ def _privileges(r: _Reader, limits: dict) -> dict:
     With capabilities known, root alone is not enough (containers drop CAP_SYS_NICE)."""
     euid = os.geteuid()
     status = r.text("privileges.cap_eff", "/proc/self/status")
-    cap_hex = _cpuinfo_field(status, "CapEff")
+    cap_hex = cap_eff_hex(status)
     caps = None
     if cap_hex is not None:
         try:

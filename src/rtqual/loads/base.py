@@ -22,6 +22,7 @@ from pathlib import Path
 from rtqual.errors import EXIT_SKIP, RtqError
 from rtqual.procs import die_with_parent
 from rtqual.units import format_cpulist, online_cpus, parse_cpulist
+from rtqual.util import CAP_SYS_NICE, has_capability
 
 POLICIES = {
     "other": os.SCHED_OTHER,
@@ -33,7 +34,6 @@ POLICIES = {
 RT_POLICIES = ("fifo", "rr")
 # Lowest RT priority: above every normal task, below threaded IRQs (FIFO 50) and the probe.
 DEFAULT_RT_PRIORITY = 1
-_CAP_SYS_NICE = 23
 _POLL_S = 0.02
 
 
@@ -414,13 +414,8 @@ def _child_setup(cpus: list[int] | None, policy: int, priority: int):
 
 def _may_use_rt(priority: int) -> bool:
     """CAP_SYS_NICE (root normally has it) or an RLIMIT_RTPRIO high enough."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("CapEff:") and int(line.split()[1], 16) >> _CAP_SYS_NICE & 1:
-                    return True
-    except OSError:
-        pass
+    if has_capability(CAP_SYS_NICE):
+        return True
     soft, _ = resource.getrlimit(resource.RLIMIT_RTPRIO)
     return soft == resource.RLIM_INFINITY or soft >= priority
 

@@ -1,0 +1,39 @@
+"""The shared helpers: kernel CPU lists, kernel files, atomic writes, CapEff."""
+
+import pytest
+
+from rtqual.units import parse_kernel_cpulist
+from rtqual.util import CAP_SYS_NICE, cap_eff_hex, has_capability, read_text, write_text_atomic
+
+
+@pytest.mark.parametrize(
+    "text,cpus",
+    [("0-3,8", [0, 1, 2, 3, 8]), ("", []), ("\n", []), ("2\n0-1\n", [0, 1, 2]), (None, None), ("x", None)],
+)
+def test_kernel_cpulist(text, cpus):
+    assert parse_kernel_cpulist(text) == cpus
+
+
+def test_read_text_says_why(tmp_path):
+    (tmp_path / "f").write_text(" 42\n\x00")
+    assert read_text(tmp_path / "f") == ("42", "")
+    text, reason = read_text(tmp_path / "missing")
+    assert text is None and reason.endswith("missing: not found")
+
+
+def test_write_text_atomic_leaves_no_temporary(tmp_path):
+    path = tmp_path / "a.json"
+    write_text_atomic(path, "old\n")
+    write_text_atomic(path, "new\n")
+    assert path.read_text() == "new\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["a.json"]
+
+
+def test_cap_eff(tmp_path):
+    status = tmp_path / "status"
+    status.write_text(f"Name:\tx\nCapEff:\t{1 << CAP_SYS_NICE:016x}\n")
+    assert cap_eff_hex(status.read_text()) == f"{1 << CAP_SYS_NICE:016x}"
+    assert cap_eff_hex("Name:\tx\n") is None
+    assert has_capability(CAP_SYS_NICE, status)
+    assert not has_capability(CAP_SYS_NICE - 1, status)
+    assert not has_capability(CAP_SYS_NICE, tmp_path / "missing")
