@@ -49,6 +49,19 @@ def format_duration(ns: int) -> str:
     return f"{ns}ns"
 
 
+def format_hms(ns: int | float) -> str:
+    """Rounded to seconds, for estimates and time left: '45s', '2m30s', '1h05m', '1h05m05s', '2d03h'."""
+    s = round(ns / _UNIT_NS["s"])
+    d, s = divmod(s, 86400)
+    h, s = divmod(s, 3600)
+    m, s = divmod(s, 60)
+    if d:
+        return f"{d}d{h:02d}h"
+    if h:
+        return f"{h}h{m:02d}m" + (f"{s:02d}s" if s else "")
+    return f"{m}m{s:02d}s" if m else f"{s}s"
+
+
 def online_cpus() -> list[int]:
     """CPUs the kernel has online (falls back to our affinity when sysfs is absent)."""
     try:

@@ -37,3 +37,15 @@ def test_cap_eff(tmp_path):
     assert has_capability(CAP_SYS_NICE, status)
     assert not has_capability(CAP_SYS_NICE - 1, status)
     assert not has_capability(CAP_SYS_NICE, tmp_path / "missing")
+
+
+def test_progress_line_time_left_reads_like_the_plan():
+    from rtqual.live.terminal import case_line
+    from rtqual.units import format_hms
+
+    cases = [
+        {"id": "001-a", "label": "a", "estimate_ns": 3905 * 10**9},
+        {"id": "002-b", "label": "b", "estimate_ns": 0},
+    ]
+    assert case_line(cases[0], cases) == "[1/2] running 001-a: a (about 1h05m05s left in the run)"
+    assert format_hms(180000 * 10**9) == "2d02h"

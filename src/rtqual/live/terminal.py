@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 
-from rtqual.units import format_ns
+from rtqual.units import format_hms, format_ns
 
 
 def progress_line(rec: dict) -> str:
@@ -26,12 +26,7 @@ def case_line(case: dict, cases: list[dict]) -> str:
         return f"running {case['id']}: {case['label']}"
     k = ids.index(case["id"])
     left_ns = sum(c.get("estimate_ns", c.get("params", {}).get("duration_ns", 0)) for c in cases[k:])
-    return f"[{k + 1}/{len(ids)}] running {case['id']}: {case['label']} (about {_hms(left_ns)} left in the run)"
-
-
-def _hms(ns: int) -> str:
-    s = round(ns / 1e9)
-    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+    return f"[{k + 1}/{len(ids)}] running {case['id']}: {case['label']} (about {format_hms(left_ns)} left in the run)"
 
 
 class TerminalDisplay:

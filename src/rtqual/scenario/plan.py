@@ -15,7 +15,7 @@ from rtqual.report import format_table
 from rtqual.scenario.fields import defaults_of, format_khz, format_value
 from rtqual.scenario.model import AXIS_LOAD, CONDITIONS, IDLE, axes, load_specs, merge
 from rtqual.scenario.probes import PROBES, S, full_params, probe_case
-from rtqual.units import format_cpulist, format_duration, online_cpus
+from rtqual.units import format_cpulist, format_duration, format_hms, online_cpus
 
 CASE_OVERHEAD_NS = 3 * S  # per case: loads and probe started and stopped, tunables set and restored
 PLAN_SCHEMA_VERSION = 1
@@ -133,19 +133,6 @@ def slug(label: str) -> str:
 
 def total_ns(cases: list[dict]) -> int:
     return sum(c["estimate_ns"] for c in cases)
-
-
-def format_hms(ns: int) -> str:
-    """Rounded to seconds: '45s', '2m30s', '1h05m', '2d03h'."""
-    s = round(ns / S)
-    d, s = divmod(s, 86400)
-    h, s = divmod(s, 3600)
-    m, s = divmod(s, 60)
-    if d:
-        return f"{d}d{h:02d}h"
-    if h:
-        return f"{h}h{m:02d}m" + (f"{s:02d}s" if s else "")
-    return f"{m}m{s:02d}s" if m else f"{s}s"
 
 
 def _conditions_text(c: dict) -> str:
