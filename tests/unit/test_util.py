@@ -49,3 +49,19 @@ def test_progress_line_time_left_reads_like_the_plan():
     ]
     assert case_line(cases[0], cases) == "[1/2] running 001-a: a (about 1h05m05s left in the run)"
     assert format_hms(180000 * 10**9) == "2d02h"
+
+
+def test_field_kinds_of_loads():
+    from rtqual.errors import RtqError
+    from rtqual.fields import Field, check
+
+    assert check(Field("strlist", ""), ["a", "b"], "x") == ["a", "b"]
+    assert check(Field("argv", ""), "sleep 'a b'", "x") == ["sleep", "a b"]
+    assert check(Field("argv", ""), ["true"], "x") == ["true"]
+    for kind, value, message in [
+        ("strlist", "a", "x: expected an array of strings, got a string"),
+        ("argv", [], "x: expected a non-empty command line"),
+        ("argv", "a 'b", "x: cannot be split like a shell line"),
+    ]:
+        with pytest.raises(RtqError, match=message):
+            check(Field(kind, ""), value, "x")

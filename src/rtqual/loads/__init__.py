@@ -4,7 +4,7 @@ Adding a load = one module with a Load subclass + one line in LOADS.
 """
 
 from rtqual.errors import RtqError
-from rtqual.loads.base import COMMON_OPTIONS, Load, LoadSet, Option
+from rtqual.loads.base import COMMON_OPTIONS, Load, LoadSet
 from rtqual.loads.command import Command
 from rtqual.loads.cpu_hog import CpuHog
 from rtqual.loads.hackbench import Hackbench
@@ -19,7 +19,7 @@ LOADS: dict[str, type[Load]] = {
     "command": Command,
 }
 
-__all__ = ["COMMON_OPTIONS", "LOADS", "Load", "LoadSet", "Option", "make_load"]
+__all__ = ["COMMON_OPTIONS", "LOADS", "Load", "LoadSet", "make_load"]
 
 
 def make_load(spec: dict) -> Load:
