@@ -15,6 +15,7 @@ import json
 import socket
 import time
 from pathlib import Path
+from typing import Any
 
 from rtqual import SCHEMA_VERSION, __version__
 from rtqual.errors import RtqError
@@ -56,7 +57,7 @@ class Bundle:
             (self.path / "cases").mkdir(exist_ok=True)
         except OSError as e:
             raise RtqError(f"cannot create bundle {self.path}: {e.strerror}") from None
-        self.manifest = {
+        self.manifest: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "rtqual_version": __version__,
             "probe_version": probe_version,

@@ -402,7 +402,8 @@ class Conditions:
 
     def _policies(self, cpus: list[int]) -> list[tuple[int, Path | None]]:
         """(cpu, cpufreq dir or None) with CPUs sharing one policy listed once."""
-        seen, out = set(), []
+        seen: set[Path] = set()
+        out: list[tuple[int, Path | None]] = []
         for cpu in cpus:
             d = _cpufreq_dir(self.root, cpu)
             if not d.is_dir():

@@ -12,7 +12,7 @@ import math
 import re
 import shlex
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from rtqual.errors import RtqError
 from rtqual.units import format_cpulist, format_duration, parse_cpulist, parse_duration_ns
@@ -53,7 +53,7 @@ def key_path(path: str, key: Any) -> str:
     return f"{path}.{k}" if path else k
 
 
-def fail(path: str, message: str):
+def fail(path: str, message: str) -> NoReturn:
     raise RtqError(f"{path}: {message}" if path else message)
 
 
@@ -68,7 +68,7 @@ def suggest(word: str, choices) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
-def unknown_key(path: str, key: Any, known) -> None:
+def unknown_key(path: str, key: Any, known: list) -> NoReturn:
     fail(path, f"unknown key '{key}'{suggest(key, known)} (known: {', '.join(known)})")
 
 
@@ -88,7 +88,7 @@ def check(f: Field, value: Any, path: str) -> Any:
     """One value of kind f.kind, normalized; RtqError with the key path otherwise."""
     kind = f.kind
     if kind == "table":
-        return check_table(f.fields, value, path)
+        return check_table(f.fields or {}, value, path)
     if kind == "str":
         if not isinstance(value, str):
             fail(path, f"expected a string, got {type_name(value)}")
@@ -206,7 +206,8 @@ def format_value(f: Field, v: Any) -> str:
     if f.kind == "cpulist":
         return format_cpulist(v)
     if f.kind == "table":
-        return " ".join(f"{k}:{format_value(f.fields[k], x)}" for k, x in v.items())
+        fields = f.fields or {}
+        return " ".join(f"{k}:{format_value(fields[k], x)}" for k, x in v.items())
     return str(v).lower() if isinstance(v, bool) else str(v)
 
 

@@ -173,8 +173,9 @@ def show_text(data: dict, table: str | None = None) -> str:
             gpio = "drive" in (r.get("probe_summary") or {}).get("stages", {})
             out.extend(["", stages, GPIO_STAGE_NOTE if gpio else STAGE_NOTE])
         out.extend(ioc_lines(r))
-        if baseline_line(r, data["cases"]):
-            out.append(baseline_line(r, data["cases"]))
+        baseline = baseline_line(r, data["cases"])
+        if baseline:
+            out.append(baseline)
         out.append(f"verdict: {r['verdict'].upper()} - {r.get('reason', '')}")
         out.extend(f"warning: {w}" for w in r.get("warnings", []))
     table = table or data.get("table") or "cases"
@@ -206,7 +207,7 @@ def cases_table(results: list[dict]) -> str:
 
 
 # The seed papers' table layouts: (heading, stats key or None for the threshold share).
-PAPER_TABLES = {
+PAPER_TABLES: dict[str, tuple[str, list[tuple[str, str | None]]]] = {
     "aps": (
         "Layout of APS IOCcore on Coldfire (seed 001, Tables 1-5); IOC cases stage by stage",
         [("Minimum", "min_ns"), ("Median", "p50_ns"), ("Maximum", "max_ns"), ("% > {thr}", None)],

@@ -358,6 +358,7 @@ class Ioc:
         return self
 
     def _wait_ready(self, timeout: float) -> dict:
+        assert self.proc is not None and self.proc.stdout is not None, "_wait_ready before start()"
         fd = self.proc.stdout.fileno()
         deadline = time.monotonic() + timeout
         buf = b""

@@ -426,7 +426,7 @@ def _sched(r: _Reader) -> dict:
 
 def _limits(r: _Reader) -> dict:
     """Soft and hard resource limits that decide whether RT priority and mlock work."""
-    out = {}
+    out: dict[str, dict[str, int | str | None]] = {}
     for key, name in (
         ("rtprio", "RLIMIT_RTPRIO"),
         ("memlock_bytes", "RLIMIT_MEMLOCK"),
@@ -511,21 +511,25 @@ def _load(r: _Reader) -> dict:
     """Load averages from /proc/loadavg."""
     text = r.text("load", "/proc/loadavg")
     parts = (text or "").split()
+    avg: list[float | None]
     try:
         avg = [float(x) for x in parts[:3]]
     except ValueError:
         avg = []
     if text is not None and len(avg) != 3:
         r.miss("load", f"/proc/loadavg: unexpected {text[:40]!r}")
-    avg = avg if len(avg) == 3 else [None, None, None]
+    if len(avg) != 3:
+        avg = [None, None, None]
     return {"avg_1m": avg[0], "avg_5m": avg[1], "avg_15m": avg[2]}
 
 
 def _uptime_s(r: _Reader) -> float | None:
     """Seconds since boot."""
     text = r.text("uptime_s", "/proc/uptime")
+    if not text:
+        return None
     try:
-        return float(text.split()[0]) if text else None
+        return float(text.split()[0])
     except ValueError:
         r.miss("uptime_s", f"/proc/uptime: unexpected {text[:40]!r}")
         return None

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from rtqual.units import format_hms, format_ns
+
+if TYPE_CHECKING:
+    from rich.live import Live
 
 
 def progress_line(rec: dict) -> str:
@@ -37,7 +41,7 @@ class TerminalDisplay:
         self.cases = cases or []
         self.quiet = quiet
         self.tty = self.out.isatty()
-        self.live = None
+        self.live: Live | None = None
         self.t0 = 0.0
         self.case_total_s = 0.0
 
@@ -51,8 +55,9 @@ class TerminalDisplay:
             from rich.console import Console
             from rich.live import Live
 
-            self.live = Live("starting...", console=Console(file=self.out), refresh_per_second=4, transient=True)
-            self.live.start()
+            live = Live("starting...", console=Console(file=self.out), refresh_per_second=4, transient=True)
+            live.start()
+            self.live = live
 
     def record(self, case: dict, rec: dict) -> None:
         if self.quiet:

@@ -152,7 +152,7 @@ class Load:
             self.priority = values["priority"]
         self.instances: int = values["instances"] or self.default_instances()
         self.options = {name: values[name] for name in self.OPTIONS}
-        self.exe: str | None = None
+        self.exe = ""  # the program's path, set by prepare()
         self._running: list[_Instance] = []
         self._start_ns: int | None = None
         self._stop_ns: int | None = None
@@ -176,7 +176,7 @@ class Load:
 
     def find_tool(self) -> str:
         """Absolute path of the program, or RtqError saying which package provides it."""
-        path = shutil.which(self.tool)
+        path = shutil.which(self.tool) if self.tool else None
         if path is None:
             raise RtqError(f"{self.tool} not found: apt-get install {self.package}")
         return path
@@ -225,7 +225,7 @@ class Load:
 
     def start(self, log_dir: Path) -> None:
         """Spawn every instance in its own session, pinned and scheduled; output to log_dir."""
-        if self.exe is None:
+        if not self.exe:
             raise RtqError(f"load '{self.name}': start() before prepare()")
         if self._start_ns is not None:
             raise RtqError(f"load '{self.name}': already started")
