@@ -30,7 +30,7 @@ def default_path(now: float | None = None) -> Path:
     return Path(f"rtqual-{socket.gethostname().split('.')[0]}-{stamp}")
 
 
-def write_json(path: Path, obj) -> None:
+def write_json(path: Path, obj: Any) -> None:
     """Write JSON atomically: a reader sees the old file or the new one, never half of one."""
     write_text(path, json.dumps(obj, indent=1, sort_keys=False) + "\n")
 
@@ -40,7 +40,7 @@ def write_text(path: Path, text: str) -> None:
     write_text_atomic(path, text)
 
 
-def read_json(path: Path):
+def read_json(path: Path) -> Any:
     with open(path) as f:
         return json.load(f)
 

@@ -19,7 +19,7 @@ COLUMNS = [
 RATIO_KEYS = [k for _, k in COLUMNS if k.endswith("_ns")]
 
 
-def ratio(a, b) -> float | None:
+def ratio(a: float | None, b: float | None) -> float | None:
     """b / a, or None where it means nothing (a missing or zero)."""
     return b / a if a and b is not None else None
 

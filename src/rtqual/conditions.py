@@ -58,7 +58,7 @@ def _reason(e: OSError) -> str:
     return e.strerror or str(e)
 
 
-def _write(path, value: str) -> None:
+def _write(path: str | os.PathLike, value: str) -> None:
     """Write one value to a kernel file (one write call, as sysfs wants)."""
     with open(path, "w") as f:
         f.write(value)
@@ -134,7 +134,7 @@ def cpuset_mount() -> tuple[Path, int]:
 class Cpuset:
     """A cgroup cpuset directory rtqual created; remove() puts its tasks back in the parent."""
 
-    def __init__(self, path, version: int = 0):
+    def __init__(self, path: str | os.PathLike, version: int = 0):
         self.path = Path(path)
         self.version = version
 
@@ -296,7 +296,7 @@ def restore_from_records(records: list[dict]) -> list[dict]:
     return actions
 
 
-def load_state(path) -> dict:
+def load_state(path: str | os.PathLike) -> dict:
     """The changes file written by Conditions (RtqError when unreadable)."""
     try:
         state = json.loads(Path(path).read_text())
@@ -309,7 +309,7 @@ def load_state(path) -> dict:
     return state
 
 
-def write_state(path, records: list[dict], pid: int | None = None) -> None:
+def write_state(path: str | os.PathLike, records: list[dict], pid: int | None = None) -> None:
     """Write the change records atomically (write + rename), so a kill never leaves half a file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -317,7 +317,7 @@ def write_state(path, records: list[dict], pid: int | None = None) -> None:
     write_text_atomic(path, json.dumps(state, indent=1) + "\n")
 
 
-def restore_from_bundle(bundle_path) -> list[dict]:
+def restore_from_bundle(bundle_path: str | os.PathLike) -> list[dict]:
     """`rtqual restore BUNDLE`: undo what a killed run left changed; the file is updated so a
     second call does nothing. A bundle without host/changes.json changed nothing: []."""
     path = Path(bundle_path)
@@ -345,7 +345,12 @@ class Conditions:
     and after each change (the bundle's host/changes.json).
     """
 
-    def __init__(self, root="/", state_path=None, cgroup_mount: tuple[Path, int] | None = None):
+    def __init__(
+        self,
+        root: str | os.PathLike = "/",
+        state_path: str | os.PathLike | None = None,
+        cgroup_mount: tuple[Path, int] | None = None,
+    ):
         self.root = Path(root)
         self.state_path = Path(state_path) if state_path else None
         self.cgroup_mount = cgroup_mount
@@ -354,7 +359,7 @@ class Conditions:
 
     # -- bookkeeping
 
-    def save_state(self, path=None) -> None:
+    def save_state(self, path: str | os.PathLike | None = None) -> None:
         """Save all records to path (default state_path); nothing without a path."""
         path = path or self.state_path
         if path is not None:

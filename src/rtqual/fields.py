@@ -11,6 +11,7 @@ import difflib
 import math
 import re
 import shlex
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -62,7 +63,7 @@ def type_name(value: Any) -> str:
     return names.get(type(value), "a date/time")
 
 
-def suggest(word: str, choices) -> str:
+def suggest(word: str, choices: Iterable[Any]) -> str:
     """' (did you mean 'interval'?)' or ''."""
     close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1)
     return f" (did you mean '{close[0]}'?)" if close else ""
@@ -132,7 +133,7 @@ def check(f: Field, value: Any, path: str) -> Any:
     raise AssertionError(f"unknown field kind {kind}")
 
 
-def _range(f: Field, v, path: str, fmt) -> None:
+def _range(f: Field, v: int | float, path: str, fmt: Callable[[Any], str]) -> None:
     if (f.lo is not None and v < f.lo) or (f.hi is not None and v > f.hi):
         lo = fmt(f.lo) if f.lo is not None else None
         hi = fmt(f.hi) if f.hi is not None else None

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 from rtqual.host.facts import RT_CAPS, UNLIMITED, get_fact
 from rtqual.units import format_cpulist, format_ns
 
@@ -39,7 +42,7 @@ PERCENTILE_NOTE = (
 )
 
 
-def format_cell(key: str, value) -> str:
+def format_cell(key: str, value: Any) -> str:
     if value is None:
         return "-"
     if key.endswith("_ns"):
@@ -53,7 +56,7 @@ def format_table(headers: list[str], rows: list[list[str]], left: int = 1) -> st
     """Aligned plain-text table: the first `left` columns flush left, the others (numbers) right."""
     widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
 
-    def line(cells):
+    def line(cells: list[str]) -> str:
         return "  ".join(
             str(c).ljust(w) if i < left else str(c).rjust(w) for i, (c, w) in enumerate(zip(cells, widths))
         )
@@ -131,7 +134,7 @@ def ioc_lines(result: dict) -> list[str]:
     return out
 
 
-def _rate(x) -> str:
+def _rate(x: float | None) -> str:
     return "-" if x is None else f"{x:.0f}" if x >= 10 else f"{x:.3g}"
 
 
@@ -139,7 +142,7 @@ def baseline_line(result: dict, results: list[dict]) -> str | None:
     """An IOC case next to the timer baseline measured in the same run: the timer case under the
     same loads, else the first timer case."""
 
-    def loads(r):
+    def loads(r: dict) -> list[str]:
         return sorted(ld.get("name") or "" for ld in r.get("loads") or [])
 
     timers = [r for r in results if r["probe"] == "timer" and r["stats"].get("count") and r is not result]
@@ -240,7 +243,7 @@ def _throughput(r: dict) -> str:
     return f"{sum(rates):.1f}" if rates else "-"
 
 
-def _paper_rows(results: list[dict], layout: str):
+def _paper_rows(results: list[dict], layout: str) -> Iterator[tuple[str, dict, dict]]:
     """(label, stats, result) per table row: one per case; in the APS layout an IOC case gives one
     row per stage and one for the total, as seed 001's Tables 1-5 list each latency."""
     for r in results:
@@ -281,7 +284,7 @@ def paper_table(results: list[dict], layout: str) -> str:
 def show_json(data: dict) -> dict:
     """The `rtqual show --json` document (a contract: keys are never renamed)."""
 
-    def pick(s):
+    def pick(s: dict) -> dict:
         return {k: s.get(k) for k in JSON_STAT_KEYS}
 
     return {
@@ -319,7 +322,7 @@ def format_host(facts: dict) -> str:
     return format_table(["fact", "value"], [list(r) for r in host_rows(facts)], left=2)
 
 
-def _or(value, missing: str = "unknown") -> str:
+def _or(value: Any, missing: str = "unknown") -> str:
     """A value for the table, with a word for None."""
     return missing if value is None else str(value)
 
@@ -441,7 +444,7 @@ def _throttling_row(facts: dict) -> str:
 def _limit_text(limit: dict | None, scale: int = 1, unit: str = "") -> str:
     """'soft/hard' of one limit."""
 
-    def one(v):
+    def one(v: Any) -> str:
         if v is None or v == UNLIMITED:
             return _or(v)
         return f"{v // scale}{unit}"

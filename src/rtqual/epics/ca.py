@@ -159,7 +159,7 @@ class CaProcess:
     def __enter__(self) -> CaProcess:
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 
@@ -231,5 +231,5 @@ class CaLoad:
     def __enter__(self) -> CaLoad:
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()

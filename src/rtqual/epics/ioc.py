@@ -418,7 +418,7 @@ class Ioc:
     def __enter__(self) -> Ioc:
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     # ---- lines ----

@@ -129,7 +129,7 @@ def _run(argv: list[str]) -> tuple[str | None, str]:
 class _Reader:
     """Reads files below one root and notes every fact it could not read."""
 
-    def __init__(self, root):
+    def __init__(self, root: str | os.PathLike):
         self.root = Path(root)
         self.live = self.root.resolve() == Path("/")
         self.unavailable: list[dict] = []
@@ -548,7 +548,7 @@ def _tools(r: _Reader, tools: dict | None) -> dict:
     return out
 
 
-def collect(root="/", tools: dict | None = None) -> dict:
+def collect(root: str | os.PathLike = "/", tools: dict | None = None) -> dict:
     """Snapshot of the host facts that decide real-time latency, for bundles and reports.
     Never raises for an environmental problem: unreadable facts are None, listed in 'unavailable'."""
     r = _Reader(root)

@@ -18,6 +18,7 @@ import os
 import re
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from rtqual.units import format_cpulist
@@ -107,7 +108,7 @@ class Sampler(threading.Thread):
     start() / stop(); a read or write error is counted in `errors`, never ends the thread.
     """
 
-    def __init__(self, path, period_s: float = 1.0, root="/"):
+    def __init__(self, path: str | os.PathLike, period_s: float = 1.0, root: str | os.PathLike = "/"):
         super().__init__(name="rtqual-sampler", daemon=True)
         self.path = Path(path)
         self.period_s = period_s
@@ -171,7 +172,7 @@ class Sampler(threading.Thread):
             self.join(timeout_s)
 
 
-def read_samples(path) -> list[dict]:
+def read_samples(path: str | os.PathLike) -> list[dict]:
     """Samples of a sampler file; a truncated or corrupt line (a killed run) is skipped."""
     try:
         with open(path, errors="replace") as f:
@@ -180,8 +181,8 @@ def read_samples(path) -> list[dict]:
         return []
 
 
-def _parse_lines(lines) -> list[dict]:
-    out = []
+def _parse_lines(lines: Iterable[str | dict]) -> list[dict]:
+    out: list[dict] = []
     for line in lines:
         if isinstance(line, dict):
             out.append(line)
@@ -199,7 +200,7 @@ def _range(values: list[float]) -> dict:
     return {"min": min(values), "max": max(values), "mean": round(sum(values) / len(values), 3)}
 
 
-def summarize(lines) -> dict:
+def summarize(lines: Iterable[str | dict]) -> dict:
     """Summary of samples (JSON lines or dicts): count, time span, min/max/mean temperature per
     sensor, frequency range per CPU and overall, highest 1-minute load. Pure."""
     samples = _parse_lines(lines)
@@ -247,7 +248,7 @@ def parse_stat(text: str) -> dict | None:
         return None
 
 
-def rt_tasks(exclude=()) -> list[dict]:
+def rt_tasks(exclude: Iterable[int] = ()) -> list[dict]:
     """Real-time threads (FIFO, RR, deadline) now on this machine, one dict per thread:
     name, pid, tid, policy, priority, affinity (cpulist), kernel (a kernel thread).
     exclude: pids whose threads are left out (ours, the probe's). Vanished tasks are skipped."""

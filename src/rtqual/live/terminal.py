@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from rtqual.units import format_hms, format_ns
 
 if TYPE_CHECKING:
     from rich.live import Live
+    from rich.table import Table
 
 
 def progress_line(rec: dict) -> str:
@@ -36,7 +37,7 @@ def case_line(case: dict, cases: list[dict]) -> str:
 class TerminalDisplay:
     """Shows progress records of the running case; quiet=True prints nothing."""
 
-    def __init__(self, stream=None, quiet: bool = False, cases: list[dict] | None = None):
+    def __init__(self, stream: TextIO | None = None, quiet: bool = False, cases: list[dict] | None = None):
         self.out = stream or sys.stdout
         self.cases = cases or []
         self.quiet = quiet
@@ -78,7 +79,7 @@ class TerminalDisplay:
     def _print(self, text: str) -> None:
         (self.live.console.print if self.live else lambda t: print(t, file=self.out, flush=True))(text)
 
-    def _rich_table(self, rec: dict):
+    def _rich_table(self, rec: dict) -> Table:
         from rich.table import Table
 
         elapsed = rec.get("elapsed_ns", 0) / 1e9

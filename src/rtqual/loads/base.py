@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -394,10 +395,10 @@ def python_env() -> dict:
     return env
 
 
-def _child_setup(cpus: list[int] | None, policy: int, priority: int):
+def _child_setup(cpus: list[int] | None, policy: int, priority: int) -> Callable[[], None]:
     """preexec_fn: runs in the child between fork and exec."""
 
-    def setup():
+    def setup() -> None:
         # Signals the runner may block or ignore must reach the load again (ignoring survives exec).
         signal.pthread_sigmask(signal.SIG_SETMASK, [])
         for sig in (signal.SIGINT, signal.SIGTERM):

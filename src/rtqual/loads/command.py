@@ -2,6 +2,7 @@
 
 import os
 import shutil
+from typing import Any
 
 from rtqual.errors import RtqError
 from rtqual.fields import Field
@@ -17,7 +18,7 @@ class Command(Load):
         "finite": Field("bool", "the command may end by itself: exit code 0 is not a dead load", default=False),
     }
 
-    def __init__(self, **spec):
+    def __init__(self, **spec: Any):
         super().__init__(**spec)
         self.runs_until_stopped = not self.options["finite"]
 

@@ -1,5 +1,7 @@
 """pi_stress (rt-tests): priority-inversion groups of SCHED_FIFO threads, run until SIGINT."""
 
+from typing import Any
+
 from rtqual.errors import RtqError
 from rtqual.fields import Field
 from rtqual.loads.base import Load
@@ -24,7 +26,7 @@ class PiStress(Load):
         "mlockall": Field("bool", "lock pi_stress's memory", default=False),
     }
 
-    def __init__(self, **spec):
+    def __init__(self, **spec: Any):
         super().__init__(**spec)
         if self.cpus is not None:
             raise RtqError(

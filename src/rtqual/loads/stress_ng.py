@@ -2,6 +2,7 @@
 
 import re
 import subprocess
+from typing import Any
 
 from rtqual.errors import RtqError
 from rtqual.fields import Field
@@ -20,7 +21,7 @@ class StressNg(Load):
         "args": Field("strlist", "more stress-ng options, e.g. ['--cpu-method', 'matrixprod']", default=[]),
     }
 
-    def __init__(self, **spec):
+    def __init__(self, **spec: Any):
         super().__init__(**spec)
         if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", self.options["stressor"]):
             raise RtqError(f"load '{self.name}': '{self.options['stressor']}' is not a stressor name")
