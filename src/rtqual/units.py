@@ -4,6 +4,7 @@ import os
 import re
 
 from rtqual.errors import RtqError
+from rtqual.util import read_text
 
 _UNIT_NS = {
     "ns": 1,
@@ -63,12 +64,9 @@ def format_hms(ns: int | float) -> str:
 
 
 def online_cpus() -> list[int]:
-    """CPUs the kernel has online (falls back to our affinity when sysfs is absent)."""
-    try:
-        with open("/sys/devices/system/cpu/online") as f:
-            return parse_cpulist(f.read().strip(), check_online=False)
-    except OSError:
-        return sorted(os.sched_getaffinity(0))
+    """CPUs the kernel has online (falls back to our affinity when sysfs is absent or unreadable)."""
+    cpus = parse_kernel_cpulist(read_text("/sys/devices/system/cpu/online")[0])
+    return cpus if cpus else sorted(os.sched_getaffinity(0))
 
 
 def parse_cpulist(text: str, check_online: bool = True) -> list[int]:

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from rtqual.units import format_cpulist
+from rtqual.util import read_text
 
 POLICY_NAMES = {1: "fifo", 2: "rr", 6: "deadline"}
 """RT scheduling policies by number (linux/sched.h); other policies are not reported."""
@@ -29,12 +30,8 @@ _PF_KTHREAD = 0x00200000
 
 
 def _read(path: Path) -> str | None:
-    """Stripped text of a small kernel file, or None."""
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except (OSError, ValueError):
-        return None
+    """Stripped text of a small kernel file, or None (rtqual.util.read_text without the reason)."""
+    return read_text(path)[0]
 
 
 # ---------------------------------------------------------------- sources, found once
