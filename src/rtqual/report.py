@@ -22,20 +22,14 @@ STAT_COLUMNS = [
     (">thr", "over_threshold"),
     ("%>thr", "over_threshold_pct"),
 ]
-JSON_STAT_KEYS = [
-    "count",
-    "min_ns",
-    "p50_ns",
-    "mean_ns",
-    "p99_ns",
-    "p999_ns",
-    "p9999_ns",
-    "max_ns",
-    "stddev_ns",
-    "overruns",
-    "over_threshold",
-    "over_threshold_pct",
-]
+JSON_STAT_KEYS = [k for _, k in STAT_COLUMNS]
+
+
+def stat_columns(leave_out: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+    """STAT_COLUMNS without the keys in leave_out: the narrower tables (cases, compare) take theirs from here."""
+    return [(h, k) for h, k in STAT_COLUMNS if k not in leave_out]
+
+
 PERCENTILE_NOTE = (
     "percentiles: nearest rank, rank = ceil(p/100 * N); value = highest value of the "
     "histogram bucket holding it, capped at max (never below the exact value, at most 0.1 % above)"
@@ -192,19 +186,9 @@ def show_text(data: dict, table: str | None = None) -> str:
 
 def cases_table(results: list[dict]) -> str:
     """One row per case (label and its all-CPU statistics), for studies with many cases."""
-    keys = [
-        "count",
-        "min_ns",
-        "p50_ns",
-        "mean_ns",
-        "p99_ns",
-        "p999_ns",
-        "max_ns",
-        "stddev_ns",
-        "overruns",
-        "over_threshold_pct",
-    ]
-    head = ["case", "count", "min", "p50", "mean", "p99", "p99.9", "max", "stddev", "overruns", "%>thr", "verdict"]
+    columns = stat_columns(leave_out=("p9999_ns", "over_threshold"))
+    keys = [k for _, k in columns]
+    head = ["case", *(h for h, _ in columns), "verdict"]
     rows = [[r["label"], *(format_cell(k, r["stats"].get(k)) for k in keys), r["verdict"]] for r in results]
     return format_table(head, rows)
 
