@@ -106,6 +106,15 @@ def test_loads_do_not_import_the_scenario_package():
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 
+def test_docs_loads_md_is_current():
+    from pathlib import Path
+
+    from rtqual.loads import options_markdown
+
+    committed = (Path(__file__).resolve().parents[2] / "docs/loads.md").read_text()
+    assert committed == options_markdown(), "regenerate: python -m rtqual.loads > docs/loads.md"
+
+
 def test_unknown_key_is_rejected_with_its_name():
     with pytest.raises(RtqError, match="unknown option 'grops'"):
         make_load({"type": "hackbench", "grops": 4})
