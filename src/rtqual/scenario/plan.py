@@ -10,12 +10,13 @@ from __future__ import annotations
 import itertools
 import re
 
+from rtqual import units
 from rtqual.errors import RtqError
 from rtqual.report import format_table
 from rtqual.scenario.fields import defaults_of, format_khz, format_value
 from rtqual.scenario.model import AXIS_LOAD, CONDITIONS, IDLE, axes, load_specs, merge
 from rtqual.scenario.probes import PROBES, S, full_params, probe_case
-from rtqual.units import format_cpulist, format_duration, format_hms, online_cpus
+from rtqual.units import format_cpulist, format_duration, online_cpus
 
 CASE_OVERHEAD_NS = 3 * S  # per case: loads and probe started and stopped, tunables set and restored
 PLAN_SCHEMA_VERSION = 1
@@ -133,6 +134,9 @@ def slug(label: str) -> str:
 
 def total_ns(cases: list[dict]) -> int:
     return sum(c["estimate_ns"] for c in cases)
+
+
+format_hms = units.format_hms  # the one h:m:s formatter; plan.format_hms kept for callers
 
 
 def _conditions_text(c: dict) -> str:
