@@ -12,13 +12,14 @@ rtqual-<host>-<YYYYmmdd-HHMMSS>/
 from __future__ import annotations
 
 import json
-import os
 import socket
 import time
 from pathlib import Path
+from typing import Any
 
 from rtqual import SCHEMA_VERSION, __version__
 from rtqual.errors import RtqError
+from rtqual.util import write_text_atomic
 
 READABLE_SCHEMAS = {1}
 
@@ -29,21 +30,17 @@ def default_path(now: float | None = None) -> Path:
     return Path(f"rtqual-{socket.gethostname().split('.')[0]}-{stamp}")
 
 
-def write_json(path: Path, obj) -> None:
+def write_json(path: Path, obj: Any) -> None:
     """Write JSON atomically: a reader sees the old file or the new one, never half of one."""
     write_text(path, json.dumps(obj, indent=1, sort_keys=False) + "\n")
 
 
 def write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    """Write a bundle file atomically (rtqual.util.write_text_atomic)."""
+    write_text_atomic(path, text)
 
 
-def read_json(path: Path):
+def read_json(path: Path) -> Any:
     with open(path) as f:
         return json.load(f)
 
@@ -60,7 +57,7 @@ class Bundle:
             (self.path / "cases").mkdir(exist_ok=True)
         except OSError as e:
             raise RtqError(f"cannot create bundle {self.path}: {e.strerror}") from None
-        self.manifest = {
+        self.manifest: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "rtqual_version": __version__,
             "probe_version": probe_version,

@@ -3,23 +3,13 @@ PREEMPT_RT kernel, two boards, or a scaled rehearsal and the full run (ids keep 
 values). Pure functions of two loaded bundles (rtqual.bundle.load)."""
 
 from rtqual.errors import RtqError
-from rtqual.report import PERCENTILE_NOTE, format_cell, format_table
+from rtqual.report import PERCENTILE_NOTE, format_cell, format_table, stat_columns
 
-COLUMNS = [
-    ("count", "count"),
-    ("min", "min_ns"),
-    ("p50", "p50_ns"),
-    ("mean", "mean_ns"),
-    ("p99", "p99_ns"),
-    ("p99.9", "p999_ns"),
-    ("max", "max_ns"),
-    ("stddev", "stddev_ns"),
-    ("%>thr", "over_threshold_pct"),
-]
+COLUMNS = stat_columns(leave_out=("p9999_ns", "overruns", "over_threshold"))
 RATIO_KEYS = [k for _, k in COLUMNS if k.endswith("_ns")]
 
 
-def ratio(a, b) -> float | None:
+def ratio(a: float | None, b: float | None) -> float | None:
     """b / a, or None where it means nothing (a missing or zero)."""
     return b / a if a and b is not None else None
 

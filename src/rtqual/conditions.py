@@ -34,9 +34,8 @@ import time
 from pathlib import Path
 
 from rtqual.errors import RtqError
-from rtqual.host.facts import _read as read_text
-from rtqual.host.facts import parse_cpus
-from rtqual.units import format_cpulist
+from rtqual.units import format_cpulist, parse_kernel_cpulist
+from rtqual.util import read_text, write_text_atomic
 
 STATE_SCHEMA_VERSION = 1
 CHANGES_FILE = "host/changes.json"
@@ -59,7 +58,7 @@ def _reason(e: OSError) -> str:
     return e.strerror or str(e)
 
 
-def _write(path, value: str) -> None:
+def _write(path: str | os.PathLike, value: str) -> None:
     """Write one value to a kernel file (one write call, as sysfs wants)."""
     with open(path, "w") as f:
         f.write(value)
@@ -135,7 +134,7 @@ def cpuset_mount() -> tuple[Path, int]:
 class Cpuset:
     """A cgroup cpuset directory rtqual created; remove() puts its tasks back in the parent."""
 
-    def __init__(self, path, version: int = 0):
+    def __init__(self, path: str | os.PathLike, version: int = 0):
         self.path = Path(path)
         self.version = version
 
@@ -145,7 +144,7 @@ class Cpuset:
     def cpus(self) -> list[int] | None:
         """CPUs of the set as the kernel reads them back."""
         text, _ = read_text(self.path / "cpuset.cpus")
-        return parse_cpus(text)
+        return parse_kernel_cpulist(text)
 
     def pids(self) -> list[int]:
         """Processes in the set (empty when the directory is gone)."""
@@ -221,7 +220,7 @@ def make_cpuset(name: str, cpus: list[int], mount: tuple[Path, int] | None = Non
     if not cpus:
         raise RtqError(f"cpuset {name}: empty CPU list")
     parent_cpus_file = "cpuset.cpus" if version == 1 else "cpuset.cpus.effective"
-    parent_cpus = parse_cpus(read_text(root / parent_cpus_file)[0])
+    parent_cpus = parse_kernel_cpulist(read_text(root / parent_cpus_file)[0])
     if parent_cpus is not None and not set(cpus) <= set(parent_cpus):
         raise RtqError(
             f"cpuset {name}: CPU {format_cpulist(sorted(set(cpus) - set(parent_cpus)))} "
@@ -297,7 +296,7 @@ def restore_from_records(records: list[dict]) -> list[dict]:
     return actions
 
 
-def load_state(path) -> dict:
+def load_state(path: str | os.PathLike) -> dict:
     """The changes file written by Conditions (RtqError when unreadable)."""
     try:
         state = json.loads(Path(path).read_text())
@@ -310,21 +309,15 @@ def load_state(path) -> dict:
     return state
 
 
-def write_state(path, records: list[dict], pid: int | None = None) -> None:
+def write_state(path: str | os.PathLike, records: list[dict], pid: int | None = None) -> None:
     """Write the change records atomically (write + rename), so a kill never leaves half a file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
     state = {"schema_version": STATE_SCHEMA_VERSION, "pid": os.getpid() if pid is None else pid, "changes": records}
-    with open(tmp, "w") as f:
-        json.dump(state, f, indent=1)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    write_text_atomic(path, json.dumps(state, indent=1) + "\n")
 
 
-def restore_from_bundle(bundle_path) -> list[dict]:
+def restore_from_bundle(bundle_path: str | os.PathLike) -> list[dict]:
     """`rtqual restore BUNDLE`: undo what a killed run left changed; the file is updated so a
     second call does nothing. A bundle without host/changes.json changed nothing: []."""
     path = Path(bundle_path)
@@ -352,7 +345,12 @@ class Conditions:
     and after each change (the bundle's host/changes.json).
     """
 
-    def __init__(self, root="/", state_path=None, cgroup_mount: tuple[Path, int] | None = None):
+    def __init__(
+        self,
+        root: str | os.PathLike = "/",
+        state_path: str | os.PathLike | None = None,
+        cgroup_mount: tuple[Path, int] | None = None,
+    ):
         self.root = Path(root)
         self.state_path = Path(state_path) if state_path else None
         self.cgroup_mount = cgroup_mount
@@ -361,7 +359,7 @@ class Conditions:
 
     # -- bookkeeping
 
-    def save_state(self, path=None) -> None:
+    def save_state(self, path: str | os.PathLike | None = None) -> None:
         """Save all records to path (default state_path); nothing without a path."""
         path = path or self.state_path
         if path is not None:
@@ -405,11 +403,12 @@ class Conditions:
 
     def online_cpus(self) -> list[int]:
         """Online CPUs below root (CPU 0 when the file is missing)."""
-        return parse_cpus(read_text(self.root / "sys/devices/system/cpu/online")[0]) or [0]
+        return parse_kernel_cpulist(read_text(self.root / "sys/devices/system/cpu/online")[0]) or [0]
 
     def _policies(self, cpus: list[int]) -> list[tuple[int, Path | None]]:
         """(cpu, cpufreq dir or None) with CPUs sharing one policy listed once."""
-        seen, out = set(), []
+        seen: set[Path] = set()
+        out: list[tuple[int, Path | None]] = []
         for cpu in cpus:
             d = _cpufreq_dir(self.root, cpu)
             if not d.is_dir():
@@ -511,7 +510,7 @@ class Conditions:
     def _cpusets(self, sets: dict) -> list[dict]:
         """The probe and/or loads cpusets: {"probe": [1], "loads": "0,2-3"}."""
         sets = {
-            name: parse_cpus(cpus) if isinstance(cpus, str) else sorted(cpus)
+            name: parse_kernel_cpulist(cpus) if isinstance(cpus, str) else sorted(cpus)
             for name, cpus in sets.items()
             if name in CPUSET_NAMES
         }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from pathlib import Path
 
 from rtqual.errors import RtqError
@@ -24,7 +25,7 @@ def read_header(path: Path) -> dict:
     return {"interval_ns": interval_ns, "start_mono_ns": start_mono_ns, "start_real_ns": start_real_ns, "ncpus": ncpus}
 
 
-def samples(path: Path):
+def samples(path: Path) -> Iterator[tuple[int, int, int, int]]:
     """Yield (cpu, time_ns, latency_ns, skipped) for every whole record; a torn last record is ignored."""
     read_header(path)
     with open(path, "rb") as f:

@@ -7,6 +7,7 @@ Tolerant by design: a truncated last line or a corrupt line is reported in
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 KNOWN_TYPES = {"header", "progress", "event", "hist", "summary", "end"}
@@ -70,7 +71,7 @@ class Stream:
         return self.end is not None
 
 
-def read_stream(lines) -> Stream:
+def read_stream(lines: Iterable[str]) -> Stream:
     """Parse an iterable of lines (a file, a list) into a Stream."""
     s = Stream()
     for line in lines:

@@ -4,6 +4,7 @@ import os
 import re
 
 from rtqual.errors import RtqError
+from rtqual.util import read_text
 
 _UNIT_NS = {
     "ns": 1,
@@ -49,13 +50,23 @@ def format_duration(ns: int) -> str:
     return f"{ns}ns"
 
 
+def format_hms(ns: int | float) -> str:
+    """Rounded to seconds, for estimates and time left: '45s', '2m30s', '1h05m', '1h05m05s', '2d03h'."""
+    s = round(ns / _UNIT_NS["s"])
+    d, s = divmod(s, 86400)
+    h, s = divmod(s, 3600)
+    m, s = divmod(s, 60)
+    if d:
+        return f"{d}d{h:02d}h"
+    if h:
+        return f"{h}h{m:02d}m" + (f"{s:02d}s" if s else "")
+    return f"{m}m{s:02d}s" if m else f"{s}s"
+
+
 def online_cpus() -> list[int]:
-    """CPUs the kernel has online (falls back to our affinity when sysfs is absent)."""
-    try:
-        with open("/sys/devices/system/cpu/online") as f:
-            return parse_cpulist(f.read().strip(), check_online=False)
-    except OSError:
-        return sorted(os.sched_getaffinity(0))
+    """CPUs the kernel has online (falls back to our affinity when sysfs is absent or unreadable)."""
+    cpus = parse_kernel_cpulist(read_text("/sys/devices/system/cpu/online")[0])
+    return cpus if cpus else sorted(os.sched_getaffinity(0))
 
 
 def parse_cpulist(text: str, check_online: bool = True) -> list[int]:
@@ -79,9 +90,24 @@ def parse_cpulist(text: str, check_online: bool = True) -> list[int]:
     return sorted(cpus)
 
 
+def parse_kernel_cpulist(text: str | None) -> list[int] | None:
+    """A CPU list as the kernel writes it ('0-3,8', '' for none, possibly several lines) -> sorted CPUs;
+    None for None or garbage. The tolerant reader of kernel files, on the same grammar as parse_cpulist."""
+    if text is None:
+        return None
+    parts = [part.strip() for part in text.replace("\n", ",").split(",") if part.strip()]
+    if not parts:
+        return []
+    try:
+        return parse_cpulist(",".join(parts), check_online=False)
+    except RtqError:
+        return None
+
+
 def format_cpulist(cpus: list[int]) -> str:
     """[0,1,2,5] -> '0-2,5'."""
-    out, cpus = [], sorted(cpus)
+    out: list[str] = []
+    cpus = sorted(cpus)
     i = 0
     while i < len(cpus):
         j = i

@@ -7,6 +7,7 @@ import resource
 import pytest
 
 from rtqual.host import facts as hf
+from rtqual.report import host_rows
 
 TOP_LEVEL_KEYS = {
     "time_utc",
@@ -139,7 +140,7 @@ def test_collect_live_is_json_serialisable_and_sane():
     assert facts["tools"]["rtqual"] == "test"
     for entry in facts["unavailable"]:
         assert set(entry) == {"fact", "reason"} and entry["reason"]
-    rows = hf.summary_rows(facts)
+    rows = host_rows(facts)
     assert [label for label, _ in rows] == SUMMARY_LABELS
     assert all(isinstance(value, str) and value for _, value in rows)
 
@@ -205,7 +206,7 @@ def test_cmdline_picks_rt_options(tmp_path):
     assert opts["threadirqs"] is True
     assert opts["rcu_nocbs"] is None
     assert set(opts) == set(hf.CMDLINE_KEYS)
-    row = dict(hf.summary_rows(facts))["Cmdline RT options"]
+    row = dict(host_rows(facts))["Cmdline RT options"]
     assert row == "isolcpus=2-3 nohz_full=2-3 threadirqs"
 
 
@@ -239,12 +240,12 @@ def test_cpu_facts_and_cpufreq_values(tmp_path):
     assert cpu2["scaling_min_freq_khz"] == 600000 and cpu2["cpuinfo_max_freq_khz"] == 1500000
     assert "schedutil" in cpu2["available_governors"]
     assert cpu2["reason"] is None
-    assert dict(hf.summary_rows(facts))["Governor/frequency"] == "performance, 1500 MHz (all)"
+    assert dict(host_rows(facts))["Governor/frequency"] == "performance, 1500 MHz (all)"
 
 
 def test_cpufreq_summary_groups_differing_cpus(tmp_path):
     fake_host(tmp_path, **cpufreq_files(3, governor="powersave", cur_khz=800000))
-    row = dict(hf.summary_rows(facts_of(tmp_path)))["Governor/frequency"]
+    row = dict(host_rows(facts_of(tmp_path)))["Governor/frequency"]
     assert row == "performance, 1500 MHz (cpu 0-2); powersave, 800 MHz (cpu 3)"
 
 
@@ -257,7 +258,7 @@ def test_no_cpufreq_recorded_with_reason(tmp_path):
     facts = facts_of(tmp_path)
     assert all(e["governor"] is None and e["reason"] == "no cpufreq" for e in facts["cpu"]["per_cpu"])
     assert "cpu.per_cpu.cpufreq" in unavailable_facts(facts)
-    assert dict(hf.summary_rows(facts))["Governor/frequency"] == "not available (no cpufreq)"
+    assert dict(host_rows(facts))["Governor/frequency"] == "not available (no cpufreq)"
     assert not any("cpufreq" in key for key in hf.tunables(facts))
 
 
@@ -282,7 +283,7 @@ def test_cpuidle_states(tmp_path):
         ("WFI", 1, False),
         ("cpu-sleep-0", 133, True),
     ]
-    assert "cpu-sleep-0 133us (disabled)" in dict(hf.summary_rows(facts))["cpuidle"]
+    assert "cpu-sleep-0 133us (disabled)" in dict(host_rows(facts))["cpuidle"]
 
 
 # ---------------------------------------------------------------- missing files
@@ -311,7 +312,7 @@ def test_missing_files_give_none_and_reasons_without_raising(tmp_path):
     } <= missing
     by_fact = {e["fact"]: e["reason"] for e in facts["unavailable"]}
     assert "not found" in by_fact["cmdline"]
-    rows = hf.summary_rows(facts)
+    rows = host_rows(facts)
     assert [label for label, _ in rows] == SUMMARY_LABELS
 
 
@@ -324,9 +325,15 @@ def test_unparsable_numbers_are_none_with_reason(tmp_path):
 
 
 def test_summary_rows_of_empty_or_old_snapshot():
-    rows = hf.summary_rows({})
+    rows = host_rows({})
     assert [label for label, _ in rows] == SUMMARY_LABELS
     assert hf.tunables({}) == {}
+
+
+def test_summary_rows_old_name_prints_the_same(tmp_path):
+    fake_host(tmp_path)
+    facts = facts_of(tmp_path)
+    assert hf.summary_rows(facts) == host_rows(facts)
 
 
 # ---------------------------------------------------------------- capabilities and privileges
@@ -419,7 +426,7 @@ def test_sched_fair_server_and_tracefs_and_devices(tmp_path):
     assert dev["cpu_dma_latency"] is True
     assert dev["gpiochips"] == ["gpiochip0", "gpiochip2", "gpiochip10"]
     assert dev["uio"] == ["uio0"]
-    rows = dict(hf.summary_rows(facts))
+    rows = dict(host_rows(facts))
     assert rows["tracefs"] == "/sys/kernel/tracing (timerlat available)"
     assert rows["RT throttling"].startswith("on: RT tasks get at most 95%")
     assert "fair server" in rows["RT throttling"]
@@ -427,4 +434,4 @@ def test_sched_fair_server_and_tracefs_and_devices(tmp_path):
 
 def test_rt_throttling_off(tmp_path):
     fake_host(tmp_path, **{"proc/sys/kernel/sched_rt_runtime_us": "-1\n"})
-    assert dict(hf.summary_rows(facts_of(tmp_path)))["RT throttling"].startswith("off")
+    assert dict(host_rows(facts_of(tmp_path)))["RT throttling"].startswith("off")

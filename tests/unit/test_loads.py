@@ -89,6 +89,32 @@ def test_registry_has_the_drivers():
     assert set(LOADS) == {"hackbench", "pi_stress", "stress-ng", "cpu-hog", "command"}
 
 
+def test_load_options_are_fields():
+    """Loads declare their options with the same Field as probes and scenario files."""
+    from rtqual.fields import Field
+
+    for cls in LOADS.values():
+        fields = cls.option_fields()
+        assert list(fields)[:6] == ["name", "cpus", "policy", "priority", "instances", "force"]
+        assert all(isinstance(f, Field) for f in fields.values())
+    assert Hackbench.option_fields()["groups"].lo == 1
+    assert LOADS["command"].option_fields()["argv"].required
+
+
+def test_loads_do_not_import_the_scenario_package():
+    code = "import sys, rtqual.loads; sys.exit('rtqual.scenario' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_docs_loads_md_is_current():
+    from pathlib import Path
+
+    from rtqual.loads import options_markdown
+
+    committed = (Path(__file__).resolve().parents[2] / "docs/loads.md").read_text()
+    assert committed == options_markdown(), "regenerate: python -m rtqual.loads > docs/loads.md"
+
+
 def test_unknown_key_is_rejected_with_its_name():
     with pytest.raises(RtqError, match="unknown option 'grops'"):
         make_load({"type": "hackbench", "grops": 4})

@@ -19,6 +19,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from typing import IO
 
 from rtqual import _native
 from rtqual.epics import env as epics_env
@@ -70,7 +71,7 @@ class CaProcess:
         self.ready: dict = {}
         self.records: list[dict] = []
         self._buf = b""
-        self._err = None
+        self._err: IO[bytes] | None = None
         self.stderr = ""  # all of stderr, after stop()
 
     def start(self, timeout: float = 30.0) -> CaProcess:
@@ -93,6 +94,7 @@ class CaProcess:
 
     def _read(self, timeout: float) -> bool:
         """Read what stdout has within `timeout`, parse whole lines; False at end of file."""
+        assert self.proc is not None and self.proc.stdout is not None, "read before start()"
         fd = self.proc.stdout.fileno()
         if not select.select([fd], [], [], max(0.0, timeout))[0]:
             return True
@@ -110,9 +112,8 @@ class CaProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if not self._read(deadline - time.monotonic()):
-                raise RtqError(
-                    f"rtqual-ca {self.args[0]} exited during start (exit {self.proc.wait()}): {self.stderr_tail()}"
-                )
+                rc = self.proc.wait() if self.proc is not None else None
+                raise RtqError(f"rtqual-ca {self.args[0]} exited during start (exit {rc}): {self.stderr_tail()}")
             for r in self.records:
                 if r.get("type") == "ready":
                     return r
@@ -135,7 +136,7 @@ class CaProcess:
 
     def stop(self, timeout: float = 5.0) -> int | None:
         """SIGINT, read stdout to its end (the summary) within `timeout`, SIGKILL of the group."""
-        if self.proc is None:
+        if self.proc is None or self.proc.stdout is None:
             return None
         if self.proc.stdout.closed:  # stopped before
             return self.proc.returncode
@@ -158,7 +159,7 @@ class CaProcess:
     def __enter__(self) -> CaProcess:
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 
@@ -230,5 +231,5 @@ class CaLoad:
     def __enter__(self) -> CaLoad:
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()

@@ -358,6 +358,7 @@ class Ioc:
         return self
 
     def _wait_ready(self, timeout: float) -> dict:
+        assert self.proc is not None and self.proc.stdout is not None, "_wait_ready before start()"
         fd = self.proc.stdout.fileno()
         deadline = time.monotonic() + timeout
         buf = b""
@@ -417,7 +418,7 @@ class Ioc:
     def __enter__(self) -> Ioc:
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     # ---- lines ----

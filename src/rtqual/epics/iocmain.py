@@ -23,13 +23,15 @@ import shutil
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 from rtqual.epics import env as epics_env
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, exit 1 (not argparse's usage + exit 2)
+    def error(self, message: str) -> NoReturn:  # one line, exit 1 (not argparse's usage + exit 2)
         self.exit(1, f"{self.prog}: {message}\n")
 
 
@@ -104,7 +106,7 @@ class _Epics:
     """libCom, libdbCore and libdbRecStd, loaded RTLD_GLOBAL (the device support and
     registerAllRecordDeviceDrivers find their symbols there)."""
 
-    def __init__(self, path_of):
+    def __init__(self, path_of: Callable[[str], str]):
         self.Com, self.dbCore, self.dbRecStd = (
             ctypes.CDLL(path_of(n), mode=ctypes.RTLD_GLOBAL) for n in ("Com", "dbCore", "dbRecStd")
         )
@@ -203,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     parent = os.getppid()
     stop = {"sig": 0}
 
-    def on_signal(signum, frame):
+    def on_signal(signum: int, frame: object) -> None:
         stop["sig"] = signum
 
     signal.signal(signal.SIGINT, on_signal)

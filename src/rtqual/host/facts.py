@@ -18,8 +18,10 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
-from rtqual.units import format_cpulist
+from rtqual.units import format_cpulist, parse_kernel_cpulist
+from rtqual.util import cap_eff_hex, read_text
 
 PROGRAM_TIMEOUT_S = 2.0
 
@@ -108,19 +110,6 @@ _VM_DMI_VENDORS = ("qemu", "vmware", "innotek", "xen", "bochs", "parallels", "am
 # ---------------------------------------------------------------- reading
 
 
-def _read(path) -> tuple[str | None, str]:
-    """Stripped text of a small kernel file, or None and why: the one reader for every fact."""
-    try:
-        with open(path, errors="replace") as f:
-            return f.read().strip().strip("\x00").strip(), ""
-    except FileNotFoundError:
-        return None, f"{path}: not found"
-    except PermissionError:
-        return None, f"{path}: permission denied"
-    except OSError as e:
-        return None, f"{path}: {e.strerror or e}"
-
-
 def _run(argv: list[str]) -> tuple[str | None, str]:
     """Stdout of a quick program (whatever its exit status), or None and why; bounded by a timeout."""
     try:
@@ -140,7 +129,7 @@ def _run(argv: list[str]) -> tuple[str | None, str]:
 class _Reader:
     """Reads files below one root and notes every fact it could not read."""
 
-    def __init__(self, root):
+    def __init__(self, root: str | os.PathLike):
         self.root = Path(root)
         self.live = self.root.resolve() == Path("/")
         self.unavailable: list[dict] = []
@@ -155,7 +144,7 @@ class _Reader:
 
     def text(self, fact: str, abs_path: str, optional: bool = False) -> str | None:
         """Text of a file, or None (noted unless the fact is optional on some hosts)."""
-        text, reason = _read(self.path(abs_path))
+        text, reason = read_text(self.path(abs_path))
         if text is None and not optional:
             self.miss(fact, reason)
         return text
@@ -187,23 +176,6 @@ class _Reader:
 
 
 # ---------------------------------------------------------------- pure parsers
-
-
-def parse_cpus(text: str | None) -> list[int] | None:
-    """Kernel CPU list '0-3,8' -> [0, 1, 2, 3, 8]; '' -> []; None or garbage -> None."""
-    if text is None:
-        return None
-    cpus: list[int] = []
-    for part in text.replace("\n", ",").split(","):
-        part = part.strip()
-        if not part:
-            continue
-        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
-        if not m:
-            return None
-        lo = int(m.group(1))
-        cpus.extend(range(lo, int(m.group(2) or lo) + 1))
-    return sorted(set(cpus))
 
 
 def parse_cmdline(cmdline: str) -> dict:
@@ -307,8 +279,8 @@ def _cpu(r: _Reader, cpuinfo: str | None) -> dict:
     if model is None:
         r.miss("cpu.model", "no 'model name', 'Hardware' or 'Model' in /proc/cpuinfo, no device-tree model")
     online_text = r.text("cpu.online", "/sys/devices/system/cpu/online")
-    online = parse_cpus(online_text)
-    possible = parse_cpus(r.text("cpu.possible_count", "/sys/devices/system/cpu/possible"))
+    online = parse_kernel_cpulist(online_text)
+    possible = parse_kernel_cpulist(r.text("cpu.possible_count", "/sys/devices/system/cpu/possible"))
     nohz_full = r.text("cpu.nohz_full", "/sys/devices/system/cpu/nohz_full", optional=True)
     per_cpu = [_cpufreq(r, cpu) for cpu in online or []]
     no_cpufreq = [e["cpu"] for e in per_cpu if e["reason"]]
@@ -454,7 +426,7 @@ def _sched(r: _Reader) -> dict:
 
 def _limits(r: _Reader) -> dict:
     """Soft and hard resource limits that decide whether RT priority and mlock work."""
-    out = {}
+    out: dict[str, dict[str, int | str | None]] = {}
     for key, name in (
         ("rtprio", "RLIMIT_RTPRIO"),
         ("memlock_bytes", "RLIMIT_MEMLOCK"),
@@ -479,7 +451,7 @@ def _privileges(r: _Reader, limits: dict) -> dict:
     With capabilities known, root alone is not enough (containers drop CAP_SYS_NICE)."""
     euid = os.geteuid()
     status = r.text("privileges.cap_eff", "/proc/self/status")
-    cap_hex = _cpuinfo_field(status, "CapEff")
+    cap_hex = cap_eff_hex(status)
     caps = None
     if cap_hex is not None:
         try:
@@ -539,21 +511,25 @@ def _load(r: _Reader) -> dict:
     """Load averages from /proc/loadavg."""
     text = r.text("load", "/proc/loadavg")
     parts = (text or "").split()
+    avg: list[float | None]
     try:
         avg = [float(x) for x in parts[:3]]
     except ValueError:
         avg = []
     if text is not None and len(avg) != 3:
         r.miss("load", f"/proc/loadavg: unexpected {text[:40]!r}")
-    avg = avg if len(avg) == 3 else [None, None, None]
+    if len(avg) != 3:
+        avg = [None, None, None]
     return {"avg_1m": avg[0], "avg_5m": avg[1], "avg_15m": avg[2]}
 
 
 def _uptime_s(r: _Reader) -> float | None:
     """Seconds since boot."""
     text = r.text("uptime_s", "/proc/uptime")
+    if not text:
+        return None
     try:
-        return float(text.split()[0]) if text else None
+        return float(text.split()[0])
     except ValueError:
         r.miss("uptime_s", f"/proc/uptime: unexpected {text[:40]!r}")
         return None
@@ -572,7 +548,7 @@ def _tools(r: _Reader, tools: dict | None) -> dict:
     return out
 
 
-def collect(root="/", tools: dict | None = None) -> dict:
+def collect(root: str | os.PathLike = "/", tools: dict | None = None) -> dict:
     """Snapshot of the host facts that decide real-time latency, for bundles and reports.
     Never raises for an environmental problem: unreadable facts are None, listed in 'unavailable'."""
     r = _Reader(root)
@@ -616,7 +592,7 @@ def collect(root="/", tools: dict | None = None) -> dict:
 def tunables(facts: dict) -> dict:
     """The settings rtqual may change and must restore, keyed by the file that holds them."""
     out: dict = {}
-    for entry in _get(facts, "cpu.per_cpu") or []:
+    for entry in get_fact(facts, "cpu.per_cpu") or []:
         base = f"/sys/devices/system/cpu/cpu{entry.get('cpu')}/cpufreq"
         for key, name in (
             ("governor", "scaling_governor"),
@@ -626,15 +602,15 @@ def tunables(facts: dict) -> dict:
             if entry.get(key) is not None:
                 out[f"{base}/{name}"] = entry[key]
     for key, name in (("rt_runtime_us", "sched_rt_runtime_us"), ("timer_migration", "timer_migration")):
-        value = _get(facts, f"sched.{key}")
+        value = get_fact(facts, f"sched.{key}")
         if value is not None:
             out[f"/proc/sys/kernel/{name}"] = value
     return out
 
 
-def _get(facts: dict, dotted: str):
+def get_fact(facts: dict, dotted: str) -> Any:
     """facts['a']['b'] for 'a.b', or None when any level is missing (old or partial snapshots)."""
-    value = facts
+    value: Any = facts
     for key in dotted.split("."):
         if not isinstance(value, dict):
             return None
@@ -642,218 +618,8 @@ def _get(facts: dict, dotted: str):
     return value
 
 
-def _or(value, missing: str = "unknown") -> str:
-    """A value for the table, with a word for None."""
-    return missing if value is None else str(value)
-
-
-def _group_cpus(values: dict[int, str]) -> str:
-    """{cpu: text} -> 'text (all)' or 'a (cpu 0-1); b (cpu 2)'."""
-    if not values:
-        return "unknown"
-    groups: dict[str, list[int]] = {}
-    for cpu, text in sorted(values.items()):
-        groups.setdefault(text, []).append(cpu)
-    if len(groups) == 1:
-        return f"{next(iter(groups))} (all)"
-    return "; ".join(f"{text} (cpu {format_cpulist(cpus)})" for text, cpus in groups.items())
-
-
-def _governor_row(facts: dict) -> str:
-    """Governor and current frequency per CPU, identical values merged."""
-    per_cpu = _get(facts, "cpu.per_cpu") or []
-    if per_cpu and all(e.get("governor") is None and e.get("reason") for e in per_cpu):
-        reasons = sorted({e["reason"] for e in per_cpu})
-        return f"not available ({', '.join(reasons)})"
-    values = {}
-    for e in per_cpu:
-        khz = e.get("scaling_cur_freq_khz")
-        freq = f"{khz / 1000:.0f} MHz" if isinstance(khz, int) else "? MHz"
-        values[e.get("cpu")] = f"{_or(e.get('governor'), '?')}, {freq}"
-    return _group_cpus(values)
-
-
-def _preempt_row(facts: dict) -> str:
-    """Model, its source and, for a dynamic kernel, the current mode."""
-    p = _get(facts, "preempt") or {}
-    text = f"{_or(p.get('model'))} (from {_or(p.get('model_source'))})"
-    if p.get("model") == "PREEMPT_DYNAMIC":
-        mode = p.get("dynamic_mode")
-        text += f", mode {mode}" if mode else ", current mode unreadable (debugfs)"
-    if p.get("cmdline_preempt") is not None:
-        text += f", preempt={p['cmdline_preempt']} on cmdline"
-    return text
-
-
-def _cmdline_row(facts: dict) -> str:
-    """The RT options present on the command line."""
-    opts = _get(facts, "cmdline.rt_options") or {}
-    words = [
-        key if value is True else f"{key}={value}"
-        for key, value in opts.items()
-        if value is not None and value is not False
-    ]
-    return " ".join(words) if words else "none"
-
-
-def _online_row(facts: dict) -> str:
-    """Online CPUs against possible, SMT and isolation."""
-    cpu = _get(facts, "cpu") or {}
-    online = cpu.get("online_cpus")
-    text = (
-        f"{_or(cpu.get('online'))} ({len(online) if online is not None else '?'} of "
-        f"{_or(cpu.get('possible_count'), '?')} possible)"
-    )
-    smt = cpu.get("smt_active")
-    text += ", SMT " + {True: "active", False: "off", None: "unknown"}[smt]
-    if cpu.get("isolated"):
-        text += f", isolated {cpu['isolated']}"
-    if cpu.get("nohz_full"):
-        text += f", nohz_full {cpu['nohz_full']}"
-    return text
-
-
-def _cpuidle_row(facts: dict) -> str:
-    """Driver, governor and the states of the first CPU with their exit latency."""
-    idle = _get(facts, "cpuidle") or {}
-    text = f"{_or(idle.get('driver'))} / {_or(idle.get('governor'))}"
-    per_cpu = idle.get("per_cpu") or []
-    if per_cpu and per_cpu[0].get("states"):
-        states = [
-            f"{s.get('name')} {_or(s.get('latency_us'), '?')}us" + (" (disabled)" if s.get("disabled") else "")
-            for s in per_cpu[0]["states"]
-        ]
-        text += f"; cpu{per_cpu[0].get('cpu')}: " + ", ".join(states)
-    return text
-
-
-def _virt_row(facts: dict) -> str:
-    """Virtualised or not, and what says so."""
-    v = _get(facts, "virtualization") or {}
-    word = {True: "yes", False: "no", None: "unknown"}[v.get("virtualized")]
-    details = [
-        x
-        for x in (v.get("systemd_detect_virt_vm"), v.get("hypervisor_type"), v.get("dmi_product_name"))
-        if x and x != "none"
-    ]
-    if v.get("systemd_detect_virt_container") not in (None, "none"):
-        details.append(f"container {v['systemd_detect_virt_container']}")
-    return word + (f" ({', '.join(details)})" if details else "")
-
-
-def _throttling_row(facts: dict) -> str:
-    """Whether RT tasks are throttled and to what share of each period."""
-    runtime, period = _get(facts, "sched.rt_runtime_us"), _get(facts, "sched.rt_period_us")
-    if runtime is None:
-        text = "unknown"
-    elif runtime < 0:
-        text = "off (sched_rt_runtime_us = -1)"
-    elif period:
-        text = f"on: RT tasks get at most {100 * runtime / period:.0f}% of each {period} us"
-    else:
-        text = "on"
-    fair_rt, fair_period = (
-        _get(facts, "sched.fair_server_cpu0_runtime_ns"),
-        _get(facts, "sched.fair_server_cpu0_period_ns"),
-    )
-    if fair_rt is not None and fair_period:
-        text += f"; fair server cpu0 {fair_rt} ns per {fair_period} ns"
-    return text
-
-
-def _limit_text(limit: dict | None, scale: int = 1, unit: str = "") -> str:
-    """'soft/hard' of one limit."""
-
-    def one(v):
-        if v is None or v == UNLIMITED:
-            return _or(v)
-        return f"{v // scale}{unit}"
-
-    limit = limit or {}
-    return f"{one(limit.get('soft'))}/{one(limit.get('hard'))}"
-
-
-def _privileges_row(facts: dict) -> str:
-    """root or not, the RT-relevant capabilities, and what that allows."""
-    p = _get(facts, "privileges") or {}
-    who = "root" if p.get("root") else f"euid {_or(p.get('euid'))}"
-    caps = p.get("capabilities")
-    if caps is None:
-        cap_text = "capabilities unknown"
-    else:
-        present = [c for c in RT_CAPS if c in caps]
-        missing = [c for c in RT_CAPS if c not in caps]
-        cap_text = f"{len(caps)} capabilities: " + (" ".join(present) or "none relevant")
-        if missing:
-            cap_text += " (missing " + " ".join(missing) + ")"
-    yes = {True: "yes", False: "no", None: "unknown"}
-    return f"{who}; {cap_text}; SCHED_FIFO {yes[p.get('can_sched_fifo')]}, mlock {yes[p.get('can_mlock')]}"
-
-
-def _tracefs_row(facts: dict) -> str:
-    """Where tracefs is and whether the timerlat tracer exists."""
-    d = _get(facts, "devices") or {}
-    if not d.get("tracefs"):
-        return "not mounted"
-    tracer = {True: "timerlat available", False: "no timerlat", None: "tracers unreadable"}
-    return f"{d['tracefs']} ({tracer[d.get('timerlat')]})"
-
-
-def _tools_row(facts: dict) -> str:
-    """Tool names with versions."""
-    parts = []
-    for name, value in (_get(facts, "tools") or {}).items():
-        if isinstance(value, dict):
-            version = value.get("version") or value.get("path") or "?"
-            parts.append(f"{name} {version}")
-        elif value is None:
-            parts.append(f"{name} not found")
-        else:
-            parts.append(f"{name} {value}")
-    return ", ".join(parts) or "none"
-
-
 def summary_rows(facts: dict) -> list[tuple[str, str]]:
-    """(label, value) rows for the human host table; a pure function of a collect() result."""
-    k = _get(facts, "kernel") or {}
-    cpu_model = _or(_get(facts, "cpu.model"))
-    board = _get(facts, "cpu.board")
-    if board and board != cpu_model:
-        cpu_model += f" ({board})"
-    clock = _get(facts, "clocksource") or {}
-    limits = _get(facts, "limits") or {}
-    d = _get(facts, "devices") or {}
-    dma = _get(facts, "devices.cpu_dma_latency")
-    return [
-        ("Kernel", f"{_or(k.get('release'))} {_or(k.get('machine'), '')} {_or(k.get('version'), '')}".strip()),
-        ("Preemption", _preempt_row(facts)),
-        ("Cmdline RT options", _cmdline_row(facts)),
-        ("CPU", cpu_model),
-        ("Online CPUs", _online_row(facts)),
-        ("Governor/frequency", _governor_row(facts)),
-        (
-            "Clocksource",
-            f"{_or(clock.get('current'))} (available: {' '.join(clock.get('available') or []) or 'unknown'})",
-        ),
-        ("cpuidle", _cpuidle_row(facts)),
-        ("Virtualization", _virt_row(facts)),
-        (
-            "sched_rt_runtime_us",
-            f"{_or(_get(facts, 'sched.rt_runtime_us'))} of {_or(_get(facts, 'sched.rt_period_us'))} us",
-        ),
-        ("RT throttling", _throttling_row(facts)),
-        (
-            "Limits (rtprio/memlock/rttime)",
-            f"rtprio {_limit_text(limits.get('rtprio'))}, "
-            f"memlock {_limit_text(limits.get('memlock_bytes'), 1024, ' KiB')}, "
-            f"rttime {_limit_text(limits.get('rttime_us'), 1, ' us')} (soft/hard)",
-        ),
-        ("Privileges", _privileges_row(facts)),
-        ("cpu_dma_latency", {True: "present", False: "absent", None: "unknown"}[dma]),
-        ("tracefs", _tracefs_row(facts)),
-        (
-            "GPIO/UIO",
-            f"gpio: {' '.join(d.get('gpiochips') or []) or 'none'}; uio: {' '.join(d.get('uio') or []) or 'none'}",
-        ),
-        ("Tools", _tools_row(facts)),
-    ]
+    """The rows of the `rtqual host` table: kept for old callers, the printer is rtqual.report.host_rows."""
+    from rtqual.report import host_rows
+
+    return host_rows(facts)

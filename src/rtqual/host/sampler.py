@@ -18,9 +18,11 @@ import os
 import re
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from rtqual.units import format_cpulist
+from rtqual.util import read_text
 
 POLICY_NAMES = {1: "fifo", 2: "rr", 6: "deadline"}
 """RT scheduling policies by number (linux/sched.h); other policies are not reported."""
@@ -28,12 +30,8 @@ _PF_KTHREAD = 0x00200000
 
 
 def _read(path: Path) -> str | None:
-    """Stripped text of a small kernel file, or None."""
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except (OSError, ValueError):
-        return None
+    """Stripped text of a small kernel file, or None (rtqual.util.read_text without the reason)."""
+    return read_text(path)[0]
 
 
 # ---------------------------------------------------------------- sources, found once
@@ -107,7 +105,7 @@ class Sampler(threading.Thread):
     start() / stop(); a read or write error is counted in `errors`, never ends the thread.
     """
 
-    def __init__(self, path, period_s: float = 1.0, root="/"):
+    def __init__(self, path: str | os.PathLike, period_s: float = 1.0, root: str | os.PathLike = "/"):
         super().__init__(name="rtqual-sampler", daemon=True)
         self.path = Path(path)
         self.period_s = period_s
@@ -171,7 +169,7 @@ class Sampler(threading.Thread):
             self.join(timeout_s)
 
 
-def read_samples(path) -> list[dict]:
+def read_samples(path: str | os.PathLike) -> list[dict]:
     """Samples of a sampler file; a truncated or corrupt line (a killed run) is skipped."""
     try:
         with open(path, errors="replace") as f:
@@ -180,8 +178,8 @@ def read_samples(path) -> list[dict]:
         return []
 
 
-def _parse_lines(lines) -> list[dict]:
-    out = []
+def _parse_lines(lines: Iterable[str | dict]) -> list[dict]:
+    out: list[dict] = []
     for line in lines:
         if isinstance(line, dict):
             out.append(line)
@@ -199,7 +197,7 @@ def _range(values: list[float]) -> dict:
     return {"min": min(values), "max": max(values), "mean": round(sum(values) / len(values), 3)}
 
 
-def summarize(lines) -> dict:
+def summarize(lines: Iterable[str | dict]) -> dict:
     """Summary of samples (JSON lines or dicts): count, time span, min/max/mean temperature per
     sensor, frequency range per CPU and overall, highest 1-minute load. Pure."""
     samples = _parse_lines(lines)
@@ -247,7 +245,7 @@ def parse_stat(text: str) -> dict | None:
         return None
 
 
-def rt_tasks(exclude=()) -> list[dict]:
+def rt_tasks(exclude: Iterable[int] = ()) -> list[dict]:
     """Real-time threads (FIFO, RR, deadline) now on this machine, one dict per thread:
     name, pid, tid, policy, priority, affinity (cpulist), kernel (a kernel thread).
     exclude: pids whose threads are left out (ours, the probe's). Vanished tasks are skipped."""

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import TYPE_CHECKING, TextIO
 
-from rtqual.units import format_ns
+from rtqual.units import format_hms, format_ns
+
+if TYPE_CHECKING:
+    from rich.live import Live
+    from rich.table import Table
 
 
 def progress_line(rec: dict) -> str:
@@ -26,23 +31,18 @@ def case_line(case: dict, cases: list[dict]) -> str:
         return f"running {case['id']}: {case['label']}"
     k = ids.index(case["id"])
     left_ns = sum(c.get("estimate_ns", c.get("params", {}).get("duration_ns", 0)) for c in cases[k:])
-    return f"[{k + 1}/{len(ids)}] running {case['id']}: {case['label']} (about {_hms(left_ns)} left in the run)"
-
-
-def _hms(ns: int) -> str:
-    s = round(ns / 1e9)
-    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+    return f"[{k + 1}/{len(ids)}] running {case['id']}: {case['label']} (about {format_hms(left_ns)} left in the run)"
 
 
 class TerminalDisplay:
     """Shows progress records of the running case; quiet=True prints nothing."""
 
-    def __init__(self, stream=None, quiet: bool = False, cases: list[dict] | None = None):
+    def __init__(self, stream: TextIO | None = None, quiet: bool = False, cases: list[dict] | None = None):
         self.out = stream or sys.stdout
         self.cases = cases or []
         self.quiet = quiet
         self.tty = self.out.isatty()
-        self.live = None
+        self.live: Live | None = None
         self.t0 = 0.0
         self.case_total_s = 0.0
 
@@ -56,8 +56,9 @@ class TerminalDisplay:
             from rich.console import Console
             from rich.live import Live
 
-            self.live = Live("starting...", console=Console(file=self.out), refresh_per_second=4, transient=True)
-            self.live.start()
+            live = Live("starting...", console=Console(file=self.out), refresh_per_second=4, transient=True)
+            live.start()
+            self.live = live
 
     def record(self, case: dict, rec: dict) -> None:
         if self.quiet:
@@ -78,7 +79,7 @@ class TerminalDisplay:
     def _print(self, text: str) -> None:
         (self.live.console.print if self.live else lambda t: print(t, file=self.out, flush=True))(text)
 
-    def _rich_table(self, rec: dict):
+    def _rich_table(self, rec: dict) -> Table:
         from rich.table import Table
 
         elapsed = rec.get("elapsed_ns", 0) / 1e9

@@ -1,10 +1,14 @@
 """Background loads that stress the host while a probe measures (hackbench, pi_stress, stress-ng, ...).
 
-Adding a load = one module with a Load subclass + one line in LOADS.
+Adding a load = one module with a Load subclass (its OPTIONS: {name: Field}) + one line in LOADS;
+then `python -m rtqual.loads > docs/loads.md`.
 """
 
+import html
+import json
+
 from rtqual.errors import RtqError
-from rtqual.loads.base import COMMON_OPTIONS, Load, LoadSet, Option
+from rtqual.loads.base import COMMON_OPTIONS, Load, LoadSet
 from rtqual.loads.command import Command
 from rtqual.loads.cpu_hog import CpuHog
 from rtqual.loads.hackbench import Hackbench
@@ -19,7 +23,7 @@ LOADS: dict[str, type[Load]] = {
     "command": Command,
 }
 
-__all__ = ["COMMON_OPTIONS", "LOADS", "Load", "LoadSet", "Option", "make_load"]
+__all__ = ["COMMON_OPTIONS", "LOADS", "Load", "LoadSet", "make_load", "options_markdown"]
 
 
 def make_load(spec: dict) -> Load:
@@ -32,3 +36,35 @@ def make_load(spec: dict) -> Load:
         what = "missing 'type'" if kind is None else f"unknown type '{kind}'"
         raise RtqError(f"load: {what} (one of: {', '.join(LOADS)})")
     return LOADS[kind](**spec)
+
+
+def options_markdown() -> str:
+    """docs/loads.md: every load's options from their Field tables (python -m rtqual.loads > docs/loads.md)."""
+
+    def table(fields: dict) -> list[str]:
+        rows = ["| option | kind | default | help |", "| --- | --- | --- | --- |"]
+        for name, f in fields.items():
+            kind = f"{f.kind} ({', '.join(f.choices)})" if f.choices else f.kind
+            if f.lo is not None or f.hi is not None:
+                kind += f" {'' if f.lo is None else f.lo}..{'' if f.hi is None else f.hi}"
+            default = "required" if f.required else "" if f.default is None else f"`{json.dumps(f.default)}`"
+            rows.append(f"| `{name}` | {kind} | {default} | {f.help} |")
+        return rows
+
+    out = [
+        "# Loads",
+        "",
+        "Generated from the option tables in `src/rtqual/loads` (`python -m rtqual.loads > docs/loads.md`; a test",
+        "fails when it is stale). A load table in a scenario file (`[loads.NAME]` or inline) has a `type` and",
+        "these options; an empty default means the tool's own.",
+        "",
+        "## Every load",
+        "",
+        *table(COMMON_OPTIONS),
+    ]
+    for kind, cls in LOADS.items():
+        doc = html.escape((cls.__doc__ or "").strip().splitlines()[0], quote=False)
+        out += ["", f"## `{kind}`", "", doc]
+        if cls.OPTIONS:
+            out += ["", *table(cls.OPTIONS)]
+    return "\n".join(out) + "\n"

@@ -16,12 +16,16 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rtqual.errors import EXIT_SKIP, RtqError
+from rtqual.fields import Field
 from rtqual.procs import die_with_parent
 from rtqual.units import format_cpulist, online_cpus, parse_cpulist
+from rtqual.util import CAP_SYS_NICE, has_capability
 
 POLICIES = {
     "other": os.SCHED_OTHER,
@@ -33,77 +37,67 @@ POLICIES = {
 RT_POLICIES = ("fifo", "rr")
 # Lowest RT priority: above every normal task, below threaded IRQs (FIFO 50) and the probe.
 DEFAULT_RT_PRIORITY = 1
-_CAP_SYS_NICE = 23
 _POLL_S = 0.02
 
 
-@dataclass(frozen=True)
-class Option:
-    """One spec key of a load: kind, default and limits; validation and help come from here.
+def convert_option(name: str, f: Field, value: Any, where: str) -> Any:
+    """A load option's value checked against its Field, or RtqError naming the load and the key.
 
-    kind: int, bool, str, strlist (list of str), argv (list of str or a shlex string),
-    cpulist (list of int or a cpulist string such as '0-3,8').
+    The kinds of Field that loads use: int, bool, str, enum, strlist, argv, cpulist (a list of
+    CPU numbers or a string such as '0-3,8'). The messages are the loads' own (scenario files show them).
     """
-
-    name: str
-    kind: str
-    default: object = None
-    help: str = ""
-    min: int | None = None
-    max: int | None = None
-    choices: tuple = ()
-    required: bool = False
-
-    def convert(self, value, where: str):
-        """The checked value, or RtqError naming the load and the key."""
-        bad = f"{where}: option '{self.name}' "
-        if self.kind == "int":
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise RtqError(bad + f"must be an integer, got {value!r}")
-            if (self.min is not None and value < self.min) or (self.max is not None and value > self.max):
-                raise RtqError(bad + f"must be in {self.min}..{self.max}, got {value}")
-        elif self.kind == "bool":
-            if not isinstance(value, bool):
-                raise RtqError(bad + f"must be true or false, got {value!r}")
-        elif self.kind == "str":
-            if not isinstance(value, str):
-                raise RtqError(bad + f"must be a string, got {value!r}")
-            if self.choices and value not in self.choices:
-                raise RtqError(bad + f"must be one of {', '.join(self.choices)}, got '{value}'")
-        elif self.kind == "strlist":
-            if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-                raise RtqError(bad + f"must be a list of strings, got {value!r}")
-            value = list(value)
-        elif self.kind == "argv":
-            if isinstance(value, str):
-                try:
-                    value = shlex.split(value)
-                except ValueError as e:
-                    raise RtqError(bad + f"cannot be split like a shell line: {e}") from None
-            if not isinstance(value, (list, tuple)) or not value or not all(isinstance(v, str) for v in value):
-                raise RtqError(bad + f"must be a non-empty command line (list or string), got {value!r}")
-            value = list(value)
-        elif self.kind == "cpulist":
-            if isinstance(value, str):
-                value = parse_cpulist(value, check_online=False)
-            elif (
-                not isinstance(value, (list, tuple))
-                or not value
-                or not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in value)
-            ):
-                raise RtqError(bad + f"must be a CPU list such as '0-3,8' or [1, 2], got {value!r}")
-            value = sorted(set(value))
-        return value
+    bad = f"{where}: option '{name}' "
+    kind = f.kind
+    if kind == "int":
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise RtqError(bad + f"must be an integer, got {value!r}")
+        if (f.lo is not None and value < f.lo) or (f.hi is not None and value > f.hi):
+            raise RtqError(bad + f"must be in {f.lo}..{f.hi}, got {value}")
+    elif kind == "bool":
+        if not isinstance(value, bool):
+            raise RtqError(bad + f"must be true or false, got {value!r}")
+    elif kind in ("str", "enum"):
+        if not isinstance(value, str):
+            raise RtqError(bad + f"must be a string, got {value!r}")
+        if f.choices and value not in f.choices:
+            raise RtqError(bad + f"must be one of {', '.join(f.choices)}, got '{value}'")
+    elif kind == "strlist":
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise RtqError(bad + f"must be a list of strings, got {value!r}")
+        value = list(value)
+    elif kind == "argv":
+        if isinstance(value, str):
+            try:
+                value = shlex.split(value)
+            except ValueError as e:
+                raise RtqError(bad + f"cannot be split like a shell line: {e}") from None
+        if not isinstance(value, (list, tuple)) or not value or not all(isinstance(v, str) for v in value):
+            raise RtqError(bad + f"must be a non-empty command line (list or string), got {value!r}")
+        value = list(value)
+    elif kind == "cpulist":
+        if isinstance(value, str):
+            value = parse_cpulist(value, check_online=False)
+        elif (
+            not isinstance(value, (list, tuple))
+            or not value
+            or not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in value)
+        ):
+            raise RtqError(bad + f"must be a CPU list such as '0-3,8' or [1, 2], got {value!r}")
+        value = sorted(set(value))
+    else:
+        raise AssertionError(f"load option '{name}': kind {kind} is not a load option kind")
+    return value
 
 
-COMMON_OPTIONS = (
-    Option("name", "str", None, "label for logs and results (default: the load type)"),
-    Option("cpus", "cpulist", None, "CPUs the load may run on (default: all)"),
-    Option("policy", "str", "other", "scheduling policy", choices=tuple(POLICIES)),
-    Option("priority", "int", None, f"priority for fifo/rr (default {DEFAULT_RT_PRIORITY})", min=0, max=99),
-    Option("instances", "int", None, "copies of the load (default 1; cpu-hog: one per CPU)", min=1, max=1024),
-    Option("force", "bool", False, "allow a real-time load on every CPU"),
-)
+COMMON_OPTIONS: dict[str, Field] = {
+    "name": Field("str", "label for logs and results (default: the load type)"),
+    "cpus": Field("cpulist", "CPUs the load may run on (default: all)"),
+    "policy": Field("enum", "scheduling policy", tuple(POLICIES), default="other"),
+    "priority": Field("int", f"priority for fifo/rr (default {DEFAULT_RT_PRIORITY})", lo=0, hi=99),
+    "instances": Field("int", "copies of the load (default 1; cpu-hog: one per CPU)", lo=1, hi=1024),
+    "force": Field("bool", "allow a real-time load on every CPU", default=False),
+}
+"""The options every load has; a driver's own are its OPTIONS (both {name: Field})."""
 
 
 @dataclass
@@ -126,24 +120,24 @@ class Load:
     type = ""  # registry key in rtqual.loads.LOADS
     tool: str | None = None  # executable looked up on PATH by prepare()
     package: str | None = None  # Debian package that provides the tool
-    OPTIONS: tuple[Option, ...] = ()
+    OPTIONS: dict[str, Field] = {}  # the driver's own options, beside COMMON_OPTIONS
     rt_inherent = False  # the tool makes its own SCHED_FIFO threads, whatever our policy
     runs_until_stopped = True  # exiting on its own means the load is dead
 
-    def __init__(self, **spec):
+    def __init__(self, **spec: Any):
         where = f"load '{self.type}'"
-        known = {o.name: o for o in COMMON_OPTIONS + self.OPTIONS}
+        known = self.option_fields()
         for key in spec:
             if key not in known:
                 raise RtqError(f"{where}: unknown option '{key}' (known: {', '.join(sorted(known))})")
-        values = {}
-        for name, opt in known.items():
+        values: dict[str, Any] = {}
+        for name, f in known.items():
             if spec.get(name) is None:
-                if opt.required:
-                    raise RtqError(f"{where}: option '{name}' is required ({opt.help})")
-                values[name] = opt.default
+                if f.required:
+                    raise RtqError(f"{where}: option '{name}' is required ({f.help})")
+                values[name] = list(f.default) if isinstance(f.default, list) else f.default
             else:
-                values[name] = opt.convert(spec[name], where)
+                values[name] = convert_option(name, f, spec[name], where)
         self.name: str = values["name"] or self.type
         self.cpus: list[int] | None = values["cpus"]
         self.policy: str = values["policy"]
@@ -158,14 +152,19 @@ class Load:
         else:
             self.priority = values["priority"]
         self.instances: int = values["instances"] or self.default_instances()
-        self.options = {o.name: values[o.name] for o in self.OPTIONS}
-        self.exe: str | None = None
+        self.options = {name: values[name] for name in self.OPTIONS}
+        self.exe = ""  # the program's path, set by prepare()
         self._running: list[_Instance] = []
         self._start_ns: int | None = None
         self._stop_ns: int | None = None
         self._dead: str | None = None
         self._stopped = False
         self._leftover: list[int] = []
+
+    @classmethod
+    def option_fields(cls) -> dict[str, Field]:
+        """Every option of this load, common ones first: {name: Field} (help, validation, docs)."""
+        return {**COMMON_OPTIONS, **cls.OPTIONS}
 
     # -- what drivers override -------------------------------------------------------------
 
@@ -178,7 +177,7 @@ class Load:
 
     def find_tool(self) -> str:
         """Absolute path of the program, or RtqError saying which package provides it."""
-        path = shutil.which(self.tool)
+        path = shutil.which(self.tool) if self.tool else None
         if path is None:
             raise RtqError(f"{self.tool} not found: apt-get install {self.package}")
         return path
@@ -227,7 +226,7 @@ class Load:
 
     def start(self, log_dir: Path) -> None:
         """Spawn every instance in its own session, pinned and scheduled; output to log_dir."""
-        if self.exe is None:
+        if not self.exe:
             raise RtqError(f"load '{self.name}': start() before prepare()")
         if self._start_ns is not None:
             raise RtqError(f"load '{self.name}': already started")
@@ -396,10 +395,10 @@ def python_env() -> dict:
     return env
 
 
-def _child_setup(cpus: list[int] | None, policy: int, priority: int):
+def _child_setup(cpus: list[int] | None, policy: int, priority: int) -> Callable[[], None]:
     """preexec_fn: runs in the child between fork and exec."""
 
-    def setup():
+    def setup() -> None:
         # Signals the runner may block or ignore must reach the load again (ignoring survives exec).
         signal.pthread_sigmask(signal.SIG_SETMASK, [])
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -414,13 +413,8 @@ def _child_setup(cpus: list[int] | None, policy: int, priority: int):
 
 def _may_use_rt(priority: int) -> bool:
     """CAP_SYS_NICE (root normally has it) or an RLIMIT_RTPRIO high enough."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("CapEff:") and int(line.split()[1], 16) >> _CAP_SYS_NICE & 1:
-                    return True
-    except OSError:
-        pass
+    if has_capability(CAP_SYS_NICE):
+        return True
     soft, _ = resource.getrlimit(resource.RLIMIT_RTPRIO)
     return soft == resource.RLIM_INFINITY or soft >= priority
 

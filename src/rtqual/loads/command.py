@@ -2,21 +2,23 @@
 
 import os
 import shutil
+from typing import Any
 
 from rtqual.errors import RtqError
-from rtqual.loads.base import Load, Option
+from rtqual.fields import Field
+from rtqual.loads.base import Load
 
 
 class Command(Load):
     """argv is run as is, without a shell (write ["sh", "-c", "..."] to get one)."""
 
     type = "command"
-    OPTIONS = (
-        Option("argv", "argv", None, "command line: a list, or a string split like a shell line", required=True),
-        Option("finite", "bool", False, "the command may end by itself: exit code 0 is not a dead load"),
-    )
+    OPTIONS = {
+        "argv": Field("argv", "command line: a list, or a string split like a shell line", required=True),
+        "finite": Field("bool", "the command may end by itself: exit code 0 is not a dead load", default=False),
+    }
 
-    def __init__(self, **spec):
+    def __init__(self, **spec: Any):
         super().__init__(**spec)
         self.runs_until_stopped = not self.options["finite"]
 

@@ -6,7 +6,8 @@ Each instance is `python -m rtqual.loads.zero_to_null`: read/write syscalls in a
 
 import sys
 
-from rtqual.loads.base import Load, Option, python_env
+from rtqual.fields import Field
+from rtqual.loads.base import Load, python_env
 from rtqual.units import online_cpus
 
 
@@ -14,11 +15,11 @@ class CpuHog(Load):
     """One copier per selected CPU (all online CPUs by default), each pinned to its CPU."""
 
     type = "cpu-hog"
-    OPTIONS = (
-        Option(
-            "block_size", "int", 128 * 1024, "bytes per read and write (cat uses 128 KiB)", min=1, max=64 * 1024 * 1024
+    OPTIONS = {
+        "block_size": Field(
+            "int", "bytes per read and write (cat uses 128 KiB)", lo=1, hi=64 * 1024 * 1024, default=128 * 1024
         ),
-    )
+    }
 
     def default_instances(self) -> int:
         return len(self.cpus or online_cpus())

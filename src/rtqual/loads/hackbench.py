@@ -2,7 +2,8 @@
 
 import sys
 
-from rtqual.loads.base import Load, Option, python_env
+from rtqual.fields import Field
+from rtqual.loads.base import Load, python_env
 
 
 class Hackbench(Load):
@@ -17,14 +18,14 @@ class Hackbench(Load):
     type = "hackbench"
     tool = "hackbench"
     package = "rt-tests"
-    OPTIONS = (
-        Option("groups", "int", None, "groups of senders and receivers (hackbench default 10)", min=1, max=10000),
-        Option("fds", "int", None, "senders and receivers per group (hackbench default 20)", min=1, max=1000),
-        Option("mode", "str", "process", "senders/receivers as processes or threads", choices=("process", "thread")),
-        Option("transport", "str", "socket", "Unix socket pairs or pipes", choices=("socket", "pipe")),
-        Option("loops", "int", None, "messages per sender in one run (hackbench default 100)", min=1),
-        Option("datasize", "int", None, "bytes per message (hackbench default 100)", min=1),
-    )
+    OPTIONS = {
+        "groups": Field("int", "groups of senders and receivers (hackbench default 10)", lo=1, hi=10000),
+        "fds": Field("int", "senders and receivers per group (hackbench default 20)", lo=1, hi=1000),
+        "mode": Field("enum", "senders/receivers as processes or threads", ("process", "thread"), default="process"),
+        "transport": Field("enum", "Unix socket pairs or pipes", ("socket", "pipe"), default="socket"),
+        "loops": Field("int", "messages per sender in one run (hackbench default 100)", lo=1),
+        "datasize": Field("int", "bytes per message (hackbench default 100)", lo=1),
+    }
 
     def argv(self, index: int) -> list[str]:
         o = self.options

@@ -1,7 +1,10 @@
 """pi_stress (rt-tests): priority-inversion groups of SCHED_FIFO threads, run until SIGINT."""
 
+from typing import Any
+
 from rtqual.errors import RtqError
-from rtqual.loads.base import Load, Option
+from rtqual.fields import Field
+from rtqual.loads.base import Load
 
 
 class PiStress(Load):
@@ -16,14 +19,14 @@ class PiStress(Load):
     tool = "pi_stress"
     package = "rt-tests"
     rt_inherent = True
-    OPTIONS = (
-        Option("groups", "int", None, "inversion groups (default chosen by pi_stress)", min=1, max=1024),
-        Option("rr", "bool", False, "SCHED_RR instead of SCHED_FIFO for the test threads"),
-        Option("uniprocessor", "bool", False, "all groups on one CPU (pi_stress --uniprocessor)"),
-        Option("mlockall", "bool", False, "lock pi_stress's memory"),
-    )
+    OPTIONS = {
+        "groups": Field("int", "inversion groups (default chosen by pi_stress)", lo=1, hi=1024),
+        "rr": Field("bool", "SCHED_RR instead of SCHED_FIFO for the test threads", default=False),
+        "uniprocessor": Field("bool", "all groups on one CPU (pi_stress --uniprocessor)", default=False),
+        "mlockall": Field("bool", "lock pi_stress's memory", default=False),
+    }
 
-    def __init__(self, **spec):
+    def __init__(self, **spec: Any):
         super().__init__(**spec)
         if self.cpus is not None:
             raise RtqError(

@@ -2,9 +2,11 @@
 
 import re
 import subprocess
+from typing import Any
 
 from rtqual.errors import RtqError
-from rtqual.loads.base import Load, Option
+from rtqual.fields import Field
+from rtqual.loads.base import Load
 
 
 class StressNg(Load):
@@ -13,13 +15,13 @@ class StressNg(Load):
     type = "stress-ng"
     tool = "stress-ng"
     package = "stress-ng"
-    OPTIONS = (
-        Option("stressor", "str", "cpu", "stressor name, as listed by `stress-ng --stressors`"),
-        Option("workers", "int", 1, "workers per instance (0: one per online CPU)", min=0, max=4096),
-        Option("args", "strlist", [], "more stress-ng options, e.g. ['--cpu-method', 'matrixprod']"),
-    )
+    OPTIONS = {
+        "stressor": Field("str", "stressor name, as listed by `stress-ng --stressors`", default="cpu"),
+        "workers": Field("int", "workers per instance (0: one per online CPU)", lo=0, hi=4096, default=1),
+        "args": Field("strlist", "more stress-ng options, e.g. ['--cpu-method', 'matrixprod']", default=[]),
+    }
 
-    def __init__(self, **spec):
+    def __init__(self, **spec: Any):
         super().__init__(**spec)
         if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", self.options["stressor"]):
             raise RtqError(f"load '{self.name}': '{self.options['stressor']}' is not a stressor name")

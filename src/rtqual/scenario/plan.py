@@ -11,6 +11,7 @@ import itertools
 import re
 from typing import Any
 
+from rtqual import units
 from rtqual.errors import RtqError
 from rtqual.report import format_table
 from rtqual.scenario.fields import defaults_of, format_khz, format_value
@@ -137,17 +138,7 @@ def total_ns(cases: list[dict]) -> int:
     return sum(c["estimate_ns"] for c in cases)
 
 
-def format_hms(ns: int) -> str:
-    """Rounded to seconds: '45s', '2m30s', '1h05m', '2d03h'."""
-    s = round(ns / S)
-    d, s = divmod(s, 86400)
-    h, s = divmod(s, 3600)
-    m, s = divmod(s, 60)
-    if d:
-        return f"{d}d{h:02d}h"
-    if h:
-        return f"{h}h{m:02d}m" + (f"{s:02d}s" if s else "")
-    return f"{m}m{s:02d}s" if m else f"{s}s"
+format_hms = units.format_hms  # the one h:m:s formatter; plan.format_hms kept for callers
 
 
 def _conditions_text(c: dict) -> str:

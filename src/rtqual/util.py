@@ -1,0 +1,53 @@
+"""Small shared helpers for kernel files, atomic writes and capabilities (values with units: rtqual.units).
+
+One copy of each: host facts, conditions, the bundle and the loads all use these.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+CAP_IPC_LOCK = 14
+CAP_SYS_NICE = 23
+"""Capability bit numbers (linux/capability.h) that real-time runs need."""
+
+
+def read_text(path: str | os.PathLike) -> tuple[str | None, str]:
+    """Stripped text of a small kernel file, or None and why (not found, permission denied, ...); never raises."""
+    try:
+        with open(path, errors="replace") as f:
+            return f.read().strip().strip("\x00").strip(), ""
+    except FileNotFoundError:
+        return None, f"{path}: not found"
+    except PermissionError:
+        return None, f"{path}: permission denied"
+    except OSError as e:
+        return None, f"{path}: {e.strerror or e}"
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    """Write a file so a reader (or a kill) sees the old content or the new, never half: write, fsync, rename."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def cap_eff_hex(status: str | None) -> str | None:
+    """The hex mask of the 'CapEff:' line of a /proc/<pid>/status text, or None when absent."""
+    m = re.search(r"^CapEff\s*:\s*(.*)$", status or "", re.M)
+    return m.group(1).strip() if m else None
+
+
+def has_capability(bit: int, status_path: str | os.PathLike = "/proc/self/status") -> bool:
+    """Whether our effective capabilities hold capability number bit (False when unreadable)."""
+    mask = cap_eff_hex(read_text(status_path)[0])
+    try:
+        return mask is not None and int(mask, 16) >> bit & 1 == 1
+    except ValueError:
+        return False
