@@ -10,7 +10,7 @@ from __future__ import annotations
 import shlex
 
 from rtqual.errors import RtqError
-from rtqual.loads import COMMON_OPTIONS, LOADS, make_load
+from rtqual.loads import LOADS, make_load
 from rtqual.scenario.fields import suggest
 
 _TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
@@ -24,7 +24,7 @@ def parse_load(text: str) -> dict:
     where = f"--load {kind or text}"
     if kind not in LOADS:
         raise RtqError(f"{where}: unknown load{suggest(kind, LOADS)} (one of: {', '.join(LOADS)})")
-    options = {o.name: o for o in COMMON_OPTIONS + LOADS[kind].OPTIONS}
+    options = LOADS[kind].option_fields()
     raw: dict[str, str | bool] = {}
     last: str | None = None
     for part in rest.split(",") if rest else []:
