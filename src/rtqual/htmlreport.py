@@ -439,3 +439,90 @@ def write_report(paths: list[str], out: Path, png_dir: Path | None = None) -> Pa
     if png_dir is not None:
         write_images(bundles, png_dir)
     return out
+
+
+def _merged(r: dict | None) -> Histogram | None:
+    if not r or not r.get("hists"):
+        return None
+    total = Histogram()
+    for h in r["hists"].values():
+        total = total.merge(h)
+    return total
+
+
+def _bundle_name(i: int, data: dict) -> str:
+    m = data["manifest"]
+    kernel = ((data.get("facts") or {}).get("kernel") or {}).get("release") or "?"
+    return f"{chr(ord('A') + i) if i < 26 else i + 1}: {m.get('hostname')} {kernel} {m.get('start')}"
+
+
+def compare_figures(row: list[dict | None], names: list[str]) -> list[Figure]:
+    """One matched case across bundles: overlaid histograms (all CPUs) and tail plots."""
+    hists = {n: h for n, h in zip(names, (_merged(r) for r in row)) if h is not None and h.count}
+    if not hists:
+        return []
+    first = next(r for r in row if r)
+    series, worst = [], 0
+    for n, h in hists.items():
+        s, w = hist_series({"all": h})
+        s[0].name, worst = n, max(worst, w)
+        series += s
+    tails = []
+    for n, h in hists.items():
+        (t,) = tail_series({"0": h})
+        t.name = n
+        tails.append(t)
+    return [
+        Figure(
+            f"compare-{first['id']}-histogram",
+            f"Latency histograms ({first['label']})",
+            series,
+            Axis(f"Latency (us), worst case {format_ns(worst)}"),
+            Axis("Number of samples", log=True, lo=0.5),
+        ),
+        Figure(
+            f"compare-{first['id']}-tail",
+            "Tail: fraction of samples above x",
+            tails,
+            Axis("Latency (us)", log=True),
+            Axis("Fraction above", log=True),
+        ),
+    ]
+
+
+def render_compare(bundles: list[dict]) -> str:
+    """`rtqual compare ... --report FILE`: every matched case overlaid across the bundles, with the
+    statistics of each and their ratio to the first bundle."""
+    from rtqual import compare
+
+    names = [chr(ord("A") + i) if i < 26 else str(i + 1) for i in range(len(bundles))]
+    out = ["<h1>rtqual comparison</h1><ul>"]
+    out += [
+        f"<li>{escape(_bundle_name(i, b))} <small>({escape(b['path'])})</small></li>" for i, b in enumerate(bundles)
+    ]
+    out.append("</ul>")
+    for row in compare.matches(bundles):
+        first = row[0]
+        assert first is not None
+        out.append(f'<section class="case" id="case-{escape(first["id"])}">')
+        out.append(f"<h2>Case {escape(first['id'])}: {escape(first['label'])}</h2>")
+        head = ["", *(h for h, _ in compare.COLUMNS), "verdict"]
+        rows = [
+            [n, *(_stat_td(k, r["stats"].get(k)) for _, k in compare.COLUMNS), escape(str(r.get("verdict")))]
+            for n, r in zip(names, row)
+            if r
+        ]
+        rows += [
+            [f"{n}/A", *(escape(compare.ratio_cell(first["stats"], r["stats"], k)) for _, k in compare.COLUMNS), ""]
+            for n, r in zip(names[1:], row[1:])
+            if r
+        ]
+        out.append(_table(head, rows, "stats"))
+        out.append('<div class="figs">' + "".join(chart(f) for f in compare_figures(row, names)) + "</div>")
+        out.append("</section>")
+    out.append(f"<p><small>{escape(report.PERCENTILE_NOTE)}</small></p>")
+    body = "\n".join(out)
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>rtqual comparison</title>'
+        f"<style>{CSS}</style></head><body>\n{body}\n</body></html>\n"
+    )
