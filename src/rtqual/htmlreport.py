@@ -327,16 +327,22 @@ def requirements_table(verdicts: list[dict]) -> str:
     return _table(["requirement", "verdict", "measured"], rows, "requirements")
 
 
-def overlay_figure(cases: list[dict]) -> Figure | None:
-    """Every case's histogram (all CPUs) in one figure: the papers' per-stress-method histograms."""
+def _merged(r: dict | None) -> Histogram | None:
+    if not r or not r.get("hists"):
+        return None
+    total = Histogram()
+    for h in r["hists"].values():
+        total = total.merge(h)
+    return total
+
+
+def overlay_figure(cases: list[dict], slug: str, title: str) -> Figure | None:
+    """Several cases' histograms (all CPUs) in one figure: the papers' per-stress-method histograms."""
     series, worst = [], 0
     for r in cases:
-        hists = r.get("hists") or {}
-        if not hists:
+        merged = _merged(r)
+        if merged is None:
             continue
-        merged = Histogram()
-        for h in hists.values():
-            merged = merged.merge(h)
         s, w = hist_series({"all": merged})
         if s:
             s[0].name = r["label"]
@@ -345,14 +351,51 @@ def overlay_figure(cases: list[dict]) -> Figure | None:
     if len(series) < 2:
         return None
     return Figure(
-        "all-cases-histogram",
-        "Latency histograms of every case",
+        slug,
+        title,
         series,
         Axis(f"Latency (us), worst case {format_ns(worst)}"),
         Axis("Number of samples", log=True, lo=0.5),
         width=1000,
         height=380,
     )
+
+
+def throughput_figure(cases: list[dict]) -> Figure | None:
+    """Transfer speed per case normalised to the first (seed 004 Fig. 1), where cases report one."""
+    rates = [(r["label"], report.throughput_mb_s(r)) for r in cases]
+    rates = [(label, x) for label, x in rates if x]
+    if not rates:
+        return None
+    ref = rates[0][1]
+    xs = list(range(len(rates) + 1))
+    ys = [x / ref for _, x in rates] + [0.0]
+    names = ", ".join(f"{i} {label}" for i, (label, _) in enumerate(rates))
+    return Figure(
+        "transfer-speed",
+        f"Transfer speed relative to {rates[0][0]} ({ref:.1f} MB/s)",
+        [Series("speed / first case", xs, ys, step=True)],
+        Axis(f"Case: {names}"[:160]),
+        Axis("Relative speed", lo=0),
+        width=1000,
+    )
+
+
+def bundle_figures(cases: list[dict]) -> list[Figure]:
+    """The bundle's own figures: latency and IOC response histograms of every case overlaid, and the
+    transfer speeds."""
+    figs = [
+        overlay_figure(
+            [r for r in cases if not summary.is_response(r)], "latency-histograms", "Latency histograms of every case"
+        ),
+        overlay_figure(
+            [r for r in cases if summary.is_response(r)],
+            "ioc-histograms",
+            "IOC input -> output histograms of every case",
+        ),
+        throughput_figure(cases),
+    ]
+    return [f for f in figs if f is not None]
 
 
 def summary_table(data: dict) -> str:
@@ -380,9 +423,9 @@ def bundle_section(data: dict) -> str:
         out += [f"<li>{escape(s)}</li>" for s in lines]
         out.append("</ul>")
     out.append("<h2>Summary</h2><pre>" + escape(summary_table(data)) + "</pre>")
-    fig = overlay_figure(data["cases"])
-    if fig:
-        out.append(f'<div class="figs">{chart(fig)}</div>')
+    figs = bundle_figures(data["cases"])
+    if figs:
+        out.append('<div class="figs">' + "".join(chart(f) for f in figs) + "</div>")
     out.append("<h2>Host</h2>")
     facts = data.get("facts")
     if facts:
@@ -411,8 +454,7 @@ def render(bundles: list[dict]) -> str:
 
 def figures(data: dict) -> list[Figure]:
     """Every figure of a bundle, in report order (for --png)."""
-    fig = overlay_figure(data["cases"])
-    return ([fig] if fig else []) + [f for r in data["cases"] for f in case_figures(r)]
+    return bundle_figures(data["cases"]) + [f for r in data["cases"] for f in case_figures(r)]
 
 
 def write_images(bundles: list[dict], folder: Path) -> list[Path]:
@@ -439,15 +481,6 @@ def write_report(paths: list[str], out: Path, png_dir: Path | None = None) -> Pa
     if png_dir is not None:
         write_images(bundles, png_dir)
     return out
-
-
-def _merged(r: dict | None) -> Histogram | None:
-    if not r or not r.get("hists"):
-        return None
-    total = Histogram()
-    for h in r["hists"].values():
-        total = total.merge(h)
-    return total
 
 
 def _bundle_name(i: int, data: dict) -> str:
