@@ -112,3 +112,23 @@ def test_worst_and_describe():
     assert rq.worst(["inconclusive", "fail", "pass"]) == "fail"
     line = rq.describe(verdict("max <= 2.5ms", [1000, 2_000_000]))
     assert line.startswith("max <= 2.5ms: pass (2ms, 500us to spare")
+
+
+def test_judge_makes_the_case_verdict_the_worse_one():
+    s, h = case([10_000] * 2000)
+    ok = {"verdict": "pass", "reason": "completed", "stats": s, "params": {"duration_ns": 2 * 10**9}}
+    r = rq.judge(ok, ["max <= 1ms", "overruns == 0"], h)
+    assert r["verdict"] == "pass" and r["reason"] == "completed (2 requirement(s) met)"
+    r = rq.judge(ok, ["max <= 1ms", "p99.99 <= 1ms"], h)
+    assert r["verdict"] == "inconclusive" and "p99.99 needs at least 100,000 samples" in r["reason"]
+    r = rq.judge(ok, ["p99.99 <= 1ms", "max < 5us"], h)
+    assert r["verdict"] == "fail" and r["reason"].startswith("requirement not met: max < 5us: fail")
+    assert rq.judge(dict(ok, verdict="error"), ["max < 5us"], h)["verdict"] == "error"
+    assert rq.judge(ok, [], h) is ok
+
+
+def test_gather_checks_every_text_and_puts_the_profile_first():
+    assert rq.gather(["p50 < 1ms"], "1khz-loop")[-1] == "p50 < 1ms"
+    assert rq.gather(None, "kek-50hz")[0] == "max < 20ms"
+    with pytest.raises(RtqError, match="--require 'p50 < 1'"):
+        rq.gather(["p50 < 1"], None)
