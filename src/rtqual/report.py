@@ -221,11 +221,16 @@ PAPER_TABLES: dict[str, tuple[str, list[tuple[str, str | None]]]] = {
 }
 
 
-def _throughput(r: dict) -> str:
-    """pio's transfer speed (MB = 10^6 B), summed over its CPUs; '-' for other probes."""
+def throughput_mb_s(r: dict) -> float | None:
+    """pio's transfer speed (MB = 10^6 B), summed over its CPUs; None for other probes."""
     rates = [c.get("throughput_mb_s") for c in ((r.get("probe_summary") or {}).get("cpus") or [])]
     rates = [x for x in rates if x is not None]
-    return f"{sum(rates):.1f}" if rates else "-"
+    return sum(rates) if rates else None
+
+
+def _throughput(r: dict) -> str:
+    x = throughput_mb_s(r)
+    return "-" if x is None else f"{x:.1f}"
 
 
 def _paper_rows(results: list[dict], layout: str) -> Iterator[tuple[str, dict, dict]]:

@@ -1,0 +1,134 @@
+"""Requirements: the grammar, verdict arithmetic on known histograms, honest sample counts."""
+
+import pytest
+
+from rtqual import requirements as rq
+from rtqual.errors import RtqError
+from rtqual.hist import Histogram
+
+
+def case(values_ns, overruns=0):
+    h = Histogram()
+    for v in values_ns:
+        h.record(v)
+    s = h.stats()
+    s["overruns"] = overruns
+    return s, h
+
+
+def verdict(text, values_ns, overruns=0, run_ns=None):
+    s, h = case(values_ns, overruns)
+    return rq.evaluate(rq.parse(text), s, h, run_ns)
+
+
+@pytest.mark.parametrize(
+    "text,stat,op,limit",
+    [
+        ("p99 <= 100us", "p99", "<=", 100_000),
+        ("max<20ms", "max", "<", 20_000_000),
+        ("p99.999 < 1s", "p99.999", "<", 1e9),
+        ("over(100us) <= 0.1%", "over", "<=", 0.1),
+        ("over( 1ms ) < 5", "over", "<", 5.0),
+        ("overruns == 0", "overruns", "==", 0),
+        ("count >= 1000", "count", ">=", 1000),
+        ("stddev > 1ns", "stddev", ">", 1),
+    ],
+)
+def test_grammar(text, stat, op, limit):
+    r = rq.parse(text)
+    assert (r.stat, r.op, r.limit) == (stat, op, limit)
+
+
+@pytest.mark.parametrize(
+    "text,words",
+    [
+        ("p98 < 1ms", "unknown statistic 'p98'"),
+        ("max < 10", "not a duration"),
+        ("over(1ms) <= 200%", "not between 0 and 100"),
+        ("count >= 1.5", "not a whole number"),
+        ("max ~ 1ms", "expected STAT OP LIMIT"),
+        ("", "expected STAT OP LIMIT"),
+        ("over(x) < 1%", "not a duration"),
+        ("over(1ms) < lots", "not a percentage"),
+    ],
+)
+def test_malformed_requirements_are_one_line_naming_the_expression(text, words):
+    with pytest.raises(RtqError) as e:
+        rq.parse(text)
+    msg = str(e.value)
+    assert words in msg and f"'{text}'" in msg and "\n" not in msg and e.value.exit_code == 1
+
+
+def test_verdicts_value_limit_margin():
+    values = [i * 1000 for i in range(1, 2001)]  # 1..2000 us, exactly
+    r = verdict("max <= 2.5ms", values)
+    assert (r["verdict"], r["value"], r["margin"]) == ("pass", 2_000_000, 500_000)
+    assert r["margin_pct"] == pytest.approx(20.0) and "not a worst case" in r["note"]
+    r = verdict("mean < 1ms", values)
+    assert r["verdict"] == "fail" and r["value"] == pytest.approx(1_000_500) and r["margin"] < 0
+    assert verdict("min >= 1us", values)["verdict"] == "pass"
+    assert verdict("min > 1us", values)["verdict"] == "fail"
+    assert verdict("count == 2000", values)["verdict"] == "pass"
+    assert verdict("overruns == 0", values, overruns=1)["verdict"] == "fail"
+    r = verdict("over(1ms) <= 60%", values)  # 1000 of 2000 above 1 ms
+    assert (r["verdict"], r["value"]) == ("pass", 50.0)
+    assert verdict("over(1ms) < 50%", values)["verdict"] == "fail"
+
+
+def test_a_percentile_the_sample_count_cannot_carry_is_inconclusive_and_says_how_long():
+    values = [10_000] * 2000
+    r = verdict("p99.99 <= 1ms", values, run_ns=2_000_000_000)
+    assert r["verdict"] == "inconclusive"
+    assert "100,000 samples" in r["note"] and "2,000" in r["note"] and "run about 100s" in r["note"]
+    assert verdict("p99 <= 1ms", values)["verdict"] == "pass"  # 2000 >= 1000 needed
+    assert verdict("p99.9 <= 1ms", values)["verdict"] == "inconclusive"  # needs 10 000
+
+
+def test_too_few_samples_to_pass_but_enough_to_fail():
+    # 2000 samples, 100 of them at 5 ms: p99.99 <= 1 ms fails whatever a longer run adds
+    values = [10_000] * 1900 + [5_000_000] * 100
+    assert verdict("p99.99 <= 1ms", values)["verdict"] == "fail"
+    assert verdict("over(1ms) <= 0.1%", values)["verdict"] == "fail"
+    # a single sample above: a longer run could still pass
+    assert verdict("p99.99 <= 1ms", [10_000] * 1999 + [5_000_000])["verdict"] == "inconclusive"
+
+
+def test_no_samples_is_inconclusive():
+    r = rq.evaluate(rq.parse("max < 1ms"), {"count": 0}, Histogram())
+    assert r["verdict"] == "inconclusive" and r["note"] == "no samples"
+
+
+def test_profiles_parse_and_legacy_shorthands():
+    for name in rq.PROFILES:
+        assert rq.profile(name)
+    with pytest.raises(RtqError, match="unknown profile 'nope'"):
+        rq.profile("nope")
+    reqs = rq.legacy({"max_ns": 200_000, "p99_ns": 50_000})
+    assert [(r.stat, r.op, r.limit) for r in reqs] == [("max", "<=", 200_000), ("p99", "<=", 50_000)]
+
+
+def test_worst_and_describe():
+    assert rq.worst([]) == "pass" and rq.worst(["pass", "inconclusive"]) == "inconclusive"
+    assert rq.worst(["inconclusive", "fail", "pass"]) == "fail"
+    line = rq.describe(verdict("max <= 2.5ms", [1000, 2_000_000]))
+    assert line.startswith("max <= 2.5ms: pass (2ms, 500us to spare")
+
+
+def test_judge_makes_the_case_verdict_the_worse_one():
+    s, h = case([10_000] * 2000)
+    ok = {"verdict": "pass", "reason": "completed", "stats": s, "params": {"duration_ns": 2 * 10**9}}
+    r = rq.judge(ok, ["max <= 1ms", "overruns == 0"], h)
+    assert r["verdict"] == "pass" and r["reason"] == "completed (2 requirement(s) met)"
+    r = rq.judge(ok, ["max <= 1ms", "p99.99 <= 1ms"], h)
+    assert r["verdict"] == "inconclusive" and "p99.99 needs at least 100,000 samples" in r["reason"]
+    r = rq.judge(ok, ["p99.99 <= 1ms", "max < 5us"], h)
+    assert r["verdict"] == "fail" and r["reason"].startswith("requirement not met: max < 5us: fail")
+    assert rq.judge(dict(ok, verdict="error"), ["max < 5us"], h)["verdict"] == "error"
+    assert rq.judge(ok, [], h) is ok
+
+
+def test_gather_checks_every_text_and_puts_the_profile_first():
+    assert rq.gather(["p50 < 1ms"], "1khz-loop")[-1] == "p50 < 1ms"
+    assert rq.gather(None, "kek-50hz")[0] == "max < 20ms"
+    with pytest.raises(RtqError, match="--require 'p50 < 1'"):
+        rq.gather(["p50 < 1"], None)
