@@ -19,7 +19,7 @@ from pathlib import Path
 
 from rtqual import bundle as bundle_mod
 from rtqual.hist import Histogram
-from rtqual.runner import cpu_stats
+from rtqual.stats import cpu_stats
 
 
 def synthetic_bundle(path: Path, hours: float, cpus: int, seed: int = 1) -> Path:

@@ -5,7 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-PLAN_KEYS = ("id", "label", "probe", "run_as", "args", "params", "requirements", "loads", "conditions", "service")
+PLAN_KEYS = (
+    "id",
+    "label",
+    "probe",
+    "run_as",
+    "args",
+    "params",
+    "requirements",
+    "require",
+    "loads",
+    "conditions",
+    "service",
+)
 
 
 @dataclass(frozen=True)
@@ -21,6 +33,7 @@ class Case:
     args: list[str]
     params: dict
     requirements: dict
+    require: list[str] = field(default_factory=list)  # requirement expressions (docs/requirements.md)
     loads: list[dict] = field(default_factory=list)
     conditions: dict = field(default_factory=dict)
     service: dict | None = None
@@ -37,6 +50,7 @@ class Case:
             args=list(d["args"]),
             params=dict(d.get("params") or {}),
             requirements=dict(d.get("requirements") or {}),
+            require=list(d.get("require") or []),
             loads=list(d.get("loads") or []),
             conditions=dict(d.get("conditions") or {}),
             service=d.get("service"),

@@ -11,6 +11,7 @@ from rtqual import __version__, _native, rawfile, report
 from rtqual import bundle as bundle_mod
 from rtqual.conditions import restore_from_bundle
 from rtqual.errors import EXIT_ERROR, EXIT_INCONCLUSIVE, EXIT_SKIP, VERDICT_EXIT, RtqError
+from rtqual.requirements import PROFILES
 from rtqual.scenario.probes import ALL_PROBES, Probe
 from rtqual.single import SETTLE_DEFAULT, single_run
 
@@ -68,10 +69,24 @@ def build_parser() -> Parser:
         help="summary layout: one row per case, or a seed paper's columns (default: the scenario's)",
     )
 
-    c = sub.add_parser("compare", help="two bundles side by side: their cases paired by id, with ratios B/A")
+    c = sub.add_parser(
+        "compare", help="bundles side by side: their cases paired by id (else label), with ratios to the first"
+    )
     c.add_argument("bundle_a", metavar="A")
     c.add_argument("bundle_b", metavar="B")
+    c.add_argument("more", metavar="C", nargs="*", help="more bundles (each compared with A)")
     c.add_argument("--json", action="store_true", help="machine-readable")
+    c.add_argument("--report", metavar="FILE.html", help="also write the comparison as HTML with overlaid figures")
+
+    rp = sub.add_parser("report", help="a self-contained HTML report of bundles (figures, verdicts, host facts)")
+    rp.add_argument("bundles", metavar="BUNDLE", nargs="+")
+    rp.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE.html",
+        help="report file (default: BUNDLE/report.html of one bundle, else rtqual-report.html)",
+    )
+    rp.add_argument("--png", metavar="DIR", help="also write every figure as PNG (matplotlib) and SVG into DIR")
 
     e = sub.add_parser("export", help="export data from a bundle")
     e_sub = e.add_subparsers(dest="what", metavar="WHAT", required=True)
@@ -111,6 +126,15 @@ def add_probe_parser(run_sub, name: str, probe: Probe):
         "cpu-hog, command), e.g. hackbench,groups=4 or cpu-hog,cpus=1; repeatable",
     )
     sp.add_argument("--settle", help=f"time the loads run before the probe starts (default {SETTLE_DEFAULT})")
+    sp.add_argument(
+        "--require",
+        action="append",
+        metavar="EXPR",
+        help="a requirement judged on the measurement: 'STAT OP DURATION' (min p50 mean p99 p99.9 p99.99 "
+        "p99.999 max stddev), 'over(DURATION) OP PERCENT', 'overruns OP N', 'count OP N'; OP <= < >= > ==; "
+        "e.g. 'p99.9 <= 100us'; repeatable (docs/requirements.md)",
+    )
+    sp.add_argument("--profile", choices=list(PROFILES), help="a named set of requirements (docs/requirements.md)")
     sp.add_argument("--raw", action="store_true", help="keep every sample (raw.bin; rtqual export raw)")
     sp.add_argument("--raw-max-mb", type=int, default=256, help="size cap of the raw file (default 256 MB)")
     sp.add_argument("-o", "--output", help="bundle directory (default rtqual-<host>-<time>)")
@@ -161,11 +185,13 @@ def execute(
 ) -> int:
     """Run the cases into a new bundle (rtqual.run.Run checks them all first); print the results and,
     last, the bundle path; the exit code is the bundle's verdict."""
-    from rtqual.run import run
+    from rtqual.run import REPORT_FILE, run
 
     path = run(cases, argv, output=output, quiet=quiet, raw_mb=raw_mb, plan=plan, scenario_toml=scenario_toml)
     data = bundle_mod.load(path)
     print(report.show_text(data))
+    if (path / REPORT_FILE).is_file():
+        print(f"report: {path / REPORT_FILE}")
     print(path)
     return VERDICT_EXIT[data["manifest"]["verdict"]]
 
@@ -193,11 +219,26 @@ def cmd_show(a) -> int:
 def cmd_compare(a) -> int:
     from rtqual import compare
 
-    first, second = bundle_mod.load(a.bundle_a), bundle_mod.load(a.bundle_b)
-    if a.json:
-        print(json.dumps(compare.compare_json(first, second), indent=1))
+    bundles = [bundle_mod.load(p) for p in [a.bundle_a, a.bundle_b, *a.more]]
+    if len(bundles) == 2:
+        out = compare.compare_json(*bundles) if a.json else compare.compare_text(*bundles)
     else:
-        print(compare.compare_text(first, second))
+        out = compare.compare_many_json(bundles) if a.json else compare.compare_many_text(bundles)
+    print(json.dumps(out, indent=1) if a.json else out)
+    if a.report:
+        from rtqual import htmlreport
+
+        path = htmlreport.write_compare([a.bundle_a, a.bundle_b, *a.more], Path(a.report))
+        print(f"report: {path}", file=sys.stderr if a.json else sys.stdout)
+    return 0
+
+
+def cmd_report(a) -> int:
+    from rtqual import htmlreport
+
+    out = Path(a.output) if a.output else Path(a.bundles[0]) / "report.html" if len(a.bundles) == 1 else None
+    path = htmlreport.write_report(a.bundles, out or Path("rtqual-report.html"), Path(a.png) if a.png else None)
+    print(path)
     return 0
 
 
@@ -257,6 +298,7 @@ def main(argv: list[str] | None = None) -> int:
             "plan": cmd_plan,
             "show": cmd_show,
             "compare": cmd_compare,
+            "report": cmd_report,
             "export": cmd_export_raw,
             "restore": cmd_restore,
             "host": cmd_host,

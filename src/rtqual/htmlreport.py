@@ -14,6 +14,7 @@ from pathlib import Path
 
 from rtqual import bundle as bundle_mod
 from rtqual import report, summary
+from rtqual.errors import RtqError
 from rtqual.hist import Histogram, highest_equivalent
 from rtqual.requirements import describe
 from rtqual.svgplot import Axis, Figure, Series, chart
@@ -63,7 +64,7 @@ def load_tolerant(path: str | Path) -> dict:
     """bundle.load, but a case whose result.json is missing or unreadable becomes a stub that says so,
     and a run cut short says which cases it never finished."""
     root = Path(path)
-    manifest_cases = []
+    manifest_cases: list = []
     try:
         manifest_cases = bundle_mod.read_json(root / "manifest.json").get("cases") or []
     except (OSError, ValueError, AttributeError):
@@ -363,12 +364,15 @@ def overlay_figure(cases: list[dict], slug: str, title: str) -> Figure | None:
 
 def throughput_figure(cases: list[dict]) -> Figure | None:
     """Transfer speed per case normalised to the first (seed 004 Fig. 1), where cases report one."""
-    rates = [(r["label"], report.throughput_mb_s(r)) for r in cases]
-    rates = [(label, x) for label, x in rates if x]
+    rates: list[tuple[str, float]] = []
+    for r in cases:
+        x = report.throughput_mb_s(r)
+        if x:
+            rates.append((r["label"], x))
     if not rates:
         return None
     ref = rates[0][1]
-    xs = list(range(len(rates) + 1))
+    xs = [float(i) for i in range(len(rates) + 1)]
     ys = [x / ref for _, x in rates] + [0.0]
     names = ", ".join(f"{i} {label}" for i, (label, _) in enumerate(rates))
     return Figure(
@@ -477,10 +481,23 @@ def write_images(bundles: list[dict], folder: Path) -> list[Path]:
 def write_report(paths: list[str], out: Path, png_dir: Path | None = None) -> Path:
     """Read the bundles, write the HTML report (and the images); returns the report's path."""
     bundles = [load_bundle(p) for p in paths]
-    bundle_mod.write_text(out, render(bundles))
+    _write(out, render(bundles))
     if png_dir is not None:
         write_images(bundles, png_dir)
     return out
+
+
+def write_compare(paths: list[str], out: Path) -> Path:
+    """The comparison of bundles as HTML (rtqual compare --report)."""
+    _write(out, render_compare([load_bundle(p) for p in paths]))
+    return out
+
+
+def _write(out: Path, html: str) -> None:
+    try:
+        bundle_mod.write_text(out, html)
+    except OSError as e:
+        raise RtqError(f"{out}: cannot write the report ({e.strerror or e})") from None
 
 
 def _bundle_name(i: int, data: dict) -> str:

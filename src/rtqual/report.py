@@ -7,6 +7,7 @@ from typing import Any
 
 from rtqual.host.facts import RT_CAPS, UNLIMITED, get_fact
 from rtqual.probes import has_section
+from rtqual.requirements import describe
 from rtqual.units import format_cpulist, format_ns
 
 STAT_COLUMNS = [
@@ -174,6 +175,7 @@ def show_text(data: dict, table: str | None = None) -> str:
         baseline = baseline_line(r, data["cases"])
         if baseline:
             out.append(baseline)
+        out.extend(f"requirement {describe(v)}" for v in r.get("requirement_verdicts") or [])
         out.append(f"verdict: {r['verdict'].upper()} - {r.get('reason', '')}")
         out.extend(f"warning: {w}" for w in r.get("warnings", []))
     table = table or data.get("table") or "cases"
@@ -182,6 +184,8 @@ def show_text(data: dict, table: str | None = None) -> str:
         out.append(cases_table(data["cases"]) if table == "cases" else paper_table(data["cases"], table))
     out.append("")
     out.append(PERCENTILE_NOTE)
+    if m.get("capability"):  # written by the run (bundles of rtqual 0.1.0 have none)
+        out += ["", "capability (from the numbers above):", *(f"  - {line}" for line in m["capability"])]
     return "\n".join(out)
 
 
@@ -299,9 +303,12 @@ def show_json(data: dict) -> dict:
                     else {}
                 ),
                 **({"ioc": r["ioc"]} if r.get("ioc") else {}),
+                **({"requirements_judged": r["requirement_verdicts"]} if r.get("requirement_verdicts") else {}),
             }
             for r in data["cases"]
         ],
+        "verdict": data["manifest"].get("verdict"),
+        **({"capability": data["manifest"]["capability"]} if "capability" in data["manifest"] else {}),
     }
 
 

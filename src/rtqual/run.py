@@ -4,6 +4,7 @@ order of cases; each case is run and written at once by rtqual.runner.run_case."
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,8 @@ from rtqual.loads import LoadSet, make_load
 from rtqual.runner import Interrupted, run_case
 from rtqual.scenario.probes import ALL_PROBES
 from rtqual.stats import worst
+
+REPORT_FILE = "report.html"
 
 
 def option_pairs(options: dict[str, str]) -> list[str]:
@@ -122,12 +125,26 @@ class Run:
             interrupted = bool(guard.signum) or len(verdicts) < len(self.cases)
             verdict = "error" if failed else "inconclusive" if interrupted else worst(verdicts)
             b.finish("interrupted" if interrupted else "complete", verdict)
+            conclude(b)
         return b.path
 
     def discard(self) -> None:
         """Remove what the services prepared for cases that never ran (an IOC's FIFOs)."""
         for svc in self.services.values():
             svc.discard()
+
+
+def conclude(b: bundle_mod.Bundle) -> None:
+    """The run's answer, kept in its bundle: the capability summary in the manifest and report.html beside
+    it. Neither may cost a measured result: a failure here is a warning on stderr."""
+    from rtqual import htmlreport, summary
+
+    try:
+        b.manifest["capability"] = summary.capability(bundle_mod.load(b.path)["cases"])
+        b.save_manifest()
+        htmlreport.write_report([str(b.path)], b.path / REPORT_FILE)
+    except Exception as e:  # noqa: BLE001 - the bundle is complete already; say what is missing
+        print(f"rtqual: warning: {b.path}: no capability summary or report.html ({e})", file=sys.stderr)
 
 
 def run(cases: list[dict], argv: list[str], **kw: Any) -> Path:

@@ -25,6 +25,7 @@ from rtqual.host.sampler import Sampler, read_samples, rt_tasks
 from rtqual.host.sampler import summarize as summarize_samples
 from rtqual.loads import LoadSet
 from rtqual.procs import signal_group
+from rtqual.requirements import judge
 from rtqual.stats import VERDICT_ORDER, cpu_stats, merged_hist, partial_stats, summarize, verdict, worst
 from rtqual.stream import Stream
 
@@ -40,7 +41,7 @@ __all__ = [
     "worst",
 ]
 STOP_GRACE_S = 10.0
-RECORD_KEYS = ("id", "label", "probe", "run_as", "args", "params", "requirements", "loads", "conditions")
+RECORD_KEYS = ("id", "label", "probe", "run_as", "args", "params", "requirements", "require", "loads", "conditions")
 
 
 class Interrupted:
@@ -121,6 +122,7 @@ def run_case(
         stderr_last,
         interrupted=bool(guard.signum),
     )
+    result = judge(result, case.require, merged_hist(stream) if stream.hists else None)
     result["loads"] = loads.collect_all()
     if service:
         result[service.key] = service_info

@@ -8,6 +8,7 @@ import json
 
 from rtqual import probes as native_table
 from rtqual.errors import RtqError
+from rtqual.requirements import gather
 from rtqual.scenario.fields import check
 from rtqual.scenario.model import CONDITIONS
 from rtqual.scenario.probes import ALL_PROBES, check_params, probe_case
@@ -100,6 +101,8 @@ def scenario_text(cases: dict | list[dict], argv: list[str], given: dict | None 
         lines += ["[[case]]", f'probe = "{run_as}"', f"label = {json.dumps(case['label'])}"]
         if params:
             lines.append(f"params = {_toml(params)}")
+        if case.get("require"):
+            lines.append(f"requirements = {_toml(case['require'])}")
         if case.get("loads"):
             lines.append("loads = [" + ", ".join(_toml(spec) for spec in case["loads"]) + "]")
             lines.append(f'conditions = {{ settle = "{case["conditions"]["settle_ns"]}ns" }}')
@@ -112,4 +115,7 @@ def single_run(a, argv: list[str]) -> tuple[list[dict], str | None]:
     probe = ALL_PROBES[a.probe]
     cases = service_cases(a.probe, a) if probe.service else [probe_options_case(a.probe, a)]
     cases = with_loads(cases, a)
+    require = gather(a.require, a.profile)
+    if require:  # the measured case (the last: a service probe's baseline is for comparison only)
+        cases[-1]["require"] = require
     return cases, None if probe.hidden else scenario_text(cases, argv, given_options(a.probe, a))

@@ -58,6 +58,8 @@ def summarize(
         warnings.append(f"{stats['out_of_range']} samples exceeded the histogram range (60 s): result inconclusive")
     if rt.get("degraded"):
         warnings.append("degraded: ran without the requested real-time privileges (see header rt)")
+        if outcome == "pass":
+            reason = f"{reason}, {degraded_text(rt)}"
     if stream.suppressed_events:
         warnings.append(f"{stream.suppressed_events} threshold events not emitted (rate limit); counts are exact")
     raw = (stream.summary or {}).get("raw")
@@ -86,6 +88,20 @@ def summarize(
         "warnings": warnings,
         "probe_summary": stream.summary,  # the probe's own summary, with its probe-specific keys
     }
+
+
+def degraded_text(rt: Mapping[str, Any]) -> str:
+    """What a degraded run lacked, for its verdict: it is not a real-time result."""
+    missing = [
+        name
+        for name, ok in (
+            ("SCHED_FIFO/RR", rt.get("policy") in ("fifo", "rr")),
+            ("mlockall", rt.get("mlockall")),
+            ("/dev/cpu_dma_latency", rt.get("dma_latency")),
+        )
+        if not ok
+    ]
+    return f"DEGRADED: ran without {', '.join(missing) or 'real-time privileges'}; not a real-time result"
 
 
 def partial_stats(stream: Stream) -> dict:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rtqual.errors import RtqError
+from rtqual.requirements import PROFILES
 from rtqual.scenario.fields import Field, check, check_table, fail, key_path, suggest, type_name, unknown_key
 from rtqual.scenario.probes import DEFAULT_PROBE, PROBES, S, check_params, overlay
 
@@ -66,6 +67,14 @@ CASE = {
         "loads", "loads running during the case: names of [loads.NAME] tables, load types, or inline load tables"
     ),
     "conditions": Field("table", "host conditions set for the case and restored after it", fields=CONDITIONS),
+    "requirements": Field(
+        "strlist",
+        'requirements judged on the case, e.g. ["p99 <= 100us", "over(100us) <= 0.1%", "overruns == 0"] '
+        "(docs/requirements.md); a case's list replaces the one of [defaults]",
+    ),
+    "profile": Field(
+        "enum", "a named set of requirements (docs/requirements.md), judged before `requirements`", tuple(PROFILES)
+    ),
 }
 BASE = {k: f for k, f in CASE.items() if k != "label"}
 DEFAULTS = {

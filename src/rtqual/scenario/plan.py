@@ -14,6 +14,7 @@ from typing import Any
 from rtqual import units
 from rtqual.errors import RtqError
 from rtqual.report import format_table
+from rtqual.requirements import gather
 from rtqual.scenario.fields import defaults_of, format_khz, format_value
 from rtqual.scenario.model import AXIS_LOAD, CONDITIONS, IDLE, axes, load_specs, merge
 from rtqual.scenario.probes import DEFAULT_PROBE, PROBES, S, full_params, probe_case
@@ -115,6 +116,13 @@ def _case(scenario: dict, layers: list[dict], label: str | None, n: int, scale: 
     if cpuset:
         conditions["cpuset"] = dict(cpuset)
     case.update(loads=specs, load_names=names, conditions=conditions, scale=scale)
+    require = gather(
+        shape.get("requirements"),
+        shape.get("profile"),
+        f"{scenario.get('source', '<scenario>')}: case {n}: requirement",
+    )
+    if require:
+        case["require"] = require
     case["estimate_ns"] = PROBES[probe].time_ns(case["params"]) + conditions["settle_ns"] + CASE_OVERHEAD_NS
     return case
 
