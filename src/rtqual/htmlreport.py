@@ -255,7 +255,7 @@ def case_figures(r: dict) -> list[Figure]:
             )
         )
     over_time = max_over_time_series(r.get("progress") or [])
-    if over_time:
+    if any(len(s.xs) > 1 for s in over_time):  # one progress record is no course over time
         figs.append(
             Figure(
                 f"{r['id']}-max-over-time",

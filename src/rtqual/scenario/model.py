@@ -218,7 +218,7 @@ def _check_case(raw: Any, path: str, fields: dict, probe: str, named: dict, know
         if key not in fields:
             unknown_key(path, key, known or list(fields))
     out = {}
-    for key in ("label", "probe", "conditions"):
+    for key in ("label", "probe", "conditions", "requirements", "profile"):
         if key in raw:
             out[key] = check(fields[key], raw[key], key_path(path, key))
     probe = out.get("probe", probe)
