@@ -38,6 +38,7 @@ def _value(f: Field) -> dict:
         return _table(f.fields) if f.fields else _ref("params")
     simple: dict[str, dict] = {
         "str": {"type": "string"},
+        "strlist": {"type": "array", "items": {"type": "string"}},
         "bool": {"type": "boolean"},
         "name": {"type": "string", "pattern": NAME_PATTERN},
         "enum": {"enum": list(f.choices)},
