@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from rtqual.host.facts import RT_CAPS, UNLIMITED, get_fact
+from rtqual.host.facts import UNLIMITED, get_fact
 from rtqual.probes import has_section
 from rtqual.requirements import describe
 from rtqual.units import format_cpulist, format_ns
@@ -313,6 +313,9 @@ def show_json(data: dict) -> dict:
 
 
 # ---------------------------------------------------------------- host facts (rtqual host)
+
+RT_CAPS = ("CAP_SYS_NICE", "CAP_IPC_LOCK", "CAP_SYS_RESOURCE", "CAP_SYS_ADMIN", "CAP_SYS_RAWIO", "CAP_NET_ADMIN")
+"""The capabilities a real-time measurement may need, shown in the Privileges row."""
 
 
 def format_host(facts: dict) -> str:

@@ -84,9 +84,6 @@ CAP_NAMES = (
 )
 """Capability names by bit number (linux/capability.h)."""
 
-RT_CAPS = ("CAP_SYS_NICE", "CAP_IPC_LOCK", "CAP_SYS_RESOURCE", "CAP_SYS_ADMIN", "CAP_SYS_RAWIO", "CAP_NET_ADMIN")
-"""The capabilities a real-time measurement may need, shown in the summary."""
-
 UNLIMITED = "unlimited"
 """How an RLIM_INFINITY limit is recorded (None would read as 'unknown')."""
 
