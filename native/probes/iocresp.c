@@ -204,7 +204,7 @@ static int parse_gpio(const char *opt, const char *spec, char *chip, size_t len,
 	const char *colon = strrchr(spec, ':');
 	char *end;
 	long v = colon && colon[1] ? strtol(colon + 1, &end, 10) : -1;
-	if (!colon || colon == spec || *end || v < 0 || v > 65535 || (size_t)(colon - spec) >= len)
+	if (!colon || colon == spec || v < 0 || *end || v > 65535 || (size_t)(colon - spec) >= len)
 		return log_error("--%s %s: want /dev/gpiochipN:LINE", opt, spec);
 	snprintf(chip, len, "%.*s", (int)(colon - spec), spec);
 	*line = (unsigned)v;
