@@ -181,9 +181,6 @@ static void cartt_close(struct stimresp *h)
 }
 
 static const struct stimresp_ops cartt_ops = {
-	.name = "ca-rtt",
-	.opts = cartt_opts,
-	.nopts = (int)(sizeof(cartt_opts) / sizeof(cartt_opts[0])),
 	.request = "put",
 	.requests = "puts",
 	.answers = "echoes",
@@ -195,14 +192,8 @@ static const struct stimresp_ops cartt_ops = {
 	.thread_init = cartt_thread_init,
 	.send = cartt_send,
 	.receive = cartt_receive,
-	.params = cartt_params,
 	.summary_extra = cartt_summary_extra,
 };
-
-static int cartt_run(const struct probe_args *a)
-{
-	return stimresp_main(sizeof(struct cartt), &cartt_ops, a);
-}
 
 const struct probe probe_cartt = {
 	.name = "ca-rtt",
@@ -210,5 +201,9 @@ const struct probe probe_cartt = {
 		   "(through the IOC's record processing)",
 	.opts = cartt_opts,
 	.nopts = (int)(sizeof(cartt_opts) / sizeof(cartt_opts[0])),
-	.run = cartt_run,
+	.service = &(const struct probe_service){"ioc", "ca-rtt", STIMRESP_PUT_ECHO_FIXED, "put"},
+	.family = &cartt_ops,
+	.state_bytes = sizeof(struct cartt),
+	.params = cartt_params,
+	STIMRESP_HOOKS,
 };

@@ -304,9 +304,6 @@ static void iocresp_close(struct stimresp *h)
 }
 
 static const struct stimresp_ops iocresp_ops = {
-	.name = "iocresp",
-	.opts = iocresp_opts,
-	.nopts = (int)(sizeof(iocresp_opts) / sizeof(iocresp_opts[0])),
 	.request = "stimulus",
 	.requests = "stimuli",
 	.answers = "responses",
@@ -317,14 +314,8 @@ static const struct stimresp_ops iocresp_ops = {
 	.send = iocresp_send,
 	.receive = iocresp_receive,
 	.measured = iocresp_measured,
-	.params = iocresp_params,
 	.summary_extra = iocresp_summary_extra,
 };
-
-static int iocresp_run(const struct probe_args *a)
-{
-	return stimresp_main(sizeof(struct iocresp), &iocresp_ops, a);
-}
 
 const struct probe probe_iocresp = {
 	.name = "iocresp",
@@ -332,5 +323,10 @@ const struct probe probe_iocresp = {
 		   "FIFO, with the IOC's stage times (wake, dispatch, chain, return)",
 	.opts = iocresp_opts,
 	.nopts = (int)(sizeof(iocresp_opts) / sizeof(iocresp_opts[0])),
-	.run = iocresp_run,
+	.service = &(const struct probe_service){"ioc", "ioc", (const char *const[]){"in", "$(IOC_IN)", "out", "$(IOC_OUT)", NULL}, NULL},
+	.sections = (const char *const[]){"stages", NULL},
+	.family = &iocresp_ops,
+	.state_bytes = sizeof(struct iocresp),
+	.params = iocresp_params,
+	STIMRESP_HOOKS,
 };

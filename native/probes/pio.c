@@ -15,13 +15,13 @@
 #include <unistd.h>
 
 #include "rtqual/cpulist.h"
+#include "rtqual/lifecycle.h"
 #include "rtqual/log.h"
 #include "rtqual/probe.h"
 #include "rtqual/rtenv.h"
 #include "rtqual/sink.h"
 
 #define THREAD_STACK_BYTES (256 * 1024)
-#define WATCHDOG_MARGIN_S 10
 #define RTTIME_SOFT_US 1000000 /* one pass at RT priority: at most 1 s */
 #define RTTIME_HARD_US 2000000
 
@@ -41,7 +41,30 @@ struct pio_cfg {
 	struct sink_out out;
 };
 
-#define F(x) offsetof(struct pio_cfg, x)
+struct pio {
+	struct run run; /* first: the driver's part */
+	struct pio_cfg cfg;
+	int kind; /* enum pio_map */
+	const char *dev;
+	char devbuf[256];
+	uint64_t map_index, phys_offset;
+	int fd;
+	void *map_base;
+	size_t map_len, page_off;
+	volatile unsigned char *region;
+	size_t bytes; /* swept per pass, a multiple of the width */
+	unsigned width_bytes;
+	uint64_t accesses; /* per pass */
+	pthread_t tid;
+	bool started;
+	_Atomic bool done;
+	/* results, read after join */
+	uint64_t passes_done, checksum;
+	int64_t measured_ns;
+	bool rttime_hit;
+};
+
+#define F(x) offsetof(struct pio, cfg.x)
 static const struct opt_def pio_opts[] = {
 	{"width", OPT_ENUM, F(width), 0, 0, "32", width_names, "access width in bits (D8/D16/D32/D64)"},
 	{"op", OPT_ENUM, F(op), 0, 0, "read", op_names, "read or write every element of the region"},
@@ -71,31 +94,6 @@ static const struct opt_def pio_opts[] = {
 #define PIO_NOPTS ((int)(sizeof(pio_opts) / sizeof(pio_opts[0])))
 
 /* All state of one pio run. */
-struct pio {
-	struct pio_cfg cfg;
-	uint64_t given;
-	struct rt_info rt;
-	struct sink sink;
-	int kind; /* enum pio_map */
-	const char *dev;
-	char devbuf[256];
-	uint64_t map_index, phys_offset;
-	int fd;
-	void *map_base;
-	size_t map_len, page_off;
-	volatile unsigned char *region;
-	size_t bytes; /* swept per pass, a multiple of the width */
-	unsigned width_bytes;
-	uint64_t accesses; /* per pass */
-	pthread_t tid;
-	bool started;
-	_Atomic bool done;
-	/* results, read after join */
-	uint64_t passes_done, checksum;
-	int64_t measured_ns;
-	bool rttime_hit;
-	struct warnings warn; /* until the header is out */
-};
 
 /* SIGXCPU from RLIMIT_RTTIME: a pass ran too long at RT priority. */
 static _Atomic bool xcpu_caught;
@@ -154,7 +152,7 @@ static uint64_t pio_pass(const struct pio *t, uint64_t pass)
 static void *pio_thread_main(void *arg)
 {
 	struct pio *t = arg;
-	struct cpu_state *cs = &t->sink.cs[0];
+	struct cpu_state *cs = &t->run.sink.cs[0];
 	const struct pio_cfg *c = &t->cfg;
 	uint64_t sum = 0, pass = 0, measured = 0, wakeups = 0;
 	int64_t total_ns = 0, end_ns = INT64_MAX;
@@ -162,7 +160,7 @@ static void *pio_thread_main(void *arg)
 
 	rt_prefault_stack();
 	for (;;) {
-		if (atomic_load_explicit(&t->sink.stop, memory_order_relaxed) || atomic_load(&xcpu_caught) ||
+		if (atomic_load_explicit(&t->run.sink.stop, memory_order_relaxed) || atomic_load(&xcpu_caught) ||
 		    rt_signals_caught())
 			break;
 		bool warm = pass < (uint64_t)c->warmup;
@@ -290,10 +288,10 @@ static int pio_parse_map(struct pio *t)
 		*colon = 0;
 		if (parse_u64(buf, &t->phys_offset) || parse_u64(colon + 1, &size) || size == 0)
 			return log_error("--map: expected mem:OFFSET:SIZE with numbers (0x... allowed) (got '%s')", m);
-		if (opts_given(pio_opts, PIO_NOPTS, t->given, "size") && (uint64_t)t->cfg.size > size)
+		if (opts_given(pio_opts, PIO_NOPTS, t->run.given, "size") && (uint64_t)t->cfg.size > size)
 			return log_error("--size %" PRId64 " is larger than the mem: region (%" PRIu64 " bytes)",
 					 t->cfg.size, size);
-		if (!opts_given(pio_opts, PIO_NOPTS, t->given, "size"))
+		if (!opts_given(pio_opts, PIO_NOPTS, t->run.given, "size"))
 			t->cfg.size = (int64_t)size;
 		t->kind = MAP_MEM;
 		t->dev = "/dev/mem";
@@ -346,10 +344,10 @@ static int pio_check_device(struct pio *t)
 		int rc = uio_map_size(t->dev, t->map_index, &size);
 		if (rc)
 			return rc;
-		if (opts_given(pio_opts, PIO_NOPTS, t->given, "size") && (uint64_t)t->cfg.size > size)
+		if (opts_given(pio_opts, PIO_NOPTS, t->run.given, "size") && (uint64_t)t->cfg.size > size)
 			return log_error("--size %" PRId64 " is larger than %s map %" PRIu64 " (%" PRIu64 " bytes)",
 					 t->cfg.size, t->dev, t->map_index, size);
-		if (!opts_given(pio_opts, PIO_NOPTS, t->given, "size"))
+		if (!opts_given(pio_opts, PIO_NOPTS, t->run.given, "size"))
 			t->cfg.size = (int64_t)size;
 	}
 	return 0;
@@ -397,21 +395,22 @@ static int pio_map(struct pio *t)
 }
 
 /* Options that need more than a range check. */
-static int pio_validate(struct pio *t, bool check)
+static int pio_validate(struct run *run)
 {
+	struct pio *t = (struct pio *)run;
 	struct pio_cfg *c = &t->cfg;
 	char err[512];
-	(void)check;
-	if (opts_given(pio_opts, PIO_NOPTS, t->given, "passes") && opts_given(pio_opts, PIO_NOPTS, t->given, "duration"))
+	t->fd = -1;
+	if (opts_given(pio_opts, PIO_NOPTS, t->run.given, "passes") && opts_given(pio_opts, PIO_NOPTS, t->run.given, "duration"))
 		return log_error("--duration and --passes exclude each other: give one");
-	if (opts_given(pio_opts, PIO_NOPTS, t->given, "passes"))
+	if (opts_given(pio_opts, PIO_NOPTS, t->run.given, "passes"))
 		c->duration_ns = 0;
 	else
 		c->passes = 0;
 	struct cpulist usable, one;
 	if (cpulist_usable(&usable, err, sizeof(err)))
 		return log_error("%s", err);
-	if (!opts_given(pio_opts, PIO_NOPTS, t->given, "cpu"))
+	if (!opts_given(pio_opts, PIO_NOPTS, t->run.given, "cpu"))
 		c->cpu = usable.cpu[usable.n - 1];
 	one.n = 1;
 	one.cpu[0] = (int)c->cpu;
@@ -425,7 +424,7 @@ static int pio_validate(struct pio *t, bool check)
 		return log_error("--pause 0 at --policy %s is an unbounded RT busy loop: give a pause (e.g. 100us) "
 				 "or --policy other",
 				 rt_policy_names[c->policy]);
-	if (sink_out_validate(&c->out, check))
+	if (sink_out_validate(&c->out, run->a->check))
 		return 1;
 	int rc = pio_parse_map(t);
 	if (!rc)
@@ -441,87 +440,77 @@ static int pio_validate(struct pio *t, bool check)
 }
 
 /* Scheduling and memory locking, tried for real (as the timer probe). */
-static int pio_privileges(struct pio *t)
+static int pio_privileges(struct run *run)
 {
-	return rt_acquire(t->cfg.policy, (int)t->cfg.priority, t->cfg.allow_degraded, &t->rt, &t->warn);
+	struct pio *t = (struct pio *)run;
+	return rt_acquire(t->cfg.policy, (int)t->cfg.priority, t->cfg.allow_degraded, &t->run.rt, &t->run.warn);
 }
 
-static void pio_cleanup(struct pio *t)
+static void pio_cleanup(struct run *run)
 {
+	struct pio *t = (struct pio *)run;
 	if (t->map_base)
 		munmap(t->map_base, t->map_len);
-	if (t->fd >= 0)
+	if (run->prepared && t->fd >= 0)
 		close(t->fd);
-	sink_free(&t->sink);
 }
 
-static int pio_run(const struct probe_args *a)
+/* The region, the sink, RLIMIT_RTTIME (a pass at RT priority: at most 1 s); the watchdog:
+ * --duration (or a generous bound for --passes) plus a margin. */
+static int pio_prepare(struct run *run)
 {
-	struct pio *t = calloc(1, sizeof(*t));
-	char err[512] = "";
-	int rc;
-	if (!t)
-		return log_error("out of memory");
-	t->fd = -1;
-	t->sink.raw_fd = -1;
-	if (opts_parse(pio_opts, PIO_NOPTS, &t->cfg, a->opt_argc, a->opt_argv, &t->given, err, sizeof(err))) {
-		free(t);
-		return log_error("%s", err);
-	}
-	if ((rc = pio_validate(t, a->check)) || (rc = pio_privileges(t)) || a->check) {
-		free(t);
-		return rc;
-	}
+	struct pio *t = (struct pio *)run;
 	struct pio_cfg *c = &t->cfg;
-	int cpu = (int)c->cpu;
-	if ((rc = pio_map(t))) {
-		pio_cleanup(t);
-		free(t);
+	int cpu = (int)c->cpu, rc;
+	if ((rc = pio_map(t)))
 		return rc;
-	}
-	if (sink_init(&t->sink, &c->out, &cpu, 1, err, sizeof(err))) {
-		rc = log_error("%s", err);
-		pio_cleanup(t);
-		free(t);
-		return rc;
-	}
-	t->sink.summary_extra = pio_summary_extra;
-	t->sink.summary_ctx = t;
-	if (t->rt.policy != RT_OTHER) {
+	if (sink_init(&run->sink, &c->out, &cpu, 1, run->err, sizeof(run->err)))
+		return log_error("%s", run->err);
+	run->sink.summary_extra = pio_summary_extra;
+	run->sink.summary_ctx = t;
+	if (run->rt.policy != RT_OTHER) {
 		struct sigaction sa;
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_handler = on_xcpu;
 		sigaction(SIGXCPU, &sa, NULL);
-		rt_acquire_rttime_limit(RTTIME_SOFT_US, RTTIME_HARD_US, &t->warn);
+		rt_acquire_rttime_limit(RTTIME_SOFT_US, RTTIME_HARD_US, &run->warn);
 	}
-	if ((rc = sink_begin(&t->sink, "pio", a, pio_params, t, &t->rt, &t->warn, 0))) {
-		pio_cleanup(t);
-		free(t);
-		return rc;
-	}
+	run->watchdog_s = run_watchdog_s(c->passes ? 3600 * (u128)NS_PER_S : (u128)c->duration_ns, 0, 0x7fffffff);
+	return 0;
+}
 
-	/* watchdog: --duration (or a generous bound for --passes) plus margin */
-	int64_t wd_s = (c->passes ? 3600 : c->duration_ns / NS_PER_S) + WATCHDOG_MARGIN_S + 1;
-	alarm((unsigned)wd_s);
-	int e = rt_thread_start(&t->tid, t->rt.policy, t->rt.priority, cpu, THREAD_STACK_BYTES, pio_thread_main, t);
+static int pio_start(struct run *run)
+{
+	struct pio *t = (struct pio *)run;
+	int cpu = (int)t->cfg.cpu;
+	int e = rt_thread_start(&t->tid, run->rt.policy, run->rt.priority, cpu, THREAD_STACK_BYTES, pio_thread_main, t);
 	if (e) {
-		snprintf(err, sizeof(err), "cannot start the thread on CPU %d: %s", cpu, strerror(e));
-	} else {
-		sink_pace_start(&t->sink, SINK_POLL_NS, c->out.progress_ms);
-		while (!atomic_load(&t->done) && !sink_stopping(&t->sink))
-			sink_pace(&t->sink);
-		pthread_join(t->tid, NULL);
+		snprintf(run->err, sizeof(run->err), "cannot start the thread on CPU %d: %s", cpu, strerror(e));
+		return -1;
 	}
-	alarm(0);
+	t->started = true;
+	return 0;
+}
 
-	if (t->rttime_hit) /* only a started thread sets it; it wins over watchdog and stop */
-		rc = sink_finish(&t->sink, 1, "error", "a pass ran over 1 s at RT priority (RLIMIT_RTTIME): use a "
-				 "smaller --size");
-	else if (!sink_end_early(&t->sink, e ? err : NULL, &rc))
-		rc = sink_finish(&t->sink, -1, NULL, NULL);
-	pio_cleanup(t);
-	free(t);
-	return rc;
+static bool pio_done(struct run *run)
+{
+	return atomic_load(&((struct pio *)run)->done);
+}
+
+static void pio_stop(struct run *run)
+{
+	struct pio *t = (struct pio *)run;
+	if (t->started)
+		pthread_join(t->tid, NULL);
+}
+
+/* RLIMIT_RTTIME (only a started thread sets it) wins over the watchdog and a stop. */
+static int pio_end(struct run *run)
+{
+	if (((struct pio *)run)->rttime_hit)
+		return sink_finish(&run->sink, 1, "error", "a pass ran over 1 s at RT priority (RLIMIT_RTTIME): use a "
+				   "smaller --size");
+	return run_end(run);
 }
 
 /* The default shm region needs memfd_create (Linux 3.17); uio/mem say at
@@ -544,5 +533,15 @@ const struct probe probe_pio = {
 	.opts = pio_opts,
 	.nopts = PIO_NOPTS,
 	.supported = pio_supported,
-	.run = pio_run,
+	.label_keys = (const char *const[]){"width", NULL},
+	.state_bytes = sizeof(struct pio),
+	.validate = pio_validate,
+	.privileges = pio_privileges,
+	.prepare = pio_prepare,
+	.params = pio_params,
+	.start = pio_start,
+	.done = pio_done,
+	.stop = pio_stop,
+	.end = pio_end,
+	.cleanup = pio_cleanup,
 };

@@ -97,9 +97,6 @@ static void pvartt_close(struct stimresp *h)
 }
 
 static const struct stimresp_ops pvartt_ops = {
-	.name = "pva-rtt",
-	.opts = pvartt_opts,
-	.nopts = (int)(sizeof(pvartt_opts) / sizeof(pvartt_opts[0])),
 	.request = "put",
 	.requests = "puts",
 	.answers = "echoes",
@@ -110,14 +107,8 @@ static const struct stimresp_ops pvartt_ops = {
 	.close = pvartt_close,
 	.send = pvartt_send,
 	.receive = pvartt_receive,
-	.params = pvartt_params,
 	.summary_extra = pvartt_summary_extra,
 };
-
-static int pvartt_run(const struct probe_args *a)
-{
-	return stimresp_main(sizeof(struct pvartt), &pvartt_ops, a);
-}
 
 const struct probe probe_pvartt = {
 	.name = "pva-rtt",
@@ -125,5 +116,9 @@ const struct probe probe_pvartt = {
 		   "(through the IOC's record processing, pvxs client)",
 	.opts = pvartt_opts,
 	.nopts = (int)(sizeof(pvartt_opts) / sizeof(pvartt_opts[0])),
-	.run = pvartt_run,
+	.service = &(const struct probe_service){"ioc", "pva-rtt", STIMRESP_PUT_ECHO_FIXED, "put"},
+	.family = &pvartt_ops,
+	.state_bytes = sizeof(struct pvartt),
+	.params = pvartt_params,
+	STIMRESP_HOOKS,
 };

@@ -86,8 +86,9 @@ def probe_version() -> str:
 
 
 def probe_list() -> list[dict]:
-    """The probe table: name, supported, why_not, options; then the probes of rtqual-ca and
-    rtqual-pva, where built, each with "binary": its name."""
+    """The probe table: name, summary, supported, why_not, options, binary, label_keys, service,
+    sections (the binaries' --list); then the probes of rtqual-ca and rtqual-pva, where built
+    ("binary": their name, added if an older binary does not say it)."""
     out = subprocess.run([probe_path(), "--list"], capture_output=True, text=True, timeout=10)
     rows = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
     for name, path in ((CA, ca_path), (PVA, pva_path)):
@@ -96,7 +97,10 @@ def probe_list() -> list[dict]:
         except RtqError:
             continue
         out = subprocess.run([binary, "--list"], capture_output=True, text=True, timeout=10)
-        rows += [{**json.loads(line), "binary": name} for line in out.stdout.splitlines() if line.strip()]
+        for line in out.stdout.splitlines():
+            if line.strip():
+                rows.append(json.loads(line))
+                rows[-1].setdefault("binary", name)
     return rows
 
 

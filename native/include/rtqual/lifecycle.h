@@ -1,0 +1,68 @@
+/* One probe lifecycle for every probe of every binary: run_probe() (lib/lifecycle.c) drives a
+ * probe through the hooks of its struct probe (probe.h):
+ *
+ *   parse options into the state -> validate -> privileges -> (--check: stop here) -> prepare
+ *   -> begin (self-overhead, signals, raw header, JSON header, kept warnings) -> watchdog alarm
+ *   -> start threads -> measure (pacing loop: drain, progress, done/tick/kick) -> stop (join)
+ *   -> alarm off -> end (hist, summary, end record) -> cleanup (always: r->prepared says
+ *   whether prepare was called, so whether what it acquires needs releasing).
+ *
+ * A probe's state is one zeroed allocation of probe.state_bytes that starts with struct run;
+ * a hook gets the struct run and casts it to the probe's state. */
+#ifndef RTQUAL_LIFECYCLE_H
+#define RTQUAL_LIFECYCLE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rtqual/probe.h"
+#include "rtqual/rtenv.h"
+#include "rtqual/sink.h"
+
+#define RUN_RTTIME_SOFT_US 200000 /* RLIMIT_RTTIME of a probe that blocks between samples */
+#define RUN_RTTIME_HARD_US 400000
+#define RUN_WATCHDOG_MARGIN_S 10 /* the alarm beyond the planned run */
+
+/* The part of every probe's state the driver owns: first member of the state. */
+struct run {
+	const struct probe *p;
+	const struct probe_args *a;
+	uint64_t given; /* options given on the command line (opts_given) */
+	struct rt_info rt;
+	struct warnings warn; /* kept until the header is out */
+	struct sink sink;
+	int dma_fd;              /* /dev/cpu_dma_latency held by run_hold (-1: none) */
+	int64_t raw_interval_ns; /* prepare: the raw file header's interval (0: none) */
+	unsigned watchdog_s;     /* prepare: alarm() from the header to the end (0: none) */
+	bool prepared;           /* prepare was called (cleanup: release what it took) */
+	bool start_failed;       /* start returned -1; err says why */
+	char err[512];
+	/* the main thread's pacing: drain every poll_ns, progress every progress_ns */
+	int64_t pace_now_ns, pace_poll_ns, progress_ns, next_progress_ns;
+};
+
+/* Run probe `p` with arguments `a` (driver_main calls it); returns the exit code
+ * (0 pass, 1 error, 3 skip, 4 inconclusive). */
+int run_probe(const struct probe *p, const struct probe_args *a);
+
+/* prepare's helper: hold /dev/cpu_dma_latency at 0 (if `dma`), then RLIMIT_RTTIME at the
+ * RUN_RTTIME_* values if the policy is RT; refusals become warnings. */
+void run_hold(struct run *r, bool dma);
+/* A watchdog of `run_ns` plus `extra_s` and the margin, in whole seconds, capped at `cap_s`. */
+unsigned run_watchdog_s(u128 run_ns, uint64_t extra_s, unsigned cap_s);
+
+/* The pacing loop's pieces, for a probe with its own measure hook. */
+int64_t run_pace_start(struct run *r, int64_t poll_ns);
+int64_t run_pace(struct run *r);
+/* True once a stop signal (any RT_SIG_*) arrived or the JSON stream failed; then sink.stop is
+ * set, so the measuring threads end at their next wake-up. */
+bool run_stopping(struct run *r);
+
+/* The end of a run cut short, first match wins: start failed (r->err, also logged after the
+ * records), the watchdog fired, a stop signal arrived. Emits the final records and returns true
+ * with the exit code in *rc; false: the run went its course (the end hook finishes it). */
+bool run_end_early(struct run *r, int *rc);
+/* The default end: run_end_early, else sink_finish(-1) (status from the data). */
+int run_end(struct run *r);
+
+#endif

@@ -1,0 +1,186 @@
+/* The one probe lifecycle (rtqual/lifecycle.h): options, validation, privileges, --check, the
+ * probe's set-up, the header, the watchdog, threads, the main thread's pacing loop, the end
+ * records and one cleanup, around the hooks of a struct probe. */
+#include "rtqual/lifecycle.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rtqual/log.h"
+
+void run_hold(struct run *r, bool dma)
+{
+	if (dma)
+		rt_acquire_dma_latency(&r->dma_fd, &r->rt, &r->warn);
+	if (r->rt.policy != RT_OTHER)
+		rt_acquire_rttime_limit(RUN_RTTIME_SOFT_US, RUN_RTTIME_HARD_US, &r->warn);
+}
+
+unsigned run_watchdog_s(u128 run_ns, uint64_t extra_s, unsigned cap_s)
+{
+	u128 s = run_ns / NS_PER_S + 1 + RUN_WATCHDOG_MARGIN_S + extra_s;
+	return s < cap_s ? (unsigned)s : cap_s;
+}
+
+/* Start of the measurement, after the probe's own set-up: self-overhead, stop signals, the raw
+ * file header, the JSON header, then the warnings kept until it. Returns 0, or 1 (logged) if
+ * the JSON stream cannot be written. */
+static int run_begin(struct run *r)
+{
+	struct overhead ov = {0, 0};
+	if (!r->p->no_rt) {
+		ov.clock_read_ns = measure_clock_read_ns(10000);
+		ov.sample_update_ns = sink_measure_update_ns(100000);
+	}
+	rt_signals_install();
+	int64_t start_mono = mono_now_ns(), start_real = real_now_ns();
+	sink_raw_start(&r->sink, r->raw_interval_ns, start_mono, start_real);
+	if (sink_header(&r->sink, r->p->name, r->a->argc, r->a->argv, r->p->params, r, &r->rt, &ov, start_mono,
+			start_real) != 0)
+		return log_error("--json-fd %d: write failed: %s", r->sink.fd, strerror(r->sink.write_errno));
+	sink_warnings(&r->sink, &r->warn);
+	return 0;
+}
+
+bool run_stopping(struct run *r)
+{
+	if (!rt_signals_caught() && !atomic_load(&r->sink.stop))
+		return false;
+	atomic_store(&r->sink.stop, true);
+	return true;
+}
+
+/* Before the main thread's wait loop: drain every poll_ns, progress every --progress-ms from
+ * now. Returns now. */
+int64_t run_pace_start(struct run *r, int64_t poll_ns)
+{
+	r->pace_now_ns = mono_now_ns();
+	r->pace_poll_ns = poll_ns;
+	r->progress_ns = r->sink.progress_ms * NS_PER_MS;
+	r->next_progress_ns = r->pace_now_ns + r->progress_ns;
+	return r->pace_now_ns;
+}
+
+/* One round of the main thread's wait: sleep to the next poll or progress time, whichever is
+ * first (a signal ends the sleep early: the caller looks again), drain the rings, and emit
+ * progress when due; after a stall the progress period restarts from now instead of catching
+ * up in a burst. Returns the time it woke. */
+int64_t run_pace(struct run *r)
+{
+	int64_t wake = r->pace_now_ns + r->pace_poll_ns;
+	sleep_until_ns(wake < r->next_progress_ns ? wake : r->next_progress_ns);
+	int64_t now = r->pace_now_ns = mono_now_ns();
+	sink_poll(&r->sink);
+	if (now >= r->next_progress_ns) {
+		sink_progress(&r->sink);
+		r->next_progress_ns += r->progress_ns;
+		if (r->next_progress_ns < now)
+			r->next_progress_ns = now + r->progress_ns;
+	}
+	return now;
+}
+
+/* The main thread while the probe's threads measure: until done, a stop (kick the threads)
+ * or the probe's tick says so. */
+static void run_measure(struct run *r)
+{
+	const struct probe *p = r->p;
+	int64_t now = run_pace_start(r, SINK_POLL_NS);
+	while (!p->done(r)) {
+		if (run_stopping(r)) {
+			if (p->kick)
+				p->kick(r);
+			break;
+		}
+		if (p->tick && p->tick(r, now))
+			break;
+		now = run_pace(r);
+	}
+}
+
+bool run_end_early(struct run *r, int *rc)
+{
+	int sig = rt_signals_caught();
+	if (r->start_failed)
+		*rc = sink_finish(&r->sink, 1, "error", r->err);
+	else if (sig & RT_SIG_WATCHDOG)
+		*rc = sink_finish(&r->sink, 1, "error", "watchdog");
+	else if (sig & RT_SIG_STOP)
+		*rc = sink_finish(&r->sink, 4, "interrupted", "stopped by signal");
+	else
+		return false;
+	if (r->start_failed)
+		log_error("%s", r->err);
+	return true;
+}
+
+int run_end(struct run *r)
+{
+	int rc;
+	if (!run_end_early(r, &rc))
+		rc = sink_finish(&r->sink, -1, NULL, NULL);
+	return rc;
+}
+
+/* From the header to the end record: watchdog, start, measure, stop, end. */
+static int run_measurement(struct run *r)
+{
+	const struct probe *p = r->p;
+	int rc = run_begin(r);
+	if (rc)
+		return rc;
+	if (r->watchdog_s)
+		alarm(r->watchdog_s);
+	if (p->start && p->start(r) != 0) {
+		r->start_failed = true;
+		atomic_store(&r->sink.stop, true);
+		if (p->kick)
+			p->kick(r);
+	} else if (p->measure) {
+		p->measure(r);
+	} else if (p->done) {
+		run_measure(r);
+	}
+	if (p->stop)
+		p->stop(r);
+	alarm(0);
+	return p->end ? p->end(r) : run_end(r);
+}
+
+/* Options to the end record; cleanup is the caller's. */
+static int run_life(struct run *r)
+{
+	const struct probe *p = r->p;
+	const struct probe_args *a = r->a;
+	int rc;
+	if (opts_parse(p->opts, p->nopts, r, a->opt_argc, a->opt_argv, &r->given, r->err, sizeof(r->err)))
+		return log_error("%s", r->err);
+	r->err[0] = '\0';
+	if ((rc = p->validate(r)) || (p->privileges && (rc = p->privileges(r))) || a->check)
+		return rc;
+	r->prepared = true;
+	if ((rc = p->prepare(r)))
+		return rc;
+	return run_measurement(r);
+}
+
+int run_probe(const struct probe *p, const struct probe_args *a)
+{
+	struct run *r = calloc(1, p->state_bytes);
+	if (!r)
+		return log_error("out of memory");
+	r->p = p;
+	r->a = a;
+	r->dma_fd = r->sink.raw_fd = -1;
+	int rc = run_life(r);
+	if (p->cleanup)
+		p->cleanup(r);
+	if (r->dma_fd >= 0)
+		close(r->dma_fd);
+	sink_free(&r->sink);
+	free(r);
+	return rc;
+}
