@@ -199,11 +199,8 @@ const struct probe probe_cartt = {
 	.name = "ca-rtt",
 	.summary = "Channel Access round trip: ca_put of a sequence number to the monitor event carrying it back "
 		   "(through the IOC's record processing)",
-	.opts = cartt_opts,
-	.nopts = (int)(sizeof(cartt_opts) / sizeof(cartt_opts[0])),
+	.opts = cartt_opts, .nopts = (int)(sizeof(cartt_opts) / sizeof(cartt_opts[0])),
 	.service = &(const struct probe_service){"ioc", "ca-rtt", STIMRESP_PUT_ECHO_FIXED, "put"},
-	.family = &cartt_ops,
-	.state_bytes = sizeof(struct cartt),
-	.params = cartt_params,
+	.state_bytes = sizeof(struct cartt), .family = &cartt_ops, .params = cartt_params,
 	STIMRESP_HOOKS,
 };

@@ -4,6 +4,7 @@
 #include "rtqual/lifecycle.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,57 @@ unsigned run_watchdog_s(u128 run_ns, uint64_t extra_s, unsigned cap_s)
 {
 	u128 s = run_ns / NS_PER_S + 1 + RUN_WATCHDOG_MARGIN_S + extra_s;
 	return s < cap_s ? (unsigned)s : cap_s;
+}
+
+int run_one_of(struct run *r, const char *a, const char *b, bool *b_given)
+{
+	*b_given = run_given(r, b);
+	if (*b_given && run_given(r, a))
+		return log_error("--%s and --%s exclude each other: give one", a, b);
+	return 0;
+}
+
+bool run_given(const struct run *r, const char *name)
+{
+	return opts_given(r->p->opts, r->p->nopts, r->given, name);
+}
+
+int run_thread(struct run *r, pthread_t *tid, bool *started, int priority, int cpu, void *(*fn)(void *), void *arg,
+	       const char *what)
+{
+	int e = rt_thread_start(tid, r->rt.policy, priority, cpu, RUN_THREAD_STACK_BYTES, fn, arg);
+	if (e) {
+		snprintf(r->err, sizeof(r->err), "cannot start %s on CPU %d: %s", what, cpu, strerror(e));
+		return -1;
+	}
+	*started = true;
+	return 0;
+}
+
+bool run_stalled(struct run *r, uint64_t progress, int64_t now_ns, int64_t limit_ns)
+{
+	if (!r->seen_at_ns || progress != r->seen_progress) {
+		r->seen_progress = progress;
+		r->seen_at_ns = now_ns;
+		return false;
+	}
+	return now_ns - r->seen_at_ns > limit_ns;
+}
+
+int run_plan_rate(int64_t rate_hz, bool have_loops, int64_t *duration_ns, int64_t loops, int64_t warmup,
+		  int64_t *period_ns, uint64_t *total)
+{
+	char d1[32], d2[32];
+	*period_ns = NS_PER_S / rate_hz;
+	if (have_loops)
+		*duration_ns = 0;
+	else if (*duration_ns < *period_ns)
+		return log_error("--duration (%s) is shorter than one period (%s at --rate %" PRId64
+				 "): nothing would be measured",
+				 duration_format(*duration_ns, d1, sizeof(d1)), duration_format(*period_ns, d2, sizeof(d2)),
+				 rate_hz);
+	*total = (uint64_t)warmup + (have_loops ? (uint64_t)loops : (uint64_t)(*duration_ns / *period_ns));
+	return 0;
 }
 
 /* Start of the measurement, after the probe's own set-up: self-overhead, stop signals, the raw
@@ -83,13 +135,13 @@ int64_t run_pace(struct run *r)
 	return now;
 }
 
-/* The main thread while the probe's threads measure: until done, a stop (kick the threads)
- * or the probe's tick says so. */
+/* The main thread while the probe's threads measure: until r->done, a stop (kick the
+ * threads) or the probe's tick says so. */
 static void run_measure(struct run *r)
 {
 	const struct probe *p = r->p;
 	int64_t now = run_pace_start(r, SINK_POLL_NS);
-	while (!p->done(r)) {
+	while (!atomic_load(&r->done)) {
 		if (run_stopping(r)) {
 			if (p->kick)
 				p->kick(r);
@@ -141,7 +193,7 @@ static int run_measurement(struct run *r)
 			p->kick(r);
 	} else if (p->measure) {
 		p->measure(r);
-	} else if (p->done) {
+	} else {
 		run_measure(r);
 	}
 	if (p->stop)

@@ -16,7 +16,6 @@
 #include "rtqual/log.h"
 #include "rtqual/rtenv.h"
 
-#define THREAD_STACK_BYTES (256 * 1024)
 #define START_DELAY_NS (50 * NS_PER_MS)
 #define POLL_SLICE_MS 100 /* the stop flag is seen at least this often while waiting */
 
@@ -91,7 +90,7 @@ static void *stimresp_thread(void *arg)
 	}
 	cs->wakeups = wakeups;
 	cs->cpu_time_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-	atomic_store(&h->done, true);
+	atomic_store(&h->run.done, true);
 	return NULL;
 }
 
@@ -128,28 +127,20 @@ int stimresp_validate(struct run *r)
 {
 	struct stimresp *h = (struct stimresp *)r;
 	const struct stimresp_ops *ops = h->ops = r->p->family;
-	const struct probe *p = r->p;
 	struct stimresp_cfg *c = &h->cfg;
-	char err[512], d1[32], d2[32];
+	char err[512];
 	int rc;
-	bool have_loops = opts_given(p->opts, p->nopts, r->given, "loops");
-	if (have_loops && opts_given(p->opts, p->nopts, r->given, "duration"))
-		return log_error("--duration and --loops exclude each other: give one");
+	bool have_loops;
+	if (run_one_of(r, "duration", "loops", &have_loops))
+		return 1;
 	if ((rc = ops->validate(h)))
 		return rc;
-	h->period_ns = NS_PER_S / c->rate_hz;
-	if (have_loops)
-		c->duration_ns = 0;
-	else if (c->duration_ns < h->period_ns)
-		return log_error("--duration (%s) is shorter than one period (%s at --rate %" PRId64
-				 "): nothing would be measured",
-				 duration_format(c->duration_ns, d1, sizeof(d1)),
-				 duration_format(h->period_ns, d2, sizeof(d2)), c->rate_hz);
-	h->total = (uint64_t)c->warmup + (have_loops ? (uint64_t)c->loops : (uint64_t)(c->duration_ns / h->period_ns));
+	if ((rc = run_plan_rate(c->rate_hz, have_loops, &c->duration_ns, c->loops, c->warmup, &h->period_ns, &h->total)))
+		return rc;
 	struct cpulist usable, one;
 	if (cpulist_usable(&usable, err, sizeof(err)))
 		return log_error("%s", err);
-	if (!opts_given(p->opts, p->nopts, r->given, "cpu"))
+	if (!run_given(r, "cpu"))
 		c->cpu = usable.cpu[0];
 	one.n = 1;
 	one.cpu[0] = (int)c->cpu;
@@ -189,19 +180,9 @@ int stimresp_start(struct run *r)
 	struct stimresp *h = (struct stimresp *)r;
 	int cpu = (int)h->cfg.cpu;
 	h->first_deadline_ns = mono_now_ns() + START_DELAY_NS;
-	int e = rt_thread_start(&h->tid, r->rt.policy, r->rt.priority, cpu, THREAD_STACK_BYTES, stimresp_thread, h);
-	if (e) {
-		snprintf(r->err, sizeof(r->err), "cannot start the %s thread on CPU %d: %s", h->ops->thread, cpu,
-			 strerror(e));
-		return -1;
-	}
-	h->started = true;
-	return 0;
-}
-
-bool stimresp_done(struct run *r)
-{
-	return atomic_load(&((struct stimresp *)r)->done);
+	char what[64];
+	snprintf(what, sizeof(what), "the %s thread", h->ops->thread);
+	return run_thread(r, &h->tid, &h->started, r->rt.priority, cpu, stimresp_thread, h, what);
 }
 
 void stimresp_stop(struct run *r)

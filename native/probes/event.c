@@ -62,7 +62,6 @@ struct event {
 	bool resp_started, stim_started;
 	pid_t stim_pid;
 	int stim_cpu;
-	_Atomic bool resp_done;
 	/* responder results, read after join */
 	uint64_t answered, warm_stimuli, ring_overwritten;
 	int64_t *lt, *le;           /* local stimulus / edge times, STIM_RING each */
@@ -303,7 +302,7 @@ static void *resp_thread_main(void *arg)
 	t->answered = e;
 	cs->wakeups = wakeups;
 	cs->cpu_time_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-	atomic_store(&t->resp_done, true);
+	atomic_store(&t->run.done, true);
 	return NULL;
 }
 
@@ -428,30 +427,24 @@ static int event_validate(struct run *run)
 {
 	struct event *t = (struct event *)run;
 	struct event_cfg *c = &t->cfg;
-	char err[512], d1[32], d2[32];
-	bool have_loops = opts_given(event_opts, EVENT_NOPTS, t->run.given, "loops");
-	if (have_loops && opts_given(event_opts, EVENT_NOPTS, t->run.given, "duration"))
-		return log_error("--duration and --loops exclude each other: give one");
-	t->period_ns = NS_PER_S / c->rate_hz;
-	if (have_loops)
-		c->duration_ns = 0;
-	else if (c->duration_ns < t->period_ns)
-		return log_error("--duration (%s) is shorter than one period (%s at --rate %" PRId64
-				 "): nothing would be measured",
-				 duration_format(c->duration_ns, d1, sizeof(d1)),
-				 duration_format(t->period_ns, d2, sizeof(d2)), c->rate_hz);
-	t->total = (uint64_t)c->warmup + (have_loops ? (uint64_t)c->loops : (uint64_t)(c->duration_ns / t->period_ns));
+	char err[512];
+	bool have_loops;
+	if (run_one_of(&t->run, "duration", "loops", &have_loops))
+		return 1;
+	int rc = run_plan_rate(c->rate_hz, have_loops, &c->duration_ns, c->loops, c->warmup, &t->period_ns, &t->total);
+	if (rc)
+		return rc;
 
 	struct cpulist usable, one;
 	if (cpulist_usable(&usable, err, sizeof(err)))
 		return log_error("%s", err);
-	if (!opts_given(event_opts, EVENT_NOPTS, t->run.given, "cpu"))
+	if (!run_given(&t->run, "cpu"))
 		c->cpu = usable.cpu[usable.n - 1];
 	one.n = 1;
 	one.cpu[0] = (int)c->cpu;
 	if (cpulist_check(&one, err, sizeof(err)))
 		return log_error("--cpu: %s", err);
-	if (opts_given(event_opts, EVENT_NOPTS, t->run.given, "stimulus-cpu")) {
+	if (run_given(&t->run, "stimulus-cpu")) {
 		one.cpu[0] = (int)c->stimulus_cpu;
 		if (cpulist_check(&one, err, sizeof(err)))
 			return log_error("--stimulus-cpu: %s", err);
@@ -618,12 +611,6 @@ out:
 	return rc;
 }
 
-/* The responder has seen every stimulus (or the stop). */
-static bool event_done(struct run *run)
-{
-	return atomic_load(&((struct event *)run)->resp_done);
-}
-
 /* Main thread, each round: a dead stimulus process ends the stimuli. */
 static bool event_tick(struct run *run, int64_t now_ns)
 {
@@ -753,19 +740,10 @@ const struct probe probe_event = {
 	.name = "event",
 	.summary = "interrupt-to-user response: stimulus (eventfd, pipe, timerfd; gpio loopback where wired) to "
 		   "the wake-up of a responder blocked in epoll_wait",
-	.opts = event_opts,
-	.nopts = EVENT_NOPTS,
-	.supported = event_supported,
-	.label_keys = (const char *const[]){"source", NULL},
-	.state_bytes = sizeof(struct event),
-	.validate = event_validate,
-	.privileges = event_privileges,
-	.prepare = event_prepare,
-	.params = event_params,
-	.start = event_start,
-	.done = event_done,
-	.tick = event_tick,
-	.stop = event_stop,
-	.end = event_end,
-	.cleanup = event_cleanup,
+	.opts = event_opts, .nopts = EVENT_NOPTS, .supported = event_supported,
+	.label_keys = PROBE_LIST("source"),
+	.state_bytes = sizeof(struct event), .params = event_params,
+	.validate = event_validate, .privileges = event_privileges, .prepare = event_prepare,
+	.start = event_start, .tick = event_tick, .stop = event_stop,
+	.end = event_end, .cleanup = event_cleanup,
 };

@@ -320,14 +320,9 @@ static int fake_prepare(struct run *run)
 const struct probe probe_fake = {
 	.name = "fake",
 	.summary = "replays a script of samples through the real sink (pipeline tests, no root)",
-	.opts = fake_opts,
-	.nopts = FAKE_NOPTS,
-	.state_bytes = sizeof(struct fake),
-	.no_rt = true,
-	.validate = fake_validate,
-	.prepare = fake_prepare,
-	.params = fake_params,
+	.opts = fake_opts, .nopts = FAKE_NOPTS,
+	.state_bytes = sizeof(struct fake), .no_rt = true, .params = fake_params,
+	.validate = fake_validate, .prepare = fake_prepare,
 	.measure = fake_replay,
-	.end = fake_end,
-	.cleanup = fake_cleanup,
+	.end = fake_end, .cleanup = fake_cleanup,
 };

@@ -321,12 +321,9 @@ const struct probe probe_iocresp = {
 	.name = "iocresp",
 	.summary = "EPICS IOC response: stimulus written to the IOC's input FIFO to its response on the output "
 		   "FIFO, with the IOC's stage times (wake, dispatch, chain, return)",
-	.opts = iocresp_opts,
-	.nopts = (int)(sizeof(iocresp_opts) / sizeof(iocresp_opts[0])),
-	.service = &(const struct probe_service){"ioc", "ioc", (const char *const[]){"in", "$(IOC_IN)", "out", "$(IOC_OUT)", NULL}, NULL},
-	.sections = (const char *const[]){"stages", NULL},
-	.family = &iocresp_ops,
-	.state_bytes = sizeof(struct iocresp),
-	.params = iocresp_params,
+	.opts = iocresp_opts, .nopts = (int)(sizeof(iocresp_opts) / sizeof(iocresp_opts[0])),
+	.service = &(const struct probe_service){"ioc", "ioc", PROBE_LIST("in", "$(IOC_IN)", "out", "$(IOC_OUT)"), NULL},
+	.sections = PROBE_LIST("stages"),
+	.state_bytes = sizeof(struct iocresp), .family = &iocresp_ops, .params = iocresp_params,
 	STIMRESP_HOOKS,
 };

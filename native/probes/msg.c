@@ -236,7 +236,7 @@ static void *client_main(void *arg)
 	pthread_mutex_unlock(&m->mu);
 	free(sbuf);
 	free(rbuf);
-	atomic_store(&m->client_done, true);
+	atomic_store(&m->run.done, true);
 	return NULL;
 }
 
@@ -359,14 +359,14 @@ static int msg_validate(struct run *run)
 	struct msg *m = (struct msg *)run;
 	struct msg_cfg *c = &m->cfg;
 	char err[512];
-	bool have_loops = opts_given(msg_opts, MSG_NOPTS, m->run.given, "loops");
+	bool have_loops;
 	if (is_zmq(c->transport)) {
 #ifndef RTQUAL_HAVE_ZMQ
 		return log_skip(GRANT_ZMQ, "--transport %s: built without libzmq", transport_names[c->transport]);
 #endif
 	}
-	if (have_loops && opts_given(msg_opts, MSG_NOPTS, m->run.given, "duration"))
-		return log_error("--duration and --loops exclude each other: give one");
+	if (run_one_of(&m->run, "duration", "loops", &have_loops))
+		return 1;
 	if (have_loops)
 		c->duration_ns = 0;
 	m->period_ns = c->rate_hz ? NS_PER_S / c->rate_hz : 0;
@@ -377,8 +377,8 @@ static int msg_validate(struct run *run)
 		return log_error("--size %" PRId64 ": at most %d bytes with --transport %s", c->size, MAX_DGRAM,
 				 transport_names[c->transport]);
 	/* a scenario matrix may vary --chain under fixed broker settings: ignore, say so */
-	if (!c->chain && (c->cpu[ROLE_BROKER] >= 0 || opts_given(msg_opts, MSG_NOPTS, m->run.given, "broker-policy") ||
-			  opts_given(msg_opts, MSG_NOPTS, m->run.given, "broker-priority")))
+	if (!c->chain && (c->cpu[ROLE_BROKER] >= 0 || run_given(&m->run, "broker-policy") ||
+			  run_given(&m->run, "broker-priority")))
 		warnings_add(&m->run.warn, "--broker-cpu/--broker-policy/--broker-priority ignored without --chain");
 	static const char *const cpu_opt[] = {"client-cpu", "broker-cpu", "server-cpu"};
 	static const char *const pol_opt[] = {"client-policy", "broker-policy", "server-policy"};
@@ -392,8 +392,8 @@ static int msg_validate(struct run *run)
 				return log_error("--%s: %s", cpu_opt[r], err);
 		}
 		pi->cpu_req = (int)c->cpu[r];
-		pi->policy_req = opts_given(msg_opts, MSG_NOPTS, m->run.given, pol_opt[r]) ? c->role_policy[r] : c->policy;
-		int64_t pri = opts_given(msg_opts, MSG_NOPTS, m->run.given, pri_opt[r]) ? c->role_priority[r] : c->priority;
+		pi->policy_req = run_given(&m->run, pol_opt[r]) ? c->role_policy[r] : c->policy;
+		int64_t pri = run_given(&m->run, pri_opt[r]) ? c->role_priority[r] : c->priority;
 		pi->priority_req = pi->policy_req == RT_OTHER ? 0 : (int)pri;
 	}
 	return sink_out_validate(&c->out, run->a->check);
@@ -428,11 +428,6 @@ static int msg_privileges(struct run *run)
 }
 
 /* ---- run ----------------------------------------------------------------------- */
-
-static bool msg_done(struct run *run)
-{
-	return atomic_load(&((struct msg *)run)->client_done);
-}
 
 static void msg_kick(struct run *run)
 {
@@ -549,19 +544,10 @@ static int msg_end(struct run *run)
 const struct probe probe_msg = {
 	.name = "msg",
 	.summary = "message round-trip time client -> [broker ->] server processes over ZeroMQ or bare sockets (MADOCA II)",
-	.opts = msg_opts,
-	.nopts = MSG_NOPTS,
-	.label_keys = (const char *const[]){"transport", NULL},
-	.state_bytes = sizeof(struct msg),
-	.validate = msg_validate,
-	.privileges = msg_privileges,
-	.prepare = msg_prepare,
-	.params = msg_params,
-	.start = msg_start,
-	.done = msg_done,
-	.tick = msg_tick,
-	.kick = msg_kick,
-	.stop = msg_stop,
-	.end = msg_end,
-	.cleanup = msg_cleanup,
+	.opts = msg_opts, .nopts = MSG_NOPTS,
+	.label_keys = PROBE_LIST("transport"),
+	.state_bytes = sizeof(struct msg), .params = msg_params,
+	.validate = msg_validate, .privileges = msg_privileges, .prepare = msg_prepare,
+	.start = msg_start, .tick = msg_tick, .kick = msg_kick, .stop = msg_stop,
+	.end = msg_end, .cleanup = msg_cleanup,
 };

@@ -21,7 +21,6 @@
 #include "rtqual/rtenv.h"
 #include "rtqual/sink.h"
 
-#define THREAD_STACK_BYTES (256 * 1024)
 #define RTTIME_SOFT_US 1000000 /* one pass at RT priority: at most 1 s */
 #define RTTIME_HARD_US 2000000
 
@@ -57,7 +56,6 @@ struct pio {
 	uint64_t accesses; /* per pass */
 	pthread_t tid;
 	bool started;
-	_Atomic bool done;
 	/* results, read after join */
 	uint64_t passes_done, checksum;
 	int64_t measured_ns;
@@ -192,7 +190,7 @@ static void *pio_thread_main(void *arg)
 	t->rttime_hit = atomic_load(&xcpu_caught);
 	cs->wakeups = wakeups;
 	cs->cpu_time_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-	atomic_store(&t->done, true);
+	atomic_store(&t->run.done, true);
 	return NULL;
 }
 
@@ -288,10 +286,10 @@ static int pio_parse_map(struct pio *t)
 		*colon = 0;
 		if (parse_u64(buf, &t->phys_offset) || parse_u64(colon + 1, &size) || size == 0)
 			return log_error("--map: expected mem:OFFSET:SIZE with numbers (0x... allowed) (got '%s')", m);
-		if (opts_given(pio_opts, PIO_NOPTS, t->run.given, "size") && (uint64_t)t->cfg.size > size)
+		if (run_given(&t->run, "size") && (uint64_t)t->cfg.size > size)
 			return log_error("--size %" PRId64 " is larger than the mem: region (%" PRIu64 " bytes)",
 					 t->cfg.size, size);
-		if (!opts_given(pio_opts, PIO_NOPTS, t->run.given, "size"))
+		if (!run_given(&t->run, "size"))
 			t->cfg.size = (int64_t)size;
 		t->kind = MAP_MEM;
 		t->dev = "/dev/mem";
@@ -344,10 +342,10 @@ static int pio_check_device(struct pio *t)
 		int rc = uio_map_size(t->dev, t->map_index, &size);
 		if (rc)
 			return rc;
-		if (opts_given(pio_opts, PIO_NOPTS, t->run.given, "size") && (uint64_t)t->cfg.size > size)
+		if (run_given(&t->run, "size") && (uint64_t)t->cfg.size > size)
 			return log_error("--size %" PRId64 " is larger than %s map %" PRIu64 " (%" PRIu64 " bytes)",
 					 t->cfg.size, t->dev, t->map_index, size);
-		if (!opts_given(pio_opts, PIO_NOPTS, t->run.given, "size"))
+		if (!run_given(&t->run, "size"))
 			t->cfg.size = (int64_t)size;
 	}
 	return 0;
@@ -401,16 +399,17 @@ static int pio_validate(struct run *run)
 	struct pio_cfg *c = &t->cfg;
 	char err[512];
 	t->fd = -1;
-	if (opts_given(pio_opts, PIO_NOPTS, t->run.given, "passes") && opts_given(pio_opts, PIO_NOPTS, t->run.given, "duration"))
-		return log_error("--duration and --passes exclude each other: give one");
-	if (opts_given(pio_opts, PIO_NOPTS, t->run.given, "passes"))
+	bool have_passes;
+	if (run_one_of(run, "duration", "passes", &have_passes))
+		return 1;
+	if (have_passes)
 		c->duration_ns = 0;
 	else
 		c->passes = 0;
 	struct cpulist usable, one;
 	if (cpulist_usable(&usable, err, sizeof(err)))
 		return log_error("%s", err);
-	if (!opts_given(pio_opts, PIO_NOPTS, t->run.given, "cpu"))
+	if (!run_given(&t->run, "cpu"))
 		c->cpu = usable.cpu[usable.n - 1];
 	one.n = 1;
 	one.cpu[0] = (int)c->cpu;
@@ -482,19 +481,7 @@ static int pio_prepare(struct run *run)
 static int pio_start(struct run *run)
 {
 	struct pio *t = (struct pio *)run;
-	int cpu = (int)t->cfg.cpu;
-	int e = rt_thread_start(&t->tid, run->rt.policy, run->rt.priority, cpu, THREAD_STACK_BYTES, pio_thread_main, t);
-	if (e) {
-		snprintf(run->err, sizeof(run->err), "cannot start the thread on CPU %d: %s", cpu, strerror(e));
-		return -1;
-	}
-	t->started = true;
-	return 0;
-}
-
-static bool pio_done(struct run *run)
-{
-	return atomic_load(&((struct pio *)run)->done);
+	return run_thread(run, &t->tid, &t->started, run->rt.priority, (int)t->cfg.cpu, pio_thread_main, t, "the thread");
 }
 
 static void pio_stop(struct run *run)
@@ -530,18 +517,10 @@ const struct probe probe_pio = {
 	.name = "pio",
 	.summary = "programmed-I/O transfer speed: volatile 8/16/32/64-bit reads or writes over shared memory, a UIO "
 		   "map or /dev/mem; ns per access and MB/s",
-	.opts = pio_opts,
-	.nopts = PIO_NOPTS,
-	.supported = pio_supported,
-	.label_keys = (const char *const[]){"width", NULL},
-	.state_bytes = sizeof(struct pio),
-	.validate = pio_validate,
-	.privileges = pio_privileges,
-	.prepare = pio_prepare,
-	.params = pio_params,
-	.start = pio_start,
-	.done = pio_done,
-	.stop = pio_stop,
-	.end = pio_end,
-	.cleanup = pio_cleanup,
+	.opts = pio_opts, .nopts = PIO_NOPTS, .supported = pio_supported,
+	.label_keys = PROBE_LIST("width"),
+	.state_bytes = sizeof(struct pio), .params = pio_params,
+	.validate = pio_validate, .privileges = pio_privileges, .prepare = pio_prepare,
+	.start = pio_start, .stop = pio_stop,
+	.end = pio_end, .cleanup = pio_cleanup,
 };

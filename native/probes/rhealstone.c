@@ -28,7 +28,6 @@
 #include "rtqual/rtenv.h"
 #include "rtqual/sink.h"
 
-#define THREAD_STACK_BYTES (256 * 1024)
 #define READY_NS (5 * NS_PER_S)  /* helper threads must reach their first wait */
 #define JOIN_NS (5 * NS_PER_S)   /* then the run is abandoned as an error */
 #define STALL_NS (10 * NS_PER_S) /* no round for this long (+ 2 intervals): watchdog */
@@ -99,10 +98,8 @@ struct rh {
 	int cpu, peer;
 	pthread_t tid[MAX_THREADS];
 	bool started[MAX_THREADS];
-	_Atomic bool driver_done, kicked;
+	_Atomic bool kicked;
 	bool stalled, joined;
-	uint64_t seen; /* the main thread's watch: rounds at seen_at */
-	int64_t seen_at;
 	/* shared */
 	_Alignas(64) _Atomic int stop;
 	_Atomic int ready;
@@ -222,8 +219,9 @@ static void rh_record(struct rh *r, int64_t lat, int64_t now)
 /* Wake every thread wherever it waits: stop flag, then a token on every
  * object (tokens persist, so a thread that has not reached its wait yet
  * still finds one). Semaphores two threads may wait on get two. */
-static void rh_kick(struct rh *r)
+static void rh_kick(struct run *run)
 {
+	struct rh *r = (struct rh *)run;
 	atomic_store(&r->stop, 1);
 	if (atomic_exchange(&r->kicked, true))
 		return;
@@ -272,8 +270,8 @@ static void driver_begin(struct rh *r)
 
 static void driver_end(struct rh *r)
 {
-	rh_kick(r);
-	atomic_store(&r->driver_done, true);
+	rh_kick(&r->run);
+	atomic_store(&r->run.done, true);
 }
 
 /* ---- task-switch: A and B, equal priority, yield to each other. Per
@@ -703,12 +701,12 @@ static int rh_validate(struct run *run)
 	struct rh_cfg *c = &r->cfg;
 	char err[512];
 	r->comp = &components[c->component];
-	if (opts_given(rh_opts, RH_NOPTS, r->run.given, "duration")) {
-		if (opts_given(rh_opts, RH_NOPTS, r->run.given, "loops"))
-			return log_error("--duration and --loops exclude each other: give one");
+	bool have_loops;
+	if (run_one_of(run, "duration", "loops", &have_loops))
+		return 1;
+	if (run_given(run, "duration"))
 		c->loops = 0;
-	}
-	if (opts_given(rh_opts, RH_NOPTS, r->run.given, "cpu")) {
+	if (run_given(&r->run, "cpu")) {
 		if (cpulist_check(&c->cpu, err, sizeof(err)))
 			return log_error("--cpu: %s", err);
 		if (c->cpu.n != 1)
@@ -718,7 +716,7 @@ static int rh_validate(struct run *run)
 		return log_error("--cpu: %s", err);
 	}
 	r->peer = -1;
-	if (opts_given(rh_opts, RH_NOPTS, r->run.given, "peer-cpu")) {
+	if (run_given(&r->run, "peer-cpu")) {
 		if (c->component != C_INTERRUPT)
 			return log_error("--peer-cpu applies to --component interrupt-latency only");
 		if (cpulist_check(&c->peer_cpu, err, sizeof(err)))
@@ -740,7 +738,7 @@ static int rh_validate(struct run *run)
 	} only[] = {{"pi", C_DEADLOCK_BREAK}, {"spin", C_DEADLOCK_BREAK}, {"hold", C_DEADLOCK_BREAK},
 		    {"msg-bytes", C_MESSAGE}};
 	for (size_t i = 0; i < sizeof(only) / sizeof(only[0]); i++)
-		if (opts_given(rh_opts, RH_NOPTS, r->run.given, only[i].opt) && c->component != only[i].comp)
+		if (run_given(&r->run, only[i].opt) && c->component != only[i].comp)
 			return log_error("--%s applies to --component %s only", only[i].opt, comp_names[only[i].comp]);
 	if (r->comp->spins && sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		return log_skip("a second online CPU",
@@ -835,45 +833,26 @@ static void rh_cleanup(struct run *run)
 static int rh_start(struct run *run)
 {
 	struct rh *r = (struct rh *)run;
-	char *err = run->err;
-	size_t len = sizeof(run->err);
 	for (int i = 0; i < r->comp->nroles; i++) {
 		const struct role *ro = &r->comp->roles[i];
 		int cpu = ro->on_peer ? r->peer : r->cpu;
-		int e = rt_thread_start(&r->tid[i], r->run.rt.policy, prio_of(r, ro), cpu, THREAD_STACK_BYTES, ro->fn, r);
-		if (e) {
-			snprintf(err, len, "cannot start the %s thread on CPU %d: %s", ro->name, cpu, strerror(e));
+		char what[64];
+		snprintf(what, sizeof(what), "the %s thread", ro->name);
+		if (run_thread(run, &r->tid[i], &r->started[i], prio_of(r, ro), cpu, ro->fn, r, what))
 			return -1;
-		}
-		r->started[i] = true;
 	}
 	return 0;
-}
-
-static bool rh_done(struct run *run)
-{
-	return atomic_load(&((struct rh *)run)->driver_done);
-}
-
-static void rh_kick_run(struct run *run)
-{
-	rh_kick((struct rh *)run);
 }
 
 /* Main thread, each round: no round for STALL_NS (plus two intervals) ends the run. */
 static bool rh_tick(struct run *run, int64_t now)
 {
 	struct rh *r = (struct rh *)run;
-	uint64_t p = atomic_load(&r->rounds);
-	if (!r->seen_at || p != r->seen) {
-		r->seen = p;
-		r->seen_at = now;
-	} else if (now - r->seen_at > STALL_NS + 2 * r->cfg.interval_ns) {
-		r->stalled = true;
-		rh_kick(r);
-		return true;
-	}
-	return false;
+	if (!run_stalled(run, atomic_load(&r->rounds), now, STALL_NS + 2 * r->cfg.interval_ns))
+		return false;
+	r->stalled = true;
+	rh_kick(run);
+	return true;
 }
 
 /* Join every thread; false if one does not end within JOIN_NS. */
@@ -885,7 +864,7 @@ static bool rh_join(struct rh *r)
 			continue;
 		struct timespec ts = ns_to_ts(real_now_ns() + JOIN_NS);
 		if (pthread_timedjoin_np(r->tid[i], NULL, &ts) != 0) {
-			rh_kick(r);
+			rh_kick(&r->run);
 			ok = false;
 		}
 	}
@@ -970,19 +949,10 @@ const struct probe probe_rhealstone = {
 	.name = "rhealstone",
 	.summary = "Rhealstone components (task switch, preemption, semaphore shuffle, deadlock break, "
 		   "intertask message, interrupt latency), one per run",
-	.opts = rh_opts,
-	.nopts = RH_NOPTS,
-	.label_keys = (const char *const[]){"component", NULL},
-	.state_bytes = sizeof(struct rh),
-	.validate = rh_validate,
-	.privileges = rh_privileges,
-	.prepare = rh_prepare,
-	.params = rh_params,
-	.start = rh_start,
-	.done = rh_done,
-	.tick = rh_tick,
-	.kick = rh_kick_run,
-	.stop = rh_stop,
-	.end = rh_end,
-	.cleanup = rh_cleanup,
+	.opts = rh_opts, .nopts = RH_NOPTS,
+	.label_keys = PROBE_LIST("component"),
+	.state_bytes = sizeof(struct rh), .params = rh_params,
+	.validate = rh_validate, .privileges = rh_privileges, .prepare = rh_prepare,
+	.start = rh_start, .tick = rh_tick, .kick = rh_kick, .stop = rh_stop,
+	.end = rh_end, .cleanup = rh_cleanup,
 };

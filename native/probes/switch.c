@@ -31,7 +31,6 @@
 #include "rtqual/rtenv.h"
 #include "rtqual/sink.h"
 
-#define THREAD_STACK_BYTES (256 * 1024)
 #define LOOP_BUDGET_NS NS_PER_MS /* hard-cap allowance per round trip with --loops */
 #define STALL_NS (10 * NS_PER_S)  /* no round trip for this long: watchdog */
 #define PEER_START_NS (5 * NS_PER_S)     /* side B must be ready within this */
@@ -91,7 +90,7 @@ struct sw {
 	pthread_t tid_a, tid_b;
 	bool a_started, b_started;
 	pid_t child;
-	_Atomic bool a_done, kicked;
+	_Atomic bool kicked;
 	_Atomic uint64_t progress; /* round trips so far, warm-up included */
 	bool stalled;
 	char a_err[256];
@@ -99,10 +98,7 @@ struct sw {
 	uint64_t round_trips, rests, nosleep[2]; /* nosleep: per slot, measured futex waits */
 	int64_t measured_ns, rested_ns;
 	bool rest_on;
-	/* the main thread's watch */
-	uint64_t seen;       /* progress at seen_at */
-	int64_t seen_at;
-	const char *fail;    /* a peer's failure, or NULL */
+	const char *fail; /* a peer's failure seen by the main thread, or NULL */
 	char fail_msg[512];
 };
 
@@ -201,8 +197,9 @@ static int chan_wait(struct sw *s, int d, int *nosleep)
 /* Stop both sides wherever they are: set the flag, then leave one token in
  * each direction (tokens persist, so a side that is not waiting yet still
  * finds it). Called once, from the main thread. */
-static void sw_kick(struct sw *s)
+static void sw_kick(struct run *run)
 {
+	struct sw *s = (struct sw *)run;
 	atomic_store(&s->shm->stop, 1);
 	if (atomic_exchange(&s->kicked, true))
 		return;
@@ -350,7 +347,7 @@ static void *side_a_thread(void *arg)
 	/* let B see the end: stop flag, then one more token towards B */
 	atomic_store(&m->stop, 1);
 	chan_wake(s, DIR_AB);
-	atomic_store(&s->a_done, true);
+	atomic_store(&s->run.done, true);
 	return NULL;
 }
 
@@ -409,12 +406,12 @@ static int switch_validate(struct run *run)
 	struct sw *s = (struct sw *)run;
 	struct switch_cfg *c = &s->cfg;
 	char err[512];
-	bool have_loops = opts_given(switch_opts, SWITCH_NOPTS, s->run.given, "loops");
-	if (have_loops && opts_given(switch_opts, SWITCH_NOPTS, s->run.given, "duration"))
-		return log_error("--duration and --loops exclude each other: give one");
+	bool have_loops;
+	if (run_one_of(&s->run, "duration", "loops", &have_loops))
+		return 1;
 	if (have_loops)
 		c->duration_ns = 0;
-	if (!opts_given(switch_opts, SWITCH_NOPTS, s->run.given, "cpus")) {
+	if (!run_given(&s->run, "cpus")) {
 		if (cpulist_usable(&c->cpus, err, sizeof(err)))
 			return log_error("--cpus: %s", err);
 		c->cpus.cpu[0] = c->cpus.cpu[c->cpus.n - 1];
@@ -530,13 +527,8 @@ static int start_side_b(struct sw *s, unsigned alarm_s, char *err, size_t errlen
 			side_b_child(s, parent, alarm_s);
 		s->child = pid;
 	} else {
-		int e = rt_thread_start(&s->tid_b, s->run.rt.policy, s->run.rt.priority, s->cpu_b, THREAD_STACK_BYTES, side_b_thread,
-					s);
-		if (e) {
-			snprintf(err, errlen, "cannot start side B on CPU %d: %s", s->cpu_b, strerror(e));
-			return -1;
-		}
-		s->b_started = true;
+		if (run_thread(&s->run, &s->tid_b, &s->b_started, s->run.rt.priority, s->cpu_b, side_b_thread, s, "side B"))
+			return -1; /* err is s->run.err */
 	}
 	int64_t limit = mono_now_ns() + PEER_START_NS;
 	while (atomic_load(&s->shm->b_state) == 0) {
@@ -556,28 +548,14 @@ static int start_side_b(struct sw *s, unsigned alarm_s, char *err, size_t errlen
 	return 0;
 }
 
-static bool switch_done(struct run *run)
-{
-	return atomic_load(&((struct sw *)run)->a_done);
-}
-
-static void switch_kick(struct run *run)
-{
-	sw_kick((struct sw *)run);
-}
-
 /* Main thread, each round: no round trip for STALL_NS, side B's process ended or side B
  * failed: kick both sides and end the loop (fail: the peer's failure). */
 static bool switch_tick(struct run *run, int64_t now)
 {
 	struct sw *s = (struct sw *)run;
-	uint64_t p = atomic_load(&s->progress);
-	if (!s->seen_at || p != s->seen) {
-		s->seen = p;
-		s->seen_at = now;
-	} else if (now - s->seen_at > STALL_NS) {
+	if (run_stalled(run, atomic_load(&s->progress), now, STALL_NS)) {
 		s->stalled = true;
-		sw_kick(s);
+		sw_kick(run);
 		return true;
 	}
 	int st;
@@ -587,13 +565,13 @@ static bool switch_tick(struct run *run, int64_t now)
 			 WIFSIGNALED(st) ? "signal" : "exit status", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st),
 			 s->shm->b_err[0] ? ": " : "", s->shm->b_err);
 		s->fail = s->fail_msg;
-		sw_kick(s);
+		sw_kick(&s->run);
 		return true;
 	}
 	if (atomic_load(&s->shm->b_state) == -1 && !s->fail) {
 		snprintf(s->fail_msg, sizeof(s->fail_msg), "%s", s->shm->b_err);
 		s->fail = s->fail_msg;
-		sw_kick(s);
+		sw_kick(&s->run);
 		return true;
 	}
 	return false;
@@ -646,14 +624,7 @@ static int switch_start(struct run *run)
 	struct sw *s = (struct sw *)run;
 	if (start_side_b(s, run->watchdog_s + 5, run->err, sizeof(run->err)))
 		return -1;
-	int e = rt_thread_start(&s->tid_a, run->rt.policy, run->rt.priority, s->cpu_a, THREAD_STACK_BYTES,
-				side_a_thread, s);
-	if (e) {
-		snprintf(run->err, sizeof(run->err), "cannot start side A on CPU %d: %s", s->cpu_a, strerror(e));
-		return -1;
-	}
-	s->a_started = true;
-	return 0;
+	return run_thread(run, &s->tid_a, &s->a_started, run->rt.priority, s->cpu_a, side_a_thread, s, "side A");
 }
 
 static void switch_stop(struct run *run)
@@ -710,19 +681,10 @@ static int switch_end(struct run *run)
 const struct probe probe_switch = {
 	.name = "switch",
 	.summary = "context-switch latency of a two-thread or two-process ping-pong (pipe, futex, sem, mq)",
-	.opts = switch_opts,
-	.nopts = SWITCH_NOPTS,
-	.label_keys = (const char *const[]){"mode", "ipc", NULL},
-	.state_bytes = sizeof(struct sw),
-	.validate = switch_validate,
-	.privileges = switch_privileges,
-	.prepare = switch_prepare,
-	.params = switch_params,
-	.start = switch_start,
-	.done = switch_done,
-	.tick = switch_tick,
-	.kick = switch_kick,
-	.stop = switch_stop,
-	.end = switch_end,
-	.cleanup = switch_cleanup,
+	.opts = switch_opts, .nopts = SWITCH_NOPTS,
+	.label_keys = PROBE_LIST("mode", "ipc"),
+	.state_bytes = sizeof(struct sw), .params = switch_params,
+	.validate = switch_validate, .privileges = switch_privileges, .prepare = switch_prepare,
+	.start = switch_start, .tick = switch_tick, .kick = sw_kick, .stop = switch_stop,
+	.end = switch_end, .cleanup = switch_cleanup,
 };

@@ -143,7 +143,8 @@ static void *timer_thread_main(void *arg)
 	}
 	cs->wakeups = wakeups;
 	cs->cpu_time_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-	atomic_fetch_add(&t->threads_done, 1);
+	if (atomic_fetch_add(&t->threads_done, 1) + 1 == t->run.sink.ncpu)
+		atomic_store(&t->run.done, true); /* the last one */
 	return NULL;
 }
 
@@ -174,16 +175,16 @@ static int timer_validate(struct run *run)
 	struct timer *t = (struct timer *)run;
 	struct timer_cfg *c = &t->cfg;
 	char err[512], d1[32], d2[32];
-	bool have_loops = opts_given(timer_opts, TIMER_NOPTS, run->given, "loops");
-	if (have_loops && opts_given(timer_opts, TIMER_NOPTS, run->given, "duration"))
-		return log_error("--duration and --loops exclude each other: give one");
+	bool have_loops;
+	if (run_one_of(run, "duration", "loops", &have_loops))
+		return 1;
 	if (have_loops)
 		c->duration_ns = 0;
 	else if (c->duration_ns < c->interval_ns)
 		return log_error("--duration (%s) is shorter than --interval (%s): nothing would be measured",
 				 duration_format(c->duration_ns, d1, sizeof(d1)),
 				 duration_format(c->interval_ns, d2, sizeof(d2)));
-	if (!opts_given(timer_opts, TIMER_NOPTS, run->given, "cpus")) {
+	if (!run_given(run, "cpus")) {
 		if (cpulist_usable(&c->cpus, err, sizeof(err)))
 			return log_error("--cpus: %s", err);
 	} else if (cpulist_check(&c->cpus, err, sizeof(err))) {
@@ -244,13 +245,6 @@ static int timer_start(struct run *run)
 	return 0;
 }
 
-/* Every thread has ended (its loops, its duration, or sink.stop). */
-static bool timer_done(struct run *run)
-{
-	struct timer *t = (struct timer *)run;
-	return atomic_load(&t->threads_done) >= run->sink.ncpu;
-}
-
 static void timer_stop(struct run *run)
 {
 	struct timer *t = (struct timer *)run;
@@ -282,18 +276,10 @@ static bool timer_supported(char *why_not, size_t len)
 const struct probe probe_timer = {
 	.name = "timer",
 	.summary = "wake-up latency of periodic clock_nanosleep threads, one per CPU (cyclictest-like)",
-	.opts = timer_opts,
-	.nopts = TIMER_NOPTS,
-	.supported = timer_supported,
-	.label_keys = (const char *const[]){"interval", NULL},
-	.sections = (const char *const[]){"baseline", NULL},
-	.state_bytes = sizeof(struct timer),
-	.validate = timer_validate,
-	.privileges = timer_privileges,
-	.prepare = timer_prepare,
-	.params = timer_params,
-	.start = timer_start,
-	.done = timer_done,
-	.stop = timer_stop,
+	.opts = timer_opts, .nopts = TIMER_NOPTS, .supported = timer_supported,
+	.label_keys = PROBE_LIST("interval"), .sections = PROBE_LIST("baseline"),
+	.state_bytes = sizeof(struct timer), .params = timer_params,
+	.validate = timer_validate, .privileges = timer_privileges, .prepare = timer_prepare,
+	.start = timer_start, .stop = timer_stop,
 	.cleanup = timer_cleanup,
 };

@@ -114,11 +114,8 @@ const struct probe probe_pvartt = {
 	.name = "pva-rtt",
 	.summary = "PV Access round trip: put of a sequence number to the monitor update carrying it back "
 		   "(through the IOC's record processing, pvxs client)",
-	.opts = pvartt_opts,
-	.nopts = (int)(sizeof(pvartt_opts) / sizeof(pvartt_opts[0])),
+	.opts = pvartt_opts, .nopts = (int)(sizeof(pvartt_opts) / sizeof(pvartt_opts[0])),
 	.service = &(const struct probe_service){"ioc", "pva-rtt", STIMRESP_PUT_ECHO_FIXED, "put"},
-	.family = &pvartt_ops,
-	.state_bytes = sizeof(struct pvartt),
-	.params = pvartt_params,
+	.state_bytes = sizeof(struct pvartt), .family = &pvartt_ops, .params = pvartt_params,
 	STIMRESP_HOOKS,
 };

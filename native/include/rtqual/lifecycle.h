@@ -22,6 +22,7 @@
 #define RUN_RTTIME_SOFT_US 200000 /* RLIMIT_RTTIME of a probe that blocks between samples */
 #define RUN_RTTIME_HARD_US 400000
 #define RUN_WATCHDOG_MARGIN_S 10 /* the alarm beyond the planned run */
+#define RUN_THREAD_STACK_BYTES (256 * 1024)
 
 /* The part of every probe's state the driver owns: first member of the state. */
 struct run {
@@ -36,20 +37,41 @@ struct run {
 	unsigned watchdog_s;     /* prepare: alarm() from the header to the end (0: none) */
 	bool prepared;           /* prepare was called (cleanup: release what it took) */
 	bool start_failed;       /* start returned -1; err says why */
+	_Atomic bool done;       /* set by the measuring side when it has finished: the pacing loop ends */
 	char err[512];
 	/* the main thread's pacing: drain every poll_ns, progress every progress_ns */
 	int64_t pace_now_ns, pace_poll_ns, progress_ns, next_progress_ns;
+	uint64_t seen_progress; /* run_stalled: the progress count seen at seen_at_ns */
+	int64_t seen_at_ns;
 };
 
 /* Run probe `p` with arguments `a` (driver_main calls it); returns the exit code
  * (0 pass, 1 error, 3 skip, 4 inconclusive). */
 int run_probe(const struct probe *p, const struct probe_args *a);
 
+/* validate's helper: the options `a` and `b` exclude each other (log_error's rc); *b_given. */
+int run_one_of(struct run *r, const char *a, const char *b, bool *b_given);
+/* Was option `name` given on the command line? */
+bool run_given(const struct run *r, const char *name);
+
 /* prepare's helper: hold /dev/cpu_dma_latency at 0 (if `dma`), then RLIMIT_RTTIME at the
  * RUN_RTTIME_* values if the policy is RT; refusals become warnings. */
 void run_hold(struct run *r, bool dma);
 /* A watchdog of `run_ns` plus `extra_s` and the margin, in whole seconds, capped at `cap_s`. */
 unsigned run_watchdog_s(u128 run_ns, uint64_t extra_s, unsigned cap_s);
+
+/* validate's helper for a probe paced at --rate: *period_ns, and *total requests (the warm-up,
+ * then --loops or as many as fit in --duration, which becomes 0 with --loops); log_error's rc if
+ * --duration is shorter than one period. */
+int run_plan_rate(int64_t rate_hz, bool have_loops, int64_t *duration_ns, int64_t loops, int64_t warmup,
+		  int64_t *period_ns, uint64_t *total);
+
+/* start's helper: a thread (RUN_THREAD_STACK_BYTES, the run's policy at `priority`, pinned to
+ * `cpu`); *started on success, else -1 with r->err "cannot start WHAT on CPU N: why". */
+int run_thread(struct run *r, pthread_t *tid, bool *started, int priority, int cpu, void *(*fn)(void *), void *arg,
+	       const char *what);
+/* tick's helper: true once `progress` has not moved for `limit_ns` (a stalled measurement). */
+bool run_stalled(struct run *r, uint64_t progress, int64_t now_ns, int64_t limit_ns);
 
 /* The pacing loop's pieces, for a probe with its own measure hook. */
 int64_t run_pace_start(struct run *r, int64_t poll_ns);

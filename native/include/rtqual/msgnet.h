@@ -87,7 +87,6 @@ struct msg {
 	int slot_cpu;
 	bool slot_from_start;
 	_Atomic uint64_t round_trips; /* every completed round trip, warm-up included */
-	_Atomic bool client_done;
 	uint64_t seen_round_trips; /* the main thread's watch */
 	char why[160];             /* a child's earlier death, for the client's error */
 };

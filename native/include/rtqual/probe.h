@@ -59,13 +59,15 @@ struct probe {
 	void (*params)(struct jw *w, const void *state); /* the header's params */
 	int (*start)(struct run *r);      /* threads, children; -1 with r->err */
 	void (*measure)(struct run *r);   /* replaces the pacing loop below */
-	bool (*done)(struct run *r);      /* pacing loop: the measurement ran its course */
 	bool (*tick)(struct run *r, int64_t now_ns); /* pacing loop, each round: true ends it */
 	void (*kick)(struct run *r);      /* wake blocked threads so they see sink.stop */
 	void (*stop)(struct run *r);      /* join threads, reap children */
 	int (*end)(struct run *r);        /* final records; NULL: run_end */
 	void (*cleanup)(struct run *r);   /* always, last: release what validate or prepare took */
 };
+
+/* A NULL-terminated list of strings for label_keys and sections: PROBE_LIST("mode", "ipc"). */
+#define PROBE_LIST(...) ((const char *const[]){__VA_ARGS__, NULL})
 
 /* A binary's table (NULL-terminated), made from its list of PROBE(name) lines by PROBE_TABLE. */
 extern const struct probe *const probe_table[];

@@ -58,7 +58,6 @@ struct stimresp {
 	char no_answer[160]; /* timeout message lead, e.g. "no response from the IOC" */
 	pthread_t tid;
 	bool started;
-	_Atomic bool done;
 	/* thread results, read after join */
 	uint64_t sent, answered, warm, late, mismatched;
 	bool timed_out;
@@ -99,13 +98,12 @@ int stimresp_validate(struct run *r);
 int stimresp_privileges(struct run *r);
 int stimresp_prepare(struct run *r);
 int stimresp_start(struct run *r);
-bool stimresp_done(struct run *r);
 void stimresp_stop(struct run *r);
 int stimresp_end(struct run *r);
 void stimresp_cleanup(struct run *r);
 #define STIMRESP_HOOKS                                                                                   \
 	.validate = stimresp_validate, .privileges = stimresp_privileges, .prepare = stimresp_prepare,   \
-	.start = stimresp_start, .done = stimresp_done, .stop = stimresp_stop, .end = stimresp_end,      \
+	.start = stimresp_start, .stop = stimresp_stop, .end = stimresp_end,      \
 	.cleanup = stimresp_cleanup
 /* The params keys from rate_hz to progress_ms; planned_key names the planned count. */
 void stimresp_params(struct jw *w, const struct stimresp *h, const char *planned_key);
