@@ -24,9 +24,7 @@
 #define NO_SEQ (-1)
 
 struct cartt {
-	struct stimresp h; /* first: the options parse into the whole struct */
-	const char *put, *monitor;
-	int64_t base; /* value of the first put */
+	struct stimresp_echo e; /* first: the options parse into the whole struct */
 	chid put_ch, mon_ch;
 	evid sub;
 	struct ca_client_context *cactx;
@@ -38,8 +36,8 @@ struct cartt {
 
 #define F(x) offsetof(struct cartt, x)
 static const struct opt_def cartt_opts[] = {
-	{"put", OPT_STRING, F(put), 0, 0, NULL, NULL, "PV written with ca_put (a double carrying a sequence number)"},
-	{"monitor", OPT_STRING, F(monitor), 0, 0, NULL, NULL,
+	{"put", OPT_STRING, F(e.put), 0, 0, NULL, NULL, "PV written with ca_put (a double carrying a sequence number)"},
+	{"monitor", OPT_STRING, F(e.monitor), 0, 0, NULL, NULL,
 	 "PV whose DBE_VALUE monitor echoes the put value (default: the --put PV)"},
 	STIMRESP_PUT_ECHO_OPTS,
 	STIMRESP_COMMON_OPTS,
@@ -59,7 +57,7 @@ static void cartt_event(struct event_handler_args a)
 		atomic_store(&t->t_echo, now);
 		atomic_store(&t->want, NO_SEQ);
 		uint64_t one = 1;
-		if (write(t->h.answer_fd, &one, sizeof(one)) != (ssize_t)sizeof(one))
+		if (write(t->e.h.answer_fd, &one, sizeof(one)) != (ssize_t)sizeof(one))
 			atomic_fetch_add(&t->stray, 1);
 	} else {
 		atomic_fetch_add(&t->stray, 1);
@@ -77,14 +75,14 @@ static int cartt_thread_init(struct stimresp *h)
 static int cartt_send(struct stimresp *h, uint64_t seq, int64_t *t_send)
 {
 	struct cartt *t = (struct cartt *)h;
-	double v = (double)(t->base + (int64_t)seq);
-	atomic_store(&t->want, t->base + (int64_t)seq);
+	double v = (double)(t->e.base + (int64_t)seq);
+	atomic_store(&t->want, t->e.base + (int64_t)seq);
 	*t_send = mono_now_ns();
 	int st = ca_put(DBR_DOUBLE, t->put_ch, &v);
 	if (st == ECA_NORMAL)
 		st = ca_flush_io();
 	if (st != ECA_NORMAL) {
-		snprintf(h->fail, sizeof(h->fail), "ca_put %s: %s", t->put, ca_message(st));
+		snprintf(h->fail, sizeof(h->fail), "ca_put %s: %s", t->e.put, ca_message(st));
 		return -1;
 	}
 	return 0;
@@ -102,9 +100,7 @@ static enum stimresp_rx cartt_receive(struct stimresp *h, int64_t *t_answer)
 static void cartt_params(struct jw *w, const void *ctx)
 {
 	const struct cartt *t = ctx;
-	jw_str(w, "put", t->put);
-	jw_str(w, "monitor", t->monitor);
-	stimresp_params(w, &t->h, "puts_planned");
+	stimresp_echo_params(w, &t->e);
 	jw_str(w, "ca_addr_list", getenv("EPICS_CA_ADDR_LIST"));
 	jw_str(w, "ca_server_port", getenv("EPICS_CA_SERVER_PORT"));
 	jw_str(w, "epics_version", EPICS_VERSION_STRING);
@@ -116,21 +112,7 @@ static void cartt_summary_extra(struct jw *w, int slot, const void *ctx)
 	const struct cartt *t = ctx;
 	if (slot >= 0)
 		return;
-	jw_obj_begin(w, "puts");
-	stimresp_counts(w, &t->h);
-	jw_u64(w, "stray_events", atomic_load(&t->stray));
-	jw_obj_end(w);
-}
-
-static int cartt_validate(struct stimresp *h)
-{
-	struct cartt *t = (struct cartt *)h;
-	if (!t->put || !t->put[0])
-		return log_error("--put PV is required (the PV the round trip writes)");
-	if (!t->monitor || !t->monitor[0])
-		t->monitor = t->put;
-	snprintf(h->no_answer, sizeof(h->no_answer), "no echo on %s", t->monitor);
-	return 0;
+	stimresp_echo_summary(w, &t->e, atomic_load(&t->stray));
 }
 
 /* The eventfd, the preemptive CA context (libca's threads keep libca's own
@@ -146,8 +128,8 @@ static int cartt_open(struct stimresp *h, char *err, size_t len)
 		return -1;
 	t->cactx = ca_current_context();
 	double tmo = (double)h->cfg.timeout_ns / NS_PER_S;
-	char *names[2] = {(char *)t->put, (char *)t->monitor};
-	bool same = strcmp(t->put, t->monitor) == 0;
+	char *names[2] = {(char *)t->e.put, (char *)t->e.monitor};
+	bool same = strcmp(t->e.put, t->e.monitor) == 0;
 	chid ch[2];
 	if (cau_connect(ch, same ? 1 : 2, names, tmo, err, len))
 		return -1;
@@ -159,16 +141,16 @@ static int cartt_open(struct stimresp *h, char *err, size_t len)
 	if (st == ECA_NORMAL)
 		st = ca_pend_io(tmo);
 	if (st != ECA_NORMAL)
-		return snprintf(err, len, "ca_get %s: %s", t->monitor, ca_message(st)), -1;
-	t->base = isfinite(v0) && fabs(v0) < 1e12 ? (int64_t)floor(v0) + 1 : 1;
-	if (t->base < 1)
-		t->base = 1;
+		return snprintf(err, len, "ca_get %s: %s", t->e.monitor, ca_message(st)), -1;
+	t->e.base = isfinite(v0) && fabs(v0) < 1e12 ? (int64_t)floor(v0) + 1 : 1;
+	if (t->e.base < 1)
+		t->e.base = 1;
 	atomic_store(&t->want, NO_SEQ);
 	st = ca_create_subscription(DBR_DOUBLE, 1, t->mon_ch, DBE_VALUE, cartt_event, t, &t->sub);
 	if (st == ECA_NORMAL)
 		st = ca_flush_io();
 	if (st != ECA_NORMAL)
-		return snprintf(err, len, "monitor %s: %s", t->monitor, ca_message(st)), -1;
+		return snprintf(err, len, "monitor %s: %s", t->e.monitor, ca_message(st)), -1;
 	return 0;
 }
 
@@ -181,18 +163,8 @@ static void cartt_close(struct stimresp *h)
 }
 
 static const struct stimresp_ops cartt_ops = {
-	.request = "put",
-	.requests = "puts",
-	.answers = "echoes",
-	.thread = "put",
-	.timeout_incomplete = true,
-	.validate = cartt_validate,
-	.open = cartt_open,
-	.close = cartt_close,
-	.thread_init = cartt_thread_init,
-	.send = cartt_send,
-	.receive = cartt_receive,
-	.summary_extra = cartt_summary_extra,
+	STIMRESP_ECHO_OPS, .open = cartt_open, .close = cartt_close, .thread_init = cartt_thread_init,
+	.send = cartt_send, .receive = cartt_receive, .summary_extra = cartt_summary_extra,
 };
 
 const struct probe probe_cartt = {

@@ -1,9 +1,11 @@
 /* The multi-call driver shared by rtqual-probe, rtqual-ca and rtqual-pva: handles --version,
  * --list, PROBE --help and PROBE [--check] [options], and runs the probe from its table through
  * the one lifecycle (run_probe, lib/lifecycle.c). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rtqual/emit.h"
 #include "rtqual/lifecycle.h"
@@ -13,6 +15,16 @@
 #ifndef RTQUAL_VERSION
 #define RTQUAL_VERSION "0.0.0"
 #endif
+
+bool probe_fd_supported(int fd, const char *what, char *why_not, size_t len)
+{
+	if (fd < 0) {
+		snprintf(why_not, len, "%s not available: %s", what, strerror(errno));
+		return false;
+	}
+	close(fd);
+	return true;
+}
 
 /* Top-level usage and the probe names. */
 static void usage(FILE *f, const char *prog, const struct probe *const *table)

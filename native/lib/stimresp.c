@@ -88,8 +88,7 @@ static void *stimresp_thread(void *arg)
 			ops->measured(h, t_send, t_answer);
 		sink_sample(cs, t_answer - t_send, t_answer, late ? 1 : 0);
 	}
-	cs->wakeups = wakeups;
-	cs->cpu_time_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	sink_slot_end(cs, wakeups);
 	atomic_store(&h->run.done, true);
 	return NULL;
 }
@@ -120,6 +119,32 @@ void stimresp_counts(struct jw *w, const struct stimresp *h)
 	jw_u64(w, "warmup", h->warm);
 	jw_u64(w, "unanswered", h->sent - h->answered);
 	jw_u64(w, "late", h->late);
+}
+
+int stimresp_echo_validate(struct stimresp *h)
+{
+	struct stimresp_echo *e = (struct stimresp_echo *)h;
+	if (!e->put || !e->put[0])
+		return log_error("--put PV is required (the PV the round trip writes)");
+	if (!e->monitor || !e->monitor[0])
+		e->monitor = e->put;
+	snprintf(h->no_answer, sizeof(h->no_answer), "no echo on %s", e->monitor);
+	return 0;
+}
+
+void stimresp_echo_params(struct jw *w, const struct stimresp_echo *e)
+{
+	jw_str(w, "put", e->put);
+	jw_str(w, "monitor", e->monitor);
+	stimresp_params(w, &e->h, "puts_planned");
+}
+
+void stimresp_echo_summary(struct jw *w, const struct stimresp_echo *e, uint64_t stray_events)
+{
+	jw_obj_begin(w, "puts");
+	stimresp_counts(w, &e->h);
+	jw_u64(w, "stray_events", stray_events);
+	jw_obj_end(w);
 }
 
 /* Options: the common ones here, the transport's through ops->validate. */

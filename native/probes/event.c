@@ -80,14 +80,12 @@ static const struct opt_def event_opts[] = {
 	 "responder CPU (default: the last CPU of our affinity mask)"},
 	{"stimulus-cpu", OPT_INT, F(stimulus_cpu), 0, CPULIST_MAX - 1, NULL, NULL,
 	 "stimulus CPU (default: another CPU than the responder when there are >= 2)"},
-	{"policy", OPT_ENUM, F(policy), 0, 0, "fifo", rt_policy_names, "scheduling policy of responder and stimulus"},
-	{"priority", OPT_INT, F(priority), 1, 99, "80", NULL, "RT priority of responder and stimulus"},
-	{"duration", OPT_DURATION, F(duration_ns), NS_PER_MS, 365 * 24 * 3600 * NS_PER_S, "10s", NULL,
-	 "measured time after warm-up (stimuli = duration x rate)"},
-	{"loops", OPT_INT, F(loops), 1, 1LL << 40, NULL, NULL, "measured stimuli; replaces --duration"},
-	{"warmup", OPT_INT, F(warmup), 0, 1000000000, "100", NULL, "stimuli discarded before measuring"},
-	{"threshold", OPT_DURATION, F(out.threshold_ns), 1, 60 * NS_PER_S, "100us", NULL,
-	 "samples above it emit event records"},
+	RUN_OPT_POLICY(F, "scheduling policy of responder and stimulus"),
+	RUN_OPT_PRIORITY(F, "80", "RT priority of responder and stimulus"),
+	RUN_OPT_DURATION(F, "10s", "measured time after warm-up (stimuli = duration x rate)"),
+	RUN_OPT_LOOPS(F, 1LL << 40, NULL, "measured stimuli; replaces --duration"),
+	RUN_OPT_WARMUP(F, "100", "stimuli discarded before measuring"),
+	RUN_OPT_THRESHOLD(F, "100us", "samples above it emit event records"),
 	SINK_OUT_OPTS(F, "1000"),
 	{"gpiochip", OPT_PATH, F(gpiochip), 0, 0, NULL, NULL, "GPIO character device for --source gpio"},
 	{"out-line", OPT_INT, F(out_line), 0, 1023, "0", NULL, "GPIO output line offset (wired to --in-line)"},
@@ -300,8 +298,7 @@ static void *resp_thread_main(void *arg)
 		timerfd_settime(t->tfd, 0, &off, NULL);
 	}
 	t->answered = e;
-	cs->wakeups = wakeups;
-	cs->cpu_time_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	sink_slot_end(cs, wakeups);
 	atomic_store(&t->run.done, true);
 	return NULL;
 }
@@ -727,13 +724,7 @@ static int event_end(struct run *run)
  * gpio and --timerlat modes say at run time what they miss (exit 3). */
 static bool event_supported(char *why_not, size_t len)
 {
-	int fd = eventfd(0, EFD_CLOEXEC);
-	if (fd < 0) {
-		snprintf(why_not, len, "eventfd not available: %s", strerror(errno));
-		return false;
-	}
-	close(fd);
-	return true;
+	return probe_fd_supported(eventfd(0, EFD_CLOEXEC), "eventfd", why_not, len);
 }
 
 const struct probe probe_event = {

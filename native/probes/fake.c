@@ -48,8 +48,7 @@ struct fake {
 #define F(x) offsetof(struct fake, cfg.x)
 static const struct opt_def fake_opts[] = {
 	{"script", OPT_PATH, F(script), 0, 0, NULL, NULL, "script to replay (required)"},
-	{"threshold", OPT_DURATION, F(out.threshold_ns), 1, 60 * NS_PER_S, "100us", NULL,
-	 "samples above it emit event records"},
+	RUN_OPT_THRESHOLD(F, "100us", "samples above it emit event records"),
 	{"json-fd", OPT_INT, F(out.json_fd), 1, 65535, "1", NULL, "fd for JSON Lines"},
 	{"raw", OPT_PATH, F(out.raw), 0, 0, NULL, NULL, "keep every sample in FILE (protocol.md raw format)"},
 	/* beyond protocol.md's fake list, same meaning as for timer */

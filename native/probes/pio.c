@@ -80,10 +80,9 @@ static const struct opt_def pio_opts[] = {
 	{"sample", OPT_ENUM, F(sample), 0, 0, "access", sample_names,
 	 "histogram sample: mean time per access of a pass (rounded ns) or time per pass"},
 	{"cpu", OPT_INT, F(cpu), 0, CPULIST_MAX - 1, NULL, NULL, "CPU to run on (default: last of our affinity mask)"},
-	{"policy", OPT_ENUM, F(policy), 0, 0, "fifo", rt_policy_names, "scheduling policy"},
-	{"priority", OPT_INT, F(priority), 1, 99, "40", NULL, "RT priority (ignored for other)"},
-	{"threshold", OPT_DURATION, F(out.threshold_ns), 1, 60 * NS_PER_S, "1ms", NULL,
-	 "samples above it emit event records"},
+	RUN_OPT_POLICY(F, "scheduling policy"),
+	RUN_OPT_PRIORITY(F, "40", "RT priority (ignored for other)"),
+	RUN_OPT_THRESHOLD(F, "1ms", "samples above it emit event records"),
 	SINK_OUT_OPTS(F, "1000"),
 	{"allow-degraded", OPT_FLAG, F(allow_degraded), 0, 0, NULL, NULL,
 	 "run with what is permitted (SCHED_OTHER, no mlock), marked degraded"},
@@ -188,8 +187,7 @@ static void *pio_thread_main(void *arg)
 	t->measured_ns = total_ns;
 	t->checksum = sum;
 	t->rttime_hit = atomic_load(&xcpu_caught);
-	cs->wakeups = wakeups;
-	cs->cpu_time_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	sink_slot_end(cs, wakeups);
 	atomic_store(&t->run.done, true);
 	return NULL;
 }
@@ -504,13 +502,7 @@ static int pio_end(struct run *run)
  * run time what they miss (exit 3). */
 static bool pio_supported(char *why_not, size_t len)
 {
-	int fd = memfd_create("rtqual-pio-probe", MFD_CLOEXEC);
-	if (fd < 0) {
-		snprintf(why_not, len, "memfd_create not available: %s", strerror(errno));
-		return false;
-	}
-	close(fd);
-	return true;
+	return probe_fd_supported(memfd_create("rtqual-pio-probe", MFD_CLOEXEC), "memfd_create", why_not, len);
 }
 
 const struct probe probe_pio = {

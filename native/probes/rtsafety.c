@@ -104,8 +104,7 @@ static const struct opt_def rts_opts[] = {
 	 "period of the fork+exec /bin/true attempts during the spin"},
 	{"force", OPT_FLAG, F(force), 0, 0, NULL, NULL,
 	 "allow spinners on every online CPU or at priority >= 50 (can freeze the machine)"},
-	{"threshold", OPT_DURATION, F(out.threshold_ns), 1, 60 * NS_PER_S, "100ms", NULL,
-	 "samples above it emit event records"},
+	RUN_OPT_THRESHOLD(F, "100ms", "samples above it emit event records"),
 	SINK_OUT_OPTS(F, "500"),
 };
 #undef F
@@ -189,8 +188,7 @@ static void *victim_main(void *arg)
 			break;
 	}
 	v->window_ns = now - start;
-	v->cs->wakeups = stalls;
-	v->cs->cpu_time_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	sink_slot_end(v->cs, stalls);
 	atomic_store(&v->done, true);
 	return NULL;
 }
@@ -237,8 +235,7 @@ static void *login_main(void *arg)
 	if (devnull >= 0)
 		close(devnull);
 	if (t->login_cs) {
-		t->login_cs->wakeups = t->login_attempts;
-		t->login_cs->cpu_time_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+		sink_slot_end(t->login_cs, t->login_attempts);
 	}
 	atomic_store(&t->login_done, true);
 	return NULL;

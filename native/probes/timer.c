@@ -49,16 +49,13 @@ struct timer {
 #define F(x) offsetof(struct timer, cfg.x)
 static const struct opt_def timer_opts[] = {
 	{"cpus", OPT_CPULIST, F(cpus), 0, 0, NULL, NULL, "one measurement thread per CPU, pinned (default: all online)"},
-	{"policy", OPT_ENUM, F(policy), 0, 0, "fifo", rt_policy_names, "scheduling policy"},
-	{"priority", OPT_INT, F(priority), 1, 99, "80", NULL, "RT priority (ignored for other)"},
+	RUN_OPT_POLICY(F, "scheduling policy"),
+	RUN_OPT_PRIORITY(F, "80", "RT priority (ignored for other)"),
 	{"interval", OPT_DURATION, F(interval_ns), 10 * NS_PER_US, 10 * NS_PER_S, "1ms", NULL, "wake-up period"},
-	{"duration", OPT_DURATION, F(duration_ns), NS_PER_MS, 365 * 24 * 3600 * NS_PER_S, "10s", NULL,
-	 "measured time after warm-up"},
-	{"loops", OPT_INT, F(loops), 1, 1LL << 62, NULL, NULL,
-	 "measured periods (samples + overruns) per CPU; replaces --duration"},
-	{"warmup", OPT_INT, F(warmup), 0, 1000000000, "100", NULL, "samples discarded per CPU before measuring"},
-	{"threshold", OPT_DURATION, F(out.threshold_ns), 1, 60 * NS_PER_S, "100us", NULL,
-	 "samples above it emit event records"},
+	RUN_OPT_DURATION(F, "10s", "measured time after warm-up"),
+	RUN_OPT_LOOPS(F, 1LL << 62, NULL, "measured periods (samples + overruns) per CPU; replaces --duration"),
+	RUN_OPT_WARMUP(F, "100", "samples discarded per CPU before measuring"),
+	RUN_OPT_THRESHOLD(F, "100us", "samples above it emit event records"),
 	SINK_OUT_OPTS(F, "1000"),
 	{"no-dma-latency", OPT_FLAG, F(no_dma_latency), 0, 0, NULL, NULL, "do not hold /dev/cpu_dma_latency at 0"},
 	{"no-tracemark", OPT_FLAG, F(no_tracemark), 0, 0, NULL, NULL, "do not write threshold events to trace_marker"},
@@ -141,8 +138,7 @@ static void *timer_thread_main(void *arg)
 		if (measuring && deadline > end_ns)
 			break;
 	}
-	cs->wakeups = wakeups;
-	cs->cpu_time_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	sink_slot_end(cs, wakeups);
 	if (atomic_fetch_add(&t->threads_done, 1) + 1 == t->run.sink.ncpu)
 		atomic_store(&t->run.done, true); /* the last one */
 	return NULL;

@@ -24,6 +24,17 @@
 #define RUN_WATCHDOG_MARGIN_S 10 /* the alarm beyond the planned run */
 #define RUN_THREAD_STACK_BYTES (256 * 1024)
 
+/* The option rows most probes share: names, types and ranges in one place; the default and the
+ * help are the probe's. F(x): the offset of its configuration's x. */
+#define RUN_OPT_POLICY(F, help) {"policy", OPT_ENUM, F(policy), 0, 0, "fifo", rt_policy_names, help}
+#define RUN_OPT_PRIORITY(F, def, help) {"priority", OPT_INT, F(priority), 1, 99, def, NULL, help}
+#define RUN_OPT_DURATION(F, def, help) \
+	{"duration", OPT_DURATION, F(duration_ns), NS_PER_MS, 365 * 24 * 3600 * NS_PER_S, def, NULL, help}
+#define RUN_OPT_LOOPS(F, max, def, help) {"loops", OPT_INT, F(loops), 1, max, def, NULL, help}
+#define RUN_OPT_WARMUP(F, def, help) {"warmup", OPT_INT, F(warmup), 0, 1000000000, def, NULL, help}
+#define RUN_OPT_THRESHOLD(F, def, help) \
+	{"threshold", OPT_DURATION, F(out.threshold_ns), 1, 60 * NS_PER_S, def, NULL, help}
+
 /* The part of every probe's state the driver owns: first member of the state. */
 struct run {
 	const struct probe *p;

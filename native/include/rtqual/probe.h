@@ -74,6 +74,10 @@ extern const struct probe *const probe_table[];
 #define PROBE_DECLARE(name) extern const struct probe probe_##name;
 #define PROBE_ENTRY(name) &probe_##name,
 
+/* supported's helper: true (and `fd` closed) if the fd a probe needs could be made; else
+ * why_not = "WHAT not available: why". */
+bool probe_fd_supported(int fd, const char *what, char *why_not, size_t len);
+
 /* The shared multi-call driver (lib/driver.c): --version, --list, PROBE --help,
  * PROBE [--check] [options] over `table` (NULL-terminated); returns the exit code. */
 int driver_main(const char *prog, const struct probe *const *table, int argc, char **argv);

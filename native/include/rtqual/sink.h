@@ -121,6 +121,13 @@ void sink_progress(struct sink *s);
 int sink_finish(struct sink *s, int status, const char *reason, const char *message);
 int64_t sink_measure_update_ns(int iterations);
 
+/* A measuring thread's last word on its slot (after its loop): its wake-ups and CPU time. */
+static inline void sink_slot_end(struct cpu_state *cs, uint64_t wakeups)
+{
+	cs->wakeups = wakeups;
+	cs->cpu_time_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+
 /* Hot path: account one wake-up of `cs` (latency, wake-up time, periods it
  * skipped). Only histogram/counter updates and ring pushes; returns true if
  * the sample is above the threshold (caller may mark the trace). */

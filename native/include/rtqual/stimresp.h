@@ -69,28 +69,39 @@ struct stimresp {
 #define SR_F(x) offsetof(struct stimresp, cfg.x)
 #define STIMRESP_COMMON_OPTS                                                                                   \
 	{"no-dma-latency", OPT_FLAG, SR_F(no_dma_latency), 0, 0, NULL, NULL, "do not hold /dev/cpu_dma_latency at 0"}, \
-	{"allow-degraded", OPT_FLAG, SR_F(allow_degraded), 0, 0, NULL, NULL,                                   \
-	 "run with what is permitted (SCHED_OTHER, no mlock), marked degraded"},                              \
+	{"allow-degraded", OPT_FLAG, SR_F(allow_degraded), 0, 0, NULL, NULL,                                   "run with what is permitted (SCHED_OTHER, no mlock), marked degraded"},                              \
 	SINK_OUT_OPTS(SR_F, "1000")
 
 /* The rows of a put -> monitor echo round trip (ca-rtt, pva-rtt), from --rate to --timeout. */
 #define STIMRESP_PUT_ECHO_OPTS \
 	{"rate", OPT_INT, SR_F(rate_hz), 1, 10000, "50", NULL, "puts per second, Hz (absolute deadlines)"}, \
-	{"cpu", OPT_INT, SR_F(cpu), 0, CPULIST_MAX - 1, NULL, NULL, \
-	 "CPU of the put/measure thread (default: the first CPU of our affinity mask)"}, \
-	{"policy", OPT_ENUM, SR_F(policy), 0, 0, "fifo", rt_policy_names, "scheduling policy of the put thread"}, \
-	{"priority", OPT_INT, SR_F(priority), 1, 99, "80", NULL, "RT priority of the put thread"}, \
-	{"duration", OPT_DURATION, SR_F(duration_ns), NS_PER_MS, 365 * 24 * 3600 * NS_PER_S, "10s", NULL, \
-	 "measured time after warm-up (puts = duration x rate)"}, \
-	{"loops", OPT_INT, SR_F(loops), 1, 1LL << 40, NULL, NULL, "measured puts; replaces --duration"}, \
-	{"warmup", OPT_INT, SR_F(warmup), 0, 1000000000, "10", NULL, "round trips discarded before measuring"}, \
-	{"threshold", OPT_DURATION, SR_F(out.threshold_ns), 1, 60 * NS_PER_S, "1ms", NULL, \
-	 "round trips above it emit event records"}, \
-	{"timeout", OPT_DURATION, SR_F(timeout_ns), NS_PER_MS, 600 * NS_PER_S, "5s", NULL, \
-	 "connecting, and each echo: missing for this long ends the run (status 4)"}
+	{"cpu", OPT_INT, SR_F(cpu), 0, CPULIST_MAX - 1, NULL, NULL, "CPU of the put/measure thread (default: the first CPU of our affinity mask)"}, \
+	RUN_OPT_POLICY(SR_F, "scheduling policy of the put thread"), \
+	RUN_OPT_PRIORITY(SR_F, "80", "RT priority of the put thread"), \
+	RUN_OPT_DURATION(SR_F, "10s", "measured time after warm-up (puts = duration x rate)"), \
+	RUN_OPT_LOOPS(SR_F, 1LL << 40, NULL, "measured puts; replaces --duration"), \
+	RUN_OPT_WARMUP(SR_F, "10", "round trips discarded before measuring"), \
+	RUN_OPT_THRESHOLD(SR_F, "1ms", "round trips above it emit event records"), \
+	{"timeout", OPT_DURATION, SR_F(timeout_ns), NS_PER_MS, 600 * NS_PER_S, "5s", NULL, "connecting, and each echo: missing for this long ends the run (status 4)"}
+
+/* A put -> monitor echo probe (ca-rtt, pva-rtt): its state starts with this; its ops take
+ * STIMRESP_ECHO_OPS (the words, the timeout is "incomplete", the validation of --put/--monitor). */
+struct stimresp_echo {
+	struct stimresp h;
+	const char *put, *monitor;
+	int64_t base; /* value of the first put */
+};
+int stimresp_echo_validate(struct stimresp *h);
+/* params: put, monitor, then stimresp_params with puts_planned. */
+void stimresp_echo_params(struct jw *w, const struct stimresp_echo *e);
+/* summary: the "puts" object (stimresp_counts and stray_events). */
+void stimresp_echo_summary(struct jw *w, const struct stimresp_echo *e, uint64_t stray_events);
+#define STIMRESP_ECHO_OPS                                                                         \
+	.request = "put", .requests = "puts", .answers = "echoes", .thread = "put", .timeout_incomplete = true, \
+	.validate = stimresp_echo_validate
 
 /* The options a put -> monitor echo probe's IOC service fills (its struct probe_service.fixed). */
-#define STIMRESP_PUT_ECHO_FIXED (const char *const[]){"put", "$(P)rtt:put", "monitor", "$(P)rtt:echo", NULL}
+#define STIMRESP_PUT_ECHO_FIXED PROBE_LIST("put", "$(P)rtt:put", "monitor", "$(P)rtt:echo")
 
 /* The lifecycle hooks of a stimulus/response probe (its struct probe: .family = &its
  * stimresp_ops, .state_bytes = sizeof its state, which starts with struct stimresp). */
