@@ -39,6 +39,19 @@ bool run_given(const struct run *r, const char *name)
 	return opts_given(r->p->opts, r->p->nopts, r->given, name);
 }
 
+void run_params_sched(struct jw *w, int policy, int64_t priority)
+{
+	jw_str(w, "policy", rt_policy_names[policy]);
+	jw_i64(w, "priority", priority);
+}
+
+void run_params_length(struct jw *w, int64_t duration_ns, int64_t loops, int64_t warmup)
+{
+	jw_i64(w, "duration_ns", duration_ns);
+	jw_i64(w, "loops", loops);
+	jw_i64(w, "warmup", warmup);
+}
+
 int run_thread(struct run *r, pthread_t *tid, bool *started, int priority, int cpu, void *(*fn)(void *), void *arg,
 	       const char *what)
 {

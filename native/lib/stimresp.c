@@ -99,11 +99,8 @@ void stimresp_params(struct jw *w, const struct stimresp *h, const char *planned
 	jw_i64(w, "rate_hz", c->rate_hz);
 	jw_i64(w, "period_ns", h->period_ns);
 	jw_i64(w, "cpu", c->cpu);
-	jw_str(w, "policy", rt_policy_names[c->policy]);
-	jw_i64(w, "priority", c->priority);
-	jw_i64(w, "duration_ns", c->duration_ns);
-	jw_i64(w, "loops", c->loops);
-	jw_i64(w, "warmup", c->warmup);
+	run_params_sched(w, c->policy, c->priority);
+	run_params_length(w, c->duration_ns, c->loops, c->warmup);
 	jw_u64(w, planned_key, h->total);
 	jw_i64(w, "timeout_ns", c->timeout_ns);
 	jw_bool(w, "dma_latency", !c->no_dma_latency);

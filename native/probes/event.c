@@ -317,11 +317,8 @@ static void event_params(struct jw *w, const void *ctx)
 		jw_null(w, "stimulus_cpu");
 	else
 		jw_i64(w, "stimulus_cpu", t->stim_cpu);
-	jw_str(w, "policy", rt_policy_names[c->policy]);
-	jw_i64(w, "priority", c->priority);
-	jw_i64(w, "duration_ns", c->duration_ns);
-	jw_i64(w, "loops", c->loops);
-	jw_i64(w, "warmup", c->warmup);
+	run_params_sched(w, c->policy, c->priority);
+	run_params_length(w, c->duration_ns, c->loops, c->warmup);
 	jw_u64(w, "stimuli_planned", t->total);
 	sink_out_params(w, &c->out);
 	if (c->source == SRC_GPIO) {

@@ -331,9 +331,7 @@ static void msg_params(struct jw *w, const void *ctx)
 	jw_i64(w, "size", c->size);
 	jw_i64(w, "rate_hz", c->rate_hz);
 	jw_i64(w, "period_ns", m->period_ns);
-	jw_i64(w, "duration_ns", c->duration_ns);
-	jw_i64(w, "loops", c->loops);
-	jw_i64(w, "warmup", c->warmup);
+	run_params_length(w, c->duration_ns, c->loops, c->warmup);
 	sink_out_params(w, &c->out);
 	jw_i64(w, "timeout_ns", c->timeout_ns);
 	jw_bool(w, "dma_latency", !c->no_dma_latency);

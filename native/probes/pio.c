@@ -208,8 +208,7 @@ static void pio_params(struct jw *w, const void *ctx)
 	jw_i64(w, "warmup", c->warmup);
 	jw_i64(w, "pause_ns", c->pause_ns);
 	jw_i64(w, "cpu", c->cpu);
-	jw_str(w, "policy", rt_policy_names[c->policy]);
-	jw_i64(w, "priority", c->priority);
+	run_params_sched(w, c->policy, c->priority);
 	sink_out_params(w, &c->out);
 	jw_bool(w, "allow_degraded", c->allow_degraded);
 }

@@ -635,8 +635,7 @@ static void rh_params(struct jw *w, const void *ctx)
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);
-	jw_str(w, "policy", rt_policy_names[c->policy]);
-	jw_i64(w, "priority", c->priority);
+	run_params_sched(w, c->policy, c->priority);
 	jw_i64(w, "interval_ns", c->interval_ns);
 	jw_i64(w, "loops", c->duration_ns ? 0 : c->loops);
 	jw_i64(w, "duration_ns", c->duration_ns);

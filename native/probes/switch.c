@@ -367,11 +367,8 @@ static void switch_params(struct jw *w, const void *ctx)
 	jw_i64(w, "rest_ns", s->rest_on ? REST_NS : 0);
 	jw_str(w, "mode", mode_names[c->mode]);
 	jw_str(w, "ipc", ipc_names[c->ipc]);
-	jw_str(w, "policy", rt_policy_names[c->policy]);
-	jw_i64(w, "priority", c->priority);
-	jw_i64(w, "duration_ns", c->duration_ns);
-	jw_i64(w, "loops", c->loops);
-	jw_i64(w, "warmup", c->warmup);
+	run_params_sched(w, c->policy, c->priority);
+	run_params_length(w, c->duration_ns, c->loops, c->warmup);
 	sink_out_params(w, &c->out);
 	jw_bool(w, "dma_latency", !c->no_dma_latency);
 	jw_bool(w, "allow_degraded", c->allow_degraded);

@@ -153,12 +153,9 @@ static void timer_params(struct jw *w, const void *ctx)
 	for (int i = 0; i < c->cpus.n; i++)
 		jw_i64(w, NULL, c->cpus.cpu[i]);
 	jw_arr_end(w);
-	jw_str(w, "policy", rt_policy_names[c->policy]);
-	jw_i64(w, "priority", c->priority);
+	run_params_sched(w, c->policy, c->priority);
 	jw_i64(w, "interval_ns", c->interval_ns);
-	jw_i64(w, "duration_ns", c->duration_ns);
-	jw_i64(w, "loops", c->loops);
-	jw_i64(w, "warmup", c->warmup);
+	run_params_length(w, c->duration_ns, c->loops, c->warmup);
 	sink_out_params(w, &c->out);
 	jw_bool(w, "dma_latency", !c->no_dma_latency);
 	jw_bool(w, "tracemark", !c->no_tracemark);

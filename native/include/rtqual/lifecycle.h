@@ -65,6 +65,11 @@ int run_one_of(struct run *r, const char *a, const char *b, bool *b_given);
 /* Was option `name` given on the command line? */
 bool run_given(const struct run *r, const char *name);
 
+/* params' helpers: the keys policy, priority (what was asked; the header's "rt" says what it
+ * got), and duration_ns, loops, warmup. */
+void run_params_sched(struct jw *w, int policy, int64_t priority);
+void run_params_length(struct jw *w, int64_t duration_ns, int64_t loops, int64_t warmup);
+
 /* prepare's helper: hold /dev/cpu_dma_latency at 0 (if `dma`), then RLIMIT_RTTIME at the
  * RUN_RTTIME_* values if the policy is RT; refusals become warnings. */
 void run_hold(struct run *r, bool dma);
