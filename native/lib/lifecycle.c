@@ -52,6 +52,19 @@ void run_params_length(struct jw *w, int64_t duration_ns, int64_t loops, int64_t
 	jw_i64(w, "warmup", warmup);
 }
 
+void run_params_flags(struct jw *w, bool no_dma_latency, bool allow_degraded)
+{
+	jw_bool(w, "dma_latency", !no_dma_latency);
+	jw_bool(w, "allow_degraded", allow_degraded);
+}
+
+void *run_slot_done(struct run *r, struct cpu_state *cs, uint64_t wakeups)
+{
+	sink_slot_end(cs, wakeups);
+	atomic_store(&r->done, true);
+	return NULL;
+}
+
 int run_thread(struct run *r, pthread_t *tid, bool *started, int priority, int cpu, void *(*fn)(void *), void *arg,
 	       const char *what)
 {
@@ -84,8 +97,8 @@ int run_plan_rate(int64_t rate_hz, bool have_loops, int64_t *duration_ns, int64_
 	else if (*duration_ns < *period_ns)
 		return log_error("--duration (%s) is shorter than one period (%s at --rate %" PRId64
 				 "): nothing would be measured",
-				 duration_format(*duration_ns, d1, sizeof(d1)), duration_format(*period_ns, d2, sizeof(d2)),
-				 rate_hz);
+				 duration_format(*duration_ns, d1, sizeof(d1)),
+				 duration_format(*period_ns, d2, sizeof(d2)), rate_hz);
 	*total = (uint64_t)warmup + (have_loops ? (uint64_t)loops : (uint64_t)(*duration_ns / *period_ns));
 	return 0;
 }

@@ -88,9 +88,7 @@ static void *stimresp_thread(void *arg)
 			ops->measured(h, t_send, t_answer);
 		sink_sample(cs, t_answer - t_send, t_answer, late ? 1 : 0);
 	}
-	sink_slot_end(cs, wakeups);
-	atomic_store(&h->run.done, true);
-	return NULL;
+	return run_slot_done(&h->run, cs, wakeups);
 }
 
 void stimresp_params(struct jw *w, const struct stimresp *h, const char *planned_key)
@@ -103,8 +101,7 @@ void stimresp_params(struct jw *w, const struct stimresp *h, const char *planned
 	run_params_length(w, c->duration_ns, c->loops, c->warmup);
 	jw_u64(w, planned_key, h->total);
 	jw_i64(w, "timeout_ns", c->timeout_ns);
-	jw_bool(w, "dma_latency", !c->no_dma_latency);
-	jw_bool(w, "allow_degraded", c->allow_degraded);
+	run_params_flags(w, c->no_dma_latency, c->allow_degraded);
 	sink_out_params(w, &c->out);
 }
 
@@ -157,7 +154,8 @@ int stimresp_validate(struct run *r)
 		return 1;
 	if ((rc = ops->validate(h)))
 		return rc;
-	if ((rc = run_plan_rate(c->rate_hz, have_loops, &c->duration_ns, c->loops, c->warmup, &h->period_ns, &h->total)))
+	rc = run_plan_rate(c->rate_hz, have_loops, &c->duration_ns, c->loops, c->warmup, &h->period_ns, &h->total);
+	if (rc)
 		return rc;
 	struct cpulist usable, one;
 	if (cpulist_usable(&usable, err, sizeof(err)))

@@ -82,9 +82,8 @@ static const struct opt_def event_opts[] = {
 	 "stimulus CPU (default: another CPU than the responder when there are >= 2)"},
 	RUN_OPT_POLICY(F, "scheduling policy of responder and stimulus"),
 	RUN_OPT_PRIORITY(F, "80", "RT priority of responder and stimulus"),
-	RUN_OPT_DURATION(F, "10s", "measured time after warm-up (stimuli = duration x rate)"),
-	RUN_OPT_LOOPS(F, 1LL << 40, NULL, "measured stimuli; replaces --duration"),
-	RUN_OPT_WARMUP(F, "100", "stimuli discarded before measuring"),
+	RUN_OPTS_LENGTH(F, "measured time after warm-up (stimuli = duration x rate)", 1LL << 40,
+		"measured stimuli; replaces --duration", "100", "stimuli discarded before measuring"),
 	RUN_OPT_THRESHOLD(F, "100us", "samples above it emit event records"),
 	SINK_OUT_OPTS(F, "1000"),
 	{"gpiochip", OPT_PATH, F(gpiochip), 0, 0, NULL, NULL, "GPIO character device for --source gpio"},
@@ -298,9 +297,7 @@ static void *resp_thread_main(void *arg)
 		timerfd_settime(t->tfd, 0, &off, NULL);
 	}
 	t->answered = e;
-	sink_slot_end(cs, wakeups);
-	atomic_store(&t->run.done, true);
-	return NULL;
+	return run_slot_done(&t->run, cs, wakeups);
 }
 
 /* Header "params": the effective configuration. */
@@ -326,8 +323,7 @@ static void event_params(struct jw *w, const void *ctx)
 		jw_i64(w, "out_line", c->out_line);
 		jw_i64(w, "in_line", c->in_line);
 	}
-	jw_bool(w, "dma_latency", !c->no_dma_latency);
-	jw_bool(w, "allow_degraded", c->allow_degraded);
+	run_params_flags(w, c->no_dma_latency, c->allow_degraded);
 }
 
 /* Summary extension (optional keys, top level): stimulus accounting, and

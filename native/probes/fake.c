@@ -278,8 +278,9 @@ static int fake_end(struct run *run)
 	if (f->exited) {
 		char msg[64];
 		int code = f->exit_code;
+		const char *reason = code == 0 ? "completed" : code == 4 ? "interrupted" : "error";
 		snprintf(msg, sizeof(msg), "script exit %d", code);
-		return sink_finish(&run->sink, code, code == 0 ? "completed" : code == 4 ? "interrupted" : "error", msg);
+		return sink_finish(&run->sink, code, reason, msg);
 	}
 	if (rt_signals_caught())
 		return sink_finish(&run->sink, 4, "interrupted", "stopped by signal");

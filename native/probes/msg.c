@@ -76,9 +76,9 @@ static const struct opt_def msg_opts[] = {
 	 "broker RT priority (default: --priority)"},
 	{"server-priority", OPT_INT, F(role_priority[ROLE_SERVER]), 1, 99, NULL, NULL,
 	 "server RT priority (default: --priority)"},
-	RUN_OPT_DURATION(F, "10s", "measured time after warm-up"),
-	RUN_OPT_LOOPS(F, 1LL << 62, NULL, "measured round trips (with --rate: periods, samples + overruns); replaces --duration"),
-	RUN_OPT_WARMUP(F, "100", "round trips discarded before measuring"),
+	RUN_OPTS_LENGTH(F, "measured time after warm-up", 1LL << 62,
+		"measured round trips (with --rate: periods, samples + overruns); replaces --duration", "100",
+		"round trips discarded before measuring"),
 	RUN_OPT_THRESHOLD(F, "1ms", "round trips above it emit event records"),
 	SINK_OUT_OPTS(F, "1000"),
 	{"timeout", OPT_DURATION, F(timeout_ns), NS_PER_MS, 60 * NS_PER_S, "5s", NULL,
@@ -334,8 +334,7 @@ static void msg_params(struct jw *w, const void *ctx)
 	run_params_length(w, c->duration_ns, c->loops, c->warmup);
 	sink_out_params(w, &c->out);
 	jw_i64(w, "timeout_ns", c->timeout_ns);
-	jw_bool(w, "dma_latency", !c->no_dma_latency);
-	jw_bool(w, "allow_degraded", c->allow_degraded);
+	run_params_flags(w, c->no_dma_latency, c->allow_degraded);
 	jw_i64(w, "slot_cpu", m->slot_cpu);
 	jw_str(w, "slot_cpu_from", m->slot_from_start ? "client CPU at start (unbound)" : "client pin");
 	jw_obj_begin(w, "processes");

@@ -187,9 +187,7 @@ static void *pio_thread_main(void *arg)
 	t->measured_ns = total_ns;
 	t->checksum = sum;
 	t->rttime_hit = atomic_load(&xcpu_caught);
-	sink_slot_end(cs, wakeups);
-	atomic_store(&t->run.done, true);
-	return NULL;
+	return run_slot_done(&t->run, cs, wakeups);
 }
 
 static void pio_params(struct jw *w, const void *ctx)

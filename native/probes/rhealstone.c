@@ -648,8 +648,7 @@ static void rh_params(struct jw *w, const void *ctx)
 	if (c->component == C_MESSAGE)
 		jw_i64(w, "msg_bytes", c->msg_bytes);
 	sink_out_params(w, &c->out);
-	jw_bool(w, "dma_latency", !c->no_dma_latency);
-	jw_bool(w, "allow_degraded", c->allow_degraded);
+	run_params_flags(w, c->no_dma_latency, c->allow_degraded);
 }
 
 /* Summary "rhealstone": rounds, samples thrown away and why, and for

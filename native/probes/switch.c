@@ -112,9 +112,8 @@ static const struct opt_def switch_opts[] = {
 	 "wake-up mechanism: a pair of pipes, a raw futex, a POSIX semaphore, a POSIX message queue"},
 	RUN_OPT_POLICY(F, "scheduling policy of both sides"),
 	RUN_OPT_PRIORITY(F, "40", "RT priority of both sides (ignored for other)"),
-	RUN_OPT_DURATION(F, "10s", "measured time after warm-up"),
-	RUN_OPT_LOOPS(F, 1LL << 40, NULL, "measured round trips; replaces --duration"),
-	RUN_OPT_WARMUP(F, "1000", "round trips discarded before measuring"),
+	RUN_OPTS_LENGTH(F, "measured time after warm-up", 1LL << 40, "measured round trips; replaces --duration",
+		"1000", "round trips discarded before measuring"),
 	RUN_OPT_THRESHOLD(F, "100us", "samples above it emit event records"),
 	SINK_OUT_OPTS(F, "1000"),
 	{"no-dma-latency", OPT_FLAG, F(no_dma_latency), 0, 0, NULL, NULL, "do not hold /dev/cpu_dma_latency at 0"},
@@ -370,8 +369,7 @@ static void switch_params(struct jw *w, const void *ctx)
 	run_params_sched(w, c->policy, c->priority);
 	run_params_length(w, c->duration_ns, c->loops, c->warmup);
 	sink_out_params(w, &c->out);
-	jw_bool(w, "dma_latency", !c->no_dma_latency);
-	jw_bool(w, "allow_degraded", c->allow_degraded);
+	run_params_flags(w, c->no_dma_latency, c->allow_degraded);
 }
 
 /* Summary additions: which side each slot saw woken, and the round-trip

@@ -31,6 +31,10 @@
 #define RUN_OPT_DURATION(F, def, help) \
 	{"duration", OPT_DURATION, F(duration_ns), NS_PER_MS, 365 * 24 * 3600 * NS_PER_S, def, NULL, help}
 #define RUN_OPT_LOOPS(F, max, def, help) {"loops", OPT_INT, F(loops), 1, max, def, NULL, help}
+/* duration, loops and warmup, the rows of a run's length, together */
+#define RUN_OPTS_LENGTH(F, duration_help, loops_max, loops_help, warmup_def, warmup_help) \
+	RUN_OPT_DURATION(F, "10s", duration_help), RUN_OPT_LOOPS(F, loops_max, NULL, loops_help), \
+		RUN_OPT_WARMUP(F, warmup_def, warmup_help)
 #define RUN_OPT_WARMUP(F, def, help) {"warmup", OPT_INT, F(warmup), 0, 1000000000, def, NULL, help}
 #define RUN_OPT_THRESHOLD(F, def, help) \
 	{"threshold", OPT_DURATION, F(out.threshold_ns), 1, 60 * NS_PER_S, def, NULL, help}
@@ -66,9 +70,13 @@ int run_one_of(struct run *r, const char *a, const char *b, bool *b_given);
 bool run_given(const struct run *r, const char *name);
 
 /* params' helpers: the keys policy, priority (what was asked; the header's "rt" says what it
- * got), and duration_ns, loops, warmup. */
+ * got); duration_ns, loops, warmup; dma_latency, allow_degraded. */
 void run_params_sched(struct jw *w, int policy, int64_t priority);
 void run_params_length(struct jw *w, int64_t duration_ns, int64_t loops, int64_t warmup);
+void run_params_flags(struct jw *w, bool no_dma_latency, bool allow_degraded);
+
+/* The end of a measuring thread with one slot: sink_slot_end, then r->done; returns NULL. */
+void *run_slot_done(struct run *r, struct cpu_state *cs, uint64_t wakeups);
 
 /* prepare's helper: hold /dev/cpu_dma_latency at 0 (if `dma`), then RLIMIT_RTTIME at the
  * RUN_RTTIME_* values if the policy is RT; refusals become warnings. */

@@ -69,20 +69,22 @@ struct stimresp {
 #define SR_F(x) offsetof(struct stimresp, cfg.x)
 #define STIMRESP_COMMON_OPTS                                                                                   \
 	{"no-dma-latency", OPT_FLAG, SR_F(no_dma_latency), 0, 0, NULL, NULL, "do not hold /dev/cpu_dma_latency at 0"}, \
-	{"allow-degraded", OPT_FLAG, SR_F(allow_degraded), 0, 0, NULL, NULL,                                   "run with what is permitted (SCHED_OTHER, no mlock), marked degraded"},                              \
+	{"allow-degraded", OPT_FLAG, SR_F(allow_degraded), 0, 0, NULL, NULL,                                   \
+	 "run with what is permitted (SCHED_OTHER, no mlock), marked degraded"},                              \
 	SINK_OUT_OPTS(SR_F, "1000")
 
 /* The rows of a put -> monitor echo round trip (ca-rtt, pva-rtt), from --rate to --timeout. */
 #define STIMRESP_PUT_ECHO_OPTS \
 	{"rate", OPT_INT, SR_F(rate_hz), 1, 10000, "50", NULL, "puts per second, Hz (absolute deadlines)"}, \
-	{"cpu", OPT_INT, SR_F(cpu), 0, CPULIST_MAX - 1, NULL, NULL, "CPU of the put/measure thread (default: the first CPU of our affinity mask)"}, \
+	{"cpu", OPT_INT, SR_F(cpu), 0, CPULIST_MAX - 1, NULL, NULL, \
+	 "CPU of the put/measure thread (default: the first CPU of our affinity mask)"}, \
 	RUN_OPT_POLICY(SR_F, "scheduling policy of the put thread"), \
 	RUN_OPT_PRIORITY(SR_F, "80", "RT priority of the put thread"), \
-	RUN_OPT_DURATION(SR_F, "10s", "measured time after warm-up (puts = duration x rate)"), \
-	RUN_OPT_LOOPS(SR_F, 1LL << 40, NULL, "measured puts; replaces --duration"), \
-	RUN_OPT_WARMUP(SR_F, "10", "round trips discarded before measuring"), \
+	RUN_OPTS_LENGTH(SR_F, "measured time after warm-up (puts = duration x rate)", 1LL << 40, \
+		"measured puts; replaces --duration", "10", "round trips discarded before measuring"), \
 	RUN_OPT_THRESHOLD(SR_F, "1ms", "round trips above it emit event records"), \
-	{"timeout", OPT_DURATION, SR_F(timeout_ns), NS_PER_MS, 600 * NS_PER_S, "5s", NULL, "connecting, and each echo: missing for this long ends the run (status 4)"}
+	{"timeout", OPT_DURATION, SR_F(timeout_ns), NS_PER_MS, 600 * NS_PER_S, "5s", NULL, \
+	 "connecting, and each echo: missing for this long ends the run (status 4)"}
 
 /* A put -> monitor echo probe (ca-rtt, pva-rtt): its state starts with this; its ops take
  * STIMRESP_ECHO_OPS (the words, the timeout is "incomplete", the validation of --put/--monitor). */
