@@ -34,15 +34,10 @@ struct cartt {
 	_Atomic uint64_t stray; /* monitor values that were not the awaited one */
 };
 
-#define F(x) offsetof(struct cartt, x)
 static const struct opt_def cartt_opts[] = {
-	{"put", OPT_STRING, F(e.put), 0, 0, NULL, NULL, "PV written with ca_put (a double carrying a sequence number)"},
-	{"monitor", OPT_STRING, F(e.monitor), 0, 0, NULL, NULL,
-	 "PV whose DBE_VALUE monitor echoes the put value (default: the --put PV)"},
-	STIMRESP_PUT_ECHO_OPTS,
-	STIMRESP_COMMON_OPTS,
+	STIMRESP_ECHO_OPTION_ROWS("PV written with ca_put (a double carrying a sequence number)",
+				  "PV whose DBE_VALUE monitor echoes the put value (default: the --put PV)"),
 };
-#undef F
 
 /* libca's receive thread: timestamp first, then hand over the awaited value. */
 static void cartt_event(struct event_handler_args a)

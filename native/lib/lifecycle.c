@@ -34,6 +34,20 @@ int run_one_of(struct run *r, const char *a, const char *b, bool *b_given)
 	return 0;
 }
 
+int run_pick_cpu(struct run *r, int64_t *cpu, bool last, struct cpulist *usable)
+{
+	char err[512];
+	struct cpulist one = {.n = 1};
+	if (cpulist_usable(usable, err, sizeof(err)))
+		return log_error("%s", err);
+	if (!run_given(r, "cpu"))
+		*cpu = usable->cpu[last ? usable->n - 1 : 0];
+	one.cpu[0] = (int)*cpu;
+	if (cpulist_check(&one, err, sizeof(err)))
+		return log_error("--cpu: %s", err);
+	return 0;
+}
+
 bool run_given(const struct run *r, const char *name)
 {
 	return opts_given(r->p->opts, r->p->nopts, r->given, name);

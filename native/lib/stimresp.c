@@ -147,7 +147,6 @@ int stimresp_validate(struct run *r)
 	struct stimresp *h = (struct stimresp *)r;
 	const struct stimresp_ops *ops = h->ops = r->p->family;
 	struct stimresp_cfg *c = &h->cfg;
-	char err[512];
 	int rc;
 	bool have_loops;
 	if (run_one_of(r, "duration", "loops", &have_loops))
@@ -157,15 +156,9 @@ int stimresp_validate(struct run *r)
 	rc = run_plan_rate(c->rate_hz, have_loops, &c->duration_ns, c->loops, c->warmup, &h->period_ns, &h->total);
 	if (rc)
 		return rc;
-	struct cpulist usable, one;
-	if (cpulist_usable(&usable, err, sizeof(err)))
-		return log_error("%s", err);
-	if (!run_given(r, "cpu"))
-		c->cpu = usable.cpu[0];
-	one.n = 1;
-	one.cpu[0] = (int)c->cpu;
-	if (cpulist_check(&one, err, sizeof(err)))
-		return log_error("--cpu: %s", err);
+	struct cpulist usable;
+	if ((rc = run_pick_cpu(r, &c->cpu, false, &usable)))
+		return rc;
 	return sink_out_validate(&c->out, true);
 }
 

@@ -425,15 +425,9 @@ static int event_validate(struct run *run)
 	if (rc)
 		return rc;
 
-	struct cpulist usable, one;
-	if (cpulist_usable(&usable, err, sizeof(err)))
-		return log_error("%s", err);
-	if (!run_given(&t->run, "cpu"))
-		c->cpu = usable.cpu[usable.n - 1];
-	one.n = 1;
-	one.cpu[0] = (int)c->cpu;
-	if (cpulist_check(&one, err, sizeof(err)))
-		return log_error("--cpu: %s", err);
+	struct cpulist usable, one = {.n = 1};
+	if ((rc = run_pick_cpu(run, &c->cpu, true, &usable)))
+		return rc;
 	if (run_given(&t->run, "stimulus-cpu")) {
 		one.cpu[0] = (int)c->stimulus_cpu;
 		if (cpulist_check(&one, err, sizeof(err)))

@@ -537,8 +537,7 @@ static int msg_end(struct run *run)
 const struct probe probe_msg = {
 	.name = "msg",
 	.summary = "message round-trip time client -> [broker ->] server processes over ZeroMQ or bare sockets (MADOCA II)",
-	.opts = msg_opts, .nopts = MSG_NOPTS,
-	.label_keys = PROBE_LIST("transport"),
+	.opts = msg_opts, .nopts = MSG_NOPTS, .label_keys = PROBE_LIST("transport"),
 	.state_bytes = sizeof(struct msg), .params = msg_params,
 	.validate = msg_validate, .privileges = msg_privileges, .prepare = msg_prepare,
 	.start = msg_start, .tick = msg_tick, .kick = msg_kick, .stop = msg_stop,

@@ -392,7 +392,6 @@ static int pio_validate(struct run *run)
 {
 	struct pio *t = (struct pio *)run;
 	struct pio_cfg *c = &t->cfg;
-	char err[512];
 	t->fd = -1;
 	bool have_passes;
 	if (run_one_of(run, "duration", "passes", &have_passes))
@@ -401,15 +400,10 @@ static int pio_validate(struct run *run)
 		c->duration_ns = 0;
 	else
 		c->passes = 0;
-	struct cpulist usable, one;
-	if (cpulist_usable(&usable, err, sizeof(err)))
-		return log_error("%s", err);
-	if (!run_given(&t->run, "cpu"))
-		c->cpu = usable.cpu[usable.n - 1];
-	one.n = 1;
-	one.cpu[0] = (int)c->cpu;
-	if (cpulist_check(&one, err, sizeof(err)))
-		return log_error("--cpu: %s", err);
+	struct cpulist usable;
+	int rc = run_pick_cpu(run, &c->cpu, true, &usable);
+	if (rc)
+		return rc;
 	if (c->policy != RT_OTHER && sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		return log_error("--policy %s on the only online CPU would stall the machine for every pass: use "
 				 "--policy other",
@@ -420,7 +414,7 @@ static int pio_validate(struct run *run)
 				 rt_policy_names[c->policy]);
 	if (sink_out_validate(&c->out, run->a->check))
 		return 1;
-	int rc = pio_parse_map(t);
+	rc = pio_parse_map(t);
 	if (!rc)
 		rc = pio_check_device(t);
 	if (rc)
@@ -506,10 +500,8 @@ const struct probe probe_pio = {
 	.name = "pio",
 	.summary = "programmed-I/O transfer speed: volatile 8/16/32/64-bit reads or writes over shared memory, a UIO "
 		   "map or /dev/mem; ns per access and MB/s",
-	.opts = pio_opts, .nopts = PIO_NOPTS, .supported = pio_supported,
-	.label_keys = PROBE_LIST("width"),
+	.opts = pio_opts, .nopts = PIO_NOPTS, .supported = pio_supported, .label_keys = PROBE_LIST("width"),
 	.state_bytes = sizeof(struct pio), .params = pio_params,
 	.validate = pio_validate, .privileges = pio_privileges, .prepare = pio_prepare,
-	.start = pio_start, .stop = pio_stop,
-	.end = pio_end, .cleanup = pio_cleanup,
+	.start = pio_start, .stop = pio_stop, .end = pio_end, .cleanup = pio_cleanup,
 };

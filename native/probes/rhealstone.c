@@ -944,8 +944,7 @@ const struct probe probe_rhealstone = {
 	.name = "rhealstone",
 	.summary = "Rhealstone components (task switch, preemption, semaphore shuffle, deadlock break, "
 		   "intertask message, interrupt latency), one per run",
-	.opts = rh_opts, .nopts = RH_NOPTS,
-	.label_keys = PROBE_LIST("component"),
+	.opts = rh_opts, .nopts = RH_NOPTS, .label_keys = PROBE_LIST("component"),
 	.state_bytes = sizeof(struct rh), .params = rh_params,
 	.validate = rh_validate, .privileges = rh_privileges, .prepare = rh_prepare,
 	.start = rh_start, .tick = rh_tick, .kick = rh_kick, .stop = rh_stop,

@@ -674,8 +674,7 @@ static int switch_end(struct run *run)
 const struct probe probe_switch = {
 	.name = "switch",
 	.summary = "context-switch latency of a two-thread or two-process ping-pong (pipe, futex, sem, mq)",
-	.opts = switch_opts, .nopts = SWITCH_NOPTS,
-	.label_keys = PROBE_LIST("mode", "ipc"),
+	.opts = switch_opts, .nopts = SWITCH_NOPTS, .label_keys = PROBE_LIST("mode", "ipc"),
 	.state_bytes = sizeof(struct sw), .params = switch_params,
 	.validate = switch_validate, .privileges = switch_privileges, .prepare = switch_prepare,
 	.start = switch_start, .tick = switch_tick, .kick = sw_kick, .stop = switch_stop,

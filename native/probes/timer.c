@@ -273,6 +273,5 @@ const struct probe probe_timer = {
 	.label_keys = PROBE_LIST("interval"), .sections = PROBE_LIST("baseline"),
 	.state_bytes = sizeof(struct timer), .params = timer_params,
 	.validate = timer_validate, .privileges = timer_privileges, .prepare = timer_prepare,
-	.start = timer_start, .stop = timer_stop,
-	.cleanup = timer_cleanup,
+	.start = timer_start, .stop = timer_stop, .cleanup = timer_cleanup,
 };

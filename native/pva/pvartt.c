@@ -21,15 +21,10 @@ struct pvartt {
 	struct pvac *client;
 };
 
-#define F(x) offsetof(struct pvartt, x)
 static const struct opt_def pvartt_opts[] = {
-	{"put", OPT_STRING, F(e.put), 0, 0, NULL, NULL, "PV written with a PVA put of its value field (a double carrying a sequence number)"},
-	{"monitor", OPT_STRING, F(e.monitor), 0, 0, NULL, NULL,
-	 "PV whose PVA monitor echoes the put value (default: the --put PV)"},
-	STIMRESP_PUT_ECHO_OPTS,
-	STIMRESP_COMMON_OPTS,
+	STIMRESP_ECHO_OPTION_ROWS("PV written with a PVA put of its value field (a double carrying a sequence number)",
+				  "PV whose PVA monitor echoes the put value (default: the --put PV)"),
 };
-#undef F
 
 static int pvartt_send(struct stimresp *h, uint64_t seq, int64_t *t_send)
 {

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "rtqual/cpulist.h"
 #include "rtqual/probe.h"
 #include "rtqual/rtenv.h"
 #include "rtqual/sink.h"
@@ -66,6 +67,9 @@ int run_probe(const struct probe *p, const struct probe_args *a);
 
 /* validate's helper: the options `a` and `b` exclude each other (log_error's rc); *b_given. */
 int run_one_of(struct run *r, const char *a, const char *b, bool *b_given);
+/* validate's helper for a --cpu option: not given, the first (or `last`) CPU we may use; then
+ * it must be one (log_error's rc). *usable: the CPUs we may use. */
+int run_pick_cpu(struct run *r, int64_t *cpu, bool last, struct cpulist *usable);
 /* Was option `name` given on the command line? */
 bool run_given(const struct run *r, const char *name);
 

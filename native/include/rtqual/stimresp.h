@@ -93,6 +93,12 @@ struct stimresp_echo {
 	const char *put, *monitor;
 	int64_t base; /* value of the first put */
 };
+/* The whole option table of such a probe: --put, --monitor (their help is the probe's), the
+ * put/echo rows and the common ones. */
+#define STIMRESP_ECHO_OPTION_ROWS(put_help, monitor_help)                                            \
+	{"put", OPT_STRING, offsetof(struct stimresp_echo, put), 0, 0, NULL, NULL, put_help},        \
+	{"monitor", OPT_STRING, offsetof(struct stimresp_echo, monitor), 0, 0, NULL, NULL, monitor_help}, \
+	STIMRESP_PUT_ECHO_OPTS, STIMRESP_COMMON_OPTS
 int stimresp_echo_validate(struct stimresp *h);
 /* params: put, monitor, then stimresp_params with puts_planned. */
 void stimresp_echo_params(struct jw *w, const struct stimresp_echo *e);
