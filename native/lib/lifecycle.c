@@ -267,6 +267,8 @@ int run_probe(const struct probe *p, const struct probe_args *a)
 	r->p = p;
 	r->a = a;
 	r->dma_fd = r->sink.raw_fd = -1;
+	if (p->no_rt)
+		r->rt.policy = RT_OTHER;
 	int rc = run_life(r);
 	if (p->cleanup)
 		p->cleanup(r);

@@ -313,7 +313,6 @@ static int fake_prepare(struct run *run)
 	struct fake *f = (struct fake *)run;
 	if (sink_init(&run->sink, &f->cfg.out, f->cpus.cpu, f->cpus.n, run->err, sizeof(run->err)))
 		return log_error("%s", run->err);
-	run->rt.policy = RT_OTHER;
 	return 0;
 }
 

@@ -52,7 +52,7 @@ struct probe {
 	 * Every hook but validate, prepare and params is optional. */
 	size_t state_bytes;
 	const void *family;        /* a family's own table (struct stimresp_ops), for shared hooks */
-	bool no_rt;                /* no RT set-up and no self-overhead measured (the fake probe) */
+	bool no_rt;                /* SCHED_OTHER, no RT set-up, no self-overhead measured (the fake probe) */
 	int (*validate)(struct run *r);   /* options beyond range checks; log_error's rc */
 	int (*privileges)(struct run *r); /* RT scheduling and memory locking; exit code */
 	int (*prepare)(struct run *r);    /* after --check: sink_init, resources; logs, rc */
