@@ -162,6 +162,7 @@ int stimresp_validate(struct run *r)
 	return sink_out_validate(&c->out, true);
 }
 
+/* The harness thread's policy and priority, tried for real; memory locking. */
 int stimresp_privileges(struct run *r)
 {
 	struct stimresp *h = (struct stimresp *)r;
@@ -198,6 +199,7 @@ int stimresp_start(struct run *r)
 	return run_thread(r, &h->tid, &h->started, r->rt.priority, cpu, stimresp_thread, h, what);
 }
 
+/* Join the harness thread. */
 void stimresp_stop(struct run *r)
 {
 	struct stimresp *h = (struct stimresp *)r;
@@ -236,6 +238,7 @@ int stimresp_end(struct run *r)
 	return rc;
 }
 
+/* The transport's fds (ops->close), once it was opened. */
 void stimresp_cleanup(struct run *r)
 {
 	struct stimresp *h = (struct stimresp *)r;

@@ -637,6 +637,7 @@ static void event_stop(struct run *run)
 		pthread_join(t->resp_tid, NULL);
 }
 
+/* The source fds, the shared ring and the local time rings. */
 static void event_cleanup(struct run *run)
 {
 	struct event *t = (struct event *)run;

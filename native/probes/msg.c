@@ -422,6 +422,7 @@ static int msg_privileges(struct run *run)
 
 /* ---- run ----------------------------------------------------------------------- */
 
+/* A stop: the client out of its blocking send/recv. */
 static void msg_kick(struct run *run)
 {
 	client_stop((struct msg *)run);

@@ -434,6 +434,7 @@ static int pio_privileges(struct run *run)
 	return rt_acquire(t->cfg.policy, (int)t->cfg.priority, t->cfg.allow_degraded, &t->run.rt, &t->run.warn);
 }
 
+/* The mapping and its fd. */
 static void pio_cleanup(struct run *run)
 {
 	struct pio *t = (struct pio *)run;
@@ -467,12 +468,14 @@ static int pio_prepare(struct run *run)
 	return 0;
 }
 
+/* The one pinned thread that sweeps the region. */
 static int pio_start(struct run *run)
 {
 	struct pio *t = (struct pio *)run;
 	return run_thread(run, &t->tid, &t->started, run->rt.priority, (int)t->cfg.cpu, pio_thread_main, t, "the thread");
 }
 
+/* Join the sweeping thread. */
 static void pio_stop(struct run *run)
 {
 	struct pio *t = (struct pio *)run;

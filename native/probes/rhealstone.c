@@ -808,6 +808,7 @@ static int rh_objects(struct rh *r, char *err, size_t len)
 	return 0;
 }
 
+/* The component's objects (queue, eventfd, epoll, mutex). */
 static void rh_cleanup(struct run *run)
 {
 	struct rh *r = (struct rh *)run;
@@ -898,6 +899,7 @@ static int rh_prepare(struct run *run)
 	return 0;
 }
 
+/* Join every thread (bounded: rh_join); rh_end says if one did not stop. */
 static void rh_stop(struct run *run)
 {
 	struct rh *r = (struct rh *)run;

@@ -568,6 +568,7 @@ static int rts_start(struct run *run)
 	return rc;
 }
 
+/* Victims stop at their next wake-up (the spinners end by their own clock). */
 static void rts_kick(struct run *run)
 {
 	atomic_store(&((struct rts *)run)->victims_stop, true);
@@ -605,6 +606,7 @@ static int rts_end(struct run *run)
 	return run_end_early(run, &rc) ? rc : sink_finish(&run->sink, -1, NULL, NULL);
 }
 
+/* The victims' table. */
 static void rts_cleanup(struct run *run)
 {
 	free(((struct rts *)run)->vic);

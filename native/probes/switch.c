@@ -620,6 +620,7 @@ static int switch_start(struct run *run)
 	return run_thread(run, &s->tid_a, &s->a_started, run->rt.priority, s->cpu_a, side_a_thread, s, "side A");
 }
 
+/* Join both sides, reap side B's process. */
 static void switch_stop(struct run *run)
 {
 	struct sw *s = (struct sw *)run;

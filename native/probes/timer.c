@@ -238,6 +238,7 @@ static int timer_start(struct run *run)
 	return 0;
 }
 
+/* Join the measurement threads that started. */
 static void timer_stop(struct run *run)
 {
 	struct timer *t = (struct timer *)run;
