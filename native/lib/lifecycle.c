@@ -251,6 +251,10 @@ static int run_life(struct run *r)
 	if (opts_parse(p->opts, p->nopts, r, a->opt_argc, a->opt_argv, &r->given, r->err, sizeof(r->err)))
 		return log_error("%s", r->err);
 	r->err[0] = '\0';
+	for (int i = 0; p->exclusive && p->exclusive[i]; i += 2)
+		if (run_given(r, p->exclusive[i]) && run_given(r, p->exclusive[i + 1]))
+			return log_error("--%s and --%s exclude each other: give one", p->exclusive[i],
+					 p->exclusive[i + 1]);
 	if ((rc = p->validate(r)) || (p->privileges && (rc = p->privileges(r))) || a->check)
 		return rc;
 	r->prepared = true;

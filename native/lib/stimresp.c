@@ -60,7 +60,8 @@ static void *stimresp_thread(void *arg)
 	rt_prefault_stack();
 	prctl(PR_SET_TIMERSLACK, 1UL);
 	bool ready = !ops->thread_init || ops->thread_init(h) == 0;
-	for (uint64_t i = 0; ready && i < h->total && !atomic_load_explicit(&h->run.sink.stop, memory_order_relaxed); i++) {
+	_Atomic bool *stop = &h->run.sink.stop;
+	for (uint64_t i = 0; ready && i < h->total && !atomic_load_explicit(stop, memory_order_relaxed); i++) {
 		int64_t dl = h->first_deadline_ns + (int64_t)i * h->period_ns;
 		if (sleep_until_ns(dl) != 0 && atomic_load(&h->run.sink.stop))
 			break;
@@ -148,12 +149,10 @@ int stimresp_validate(struct run *r)
 	const struct stimresp_ops *ops = h->ops = r->p->family;
 	struct stimresp_cfg *c = &h->cfg;
 	int rc;
-	bool have_loops;
-	if (run_one_of(r, "duration", "loops", &have_loops))
-		return 1;
 	if ((rc = ops->validate(h)))
 		return rc;
-	rc = run_plan_rate(c->rate_hz, have_loops, &c->duration_ns, c->loops, c->warmup, &h->period_ns, &h->total);
+	rc = run_plan_rate(c->rate_hz, run_given(r, "loops"), &c->duration_ns, c->loops, c->warmup, &h->period_ns,
+			   &h->total);
 	if (rc)
 		return rc;
 	struct cpulist usable;

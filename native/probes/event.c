@@ -418,10 +418,8 @@ static int event_validate(struct run *run)
 	struct event *t = (struct event *)run;
 	struct event_cfg *c = &t->cfg;
 	char err[512];
-	bool have_loops;
-	if (run_one_of(&t->run, "duration", "loops", &have_loops))
-		return 1;
-	int rc = run_plan_rate(c->rate_hz, have_loops, &c->duration_ns, c->loops, c->warmup, &t->period_ns, &t->total);
+	int rc = run_plan_rate(c->rate_hz, run_given(run, "loops"), &c->duration_ns, c->loops, c->warmup,
+			       &t->period_ns, &t->total);
 	if (rc)
 		return rc;
 
@@ -566,7 +564,7 @@ static int event_start(struct run *run)
 		}
 		t->stim_started = true;
 	} else {
-		unsigned wd = (unsigned)(((u128)t->total * (uint64_t)t->period_ns) / NS_PER_S) + 1 + RUN_WATCHDOG_MARGIN_S;
+		unsigned wd = run_watchdog_s((u128)t->total * (uint64_t)t->period_ns, 0, 0xffffffffu);
 		pid_t pid = fork();
 		if (pid < 0) {
 			snprintf(err, errlen, "fork: %s", strerror(errno));
@@ -605,8 +603,8 @@ static bool event_tick(struct run *run, int64_t now_ns)
 		t->stim_pid = 0;
 		atomic_store(&t->sh->done, true);
 		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-			sink_warning(&run->sink, "stimulus process ended abnormally (%s %d)", WIFEXITED(st) ? "exit" : "signal",
-				     WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+			sink_warning(&run->sink, "stimulus process ended abnormally (%s %d)",
+				     WIFEXITED(st) ? "exit" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
 	}
 	return false;
 }
@@ -721,7 +719,7 @@ const struct probe probe_event = {
 		   "the wake-up of a responder blocked in epoll_wait",
 	.opts = event_opts, .nopts = EVENT_NOPTS, .supported = event_supported,
 	.label_keys = PROBE_LIST("source"),
-	.state_bytes = sizeof(struct event), .params = event_params,
+	.state_bytes = sizeof(struct event), .exclusive = PROBE_LIST("duration", "loops"), .params = event_params,
 	.validate = event_validate, .privileges = event_privileges, .prepare = event_prepare,
 	.start = event_start, .tick = event_tick, .stop = event_stop,
 	.end = event_end, .cleanup = event_cleanup,

@@ -192,7 +192,8 @@ static void *client_main(void *arg)
 
 	rt_prefault_stack();
 	prctl(PR_SET_TIMERSLACK, 1UL);
-	int rc = sbuf && rbuf ? msgnet_client_open(m, ep, &c, err, sizeof(err)) : (snprintf(err, sizeof(err), "out of memory"), -1);
+	int rc = sbuf && rbuf ? msgnet_client_open(m, ep, &c, err, sizeof(err))
+			      : (snprintf(err, sizeof(err), "out of memory"), -1);
 	if (sbuf && rbuf) {
 		memset(sbuf, 0xa5, size + 1);
 		memset(rbuf, 0, size + 1);
@@ -408,7 +409,8 @@ static int msg_privileges(struct run *run)
 		struct rt_words words = {.role = role_names[roles[i]], .instead = "every process runs SCHED_OTHER"};
 		if (pi->policy_req == RT_OTHER)
 			continue;
-		int rc = rt_acquire_sched(pi->policy_req, pi->priority_req, c->allow_degraded, &words, &m->run.rt, &m->run.warn);
+		int rc = rt_acquire_sched(pi->policy_req, pi->priority_req, c->allow_degraded, &words, &m->run.rt,
+					  &m->run.warn);
 		if (rc)
 			return rc;
 		if (m->run.rt.degraded) {

@@ -393,10 +393,7 @@ static int pio_validate(struct run *run)
 	struct pio *t = (struct pio *)run;
 	struct pio_cfg *c = &t->cfg;
 	t->fd = -1;
-	bool have_passes;
-	if (run_one_of(run, "duration", "passes", &have_passes))
-		return 1;
-	if (have_passes)
+	if (run_given(run, "passes"))
 		c->duration_ns = 0;
 	else
 		c->passes = 0;
@@ -472,7 +469,8 @@ static int pio_prepare(struct run *run)
 static int pio_start(struct run *run)
 {
 	struct pio *t = (struct pio *)run;
-	return run_thread(run, &t->tid, &t->started, run->rt.priority, (int)t->cfg.cpu, pio_thread_main, t, "the thread");
+	return run_thread(run, &t->tid, &t->started, run->rt.priority, (int)t->cfg.cpu, pio_thread_main, t,
+			  "the thread");
 }
 
 /* Join the sweeping thread. */
@@ -504,7 +502,7 @@ const struct probe probe_pio = {
 	.summary = "programmed-I/O transfer speed: volatile 8/16/32/64-bit reads or writes over shared memory, a UIO "
 		   "map or /dev/mem; ns per access and MB/s",
 	.opts = pio_opts, .nopts = PIO_NOPTS, .supported = pio_supported, .label_keys = PROBE_LIST("width"),
-	.state_bytes = sizeof(struct pio), .params = pio_params,
+	.state_bytes = sizeof(struct pio), .exclusive = PROBE_LIST("duration", "passes"), .params = pio_params,
 	.validate = pio_validate, .privileges = pio_privileges, .prepare = pio_prepare,
 	.start = pio_start, .stop = pio_stop, .end = pio_end, .cleanup = pio_cleanup,
 };

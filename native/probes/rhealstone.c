@@ -696,9 +696,6 @@ static int rh_validate(struct run *run)
 	struct rh_cfg *c = &r->cfg;
 	char err[512];
 	r->comp = &components[c->component];
-	bool have_loops;
-	if (run_one_of(run, "duration", "loops", &have_loops))
-		return 1;
 	if (run_given(run, "duration"))
 		c->loops = 0;
 	if (run_given(&r->run, "cpu")) {
@@ -759,7 +756,8 @@ static int rh_privileges(struct run *run)
 	r->run.rt.policy = c->policy;
 	r->run.rt.priority = c->policy == RT_OTHER ? 0 : (int)c->priority;
 	if (c->policy != RT_OTHER &&
-	    (rc = rt_acquire_sched(c->policy, top, c->allow_degraded && !r->comp->needs_rt, &words, &r->run.rt, &r->run.warn)))
+	    (rc = rt_acquire_sched(c->policy, top, c->allow_degraded && !r->comp->needs_rt, &words, &run->rt,
+				   &run->warn)))
 		return rc;
 	return rt_acquire_mlock(c->allow_degraded, &r->run.rt, &r->run.warn);
 }
@@ -887,7 +885,8 @@ static int rh_prepare(struct run *run)
 		int e = rt_set_rttime_limit(RUN_RTTIME_SOFT_US, RUN_RTTIME_HARD_US);
 		if (e) {
 			if (r->comp->spins)
-				return log_error("RLIMIT_RTTIME (safety net of the busy loop) cannot be set: %s", strerror(e));
+				return log_error("RLIMIT_RTTIME (safety net of the busy loop) cannot be set: %s",
+						 strerror(e));
 			warnings_add(&run->warn, "RLIMIT_RTTIME safety net not set: %s", strerror(e));
 		}
 	}
@@ -947,7 +946,7 @@ const struct probe probe_rhealstone = {
 	.summary = "Rhealstone components (task switch, preemption, semaphore shuffle, deadlock break, "
 		   "intertask message, interrupt latency), one per run",
 	.opts = rh_opts, .nopts = RH_NOPTS, .label_keys = PROBE_LIST("component"),
-	.state_bytes = sizeof(struct rh), .params = rh_params,
+	.state_bytes = sizeof(struct rh), .exclusive = PROBE_LIST("duration", "loops"), .params = rh_params,
 	.validate = rh_validate, .privileges = rh_privileges, .prepare = rh_prepare,
 	.start = rh_start, .tick = rh_tick, .kick = rh_kick, .stop = rh_stop,
 	.end = rh_end, .cleanup = rh_cleanup,

@@ -269,8 +269,8 @@ static void side_b_child(struct sw *s, pid_t parent, unsigned alarm_s)
 	}
 	if (sched_setscheduler(0, rt_sched_policy(s->run.rt.policy), &sp) != 0) {
 		snprintf(m->b_err, sizeof(m->b_err), "child: cannot set SCHED_%s %d: %s",
-			 s->run.rt.policy == RT_FIFO ? "FIFO" : s->run.rt.policy == RT_RR ? "RR" : "OTHER", s->run.rt.priority,
-			 strerror(errno));
+			 s->run.rt.policy == RT_FIFO ? "FIFO" : s->run.rt.policy == RT_RR ? "RR" : "OTHER",
+			 s->run.rt.priority, strerror(errno));
 		atomic_store(&m->b_state, -1);
 		_exit(1);
 	}
@@ -399,10 +399,7 @@ static int switch_validate(struct run *run)
 	struct sw *s = (struct sw *)run;
 	struct switch_cfg *c = &s->cfg;
 	char err[512];
-	bool have_loops;
-	if (run_one_of(&s->run, "duration", "loops", &have_loops))
-		return 1;
-	if (have_loops)
+	if (run_given(run, "loops"))
 		c->duration_ns = 0;
 	if (!run_given(&s->run, "cpus")) {
 		if (cpulist_usable(&c->cpus, err, sizeof(err)))
@@ -520,7 +517,8 @@ static int start_side_b(struct sw *s, unsigned alarm_s, char *err, size_t errlen
 			side_b_child(s, parent, alarm_s);
 		s->child = pid;
 	} else {
-		if (run_thread(&s->run, &s->tid_b, &s->b_started, s->run.rt.priority, s->cpu_b, side_b_thread, s, "side B"))
+		if (run_thread(&s->run, &s->tid_b, &s->b_started, s->run.rt.priority, s->cpu_b, side_b_thread, s,
+			       "side B"))
 			return -1; /* err is s->run.err */
 	}
 	int64_t limit = mono_now_ns() + PEER_START_NS;
@@ -676,7 +674,7 @@ const struct probe probe_switch = {
 	.name = "switch",
 	.summary = "context-switch latency of a two-thread or two-process ping-pong (pipe, futex, sem, mq)",
 	.opts = switch_opts, .nopts = SWITCH_NOPTS, .label_keys = PROBE_LIST("mode", "ipc"),
-	.state_bytes = sizeof(struct sw), .params = switch_params,
+	.state_bytes = sizeof(struct sw), .exclusive = PROBE_LIST("duration", "loops"), .params = switch_params,
 	.validate = switch_validate, .privileges = switch_privileges, .prepare = switch_prepare,
 	.start = switch_start, .tick = switch_tick, .kick = sw_kick, .stop = switch_stop,
 	.end = switch_end, .cleanup = switch_cleanup,

@@ -168,10 +168,7 @@ static int timer_validate(struct run *run)
 	struct timer *t = (struct timer *)run;
 	struct timer_cfg *c = &t->cfg;
 	char err[512], d1[32], d2[32];
-	bool have_loops;
-	if (run_one_of(run, "duration", "loops", &have_loops))
-		return 1;
-	if (have_loops)
+	if (run_given(run, "loops"))
 		c->duration_ns = 0;
 	else if (c->duration_ns < c->interval_ns)
 		return log_error("--duration (%s) is shorter than --interval (%s): nothing would be measured",
@@ -230,7 +227,8 @@ static int timer_start(struct run *run)
 		if (e) {
 			snprintf(run->err, sizeof(run->err), "cannot start the thread for CPU %d: %s%s", th->cs->cpu,
 				 strerror(e),
-				 e == EAGAIN && run->rt.mlockall ? " (memory is locked: is the memlock limit too low?)" : "");
+				 e == EAGAIN && run->rt.mlockall ? " (memory is locked: is the memlock limit too low?)"
+								 : "");
 			return -1;
 		}
 		th->started = true;
@@ -272,7 +270,7 @@ const struct probe probe_timer = {
 	.summary = "wake-up latency of periodic clock_nanosleep threads, one per CPU (cyclictest-like)",
 	.opts = timer_opts, .nopts = TIMER_NOPTS, .supported = timer_supported,
 	.label_keys = PROBE_LIST("interval"), .sections = PROBE_LIST("baseline"),
-	.state_bytes = sizeof(struct timer), .params = timer_params,
+	.state_bytes = sizeof(struct timer), .exclusive = PROBE_LIST("duration", "loops"), .params = timer_params,
 	.validate = timer_validate, .privileges = timer_privileges, .prepare = timer_prepare,
 	.start = timer_start, .stop = timer_stop, .cleanup = timer_cleanup,
 };

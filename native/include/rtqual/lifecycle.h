@@ -3,7 +3,8 @@
  *
  *   parse options into the state -> validate -> privileges -> (--check: stop here) -> prepare
  *   -> begin (self-overhead, signals, raw header, JSON header, kept warnings) -> watchdog alarm
- *   -> start threads -> measure (pacing loop: drain, progress, done/tick/kick) -> stop (join)
+ *   -> start threads -> measure (pacing loop: drain, progress, until r->done, tick or a stop)
+ *   -> stop (join)
  *   -> alarm off -> end (hist, summary, end record) -> cleanup (always: r->prepared says
  *   whether prepare was called, so whether what it acquires needs releasing).
  *
@@ -32,11 +33,11 @@
 #define RUN_OPT_DURATION(F, def, help) \
 	{"duration", OPT_DURATION, F(duration_ns), NS_PER_MS, 365 * 24 * 3600 * NS_PER_S, def, NULL, help}
 #define RUN_OPT_LOOPS(F, max, def, help) {"loops", OPT_INT, F(loops), 1, max, def, NULL, help}
+#define RUN_OPT_WARMUP(F, def, help) {"warmup", OPT_INT, F(warmup), 0, 1000000000, def, NULL, help}
 /* duration, loops and warmup, the rows of a run's length, together */
 #define RUN_OPTS_LENGTH(F, duration_help, loops_max, loops_help, warmup_def, warmup_help) \
 	RUN_OPT_DURATION(F, "10s", duration_help), RUN_OPT_LOOPS(F, loops_max, NULL, loops_help), \
 		RUN_OPT_WARMUP(F, warmup_def, warmup_help)
-#define RUN_OPT_WARMUP(F, def, help) {"warmup", OPT_INT, F(warmup), 0, 1000000000, def, NULL, help}
 #define RUN_OPT_THRESHOLD(F, def, help) \
 	{"threshold", OPT_DURATION, F(out.threshold_ns), 1, 60 * NS_PER_S, def, NULL, help}
 

@@ -53,6 +53,7 @@ struct probe {
 	size_t state_bytes;
 	const void *family;        /* a family's own table (struct stimresp_ops), for shared hooks */
 	bool no_rt;                /* SCHED_OTHER, no RT set-up, no self-overhead measured (the fake probe) */
+	const char *const *exclusive; /* pairs of options that exclude each other, checked before validate */
 	int (*validate)(struct run *r);   /* options beyond range checks; log_error's rc */
 	int (*privileges)(struct run *r); /* RT scheduling and memory locking; exit code */
 	int (*prepare)(struct run *r);    /* after --check: sink_init, resources; logs, rc */

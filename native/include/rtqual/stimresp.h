@@ -120,10 +120,10 @@ int stimresp_start(struct run *r);
 void stimresp_stop(struct run *r);
 int stimresp_end(struct run *r);
 void stimresp_cleanup(struct run *r);
-#define STIMRESP_HOOKS                                                                                   \
-	.validate = stimresp_validate, .privileges = stimresp_privileges, .prepare = stimresp_prepare,   \
-	.start = stimresp_start, .stop = stimresp_stop, .end = stimresp_end,      \
-	.cleanup = stimresp_cleanup
+#define STIMRESP_HOOKS                                                                              \
+	.exclusive = PROBE_LIST("duration", "loops"), .validate = stimresp_validate,                \
+	.privileges = stimresp_privileges, .prepare = stimresp_prepare, .start = stimresp_start,    \
+	.stop = stimresp_stop, .end = stimresp_end, .cleanup = stimresp_cleanup
 /* The params keys from rate_hz to progress_ms; planned_key names the planned count. */
 void stimresp_params(struct jw *w, const struct stimresp *h, const char *planned_key);
 /* planned, sent, answered, warmup, unanswered, late (inside the caller's object). */
