@@ -1,4 +1,4 @@
-/* rtqual-probe: the probes of probes/table.c through the shared driver. */
+/* rtqual-probe: the probes of probes/probes.def (table.c) through the shared driver. */
 #include "rtqual/probe.h"
 
 int main(int argc, char **argv)

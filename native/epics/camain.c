@@ -1,5 +1,5 @@
 /* rtqual-ca: Channel Access tools over libca. The probes of its own table
- * (ca-rtt) go through the shared driver; put, monitor and repeater are load
+ * (probes.def: ca-rtt) go through the shared driver; put, monitor and repeater are load
  * commands with their own JSON lines (caload.c). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,12 +8,17 @@
 #include "rtqual/log.h"
 #include "rtqual/probe.h"
 
-extern const struct probe probe_cartt;
 int ca_load_main(const char *role, int argc, char **argv);
 int ca_repeater_main(int argc, char **argv);
 
+#define PROBE PROBE_DECLARE
+#include "probes.def"
+#undef PROBE
+
 static const struct probe *const ca_table[] = {
-	&probe_cartt,
+#define PROBE PROBE_ENTRY
+#include "probes.def"
+#undef PROBE
 	NULL,
 };
 

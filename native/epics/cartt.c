@@ -24,9 +24,7 @@
 #define NO_SEQ (-1)
 
 struct cartt {
-	struct stimresp h; /* first: the options parse into the whole struct */
-	const char *put, *monitor;
-	int64_t base; /* value of the first put */
+	struct stimresp_echo e; /* first: the options parse into the whole struct */
 	chid put_ch, mon_ch;
 	evid sub;
 	struct ca_client_context *cactx;
@@ -36,15 +34,10 @@ struct cartt {
 	_Atomic uint64_t stray; /* monitor values that were not the awaited one */
 };
 
-#define F(x) offsetof(struct cartt, x)
 static const struct opt_def cartt_opts[] = {
-	{"put", OPT_STRING, F(put), 0, 0, NULL, NULL, "PV written with ca_put (a double carrying a sequence number)"},
-	{"monitor", OPT_STRING, F(monitor), 0, 0, NULL, NULL,
-	 "PV whose DBE_VALUE monitor echoes the put value (default: the --put PV)"},
-	STIMRESP_PUT_ECHO_OPTS,
-	STIMRESP_COMMON_OPTS,
+	STIMRESP_ECHO_OPTION_ROWS("PV written with ca_put (a double carrying a sequence number)",
+				  "PV whose DBE_VALUE monitor echoes the put value (default: the --put PV)"),
 };
-#undef F
 
 /* libca's receive thread: timestamp first, then hand over the awaited value. */
 static void cartt_event(struct event_handler_args a)
@@ -59,7 +52,7 @@ static void cartt_event(struct event_handler_args a)
 		atomic_store(&t->t_echo, now);
 		atomic_store(&t->want, NO_SEQ);
 		uint64_t one = 1;
-		if (write(t->h.answer_fd, &one, sizeof(one)) != (ssize_t)sizeof(one))
+		if (write(t->e.h.answer_fd, &one, sizeof(one)) != (ssize_t)sizeof(one))
 			atomic_fetch_add(&t->stray, 1);
 	} else {
 		atomic_fetch_add(&t->stray, 1);
@@ -77,14 +70,14 @@ static int cartt_thread_init(struct stimresp *h)
 static int cartt_send(struct stimresp *h, uint64_t seq, int64_t *t_send)
 {
 	struct cartt *t = (struct cartt *)h;
-	double v = (double)(t->base + (int64_t)seq);
-	atomic_store(&t->want, t->base + (int64_t)seq);
+	double v = (double)(t->e.base + (int64_t)seq);
+	atomic_store(&t->want, t->e.base + (int64_t)seq);
 	*t_send = mono_now_ns();
 	int st = ca_put(DBR_DOUBLE, t->put_ch, &v);
 	if (st == ECA_NORMAL)
 		st = ca_flush_io();
 	if (st != ECA_NORMAL) {
-		snprintf(h->fail, sizeof(h->fail), "ca_put %s: %s", t->put, ca_message(st));
+		snprintf(h->fail, sizeof(h->fail), "ca_put %s: %s", t->e.put, ca_message(st));
 		return -1;
 	}
 	return 0;
@@ -102,9 +95,7 @@ static enum stimresp_rx cartt_receive(struct stimresp *h, int64_t *t_answer)
 static void cartt_params(struct jw *w, const void *ctx)
 {
 	const struct cartt *t = ctx;
-	jw_str(w, "put", t->put);
-	jw_str(w, "monitor", t->monitor);
-	stimresp_params(w, &t->h, "puts_planned");
+	stimresp_echo_params(w, &t->e);
 	jw_str(w, "ca_addr_list", getenv("EPICS_CA_ADDR_LIST"));
 	jw_str(w, "ca_server_port", getenv("EPICS_CA_SERVER_PORT"));
 	jw_str(w, "epics_version", EPICS_VERSION_STRING);
@@ -116,21 +107,7 @@ static void cartt_summary_extra(struct jw *w, int slot, const void *ctx)
 	const struct cartt *t = ctx;
 	if (slot >= 0)
 		return;
-	jw_obj_begin(w, "puts");
-	stimresp_counts(w, &t->h);
-	jw_u64(w, "stray_events", atomic_load(&t->stray));
-	jw_obj_end(w);
-}
-
-static int cartt_validate(struct stimresp *h)
-{
-	struct cartt *t = (struct cartt *)h;
-	if (!t->put || !t->put[0])
-		return log_error("--put PV is required (the PV the round trip writes)");
-	if (!t->monitor || !t->monitor[0])
-		t->monitor = t->put;
-	snprintf(h->no_answer, sizeof(h->no_answer), "no echo on %s", t->monitor);
-	return 0;
+	stimresp_echo_summary(w, &t->e, atomic_load(&t->stray));
 }
 
 /* The eventfd, the preemptive CA context (libca's threads keep libca's own
@@ -146,8 +123,8 @@ static int cartt_open(struct stimresp *h, char *err, size_t len)
 		return -1;
 	t->cactx = ca_current_context();
 	double tmo = (double)h->cfg.timeout_ns / NS_PER_S;
-	char *names[2] = {(char *)t->put, (char *)t->monitor};
-	bool same = strcmp(t->put, t->monitor) == 0;
+	char *names[2] = {(char *)t->e.put, (char *)t->e.monitor};
+	bool same = strcmp(t->e.put, t->e.monitor) == 0;
 	chid ch[2];
 	if (cau_connect(ch, same ? 1 : 2, names, tmo, err, len))
 		return -1;
@@ -159,16 +136,16 @@ static int cartt_open(struct stimresp *h, char *err, size_t len)
 	if (st == ECA_NORMAL)
 		st = ca_pend_io(tmo);
 	if (st != ECA_NORMAL)
-		return snprintf(err, len, "ca_get %s: %s", t->monitor, ca_message(st)), -1;
-	t->base = isfinite(v0) && fabs(v0) < 1e12 ? (int64_t)floor(v0) + 1 : 1;
-	if (t->base < 1)
-		t->base = 1;
+		return snprintf(err, len, "ca_get %s: %s", t->e.monitor, ca_message(st)), -1;
+	t->e.base = isfinite(v0) && fabs(v0) < 1e12 ? (int64_t)floor(v0) + 1 : 1;
+	if (t->e.base < 1)
+		t->e.base = 1;
 	atomic_store(&t->want, NO_SEQ);
 	st = ca_create_subscription(DBR_DOUBLE, 1, t->mon_ch, DBE_VALUE, cartt_event, t, &t->sub);
 	if (st == ECA_NORMAL)
 		st = ca_flush_io();
 	if (st != ECA_NORMAL)
-		return snprintf(err, len, "monitor %s: %s", t->monitor, ca_message(st)), -1;
+		return snprintf(err, len, "monitor %s: %s", t->e.monitor, ca_message(st)), -1;
 	return 0;
 }
 
@@ -181,34 +158,16 @@ static void cartt_close(struct stimresp *h)
 }
 
 static const struct stimresp_ops cartt_ops = {
-	.name = "ca-rtt",
-	.opts = cartt_opts,
-	.nopts = (int)(sizeof(cartt_opts) / sizeof(cartt_opts[0])),
-	.request = "put",
-	.requests = "puts",
-	.answers = "echoes",
-	.thread = "put",
-	.timeout_incomplete = true,
-	.validate = cartt_validate,
-	.open = cartt_open,
-	.close = cartt_close,
-	.thread_init = cartt_thread_init,
-	.send = cartt_send,
-	.receive = cartt_receive,
-	.params = cartt_params,
-	.summary_extra = cartt_summary_extra,
+	STIMRESP_ECHO_OPS, .open = cartt_open, .close = cartt_close, .thread_init = cartt_thread_init,
+	.send = cartt_send, .receive = cartt_receive, .summary_extra = cartt_summary_extra,
 };
-
-static int cartt_run(const struct probe_args *a)
-{
-	return stimresp_main(sizeof(struct cartt), &cartt_ops, a);
-}
 
 const struct probe probe_cartt = {
 	.name = "ca-rtt",
 	.summary = "Channel Access round trip: ca_put of a sequence number to the monitor event carrying it back "
 		   "(through the IOC's record processing)",
-	.opts = cartt_opts,
-	.nopts = (int)(sizeof(cartt_opts) / sizeof(cartt_opts[0])),
-	.run = cartt_run,
+	.opts = cartt_opts, .nopts = (int)(sizeof(cartt_opts) / sizeof(cartt_opts[0])),
+	.service = &(const struct probe_service){"ioc", "ca-rtt", STIMRESP_PUT_ECHO_FIXED, "put"},
+	.state_bytes = sizeof(struct cartt), .family = &cartt_ops, .params = cartt_params,
+	STIMRESP_HOOKS,
 };

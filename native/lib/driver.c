@@ -1,17 +1,30 @@
-/* The multi-call driver shared by rtqual-probe and rtqual-ca: dispatches to a
- * probe from a table and handles --version, --list, PROBE --help and PROBE
- * --check. */
+/* The multi-call driver shared by rtqual-probe, rtqual-ca and rtqual-pva: handles --version,
+ * --list, PROBE --help and PROBE [--check] [options], and runs the probe from its table through
+ * the one lifecycle (run_probe, lib/lifecycle.c). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rtqual/emit.h"
+#include "rtqual/lifecycle.h"
 #include "rtqual/log.h"
 #include "rtqual/probe.h"
 
 #ifndef RTQUAL_VERSION
 #define RTQUAL_VERSION "0.0.0"
 #endif
+
+bool probe_fd_supported(int fd, const char *what, char *why_not, size_t len)
+{
+	if (fd < 0) {
+		snprintf(why_not, len, "%s not available: %s", what, strerror(errno));
+		return false;
+	}
+	close(fd);
+	return true;
+}
 
 /* Top-level usage and the probe names. */
 static void usage(FILE *f, const char *prog, const struct probe *const *table)
@@ -22,8 +35,36 @@ static void usage(FILE *f, const char *prog, const struct probe *const *table)
 	fputc('\n', f);
 }
 
-/* One JSON line per probe: name, supported, why_not, options. */
-static int list_probes(const struct probe *const *table)
+/* A NULL-terminated list of strings as a JSON array (NULL: empty). */
+static void list_strings(struct jw *w, const char *key, const char *const *v)
+{
+	jw_arr_begin(w, key);
+	for (int i = 0; v && v[i]; i++)
+		jw_str(w, NULL, v[i]);
+	jw_arr_end(w);
+}
+
+/* "service": null or {name, run_as, fixed: {option: value}, external} (protocol.md). */
+static void list_service(struct jw *w, const struct probe_service *s)
+{
+	if (!s) {
+		jw_null(w, "service");
+		return;
+	}
+	jw_obj_begin(w, "service");
+	jw_str(w, "name", s->name);
+	jw_str(w, "run_as", s->run_as);
+	jw_obj_begin(w, "fixed");
+	for (int i = 0; s->fixed && s->fixed[i]; i += 2)
+		jw_str(w, s->fixed[i], s->fixed[i + 1]);
+	jw_obj_end(w);
+	jw_str(w, "external", s->external);
+	jw_obj_end(w);
+}
+
+/* One JSON line per probe: name, summary, supported, why_not, options, binary, label_keys,
+ * service, sections. */
+static int list_probes(const char *prog, const struct probe *const *table)
 {
 	struct jw w;
 	int rc = 0;
@@ -38,6 +79,10 @@ static int list_probes(const struct probe *const *table)
 		jw_bool(&w, "supported", ok);
 		jw_str(&w, "why_not", ok ? NULL : why);
 		opts_json(&w, "options", p->opts, p->nopts);
+		jw_str(&w, "binary", prog);
+		list_strings(&w, "label_keys", p->label_keys);
+		list_service(&w, p->service);
+		list_strings(&w, "sections", p->sections);
 		jw_obj_end(&w);
 		if (jw_write_line(&w, 1) != 0)
 			rc = log_error("writing --list output failed");
@@ -60,7 +105,7 @@ int driver_main(const char *prog, const struct probe *const *table, int argc, ch
 		return 0;
 	}
 	if (strcmp(argv[1], "--list") == 0)
-		return list_probes(table);
+		return list_probes(prog, table);
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
 		usage(stdout, prog, table);
 		return 0;
@@ -91,7 +136,7 @@ int driver_main(const char *prog, const struct probe *const *table, int argc, ch
 	if (p->supported && !p->supported(why, sizeof(why)))
 		rc = log_skip("a host where it is supported", "%s: %s", p->name, why);
 	else
-		rc = p->run(&a);
+		rc = run_probe(p, &a);
 	free(a.opt_argv);
 	return rc;
 }

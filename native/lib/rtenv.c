@@ -297,3 +297,28 @@ void rt_signals_restore(const sigset_t *old)
 {
 	pthread_sigmask(SIG_SETMASK, old, NULL);
 }
+
+/* Pin the calling thread (cpu >= 0) and set its policy: for a forked process or a thread that
+ * cannot use pthread attributes. 0, or -1 with `err` (may be NULL) saying why. */
+int rt_self_sched(int cpu, int policy, int priority, char *err, size_t errlen)
+{
+	if (cpu >= 0) {
+		cpu_set_t s;
+		CPU_ZERO(&s);
+		CPU_SET(cpu, &s);
+		if (sched_setaffinity(0, sizeof(s), &s) != 0) {
+			if (err)
+				snprintf(err, errlen, "cannot pin to CPU %d: %s", cpu, strerror(errno));
+			return -1;
+		}
+	}
+	struct sched_param sp = {.sched_priority = policy == RT_OTHER ? 0 : priority};
+	if (sched_setscheduler(0, rt_sched_policy(policy), &sp) != 0) {
+		if (err)
+			snprintf(err, errlen, "cannot set SCHED_%s priority %d: %s",
+				 policy == RT_FIFO ? "FIFO" : policy == RT_RR ? "RR" : "OTHER", sp.sched_priority,
+				 strerror(errno));
+		return -1;
+	}
+	return 0;
+}

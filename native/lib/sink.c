@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include "rtqual/log.h"
-#include "rtqual/probe.h"
 
 #define RAW_BUF_BYTES (64 * 1024)
 
@@ -86,6 +85,7 @@ int sink_init(struct sink *s, const struct sink_out *o, const int *cpus, int n, 
 	jw_init(&s->jw);
 	s->threshold_ns = o->threshold_ns;
 	s->max_events = (uint64_t)o->max_events;
+	s->progress_ms = o->progress_ms;
 	s->raw_fd = -1;
 	atomic_init(&s->stop, false);
 	s->ncpu = n;
@@ -518,86 +518,6 @@ int sink_finish(struct sink *s, int status, const char *reason, const char *mess
 		return 1;
 	}
 	return status;
-}
-
-/* Start of the measurement, after the probe's own set-up: self-overhead,
- * stop signals, the raw file header, the JSON header, then the warnings kept
- * until it. Returns 0, or 1 (logged) if the JSON stream cannot be written. */
-int sink_begin(struct sink *s, const char *probe, const struct probe_args *a, sink_params_fn params,
-	       const void *ctx, const struct rt_info *rt, const struct warnings *w, int64_t raw_interval_ns)
-{
-	struct overhead ov;
-	ov.clock_read_ns = measure_clock_read_ns(10000);
-	ov.sample_update_ns = sink_measure_update_ns(100000);
-	rt_signals_install();
-	int64_t start_mono = mono_now_ns(), start_real = real_now_ns();
-	sink_raw_start(s, raw_interval_ns, start_mono, start_real);
-	if (sink_header(s, probe, a->argc, a->argv, params, ctx, rt, &ov, start_mono, start_real) != 0)
-		return log_error("--json-fd %d: write failed: %s", s->fd, strerror(s->write_errno));
-	sink_warnings(s, w);
-	return 0;
-}
-
-/* True once a stop signal (any RT_SIG_*) arrived or the JSON stream failed;
- * then sink.stop is set, so the measuring threads end at their next wake-up. */
-bool sink_stopping(struct sink *s)
-{
-	if (!rt_signals_caught() && !atomic_load(&s->stop))
-		return false;
-	atomic_store(&s->stop, true);
-	return true;
-}
-
-/* Before the main thread's wait loop: drain every poll_ns, progress every
- * progress_ms from now. Returns now. */
-int64_t sink_pace_start(struct sink *s, int64_t poll_ns, int64_t progress_ms)
-{
-	s->pace_now_ns = mono_now_ns();
-	s->pace_poll_ns = poll_ns;
-	s->progress_ns = progress_ms * NS_PER_MS;
-	s->next_progress_ns = s->pace_now_ns + s->progress_ns;
-	return s->pace_now_ns;
-}
-
-/* One round of the main thread's wait: sleep to the next poll or progress
- * time, whichever is first (a signal ends the sleep early: the caller looks
- * again), drain the rings, and emit progress when due; after a stall the
- * progress period restarts from now instead of catching up in a burst.
- * Returns the time it woke. */
-int64_t sink_pace(struct sink *s)
-{
-	int64_t wake = s->pace_now_ns + s->pace_poll_ns;
-	sleep_until_ns(wake < s->next_progress_ns ? wake : s->next_progress_ns);
-	int64_t now = s->pace_now_ns = mono_now_ns();
-	sink_poll(s);
-	if (now >= s->next_progress_ns) {
-		sink_progress(s);
-		s->next_progress_ns += s->progress_ns;
-		if (s->next_progress_ns < now)
-			s->next_progress_ns = now + s->progress_ns;
-	}
-	return now;
-}
-
-/* The end of a run cut short, first match wins: its threads did not start
- * (start_err, also logged after the records), the watchdog fired, a stop
- * signal arrived. Emits the final records and returns true with the exit
- * code in *rc; false: the run went its course and the probe finishes it.
- * Call after the threads are joined and alarm(0). */
-bool sink_end_early(struct sink *s, const char *start_err, int *rc)
-{
-	int sig = rt_signals_caught();
-	if (start_err)
-		*rc = sink_finish(s, 1, "error", start_err);
-	else if (sig & RT_SIG_WATCHDOG)
-		*rc = sink_finish(s, 1, "error", "watchdog");
-	else if (sig & RT_SIG_STOP)
-		*rc = sink_finish(s, 4, "interrupted", "stopped by signal");
-	else
-		return false;
-	if (start_err)
-		log_error("%s", start_err);
-	return true;
 }
 
 /* Cost of one sink_sample() (histogram + live counters) on a scratch CPU

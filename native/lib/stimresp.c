@@ -16,10 +16,6 @@
 #include "rtqual/log.h"
 #include "rtqual/rtenv.h"
 
-#define THREAD_STACK_BYTES (256 * 1024)
-#define WATCHDOG_MARGIN_S 10
-#define RTTIME_SOFT_US 200000
-#define RTTIME_HARD_US 400000
 #define START_DELAY_NS (50 * NS_PER_MS)
 #define POLL_SLICE_MS 100 /* the stop flag is seen at least this often while waiting */
 
@@ -38,7 +34,7 @@ static enum stimresp_rx wait_answer(struct stimresp *h, int64_t *t_answer)
 				 h->total);
 			return SR_FAIL;
 		}
-		if (atomic_load_explicit(&h->sink.stop, memory_order_relaxed))
+		if (atomic_load_explicit(&h->run.sink.stop, memory_order_relaxed))
 			return SR_FAIL;
 		struct pollfd p = {.fd = h->answer_fd, .events = POLLIN};
 		int ms = left > POLL_SLICE_MS * NS_PER_MS ? POLL_SLICE_MS : (int)((left + NS_PER_MS - 1) / NS_PER_MS);
@@ -59,14 +55,15 @@ static void *stimresp_thread(void *arg)
 {
 	struct stimresp *h = arg;
 	const struct stimresp_ops *ops = h->ops;
-	struct cpu_state *cs = &h->sink.cs[0];
+	struct cpu_state *cs = &h->run.sink.cs[0];
 	uint64_t wakeups = 0;
 	rt_prefault_stack();
 	prctl(PR_SET_TIMERSLACK, 1UL);
 	bool ready = !ops->thread_init || ops->thread_init(h) == 0;
-	for (uint64_t i = 0; ready && i < h->total && !atomic_load_explicit(&h->sink.stop, memory_order_relaxed); i++) {
+	_Atomic bool *stop = &h->run.sink.stop;
+	for (uint64_t i = 0; ready && i < h->total && !atomic_load_explicit(stop, memory_order_relaxed); i++) {
 		int64_t dl = h->first_deadline_ns + (int64_t)i * h->period_ns;
-		if (sleep_until_ns(dl) != 0 && atomic_load(&h->sink.stop))
+		if (sleep_until_ns(dl) != 0 && atomic_load(&h->run.sink.stop))
 			break;
 		wakeups++;
 		int64_t t_send = 0, t_answer = 0;
@@ -92,10 +89,7 @@ static void *stimresp_thread(void *arg)
 			ops->measured(h, t_send, t_answer);
 		sink_sample(cs, t_answer - t_send, t_answer, late ? 1 : 0);
 	}
-	cs->wakeups = wakeups;
-	cs->cpu_time_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-	atomic_store(&h->done, true);
-	return NULL;
+	return run_slot_done(&h->run, cs, wakeups);
 }
 
 void stimresp_params(struct jw *w, const struct stimresp *h, const char *planned_key)
@@ -104,15 +98,11 @@ void stimresp_params(struct jw *w, const struct stimresp *h, const char *planned
 	jw_i64(w, "rate_hz", c->rate_hz);
 	jw_i64(w, "period_ns", h->period_ns);
 	jw_i64(w, "cpu", c->cpu);
-	jw_str(w, "policy", rt_policy_names[c->policy]);
-	jw_i64(w, "priority", c->priority);
-	jw_i64(w, "duration_ns", c->duration_ns);
-	jw_i64(w, "loops", c->loops);
-	jw_i64(w, "warmup", c->warmup);
+	run_params_sched(w, c->policy, c->priority);
+	run_params_length(w, c->duration_ns, c->loops, c->warmup);
 	jw_u64(w, planned_key, h->total);
 	jw_i64(w, "timeout_ns", c->timeout_ns);
-	jw_bool(w, "dma_latency", !c->no_dma_latency);
-	jw_bool(w, "allow_degraded", c->allow_degraded);
+	run_params_flags(w, c->no_dma_latency, c->allow_degraded);
 	sink_out_params(w, &c->out);
 }
 
@@ -126,123 +116,131 @@ void stimresp_counts(struct jw *w, const struct stimresp *h)
 	jw_u64(w, "late", h->late);
 }
 
-/* Options: the common ones here, the transport's through ops->validate. */
-static int stimresp_validate(struct stimresp *h)
+int stimresp_echo_validate(struct stimresp *h)
 {
-	const struct stimresp_ops *ops = h->ops;
+	struct stimresp_echo *e = (struct stimresp_echo *)h;
+	if (!e->put || !e->put[0])
+		return log_error("--put PV is required (the PV the round trip writes)");
+	if (!e->monitor || !e->monitor[0])
+		e->monitor = e->put;
+	snprintf(h->no_answer, sizeof(h->no_answer), "no echo on %s", e->monitor);
+	return 0;
+}
+
+void stimresp_echo_params(struct jw *w, const struct stimresp_echo *e)
+{
+	jw_str(w, "put", e->put);
+	jw_str(w, "monitor", e->monitor);
+	stimresp_params(w, &e->h, "puts_planned");
+}
+
+void stimresp_echo_summary(struct jw *w, const struct stimresp_echo *e, uint64_t stray_events)
+{
+	jw_obj_begin(w, "puts");
+	stimresp_counts(w, &e->h);
+	jw_u64(w, "stray_events", stray_events);
+	jw_obj_end(w);
+}
+
+/* Options: the common ones here, the transport's through ops->validate. */
+int stimresp_validate(struct run *r)
+{
+	struct stimresp *h = (struct stimresp *)r;
+	const struct stimresp_ops *ops = h->ops = r->p->family;
 	struct stimresp_cfg *c = &h->cfg;
-	char err[512], d1[32], d2[32];
 	int rc;
-	bool have_loops = opts_given(ops->opts, ops->nopts, h->given, "loops");
-	if (have_loops && opts_given(ops->opts, ops->nopts, h->given, "duration"))
-		return log_error("--duration and --loops exclude each other: give one");
 	if ((rc = ops->validate(h)))
 		return rc;
-	h->period_ns = NS_PER_S / c->rate_hz;
-	if (have_loops)
-		c->duration_ns = 0;
-	else if (c->duration_ns < h->period_ns)
-		return log_error("--duration (%s) is shorter than one period (%s at --rate %" PRId64
-				 "): nothing would be measured",
-				 duration_format(c->duration_ns, d1, sizeof(d1)),
-				 duration_format(h->period_ns, d2, sizeof(d2)), c->rate_hz);
-	h->total = (uint64_t)c->warmup + (have_loops ? (uint64_t)c->loops : (uint64_t)(c->duration_ns / h->period_ns));
-	struct cpulist usable, one;
-	if (cpulist_usable(&usable, err, sizeof(err)))
-		return log_error("%s", err);
-	if (!opts_given(ops->opts, ops->nopts, h->given, "cpu"))
-		c->cpu = usable.cpu[0];
-	one.n = 1;
-	one.cpu[0] = (int)c->cpu;
-	if (cpulist_check(&one, err, sizeof(err)))
-		return log_error("--cpu: %s", err);
+	rc = run_plan_rate(c->rate_hz, run_given(r, "loops"), &c->duration_ns, c->loops, c->warmup, &h->period_ns,
+			   &h->total);
+	if (rc)
+		return rc;
+	struct cpulist usable;
+	if ((rc = run_pick_cpu(r, &c->cpu, false, &usable)))
+		return rc;
 	return sink_out_validate(&c->out, true);
 }
 
-/* Measure from the header to the end record; returns the exit code. */
-static int stimresp_measure(struct stimresp *h, const struct probe_args *a)
+/* The harness thread's policy and priority, tried for real; memory locking. */
+int stimresp_privileges(struct run *r)
 {
-	const struct stimresp_ops *ops = h->ops;
-	const struct stimresp_cfg *c = &h->cfg;
-	int cpu = (int)c->cpu, rc;
-	char err[512] = "";
-	if (ops->open(h, err, sizeof(err)) ||
-	    sink_init(&h->sink, &c->out, &cpu, 1, err, sizeof(err)))
-		return log_error("%s", err[0] ? err : "out of memory");
-	h->sink.summary_extra = ops->summary_extra;
-	h->sink.summary_ctx = h;
-	if (!c->no_dma_latency)
-		rt_acquire_dma_latency(&h->dma_fd, &h->rt, &h->warn);
-	if (h->rt.policy != RT_OTHER)
-		rt_acquire_rttime_limit(RTTIME_SOFT_US, RTTIME_HARD_US, &h->warn);
-	if ((rc = sink_begin(&h->sink, ops->name, a, ops->params, h, &h->rt, &h->warn, h->period_ns)))
-		return rc;
+	struct stimresp *h = (struct stimresp *)r;
+	return rt_acquire(h->cfg.policy, (int)h->cfg.priority, h->cfg.allow_degraded, &r->rt, &r->warn);
+}
 
-	u128 wd_s = ((u128)h->total * (uint64_t)h->period_ns) / NS_PER_S + 1 + WATCHDOG_MARGIN_S +
-		    (uint64_t)(c->timeout_ns / NS_PER_S);
-	alarm(wd_s < 0x7fffffff ? (unsigned)wd_s : 0x7fffffff);
+/* The transport's fds, the sink (one slot), /dev/cpu_dma_latency, RLIMIT_RTTIME; the
+ * watchdog: every request plus one --timeout and a margin. */
+int stimresp_prepare(struct run *r)
+{
+	struct stimresp *h = (struct stimresp *)r;
+	const struct stimresp_cfg *c = &h->cfg;
+	int cpu = (int)c->cpu;
+	h->answer_fd = -1;
+	if (h->ops->open(h, r->err, sizeof(r->err)) || sink_init(&r->sink, &c->out, &cpu, 1, r->err, sizeof(r->err)))
+		return log_error("%s", r->err[0] ? r->err : "out of memory");
+	r->sink.summary_extra = h->ops->summary_extra;
+	r->sink.summary_ctx = h;
+	run_hold(r, !c->no_dma_latency);
+	r->raw_interval_ns = h->period_ns;
+	r->watchdog_s = run_watchdog_s((u128)h->total * (uint64_t)h->period_ns, (uint64_t)(c->timeout_ns / NS_PER_S),
+				       0x7fffffff);
+	return 0;
+}
+
+/* The harness thread, its first request START_DELAY_NS from now. */
+int stimresp_start(struct run *r)
+{
+	struct stimresp *h = (struct stimresp *)r;
+	int cpu = (int)h->cfg.cpu;
 	h->first_deadline_ns = mono_now_ns() + START_DELAY_NS;
-	int e = rt_thread_start(&h->tid, h->rt.policy, h->rt.priority, cpu, THREAD_STACK_BYTES, stimresp_thread, h);
-	bool start_failed = e != 0;
-	if (start_failed) {
-		snprintf(err, sizeof(err), "cannot start the %s thread on CPU %d: %s", ops->thread, cpu, strerror(e));
-	} else {
-		sink_pace_start(&h->sink, SINK_POLL_NS, c->out.progress_ms);
-		while (!atomic_load(&h->done) && !sink_stopping(&h->sink))
-			sink_pace(&h->sink);
+	char what[64];
+	snprintf(what, sizeof(what), "the %s thread", h->ops->thread);
+	return run_thread(r, &h->tid, &h->started, r->rt.priority, cpu, stimresp_thread, h, what);
+}
+
+/* Join the harness thread. */
+void stimresp_stop(struct run *r)
+{
+	struct stimresp *h = (struct stimresp *)r;
+	if (h->started)
 		pthread_join(h->tid, NULL);
-	}
-	alarm(0);
+}
+
+/* Warnings for answers out of step or late, then the ending: cut short, the thread's failure
+ * (a timeout is "incomplete" where the transport says so), mismatches, or the data's status. */
+int stimresp_end(struct run *r)
+{
+	struct stimresp *h = (struct stimresp *)r;
+	const struct stimresp_ops *ops = h->ops;
+	char msg[512];
+	int rc;
 	if (h->mismatched)
-		sink_warning(&h->sink, "%" PRIu64 " %s did not carry the %s they answered", h->mismatched, ops->answers,
+		sink_warning(&r->sink, "%" PRIu64 " %s did not carry the %s they answered", h->mismatched, ops->answers,
 			     ops->request);
 	if (h->late)
-		sink_warning(&h->sink, "%" PRIu64 " %s came after the next %s was due (the next %s was sent late)",
+		sink_warning(&r->sink, "%" PRIu64 " %s came after the next %s was due (the next %s was sent late)",
 			     h->late, ops->answers, ops->request, ops->request);
-	if (sink_end_early(&h->sink, start_failed ? err : NULL, &rc))
+	if (run_end_early(r, &rc))
 		return rc;
 	if (h->timed_out && ops->timeout_incomplete) {
-		rc = sink_finish(&h->sink, 4, "incomplete", h->fail);
+		rc = sink_finish(&r->sink, 4, "incomplete", h->fail);
 		log_error("%s", h->fail);
 	} else if (h->fail[0]) {
-		rc = sink_finish(&h->sink, 1, "error", h->fail);
+		rc = sink_finish(&r->sink, 1, "error", h->fail);
 		log_error("%s", h->fail);
 	} else if (h->mismatched) {
-		snprintf(err, sizeof(err), "%s out of step with the %s (see summary)", ops->answers, ops->requests);
-		rc = sink_finish(&h->sink, 4, "incomplete", err);
+		snprintf(msg, sizeof(msg), "%s out of step with the %s (see summary)", ops->answers, ops->requests);
+		rc = sink_finish(&r->sink, 4, "incomplete", msg);
 	} else {
-		rc = sink_finish(&h->sink, -1, NULL, NULL);
+		rc = sink_finish(&r->sink, -1, NULL, NULL);
 	}
 	return rc;
 }
 
-static int stimresp_run(struct stimresp *h, const struct probe_args *a)
+/* The transport's fds (ops->close), once it was opened. */
+void stimresp_cleanup(struct run *r)
 {
-	const struct stimresp_ops *ops = h->ops;
-	char err[512];
-	int rc;
-	h->answer_fd = h->dma_fd = -1;
-	h->sink.raw_fd = -1;
-	if (opts_parse(ops->opts, ops->nopts, h, a->opt_argc, a->opt_argv, &h->given, err, sizeof(err)))
-		return log_error("%s", err);
-	if ((rc = stimresp_validate(h)) ||
-	    (rc = rt_acquire(h->cfg.policy, (int)h->cfg.priority, h->cfg.allow_degraded, &h->rt, &h->warn)) || a->check)
-		return rc;
-	rc = stimresp_measure(h, a);
-	ops->close(h);
-	if (h->dma_fd >= 0)
-		close(h->dma_fd);
-	sink_free(&h->sink);
-	return rc;
-}
-
-int stimresp_main(size_t state_bytes, const struct stimresp_ops *ops, const struct probe_args *a)
-{
-	struct stimresp *h = calloc(1, state_bytes);
-	if (!h)
-		return log_error("out of memory");
-	h->ops = ops;
-	int rc = stimresp_run(h, a);
-	free(h);
-	return rc;
+	struct stimresp *h = (struct stimresp *)r;
+	if (r->prepared)
+		h->ops->close(h);
 }

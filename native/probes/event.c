@@ -25,15 +25,13 @@
 #include <unistd.h>
 
 #include "rtqual/cpulist.h"
+#include "rtqual/lifecycle.h"
 #include "rtqual/log.h"
 #include "rtqual/probe.h"
 #include "rtqual/rtenv.h"
 #include "rtqual/sink.h"
 
 #define THREAD_STACK_BYTES (256 * 1024)
-#define WATCHDOG_MARGIN_S 10
-#define RTTIME_SOFT_US 200000
-#define RTTIME_HARD_US 400000
 #define START_DELAY_NS (50 * NS_PER_MS) /* first deadline after launch */
 #define STIM_RING 65536u                /* stimulus timestamps in flight (power of 2) */
 #define READ_BATCH 256                  /* records read per read() */
@@ -53,7 +51,24 @@ struct event_cfg {
 	struct sink_out out;
 };
 
-#define F(x) offsetof(struct event_cfg, x)
+struct event {
+	struct run run; /* first: the driver's part */
+	struct event_cfg cfg;
+	struct ev_shared *sh;
+	int64_t period_ns;
+	uint64_t total;             /* stimuli planned: warm-up + measured */
+	int efd, pipe_r, pipe_w, tfd, gpio_out, gpio_in, epfd;
+	pthread_t resp_tid, stim_tid;
+	bool resp_started, stim_started;
+	pid_t stim_pid;
+	int stim_cpu;
+	/* responder results, read after join */
+	uint64_t answered, warm_stimuli, ring_overwritten;
+	int64_t *lt, *le;           /* local stimulus / edge times, STIM_RING each */
+	struct hist *edge;          /* gpio: kernel edge timestamp -> user wake-up */
+};
+
+#define F(x) offsetof(struct event, cfg.x)
 static const struct opt_def event_opts[] = {
 	{"source", OPT_ENUM, F(source), 0, 0, "eventfd", source_names,
 	 "what wakes the responder: eventfd, fifo (pipe carrying the timestamp), timerfd (kernel timer), "
@@ -65,14 +80,11 @@ static const struct opt_def event_opts[] = {
 	 "responder CPU (default: the last CPU of our affinity mask)"},
 	{"stimulus-cpu", OPT_INT, F(stimulus_cpu), 0, CPULIST_MAX - 1, NULL, NULL,
 	 "stimulus CPU (default: another CPU than the responder when there are >= 2)"},
-	{"policy", OPT_ENUM, F(policy), 0, 0, "fifo", rt_policy_names, "scheduling policy of responder and stimulus"},
-	{"priority", OPT_INT, F(priority), 1, 99, "80", NULL, "RT priority of responder and stimulus"},
-	{"duration", OPT_DURATION, F(duration_ns), NS_PER_MS, 365 * 24 * 3600 * NS_PER_S, "10s", NULL,
-	 "measured time after warm-up (stimuli = duration x rate)"},
-	{"loops", OPT_INT, F(loops), 1, 1LL << 40, NULL, NULL, "measured stimuli; replaces --duration"},
-	{"warmup", OPT_INT, F(warmup), 0, 1000000000, "100", NULL, "stimuli discarded before measuring"},
-	{"threshold", OPT_DURATION, F(out.threshold_ns), 1, 60 * NS_PER_S, "100us", NULL,
-	 "samples above it emit event records"},
+	RUN_OPT_POLICY(F, "scheduling policy of responder and stimulus"),
+	RUN_OPT_PRIORITY(F, "80", "RT priority of responder and stimulus"),
+	RUN_OPTS_LENGTH(F, "measured time after warm-up (stimuli = duration x rate)", 1LL << 40,
+		"measured stimuli; replaces --duration", "100", "stimuli discarded before measuring"),
+	RUN_OPT_THRESHOLD(F, "100us", "samples above it emit event records"),
 	SINK_OUT_OPTS(F, "1000"),
 	{"gpiochip", OPT_PATH, F(gpiochip), 0, 0, NULL, NULL, "GPIO character device for --source gpio"},
 	{"out-line", OPT_INT, F(out_line), 0, 1023, "0", NULL, "GPIO output line offset (wired to --in-line)"},
@@ -96,41 +108,6 @@ struct ev_shared {
 };
 
 /* All state of one event run. */
-struct event {
-	struct event_cfg cfg;
-	uint64_t given;
-	struct rt_info rt;
-	struct sink sink;
-	struct ev_shared *sh;
-	int64_t period_ns;
-	uint64_t total;             /* stimuli planned: warm-up + measured */
-	int efd, pipe_r, pipe_w, tfd, gpio_out, gpio_in, epfd, dma_fd;
-	pthread_t resp_tid, stim_tid;
-	bool resp_started, stim_started;
-	pid_t stim_pid;
-	int stim_cpu;
-	_Atomic bool resp_done;
-	/* responder results, read after join */
-	uint64_t answered, warm_stimuli, ring_overwritten;
-	int64_t *lt, *le;           /* local stimulus / edge times, STIM_RING each */
-	struct hist *edge;          /* gpio: kernel edge timestamp -> user wake-up */
-	struct warnings warn; /* until the header is out */
-};
-
-/* Pin the calling thread/process and set its policy (used by the process
- * stimulus, which cannot use pthread attributes). 0 or errno. */
-static int self_sched(int cpu, int policy, int priority)
-{
-	cpu_set_t set;
-	struct sched_param sp = {.sched_priority = policy == RT_OTHER ? 0 : priority};
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	if (sched_setaffinity(0, sizeof(set), &set))
-		return errno;
-	if (sched_setscheduler(0, rt_sched_policy(policy), &sp))
-		return errno;
-	return 0;
-}
 
 /* Fire one stimulus: timestamp, publish, deliver. Runs in the stimulus. */
 static void stim_fire(struct event *t, uint64_t k, int *level)
@@ -266,14 +243,14 @@ static int64_t resp_drain(struct event *t, uint64_t avail)
 static void *resp_thread_main(void *arg)
 {
 	struct event *t = arg;
-	struct cpu_state *cs = &t->sink.cs[0];
+	struct cpu_state *cs = &t->run.sink.cs[0];
 	const uint64_t M = STIM_RING - 1, warm = (uint64_t)t->cfg.warmup;
 	uint64_t e = 0, avail = 0, wakeups = 0;
 	int64_t idle_since = mono_now_ns();
 	struct epoll_event ev;
 
 	rt_prefault_stack();
-	while (e < t->total && !atomic_load_explicit(&t->sink.stop, memory_order_relaxed)) {
+	while (e < t->total && !atomic_load_explicit(&t->run.sink.stop, memory_order_relaxed)) {
 		int64_t now;
 		if (e == avail) {
 			int r = epoll_wait(t->epfd, &ev, 1, EPOLL_TIMEOUT_MS);
@@ -320,10 +297,7 @@ static void *resp_thread_main(void *arg)
 		timerfd_settime(t->tfd, 0, &off, NULL);
 	}
 	t->answered = e;
-	cs->wakeups = wakeups;
-	cs->cpu_time_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-	atomic_store(&t->resp_done, true);
-	return NULL;
+	return run_slot_done(&t->run, cs, wakeups);
 }
 
 /* Header "params": the effective configuration. */
@@ -340,11 +314,8 @@ static void event_params(struct jw *w, const void *ctx)
 		jw_null(w, "stimulus_cpu");
 	else
 		jw_i64(w, "stimulus_cpu", t->stim_cpu);
-	jw_str(w, "policy", rt_policy_names[c->policy]);
-	jw_i64(w, "priority", c->priority);
-	jw_i64(w, "duration_ns", c->duration_ns);
-	jw_i64(w, "loops", c->loops);
-	jw_i64(w, "warmup", c->warmup);
+	run_params_sched(w, c->policy, c->priority);
+	run_params_length(w, c->duration_ns, c->loops, c->warmup);
 	jw_u64(w, "stimuli_planned", t->total);
 	sink_out_params(w, &c->out);
 	if (c->source == SRC_GPIO) {
@@ -352,8 +323,7 @@ static void event_params(struct jw *w, const void *ctx)
 		jw_i64(w, "out_line", c->out_line);
 		jw_i64(w, "in_line", c->in_line);
 	}
-	jw_bool(w, "dma_latency", !c->no_dma_latency);
-	jw_bool(w, "allow_degraded", c->allow_degraded);
+	run_params_flags(w, c->no_dma_latency, c->allow_degraded);
 }
 
 /* Summary extension (optional keys, top level): stimulus accounting, and
@@ -443,33 +413,20 @@ static int gpio_request(int chip, uint32_t line, uint64_t flags, const char *lab
 }
 
 /* Options that need more than a range check; picks the CPUs. */
-static int event_validate(struct event *t, bool check)
+static int event_validate(struct run *run)
 {
+	struct event *t = (struct event *)run;
 	struct event_cfg *c = &t->cfg;
-	char err[512], d1[32], d2[32];
-	bool have_loops = opts_given(event_opts, EVENT_NOPTS, t->given, "loops");
-	if (have_loops && opts_given(event_opts, EVENT_NOPTS, t->given, "duration"))
-		return log_error("--duration and --loops exclude each other: give one");
-	t->period_ns = NS_PER_S / c->rate_hz;
-	if (have_loops)
-		c->duration_ns = 0;
-	else if (c->duration_ns < t->period_ns)
-		return log_error("--duration (%s) is shorter than one period (%s at --rate %" PRId64
-				 "): nothing would be measured",
-				 duration_format(c->duration_ns, d1, sizeof(d1)),
-				 duration_format(t->period_ns, d2, sizeof(d2)), c->rate_hz);
-	t->total = (uint64_t)c->warmup + (have_loops ? (uint64_t)c->loops : (uint64_t)(c->duration_ns / t->period_ns));
+	char err[512];
+	int rc = run_plan_rate(c->rate_hz, run_given(run, "loops"), &c->duration_ns, c->loops, c->warmup,
+			       &t->period_ns, &t->total);
+	if (rc)
+		return rc;
 
-	struct cpulist usable, one;
-	if (cpulist_usable(&usable, err, sizeof(err)))
-		return log_error("%s", err);
-	if (!opts_given(event_opts, EVENT_NOPTS, t->given, "cpu"))
-		c->cpu = usable.cpu[usable.n - 1];
-	one.n = 1;
-	one.cpu[0] = (int)c->cpu;
-	if (cpulist_check(&one, err, sizeof(err)))
-		return log_error("--cpu: %s", err);
-	if (opts_given(event_opts, EVENT_NOPTS, t->given, "stimulus-cpu")) {
+	struct cpulist usable, one = {.n = 1};
+	if ((rc = run_pick_cpu(run, &c->cpu, true, &usable)))
+		return rc;
+	if (run_given(&t->run, "stimulus-cpu")) {
 		one.cpu[0] = (int)c->stimulus_cpu;
 		if (cpulist_check(&one, err, sizeof(err)))
 			return log_error("--stimulus-cpu: %s", err);
@@ -482,7 +439,7 @@ static int event_validate(struct event *t, bool check)
 				break;
 			}
 	}
-	if (sink_out_validate(&c->out, check))
+	if (sink_out_validate(&c->out, run->a->check))
 		return 1;
 	if (c->timerlat)
 		return timerlat_skip();
@@ -492,9 +449,10 @@ static int event_validate(struct event *t, bool check)
 }
 
 /* Scheduling and memory locking, tried for real (as the timer probe). */
-static int event_privileges(struct event *t)
+static int event_privileges(struct run *run)
 {
-	return rt_acquire(t->cfg.policy, (int)t->cfg.priority, t->cfg.allow_degraded, &t->rt, &t->warn);
+	struct event *t = (struct event *)run;
+	return rt_acquire(t->cfg.policy, (int)t->cfg.priority, t->cfg.allow_degraded, &t->run.rt, &t->run.warn);
 }
 
 /* Create the source fds and the epoll set. */
@@ -565,15 +523,18 @@ static int event_open_source(struct event *t, char *err, size_t errlen)
 
 /* Start responder, then the stimulus (thread, forked process, or the
  * armed timerfd). */
-static int event_start(struct event *t, char *err, size_t errlen)
+static int event_start(struct run *run)
 {
+	struct event *t = (struct event *)run;
+	char *err = run->err;
+	size_t errlen = sizeof(run->err);
 	struct event_cfg *c = &t->cfg;
 	sigset_t old;
 	pthread_attr_t a;
 	int rc = -1, e;
 	t->sh->first_deadline_ns = mono_now_ns() + START_DELAY_NS;
 	rt_signals_block(&old);
-	e = rt_thread_attr(&a, t->rt.policy, t->rt.priority, (int)c->cpu, THREAD_STACK_BYTES);
+	e = rt_thread_attr(&a, t->run.rt.policy, t->run.rt.priority, (int)c->cpu, THREAD_STACK_BYTES);
 	if (!e) {
 		e = pthread_create(&t->resp_tid, &a, resp_thread_main, t);
 		pthread_attr_destroy(&a);
@@ -592,7 +553,7 @@ static int event_start(struct event *t, char *err, size_t errlen)
 		}
 		atomic_store(&t->sh->done, true); /* no stimulus to wait for */
 	} else if (c->stimulus == STIM_THREAD) {
-		e = rt_thread_attr(&a, t->rt.policy, t->rt.priority, t->stim_cpu, THREAD_STACK_BYTES);
+		e = rt_thread_attr(&a, t->run.rt.policy, t->run.rt.priority, t->stim_cpu, THREAD_STACK_BYTES);
 		if (!e) {
 			e = pthread_create(&t->stim_tid, &a, stim_thread_main, t);
 			pthread_attr_destroy(&a);
@@ -603,7 +564,7 @@ static int event_start(struct event *t, char *err, size_t errlen)
 		}
 		t->stim_started = true;
 	} else {
-		unsigned wd = (unsigned)(((u128)t->total * (uint64_t)t->period_ns) / NS_PER_S) + 1 + WATCHDOG_MARGIN_S;
+		unsigned wd = run_watchdog_s((u128)t->total * (uint64_t)t->period_ns, 0, 0xffffffffu);
 		pid_t pid = fork();
 		if (pid < 0) {
 			snprintf(err, errlen, "fork: %s", strerror(errno));
@@ -617,9 +578,9 @@ static int event_start(struct event *t, char *err, size_t errlen)
 			rt_signals_restore(&old);
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			alarm(wd);
-			if (t->rt.mlockall)
+			if (t->run.rt.mlockall)
 				mlockall(MCL_CURRENT | MCL_FUTURE);
-			if (self_sched(t->stim_cpu, t->rt.policy, t->rt.priority))
+			if (rt_self_sched(t->stim_cpu, t->run.rt.policy, t->run.rt.priority, NULL, 0))
 				_exit(2);
 			stim_loop(t);
 			_exit(0);
@@ -632,30 +593,28 @@ out:
 	return rc;
 }
 
-/* Main thread while measuring: drain rings, progress, until the responder
- * is done or a signal arrived. */
-static void event_supervise(struct event *t)
+/* Main thread, each round: a dead stimulus process ends the stimuli. */
+static bool event_tick(struct run *run, int64_t now_ns)
 {
-	sink_pace_start(&t->sink, SINK_POLL_NS, t->cfg.out.progress_ms);
-	while (!atomic_load(&t->resp_done) && !sink_stopping(&t->sink)) {
-		if (t->stim_pid > 0) { /* a dead stimulus process ends the stimuli */
-			int st;
-			if (waitpid(t->stim_pid, &st, WNOHANG) == t->stim_pid) {
-				t->stim_pid = 0;
-				atomic_store(&t->sh->done, true);
-				if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-					sink_warning(&t->sink, "stimulus process ended abnormally (%s %d)",
-						     WIFEXITED(st) ? "exit" : "signal",
-						     WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
-			}
-		}
-		sink_pace(&t->sink);
+	struct event *t = (struct event *)run;
+	int st;
+	(void)now_ns;
+	if (t->stim_pid > 0 && waitpid(t->stim_pid, &st, WNOHANG) == t->stim_pid) {
+		t->stim_pid = 0;
+		atomic_store(&t->sh->done, true);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			sink_warning(&run->sink, "stimulus process ended abnormally (%s %d)",
+				     WIFEXITED(st) ? "exit" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
 	}
+	return false;
 }
 
 /* Stop and reap the stimulus, join the responder. */
-static void event_stop(struct event *t)
+static void event_stop(struct run *run)
 {
+	struct event *t = (struct event *)run;
+	if (rt_signals_caught())
+		atomic_store(&run->sink.stop, true);
 	atomic_store(&t->sh->stop, true);
 	if (t->stim_started)
 		pthread_join(t->stim_tid, NULL);
@@ -676,9 +635,13 @@ static void event_stop(struct event *t)
 		pthread_join(t->resp_tid, NULL);
 }
 
-static void event_cleanup(struct event *t)
+/* The source fds, the shared ring and the local time rings. */
+static void event_cleanup(struct run *run)
 {
-	int fds[] = {t->efd, t->pipe_r, t->pipe_w, t->tfd, t->gpio_out, t->gpio_in, t->epfd, t->dma_fd};
+	struct event *t = (struct event *)run;
+	if (!run->prepared)
+		return;
+	int fds[] = {t->efd, t->pipe_r, t->pipe_w, t->tfd, t->gpio_out, t->gpio_in, t->epfd};
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
@@ -687,116 +650,77 @@ static void event_cleanup(struct event *t)
 	free(t->lt);
 	free(t->le);
 	free(t->edge);
-	sink_free(&t->sink);
 }
 
-/* Validate, acquire the RT environment, emit the header, measure, then emit
- * hist/summary/end. Returns the exit code. */
-static int event_run(const struct probe_args *a)
+/* The shared stimulus ring, local time rings, the source fds; the watchdog: every stimulus
+ * plus a margin. */
+static int event_prepare(struct run *run)
 {
-	struct event *t = calloc(1, sizeof(*t));
-	char err[512] = "";
-	int rc;
-	if (!t)
-		return log_error("out of memory");
-	t->efd = t->pipe_r = t->pipe_w = t->tfd = t->gpio_out = t->gpio_in = t->epfd = t->dma_fd = -1;
-	t->sink.raw_fd = -1;
-	if (opts_parse(event_opts, EVENT_NOPTS, &t->cfg, a->opt_argc, a->opt_argv, &t->given, err, sizeof(err))) {
-		free(t);
-		return log_error("%s", err);
-	}
-	if ((rc = event_validate(t, a->check)) || (rc = event_privileges(t)) || a->check) {
-		free(t);
-		return rc;
-	}
+	struct event *t = (struct event *)run;
 	struct event_cfg *c = &t->cfg;
 	int cpu = (int)c->cpu;
+	t->efd = t->pipe_r = t->pipe_w = t->tfd = t->gpio_out = t->gpio_in = t->epfd = -1;
 	t->sh = mmap(NULL, sizeof(*t->sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (t->sh == MAP_FAILED) {
 		t->sh = NULL;
-		free(t);
 		return log_error("mmap of the stimulus ring: %s", strerror(errno));
 	}
 	t->lt = calloc(STIM_RING, sizeof(int64_t));
 	t->le = calloc(STIM_RING, sizeof(int64_t));
-	if (sink_init(&t->sink, &c->out, &cpu, 1, err, sizeof(err)) || !t->lt ||
-	    !t->le || event_open_source(t, err, sizeof(err))) {
-		rc = log_error("%s", err[0] ? err : "out of memory");
-		event_cleanup(t);
-		free(t);
-		return rc;
-	}
+	if (sink_init(&run->sink, &c->out, &cpu, 1, run->err, sizeof(run->err)) || !t->lt || !t->le ||
+	    event_open_source(t, run->err, sizeof(run->err)))
+		return log_error("%s", run->err[0] ? run->err : "out of memory");
 	rt_pretouch(t->sh, sizeof(*t->sh));
 	rt_pretouch(t->lt, STIM_RING * sizeof(int64_t));
 	rt_pretouch(t->le, STIM_RING * sizeof(int64_t));
-	t->sink.summary_extra = event_summary_extra;
-	t->sink.summary_ctx = t;
-	if (!c->no_dma_latency)
-		rt_acquire_dma_latency(&t->dma_fd, &t->rt, &t->warn);
-	if (t->rt.policy != RT_OTHER)
-		rt_acquire_rttime_limit(RTTIME_SOFT_US, RTTIME_HARD_US, &t->warn);
+	run->sink.summary_extra = event_summary_extra;
+	run->sink.summary_ctx = t;
+	run_hold(run, !c->no_dma_latency);
 	if (t->stim_cpu == cpu && c->source != SRC_TIMERFD)
-		warnings_add(&t->warn, "stimulus and responder share CPU %d: the response includes the stimulus' own "
+		warnings_add(&run->warn, "stimulus and responder share CPU %d: the response includes the stimulus' own "
 			     "return to sleep", cpu);
-	if ((rc = sink_begin(&t->sink, "event", a, event_params, t, &t->rt, &t->warn, t->period_ns))) {
-		event_cleanup(t);
-		free(t);
-		return rc;
-	}
+	run->raw_interval_ns = t->period_ns;
+	run->watchdog_s = run_watchdog_s((u128)t->total * (uint64_t)t->period_ns, 0, 0x7fffffff);
+	return 0;
+}
 
-	u128 wd_s = ((u128)t->total * (uint64_t)t->period_ns) / NS_PER_S + 1 + WATCHDOG_MARGIN_S;
-	alarm(wd_s < 0x7fffffff ? (unsigned)wd_s : 0x7fffffff);
-	bool start_failed = event_start(t, err, sizeof(err)) != 0;
-	if (start_failed)
-		atomic_store(&t->sink.stop, true);
-	else
-		event_supervise(t);
-	if (rt_signals_caught())
-		atomic_store(&t->sink.stop, true);
-	event_stop(t);
-	alarm(0);
-
-	int sig = rt_signals_caught();
+/* Stimuli lost or unanswered: warnings, and the run is incomplete. */
+static int event_end(struct run *run)
+{
+	struct event *t = (struct event *)run;
+	int sig = rt_signals_caught(), rc;
 	uint64_t sent = atomic_load(&t->sh->sent);
-	if (!start_failed && !sig && sent > t->answered)
-		sink_warning(&t->sink, "%" PRIu64 " of %" PRIu64 " stimuli were never answered", sent - t->answered,
+	if (!run->start_failed && !sig && sent > t->answered)
+		sink_warning(&run->sink, "%" PRIu64 " of %" PRIu64 " stimuli were never answered", sent - t->answered,
 			     sent);
-	if (!start_failed && !sig && atomic_load(&t->sh->failed))
-		sink_warning(&t->sink, "%" PRIu64 " stimuli could not be delivered",
+	if (!run->start_failed && !sig && atomic_load(&t->sh->failed))
+		sink_warning(&run->sink, "%" PRIu64 " stimuli could not be delivered",
 			     (uint64_t)atomic_load(&t->sh->failed));
 	if (t->ring_overwritten)
-		sink_warning(&t->sink, "%" PRIu64 " stimulus timestamps overwritten (responder stalled): measured "
+		sink_warning(&run->sink, "%" PRIu64 " stimulus timestamps overwritten (responder stalled): measured "
 			     "from their scheduled deadline", t->ring_overwritten);
-	if (!sink_end_early(&t->sink, start_failed ? err : NULL, &rc)) {
-		if (sent > t->answered || atomic_load(&t->sh->failed))
-			rc = sink_finish(&t->sink, 4, "incomplete", "stimuli lost or unanswered (see summary stimuli)");
-		else
-			rc = sink_finish(&t->sink, -1, NULL, NULL);
-	}
-	event_cleanup(t);
-	free(t);
-	return rc;
+	if (run_end_early(run, &rc))
+		return rc;
+	if (sent > t->answered || atomic_load(&t->sh->failed))
+		return sink_finish(&run->sink, 4, "incomplete", "stimuli lost or unanswered (see summary stimuli)");
+	return sink_finish(&run->sink, -1, NULL, NULL);
 }
 
 /* eventfd, pipes, timerfd and epoll exist on every supported Linux; the
  * gpio and --timerlat modes say at run time what they miss (exit 3). */
 static bool event_supported(char *why_not, size_t len)
 {
-	int fd = eventfd(0, EFD_CLOEXEC);
-	if (fd < 0) {
-		snprintf(why_not, len, "eventfd not available: %s", strerror(errno));
-		return false;
-	}
-	close(fd);
-	return true;
+	return probe_fd_supported(eventfd(0, EFD_CLOEXEC), "eventfd", why_not, len);
 }
 
 const struct probe probe_event = {
 	.name = "event",
 	.summary = "interrupt-to-user response: stimulus (eventfd, pipe, timerfd; gpio loopback where wired) to "
 		   "the wake-up of a responder blocked in epoll_wait",
-	.opts = event_opts,
-	.nopts = EVENT_NOPTS,
-	.supported = event_supported,
-	.run = event_run,
+	.opts = event_opts, .nopts = EVENT_NOPTS, .supported = event_supported,
+	.label_keys = PROBE_LIST("source"),
+	.state_bytes = sizeof(struct event), .exclusive = PROBE_LIST("duration", "loops"), .params = event_params,
+	.validate = event_validate, .privileges = event_privileges, .prepare = event_prepare,
+	.start = event_start, .tick = event_tick, .stop = event_stop,
+	.end = event_end, .cleanup = event_cleanup,
 };

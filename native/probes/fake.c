@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "rtqual/cpulist.h"
+#include "rtqual/lifecycle.h"
 #include "rtqual/log.h"
 #include "rtqual/probe.h"
 #include "rtqual/rtenv.h"
@@ -21,22 +22,6 @@ struct fake_cfg {
 	const char *script;
 	struct sink_out out; /* no --progress-ms: the script says when */
 };
-
-#define F(x) offsetof(struct fake_cfg, x)
-static const struct opt_def fake_opts[] = {
-	{"script", OPT_PATH, F(script), 0, 0, NULL, NULL, "script to replay (required)"},
-	{"threshold", OPT_DURATION, F(out.threshold_ns), 1, 60 * NS_PER_S, "100us", NULL,
-	 "samples above it emit event records"},
-	{"json-fd", OPT_INT, F(out.json_fd), 1, 65535, "1", NULL, "fd for JSON Lines"},
-	{"raw", OPT_PATH, F(out.raw), 0, 0, NULL, NULL, "keep every sample in FILE (protocol.md raw format)"},
-	/* beyond protocol.md's fake list, same meaning as for timer */
-	{"raw-max-bytes", OPT_INT, F(out.raw_max_bytes), 4096, 1LL << 40, "268435456", NULL,
-	 "cap of the raw file; capture stops (flagged) at the cap"},
-	{"max-events", OPT_INT, F(out.max_events), 0, 1000000, "100", NULL,
-	 "threshold events per second; the rest counted as suppressed"},
-};
-#undef F
-#define FAKE_NOPTS ((int)(sizeof(fake_opts) / sizeof(fake_opts[0])))
 
 enum fake_op { OP_SAMPLE, OP_PROGRESS, OP_SLEEP, OP_WARN, OP_CRASH, OP_EXIT };
 
@@ -50,13 +35,30 @@ struct fake_cmd {
 
 /* All state of one fake run. */
 struct fake {
+	struct run run; /* first: the driver's part */
 	struct fake_cfg cfg;
 	struct fake_cmd *cmds;
 	int ncmds;
 	struct cpulist cpus;  /* CPUs seen in the script */
 	int slot[CPULIST_MAX]; /* CPU -> index in sink.cs */
-	struct sink sink;
+	int exit_code;         /* an "exit N" line ran (exit_at > 0) */
+	bool exited;
 };
+
+#define F(x) offsetof(struct fake, cfg.x)
+static const struct opt_def fake_opts[] = {
+	{"script", OPT_PATH, F(script), 0, 0, NULL, NULL, "script to replay (required)"},
+	RUN_OPT_THRESHOLD(F, "100us", "samples above it emit event records"),
+	{"json-fd", OPT_INT, F(out.json_fd), 1, 65535, "1", NULL, "fd for JSON Lines"},
+	{"raw", OPT_PATH, F(out.raw), 0, 0, NULL, NULL, "keep every sample in FILE (protocol.md raw format)"},
+	/* beyond protocol.md's fake list, same meaning as for timer */
+	{"raw-max-bytes", OPT_INT, F(out.raw_max_bytes), 4096, 1LL << 40, "268435456", NULL,
+	 "cap of the raw file; capture stops (flagged) at the cap"},
+	{"max-events", OPT_INT, F(out.max_events), 0, 1000000, "100", NULL,
+	 "threshold events per second; the rest counted as suppressed"},
+};
+#undef F
+#define FAKE_NOPTS ((int)(sizeof(fake_opts) / sizeof(fake_opts[0])))
 
 /* Strict integer within [lo, hi]. */
 static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
@@ -230,10 +232,12 @@ static void fake_crash(struct sink *s)
 	abort();
 }
 
-/* Replay the script; returns the exit code. */
-static int fake_replay(struct fake *f)
+/* Replay the script (the main thread's measurement): until its end, an "exit N" line, or a
+ * stop. */
+static void fake_replay(struct run *run)
 {
-	struct sink *s = &f->sink;
+	struct fake *f = (struct fake *)run;
+	struct sink *s = &run->sink;
 	for (int i = 0; i < f->ncmds; i++) {
 		struct fake_cmd *c = &f->cmds[i];
 		if (rt_signals_caught() || atomic_load(&s->stop))
@@ -259,76 +263,65 @@ static int fake_replay(struct fake *f)
 		case OP_CRASH:
 			fake_crash(s);
 			break;
-		case OP_EXIT: {
-			char msg[64];
-			int code = (int)c->value;
-			snprintf(msg, sizeof(msg), "script exit %d", code);
-			return sink_finish(s, code, code == 0 ? "completed" : code == 4 ? "interrupted" : "error", msg);
-		}
+		case OP_EXIT:
+			f->exited = true;
+			f->exit_code = (int)c->value;
+			return;
 		}
 	}
-	if (rt_signals_caught())
-		return sink_finish(s, 4, "interrupted", "stopped by signal");
-	return sink_finish(s, -1, NULL, NULL);
 }
 
-/* Release the script and the sink. */
-static void fake_free(struct fake *f)
+/* The script's "exit N", a stop, or the status from the data. */
+static int fake_end(struct run *run)
 {
+	struct fake *f = (struct fake *)run;
+	if (f->exited) {
+		char msg[64];
+		int code = f->exit_code;
+		const char *reason = code == 0 ? "completed" : code == 4 ? "interrupted" : "error";
+		snprintf(msg, sizeof(msg), "script exit %d", code);
+		return sink_finish(&run->sink, code, reason, msg);
+	}
+	if (rt_signals_caught())
+		return sink_finish(&run->sink, 4, "interrupted", "stopped by signal");
+	return sink_finish(&run->sink, -1, NULL, NULL);
+}
+
+/* Release the script. */
+static void fake_cleanup(struct run *run)
+{
+	struct fake *f = (struct fake *)run;
 	for (int i = 0; i < f->ncmds; i++)
 		free(f->cmds[i].text);
 	free(f->cmds);
-	sink_free(&f->sink);
-	free(f);
 }
 
-/* Load and validate the script, emit the header, replay. Returns the exit code. */
-static int fake_run(const struct probe_args *a)
+/* --script is required and read whole now: its errors come before any output. */
+static int fake_validate(struct run *run)
 {
-	struct fake *f = calloc(1, sizeof(*f));
-	char err[512];
-	uint64_t given;
-	int rc;
-	if (!f)
-		return log_error("out of memory");
-	f->sink.raw_fd = -1;
-	if (opts_parse(fake_opts, FAKE_NOPTS, &f->cfg, a->opt_argc, a->opt_argv, &given, err, sizeof(err))) {
-		rc = log_error("%s", err);
-		goto out;
-	}
-	if (!f->cfg.script) {
-		rc = log_error("--script is required");
-		goto out;
-	}
-	if (fake_load(f, err, sizeof(err))) {
-		rc = log_error("%s", err);
-		goto out;
-	}
-	if ((rc = sink_out_validate(&f->cfg.out, a->check)) || a->check)
-		goto out;
-	if (sink_init(&f->sink, &f->cfg.out, f->cpus.cpu, f->cpus.n, err, sizeof(err))) {
-		rc = log_error("%s", err);
-		goto out;
-	}
-	rt_signals_install();
-	struct rt_info rt = {.policy = RT_OTHER};
-	struct overhead ov = {0, 0};
-	int64_t start_mono = mono_now_ns(), start_real = real_now_ns();
-	sink_raw_start(&f->sink, 0, start_mono, start_real);
-	if (sink_header(&f->sink, "fake", a->argc, a->argv, fake_params, f, &rt, &ov, start_mono, start_real)) {
-		rc = log_error("--json-fd %d: write failed: %s", f->sink.fd, strerror(f->sink.write_errno));
-		goto out;
-	}
-	rc = fake_replay(f);
-out:
-	fake_free(f);
-	return rc;
+	struct fake *f = (struct fake *)run;
+	if (!f->cfg.script)
+		return log_error("--script is required");
+	if (fake_load(f, run->err, sizeof(run->err)))
+		return log_error("%s", run->err);
+	return sink_out_validate(&f->cfg.out, run->a->check);
+}
+
+/* One slot per CPU of the script. */
+static int fake_prepare(struct run *run)
+{
+	struct fake *f = (struct fake *)run;
+	if (sink_init(&run->sink, &f->cfg.out, f->cpus.cpu, f->cpus.n, run->err, sizeof(run->err)))
+		return log_error("%s", run->err);
+	return 0;
 }
 
 const struct probe probe_fake = {
 	.name = "fake",
 	.summary = "replays a script of samples through the real sink (pipeline tests, no root)",
-	.opts = fake_opts,
-	.nopts = FAKE_NOPTS,
-	.run = fake_run,
+	.opts = fake_opts, .nopts = FAKE_NOPTS,
+	.state_bytes = sizeof(struct fake), .no_rt = true, .params = fake_params,
+	.validate = fake_validate, .prepare = fake_prepare,
+	.measure = fake_replay,
+	.end = fake_end, .cleanup = fake_cleanup,
 };

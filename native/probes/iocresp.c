@@ -67,14 +67,11 @@ static const struct opt_def iocresp_opts[] = {
 	{"rate", OPT_INT, SR_F(rate_hz), 1, 100000, "50", NULL, "stimuli per second, Hz (absolute deadlines)"},
 	{"cpu", OPT_INT, SR_F(cpu), 0, CPULIST_MAX - 1, NULL, NULL,
 	 "CPU of the stimulus/response thread (default: the first CPU of our affinity mask)"},
-	{"policy", OPT_ENUM, SR_F(policy), 0, 0, "fifo", rt_policy_names, "scheduling policy of the harness thread"},
-	{"priority", OPT_INT, SR_F(priority), 1, 99, "80", NULL, "RT priority of the harness thread"},
-	{"duration", OPT_DURATION, SR_F(duration_ns), NS_PER_MS, 365 * 24 * 3600 * NS_PER_S, "10s", NULL,
-	 "measured time after warm-up (stimuli = duration x rate)"},
-	{"loops", OPT_INT, SR_F(loops), 1, 1LL << 40, NULL, NULL, "measured stimuli; replaces --duration"},
-	{"warmup", OPT_INT, SR_F(warmup), 0, 1000000000, "10", NULL, "stimuli discarded before measuring"},
-	{"threshold", OPT_DURATION, SR_F(out.threshold_ns), 1, 60 * NS_PER_S, "100us", NULL,
-	 "total latencies above it emit event records; stages above it are counted"},
+	RUN_OPT_POLICY(SR_F, "scheduling policy of the harness thread"),
+	RUN_OPT_PRIORITY(SR_F, "80", "RT priority of the harness thread"),
+	RUN_OPTS_LENGTH(SR_F, "measured time after warm-up (stimuli = duration x rate)", 1LL << 40,
+		"measured stimuli; replaces --duration", "10", "stimuli discarded before measuring"),
+	RUN_OPT_THRESHOLD(SR_F, "100us", "total latencies above it emit event records; stages above it are counted"),
 	{"timeout", OPT_DURATION, SR_F(timeout_ns), NS_PER_MS, 600 * NS_PER_S, "5s", NULL,
 	 "a stimulus unanswered for this long ends the run (status 1)"},
 	STIMRESP_COMMON_OPTS,
@@ -304,33 +301,19 @@ static void iocresp_close(struct stimresp *h)
 }
 
 static const struct stimresp_ops iocresp_ops = {
-	.name = "iocresp",
-	.opts = iocresp_opts,
-	.nopts = (int)(sizeof(iocresp_opts) / sizeof(iocresp_opts[0])),
-	.request = "stimulus",
-	.requests = "stimuli",
-	.answers = "responses",
-	.thread = "harness",
-	.validate = iocresp_validate,
-	.open = iocresp_open,
-	.close = iocresp_close,
-	.send = iocresp_send,
-	.receive = iocresp_receive,
-	.measured = iocresp_measured,
-	.params = iocresp_params,
-	.summary_extra = iocresp_summary_extra,
+	.request = "stimulus", .requests = "stimuli", .answers = "responses", .thread = "harness",
+	.validate = iocresp_validate, .open = iocresp_open, .close = iocresp_close, .send = iocresp_send,
+	.receive = iocresp_receive, .measured = iocresp_measured, .summary_extra = iocresp_summary_extra,
 };
-
-static int iocresp_run(const struct probe_args *a)
-{
-	return stimresp_main(sizeof(struct iocresp), &iocresp_ops, a);
-}
 
 const struct probe probe_iocresp = {
 	.name = "iocresp",
 	.summary = "EPICS IOC response: stimulus written to the IOC's input FIFO to its response on the output "
 		   "FIFO, with the IOC's stage times (wake, dispatch, chain, return)",
-	.opts = iocresp_opts,
-	.nopts = (int)(sizeof(iocresp_opts) / sizeof(iocresp_opts[0])),
-	.run = iocresp_run,
+	.opts = iocresp_opts, .nopts = (int)(sizeof(iocresp_opts) / sizeof(iocresp_opts[0])),
+	.service = &(const struct probe_service){.name = "ioc", .run_as = "ioc",
+						  .fixed = PROBE_LIST("in", "$(IOC_IN)", "out", "$(IOC_OUT)")},
+	.sections = PROBE_LIST("stages"),
+	.state_bytes = sizeof(struct iocresp), .family = &iocresp_ops, .params = iocresp_params,
+	STIMRESP_HOOKS,
 };

@@ -15,13 +15,12 @@
 #include <unistd.h>
 
 #include "rtqual/cpulist.h"
+#include "rtqual/lifecycle.h"
 #include "rtqual/log.h"
 #include "rtqual/probe.h"
 #include "rtqual/rtenv.h"
 #include "rtqual/sink.h"
 
-#define THREAD_STACK_BYTES (256 * 1024)
-#define WATCHDOG_MARGIN_S 10
 #define RTTIME_SOFT_US 1000000 /* one pass at RT priority: at most 1 s */
 #define RTTIME_HARD_US 2000000
 
@@ -41,7 +40,29 @@ struct pio_cfg {
 	struct sink_out out;
 };
 
-#define F(x) offsetof(struct pio_cfg, x)
+struct pio {
+	struct run run; /* first: the driver's part */
+	struct pio_cfg cfg;
+	int kind; /* enum pio_map */
+	const char *dev;
+	char devbuf[256];
+	uint64_t map_index, phys_offset;
+	int fd;
+	void *map_base;
+	size_t map_len, page_off;
+	volatile unsigned char *region;
+	size_t bytes; /* swept per pass, a multiple of the width */
+	unsigned width_bytes;
+	uint64_t accesses; /* per pass */
+	pthread_t tid;
+	bool started;
+	/* results, read after join */
+	uint64_t passes_done, checksum;
+	int64_t measured_ns;
+	bool rttime_hit;
+};
+
+#define F(x) offsetof(struct pio, cfg.x)
 static const struct opt_def pio_opts[] = {
 	{"width", OPT_ENUM, F(width), 0, 0, "32", width_names, "access width in bits (D8/D16/D32/D64)"},
 	{"op", OPT_ENUM, F(op), 0, 0, "read", op_names, "read or write every element of the region"},
@@ -59,10 +80,9 @@ static const struct opt_def pio_opts[] = {
 	{"sample", OPT_ENUM, F(sample), 0, 0, "access", sample_names,
 	 "histogram sample: mean time per access of a pass (rounded ns) or time per pass"},
 	{"cpu", OPT_INT, F(cpu), 0, CPULIST_MAX - 1, NULL, NULL, "CPU to run on (default: last of our affinity mask)"},
-	{"policy", OPT_ENUM, F(policy), 0, 0, "fifo", rt_policy_names, "scheduling policy"},
-	{"priority", OPT_INT, F(priority), 1, 99, "40", NULL, "RT priority (ignored for other)"},
-	{"threshold", OPT_DURATION, F(out.threshold_ns), 1, 60 * NS_PER_S, "1ms", NULL,
-	 "samples above it emit event records"},
+	RUN_OPT_POLICY(F, "scheduling policy"),
+	RUN_OPT_PRIORITY(F, "40", "RT priority (ignored for other)"),
+	RUN_OPT_THRESHOLD(F, "1ms", "samples above it emit event records"),
 	SINK_OUT_OPTS(F, "1000"),
 	{"allow-degraded", OPT_FLAG, F(allow_degraded), 0, 0, NULL, NULL,
 	 "run with what is permitted (SCHED_OTHER, no mlock), marked degraded"},
@@ -71,31 +91,6 @@ static const struct opt_def pio_opts[] = {
 #define PIO_NOPTS ((int)(sizeof(pio_opts) / sizeof(pio_opts[0])))
 
 /* All state of one pio run. */
-struct pio {
-	struct pio_cfg cfg;
-	uint64_t given;
-	struct rt_info rt;
-	struct sink sink;
-	int kind; /* enum pio_map */
-	const char *dev;
-	char devbuf[256];
-	uint64_t map_index, phys_offset;
-	int fd;
-	void *map_base;
-	size_t map_len, page_off;
-	volatile unsigned char *region;
-	size_t bytes; /* swept per pass, a multiple of the width */
-	unsigned width_bytes;
-	uint64_t accesses; /* per pass */
-	pthread_t tid;
-	bool started;
-	_Atomic bool done;
-	/* results, read after join */
-	uint64_t passes_done, checksum;
-	int64_t measured_ns;
-	bool rttime_hit;
-	struct warnings warn; /* until the header is out */
-};
 
 /* SIGXCPU from RLIMIT_RTTIME: a pass ran too long at RT priority. */
 static _Atomic bool xcpu_caught;
@@ -154,7 +149,7 @@ static uint64_t pio_pass(const struct pio *t, uint64_t pass)
 static void *pio_thread_main(void *arg)
 {
 	struct pio *t = arg;
-	struct cpu_state *cs = &t->sink.cs[0];
+	struct cpu_state *cs = &t->run.sink.cs[0];
 	const struct pio_cfg *c = &t->cfg;
 	uint64_t sum = 0, pass = 0, measured = 0, wakeups = 0;
 	int64_t total_ns = 0, end_ns = INT64_MAX;
@@ -162,7 +157,7 @@ static void *pio_thread_main(void *arg)
 
 	rt_prefault_stack();
 	for (;;) {
-		if (atomic_load_explicit(&t->sink.stop, memory_order_relaxed) || atomic_load(&xcpu_caught) ||
+		if (atomic_load_explicit(&t->run.sink.stop, memory_order_relaxed) || atomic_load(&xcpu_caught) ||
 		    rt_signals_caught())
 			break;
 		bool warm = pass < (uint64_t)c->warmup;
@@ -192,10 +187,7 @@ static void *pio_thread_main(void *arg)
 	t->measured_ns = total_ns;
 	t->checksum = sum;
 	t->rttime_hit = atomic_load(&xcpu_caught);
-	cs->wakeups = wakeups;
-	cs->cpu_time_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-	atomic_store(&t->done, true);
-	return NULL;
+	return run_slot_done(&t->run, cs, wakeups);
 }
 
 static void pio_params(struct jw *w, const void *ctx)
@@ -214,8 +206,7 @@ static void pio_params(struct jw *w, const void *ctx)
 	jw_i64(w, "warmup", c->warmup);
 	jw_i64(w, "pause_ns", c->pause_ns);
 	jw_i64(w, "cpu", c->cpu);
-	jw_str(w, "policy", rt_policy_names[c->policy]);
-	jw_i64(w, "priority", c->priority);
+	run_params_sched(w, c->policy, c->priority);
 	sink_out_params(w, &c->out);
 	jw_bool(w, "allow_degraded", c->allow_degraded);
 }
@@ -290,10 +281,10 @@ static int pio_parse_map(struct pio *t)
 		*colon = 0;
 		if (parse_u64(buf, &t->phys_offset) || parse_u64(colon + 1, &size) || size == 0)
 			return log_error("--map: expected mem:OFFSET:SIZE with numbers (0x... allowed) (got '%s')", m);
-		if (opts_given(pio_opts, PIO_NOPTS, t->given, "size") && (uint64_t)t->cfg.size > size)
+		if (run_given(&t->run, "size") && (uint64_t)t->cfg.size > size)
 			return log_error("--size %" PRId64 " is larger than the mem: region (%" PRIu64 " bytes)",
 					 t->cfg.size, size);
-		if (!opts_given(pio_opts, PIO_NOPTS, t->given, "size"))
+		if (!run_given(&t->run, "size"))
 			t->cfg.size = (int64_t)size;
 		t->kind = MAP_MEM;
 		t->dev = "/dev/mem";
@@ -346,10 +337,10 @@ static int pio_check_device(struct pio *t)
 		int rc = uio_map_size(t->dev, t->map_index, &size);
 		if (rc)
 			return rc;
-		if (opts_given(pio_opts, PIO_NOPTS, t->given, "size") && (uint64_t)t->cfg.size > size)
+		if (run_given(&t->run, "size") && (uint64_t)t->cfg.size > size)
 			return log_error("--size %" PRId64 " is larger than %s map %" PRIu64 " (%" PRIu64 " bytes)",
 					 t->cfg.size, t->dev, t->map_index, size);
-		if (!opts_given(pio_opts, PIO_NOPTS, t->given, "size"))
+		if (!run_given(&t->run, "size"))
 			t->cfg.size = (int64_t)size;
 	}
 	return 0;
@@ -397,26 +388,19 @@ static int pio_map(struct pio *t)
 }
 
 /* Options that need more than a range check. */
-static int pio_validate(struct pio *t, bool check)
+static int pio_validate(struct run *run)
 {
+	struct pio *t = (struct pio *)run;
 	struct pio_cfg *c = &t->cfg;
-	char err[512];
-	(void)check;
-	if (opts_given(pio_opts, PIO_NOPTS, t->given, "passes") && opts_given(pio_opts, PIO_NOPTS, t->given, "duration"))
-		return log_error("--duration and --passes exclude each other: give one");
-	if (opts_given(pio_opts, PIO_NOPTS, t->given, "passes"))
+	t->fd = -1;
+	if (run_given(run, "passes"))
 		c->duration_ns = 0;
 	else
 		c->passes = 0;
-	struct cpulist usable, one;
-	if (cpulist_usable(&usable, err, sizeof(err)))
-		return log_error("%s", err);
-	if (!opts_given(pio_opts, PIO_NOPTS, t->given, "cpu"))
-		c->cpu = usable.cpu[usable.n - 1];
-	one.n = 1;
-	one.cpu[0] = (int)c->cpu;
-	if (cpulist_check(&one, err, sizeof(err)))
-		return log_error("--cpu: %s", err);
+	struct cpulist usable;
+	int rc = run_pick_cpu(run, &c->cpu, true, &usable);
+	if (rc)
+		return rc;
 	if (c->policy != RT_OTHER && sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		return log_error("--policy %s on the only online CPU would stall the machine for every pass: use "
 				 "--policy other",
@@ -425,9 +409,9 @@ static int pio_validate(struct pio *t, bool check)
 		return log_error("--pause 0 at --policy %s is an unbounded RT busy loop: give a pause (e.g. 100us) "
 				 "or --policy other",
 				 rt_policy_names[c->policy]);
-	if (sink_out_validate(&c->out, check))
+	if (sink_out_validate(&c->out, run->a->check))
 		return 1;
-	int rc = pio_parse_map(t);
+	rc = pio_parse_map(t);
 	if (!rc)
 		rc = pio_check_device(t);
 	if (rc)
@@ -441,108 +425,84 @@ static int pio_validate(struct pio *t, bool check)
 }
 
 /* Scheduling and memory locking, tried for real (as the timer probe). */
-static int pio_privileges(struct pio *t)
+static int pio_privileges(struct run *run)
 {
-	return rt_acquire(t->cfg.policy, (int)t->cfg.priority, t->cfg.allow_degraded, &t->rt, &t->warn);
+	struct pio *t = (struct pio *)run;
+	return rt_acquire(t->cfg.policy, (int)t->cfg.priority, t->cfg.allow_degraded, &t->run.rt, &t->run.warn);
 }
 
-static void pio_cleanup(struct pio *t)
+/* The mapping and its fd. */
+static void pio_cleanup(struct run *run)
 {
+	struct pio *t = (struct pio *)run;
 	if (t->map_base)
 		munmap(t->map_base, t->map_len);
-	if (t->fd >= 0)
+	if (run->prepared && t->fd >= 0)
 		close(t->fd);
-	sink_free(&t->sink);
 }
 
-static int pio_run(const struct probe_args *a)
+/* The region, the sink, RLIMIT_RTTIME (a pass at RT priority: at most 1 s); the watchdog:
+ * --duration (or a generous bound for --passes) plus a margin. */
+static int pio_prepare(struct run *run)
 {
-	struct pio *t = calloc(1, sizeof(*t));
-	char err[512] = "";
-	int rc;
-	if (!t)
-		return log_error("out of memory");
-	t->fd = -1;
-	t->sink.raw_fd = -1;
-	if (opts_parse(pio_opts, PIO_NOPTS, &t->cfg, a->opt_argc, a->opt_argv, &t->given, err, sizeof(err))) {
-		free(t);
-		return log_error("%s", err);
-	}
-	if ((rc = pio_validate(t, a->check)) || (rc = pio_privileges(t)) || a->check) {
-		free(t);
-		return rc;
-	}
+	struct pio *t = (struct pio *)run;
 	struct pio_cfg *c = &t->cfg;
-	int cpu = (int)c->cpu;
-	if ((rc = pio_map(t))) {
-		pio_cleanup(t);
-		free(t);
+	int cpu = (int)c->cpu, rc;
+	if ((rc = pio_map(t)))
 		return rc;
-	}
-	if (sink_init(&t->sink, &c->out, &cpu, 1, err, sizeof(err))) {
-		rc = log_error("%s", err);
-		pio_cleanup(t);
-		free(t);
-		return rc;
-	}
-	t->sink.summary_extra = pio_summary_extra;
-	t->sink.summary_ctx = t;
-	if (t->rt.policy != RT_OTHER) {
+	if (sink_init(&run->sink, &c->out, &cpu, 1, run->err, sizeof(run->err)))
+		return log_error("%s", run->err);
+	run->sink.summary_extra = pio_summary_extra;
+	run->sink.summary_ctx = t;
+	if (run->rt.policy != RT_OTHER) {
 		struct sigaction sa;
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_handler = on_xcpu;
 		sigaction(SIGXCPU, &sa, NULL);
-		rt_acquire_rttime_limit(RTTIME_SOFT_US, RTTIME_HARD_US, &t->warn);
+		rt_acquire_rttime_limit(RTTIME_SOFT_US, RTTIME_HARD_US, &run->warn);
 	}
-	if ((rc = sink_begin(&t->sink, "pio", a, pio_params, t, &t->rt, &t->warn, 0))) {
-		pio_cleanup(t);
-		free(t);
-		return rc;
-	}
+	run->watchdog_s = run_watchdog_s(c->passes ? 3600 * (u128)NS_PER_S : (u128)c->duration_ns, 0, 0x7fffffff);
+	return 0;
+}
 
-	/* watchdog: --duration (or a generous bound for --passes) plus margin */
-	int64_t wd_s = (c->passes ? 3600 : c->duration_ns / NS_PER_S) + WATCHDOG_MARGIN_S + 1;
-	alarm((unsigned)wd_s);
-	int e = rt_thread_start(&t->tid, t->rt.policy, t->rt.priority, cpu, THREAD_STACK_BYTES, pio_thread_main, t);
-	if (e) {
-		snprintf(err, sizeof(err), "cannot start the thread on CPU %d: %s", cpu, strerror(e));
-	} else {
-		sink_pace_start(&t->sink, SINK_POLL_NS, c->out.progress_ms);
-		while (!atomic_load(&t->done) && !sink_stopping(&t->sink))
-			sink_pace(&t->sink);
+/* The one pinned thread that sweeps the region. */
+static int pio_start(struct run *run)
+{
+	struct pio *t = (struct pio *)run;
+	return run_thread(run, &t->tid, &t->started, run->rt.priority, (int)t->cfg.cpu, pio_thread_main, t,
+			  "the thread");
+}
+
+/* Join the sweeping thread. */
+static void pio_stop(struct run *run)
+{
+	struct pio *t = (struct pio *)run;
+	if (t->started)
 		pthread_join(t->tid, NULL);
-	}
-	alarm(0);
+}
 
-	if (t->rttime_hit) /* only a started thread sets it; it wins over watchdog and stop */
-		rc = sink_finish(&t->sink, 1, "error", "a pass ran over 1 s at RT priority (RLIMIT_RTTIME): use a "
-				 "smaller --size");
-	else if (!sink_end_early(&t->sink, e ? err : NULL, &rc))
-		rc = sink_finish(&t->sink, -1, NULL, NULL);
-	pio_cleanup(t);
-	free(t);
-	return rc;
+/* RLIMIT_RTTIME (only a started thread sets it) wins over the watchdog and a stop. */
+static int pio_end(struct run *run)
+{
+	if (((struct pio *)run)->rttime_hit)
+		return sink_finish(&run->sink, 1, "error", "a pass ran over 1 s at RT priority (RLIMIT_RTTIME): use a "
+				   "smaller --size");
+	return run_end(run);
 }
 
 /* The default shm region needs memfd_create (Linux 3.17); uio/mem say at
  * run time what they miss (exit 3). */
 static bool pio_supported(char *why_not, size_t len)
 {
-	int fd = memfd_create("rtqual-pio-probe", MFD_CLOEXEC);
-	if (fd < 0) {
-		snprintf(why_not, len, "memfd_create not available: %s", strerror(errno));
-		return false;
-	}
-	close(fd);
-	return true;
+	return probe_fd_supported(memfd_create("rtqual-pio-probe", MFD_CLOEXEC), "memfd_create", why_not, len);
 }
 
 const struct probe probe_pio = {
 	.name = "pio",
 	.summary = "programmed-I/O transfer speed: volatile 8/16/32/64-bit reads or writes over shared memory, a UIO "
 		   "map or /dev/mem; ns per access and MB/s",
-	.opts = pio_opts,
-	.nopts = PIO_NOPTS,
-	.supported = pio_supported,
-	.run = pio_run,
+	.opts = pio_opts, .nopts = PIO_NOPTS, .supported = pio_supported, .label_keys = PROBE_LIST("width"),
+	.state_bytes = sizeof(struct pio), .exclusive = PROBE_LIST("duration", "passes"), .params = pio_params,
+	.validate = pio_validate, .privileges = pio_privileges, .prepare = pio_prepare,
+	.start = pio_start, .stop = pio_stop, .end = pio_end, .cleanup = pio_cleanup,
 };

@@ -22,19 +22,16 @@
 #include <unistd.h>
 
 #include "rtqual/cpulist.h"
+#include "rtqual/lifecycle.h"
 #include "rtqual/log.h"
 #include "rtqual/probe.h"
 #include "rtqual/rtenv.h"
 #include "rtqual/sink.h"
 
-#define THREAD_STACK_BYTES (256 * 1024)
-#define WATCHDOG_MARGIN_S 10
 #define READY_NS (5 * NS_PER_S)  /* helper threads must reach their first wait */
 #define JOIN_NS (5 * NS_PER_S)   /* then the run is abandoned as an error */
 #define STALL_NS (10 * NS_PER_S) /* no round for this long (+ 2 intervals): watchdog */
 #define WATCHDOG_FACTOR 10       /* hard cap: this many times the paced run */
-#define RTTIME_SOFT_US 200000
-#define RTTIME_HARD_US 400000
 #define MQ_MAXMSG 4
 #define MAX_THREADS 3
 
@@ -52,39 +49,6 @@ struct rh_cfg {
 	struct sink_out out;
 };
 
-#define F(x) offsetof(struct rh_cfg, x)
-static const struct opt_def rh_opts[] = {
-	{"component", OPT_ENUM, F(component), 0, 0, "task-switch", comp_names,
-	 "the one component measured by this run (a scenario matrix over components gives the table)"},
-	{"cpu", OPT_CPULIST, F(cpu), 0, 0, NULL, NULL, "the measured CPU, all threads there (default: the last usable CPU)"},
-	{"peer-cpu", OPT_CPULIST, F(peer_cpu), 0, 0, NULL, NULL,
-	 "interrupt-latency: CPU of the writer thread (default: the highest other usable CPU)"},
-	{"policy", OPT_ENUM, F(policy), 0, 0, "fifo", rt_policy_names,
-	 "scheduling policy (preemption and deadlock-break need fifo or rr)"},
-	{"priority", OPT_INT, F(priority), 1, 89, "40", NULL,
-	 "base RT priority: low/equal threads at base, medium base+5, high base+10"},
-	{"interval", OPT_DURATION, F(interval_ns), 10 * NS_PER_US, 50 * NS_PER_MS, "500us", NULL,
-	 "period of the rounds (preemption: also how long the low thread spins before the deadline)"},
-	{"loops", OPT_INT, F(loops), 1, 1LL << 40, "10000", NULL, "measured samples"},
-	{"duration", OPT_DURATION, F(duration_ns), NS_PER_MS, 365 * 24 * 3600 * NS_PER_S, NULL, NULL,
-	 "measured time after warm-up; replaces --loops"},
-	{"warmup", OPT_INT, F(warmup), 0, 1000000000, "100", NULL, "samples discarded before measuring"},
-	{"pi", OPT_ENUM, F(pi), 0, 0, "on", onoff_names,
-	 "deadlock-break: PTHREAD_PRIO_INHERIT mutex (on) or a plain mutex (off)"},
-	{"spin", OPT_DURATION, F(spin_ns), NS_PER_US, 10 * NS_PER_MS, "100us", NULL,
-	 "deadlock-break: longest spin of the medium thread per round"},
-	{"hold", OPT_DURATION, F(hold_ns), 0, NS_PER_MS, "10us", NULL,
-	 "deadlock-break: the low thread's critical section (busy)"},
-	{"msg-bytes", OPT_INT, F(msg_bytes), 8, 8192, "8", NULL, "intertask-message: message size, bytes"},
-	{"threshold", OPT_DURATION, F(out.threshold_ns), 1, 60 * NS_PER_S, "100us", NULL,
-	 "samples above it emit event records"},
-	SINK_OUT_OPTS(F, "1000"),
-	{"no-dma-latency", OPT_FLAG, F(no_dma_latency), 0, 0, NULL, NULL, "do not hold /dev/cpu_dma_latency at 0"},
-	{"allow-degraded", OPT_FLAG, F(allow_degraded), 0, 0, NULL, NULL,
-	 "run with what is permitted (SCHED_OTHER, no mlock), marked degraded (not for preemption, deadlock-break)"},
-};
-#undef F
-#define RH_NOPTS ((int)(sizeof(rh_opts) / sizeof(rh_opts[0])))
 
 struct rh;
 typedef void *(*thread_fn)(void *);
@@ -128,18 +92,14 @@ static const struct component components[] = {
 
 /* All state of one run; the fields under "shared" are used by its threads. */
 struct rh {
+	struct run run; /* first: the driver's part */
 	struct rh_cfg cfg;
 	const struct component *comp;
-	uint64_t given;
-	struct rt_info rt;
-	struct sink sink;
 	int cpu, peer;
 	pthread_t tid[MAX_THREADS];
 	bool started[MAX_THREADS];
-	_Atomic bool driver_done, kicked;
-	bool stalled;
-	int dma_fd;
-	struct warnings warn; /* until the header is out */
+	_Atomic bool kicked;
+	bool stalled, joined;
 	/* shared */
 	_Alignas(64) _Atomic int stop;
 	_Atomic int ready;
@@ -164,6 +124,37 @@ struct rh {
 	_Atomic uint64_t rec_wakeups;
 	char err[256];
 };
+
+#define F(x) offsetof(struct rh, cfg.x)
+static const struct opt_def rh_opts[] = {
+	{"component", OPT_ENUM, F(component), 0, 0, "task-switch", comp_names,
+	 "the one component measured by this run (a scenario matrix over components gives the table)"},
+	{"cpu", OPT_CPULIST, F(cpu), 0, 0, NULL, NULL, "the measured CPU, all threads there (default: the last usable CPU)"},
+	{"peer-cpu", OPT_CPULIST, F(peer_cpu), 0, 0, NULL, NULL,
+	 "interrupt-latency: CPU of the writer thread (default: the highest other usable CPU)"},
+	RUN_OPT_POLICY(F, "scheduling policy (preemption and deadlock-break need fifo or rr)"),
+	{"priority", OPT_INT, F(priority), 1, 89, "40", NULL,
+	 "base RT priority: low/equal threads at base, medium base+5, high base+10"},
+	{"interval", OPT_DURATION, F(interval_ns), 10 * NS_PER_US, 50 * NS_PER_MS, "500us", NULL,
+	 "period of the rounds (preemption: also how long the low thread spins before the deadline)"},
+	RUN_OPT_LOOPS(F, 1LL << 40, "10000", "measured samples"),
+	RUN_OPT_DURATION(F, NULL, "measured time after warm-up; replaces --loops"),
+	RUN_OPT_WARMUP(F, "100", "samples discarded before measuring"),
+	{"pi", OPT_ENUM, F(pi), 0, 0, "on", onoff_names,
+	 "deadlock-break: PTHREAD_PRIO_INHERIT mutex (on) or a plain mutex (off)"},
+	{"spin", OPT_DURATION, F(spin_ns), NS_PER_US, 10 * NS_PER_MS, "100us", NULL,
+	 "deadlock-break: longest spin of the medium thread per round"},
+	{"hold", OPT_DURATION, F(hold_ns), 0, NS_PER_MS, "10us", NULL,
+	 "deadlock-break: the low thread's critical section (busy)"},
+	{"msg-bytes", OPT_INT, F(msg_bytes), 8, 8192, "8", NULL, "intertask-message: message size, bytes"},
+	RUN_OPT_THRESHOLD(F, "100us", "samples above it emit event records"),
+	SINK_OUT_OPTS(F, "1000"),
+	{"no-dma-latency", OPT_FLAG, F(no_dma_latency), 0, 0, NULL, NULL, "do not hold /dev/cpu_dma_latency at 0"},
+	{"allow-degraded", OPT_FLAG, F(allow_degraded), 0, 0, NULL, NULL,
+	 "run with what is permitted (SCHED_OTHER, no mlock), marked degraded (not for preemption, deadlock-break)"},
+};
+#undef F
+#define RH_NOPTS ((int)(sizeof(rh_opts) / sizeof(rh_opts[0])))
 
 static bool stopping(struct rh *r)
 {
@@ -216,7 +207,7 @@ static void rh_record(struct rh *r, int64_t lat, int64_t now)
 		r->end_ns = c->duration_ns ? now + c->duration_ns : INT64_MAX;
 	if (stopping(r))
 		return;
-	sink_sample(&r->sink.cs[0], lat, now, 0);
+	sink_sample(&r->run.sink.cs[0], lat, now, 0);
 	r->n++;
 	if ((!c->duration_ns && r->n >= (uint64_t)c->loops) || now >= r->end_ns)
 		atomic_store(&r->stop, 1);
@@ -225,8 +216,9 @@ static void rh_record(struct rh *r, int64_t lat, int64_t now)
 /* Wake every thread wherever it waits: stop flag, then a token on every
  * object (tokens persist, so a thread that has not reached its wait yet
  * still finds one). Semaphores two threads may wait on get two. */
-static void rh_kick(struct rh *r)
+static void rh_kick(struct run *run)
 {
+	struct rh *r = (struct rh *)run;
 	atomic_store(&r->stop, 1);
 	if (atomic_exchange(&r->kicked, true))
 		return;
@@ -275,8 +267,8 @@ static void driver_begin(struct rh *r)
 
 static void driver_end(struct rh *r)
 {
-	rh_kick(r);
-	atomic_store(&r->driver_done, true);
+	rh_kick(&r->run);
+	atomic_store(&r->run.done, true);
 }
 
 /* ---- task-switch: A and B, equal priority, yield to each other. Per
@@ -617,7 +609,7 @@ static void *il_r(void *arg)
 
 static int prio_of(const struct rh *r, const struct role *ro)
 {
-	return r->rt.policy == RT_OTHER ? 0 : r->rt.priority + ro->prio_off;
+	return r->run.rt.policy == RT_OTHER ? 0 : r->run.rt.priority + ro->prio_off;
 }
 
 static void rh_params(struct jw *w, const void *ctx)
@@ -643,8 +635,7 @@ static void rh_params(struct jw *w, const void *ctx)
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);
-	jw_str(w, "policy", rt_policy_names[c->policy]);
-	jw_i64(w, "priority", c->priority);
+	run_params_sched(w, c->policy, c->priority);
 	jw_i64(w, "interval_ns", c->interval_ns);
 	jw_i64(w, "loops", c->duration_ns ? 0 : c->loops);
 	jw_i64(w, "duration_ns", c->duration_ns);
@@ -657,8 +648,7 @@ static void rh_params(struct jw *w, const void *ctx)
 	if (c->component == C_MESSAGE)
 		jw_i64(w, "msg_bytes", c->msg_bytes);
 	sink_out_params(w, &c->out);
-	jw_bool(w, "dma_latency", !c->no_dma_latency);
-	jw_bool(w, "allow_degraded", c->allow_degraded);
+	run_params_flags(w, c->no_dma_latency, c->allow_degraded);
 }
 
 /* Summary "rhealstone": rounds, samples thrown away and why, and for
@@ -700,17 +690,15 @@ static int last_usable(int not, char *err, size_t len)
 	return -2;
 }
 
-static int rh_validate(struct rh *r, bool check)
+static int rh_validate(struct run *run)
 {
+	struct rh *r = (struct rh *)run;
 	struct rh_cfg *c = &r->cfg;
 	char err[512];
 	r->comp = &components[c->component];
-	if (opts_given(rh_opts, RH_NOPTS, r->given, "duration")) {
-		if (opts_given(rh_opts, RH_NOPTS, r->given, "loops"))
-			return log_error("--duration and --loops exclude each other: give one");
+	if (run_given(run, "duration"))
 		c->loops = 0;
-	}
-	if (opts_given(rh_opts, RH_NOPTS, r->given, "cpu")) {
+	if (run_given(&r->run, "cpu")) {
 		if (cpulist_check(&c->cpu, err, sizeof(err)))
 			return log_error("--cpu: %s", err);
 		if (c->cpu.n != 1)
@@ -720,7 +708,7 @@ static int rh_validate(struct rh *r, bool check)
 		return log_error("--cpu: %s", err);
 	}
 	r->peer = -1;
-	if (opts_given(rh_opts, RH_NOPTS, r->given, "peer-cpu")) {
+	if (run_given(&r->run, "peer-cpu")) {
 		if (c->component != C_INTERRUPT)
 			return log_error("--peer-cpu applies to --component interrupt-latency only");
 		if (cpulist_check(&c->peer_cpu, err, sizeof(err)))
@@ -742,7 +730,7 @@ static int rh_validate(struct rh *r, bool check)
 	} only[] = {{"pi", C_DEADLOCK_BREAK}, {"spin", C_DEADLOCK_BREAK}, {"hold", C_DEADLOCK_BREAK},
 		    {"msg-bytes", C_MESSAGE}};
 	for (size_t i = 0; i < sizeof(only) / sizeof(only[0]); i++)
-		if (opts_given(rh_opts, RH_NOPTS, r->given, only[i].opt) && c->component != only[i].comp)
+		if (run_given(&r->run, only[i].opt) && c->component != only[i].comp)
 			return log_error("--%s applies to --component %s only", only[i].opt, comp_names[only[i].comp]);
 	if (r->comp->spins && sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		return log_skip("a second online CPU",
@@ -751,12 +739,13 @@ static int rh_validate(struct rh *r, bool check)
 	if (r->comp->needs_rt && c->policy == RT_OTHER)
 		return log_error("--component %s needs --policy fifo or rr (priorities are what it measures)",
 				 comp_names[c->component]);
-	return sink_out_validate(&c->out, check);
+	return sink_out_validate(&c->out, run->a->check);
 }
 
 /* Try scheduling (at the highest priority used) and memory locking. */
-static int rh_privileges(struct rh *r)
+static int rh_privileges(struct run *run)
 {
+	struct rh *r = (struct rh *)run;
 	static const struct rt_words words = {.priority_in_skip = true,
 					      .instead = "running SCHED_OTHER (no priorities)"};
 	struct rh_cfg *c = &r->cfg;
@@ -764,12 +753,13 @@ static int rh_privileges(struct rh *r)
 	for (int i = 0; i < r->comp->nroles; i++)
 		if ((int)c->priority + r->comp->roles[i].prio_off > top)
 			top = (int)c->priority + r->comp->roles[i].prio_off;
-	r->rt.policy = c->policy;
-	r->rt.priority = c->policy == RT_OTHER ? 0 : (int)c->priority;
+	r->run.rt.policy = c->policy;
+	r->run.rt.priority = c->policy == RT_OTHER ? 0 : (int)c->priority;
 	if (c->policy != RT_OTHER &&
-	    (rc = rt_acquire_sched(c->policy, top, c->allow_degraded && !r->comp->needs_rt, &words, &r->rt, &r->warn)))
+	    (rc = rt_acquire_sched(c->policy, top, c->allow_degraded && !r->comp->needs_rt, &words, &run->rt,
+				   &run->warn)))
 		return rc;
-	return rt_acquire_mlock(c->allow_degraded, &r->rt, &r->warn);
+	return rt_acquire_mlock(c->allow_degraded, &r->run.rt, &r->run.warn);
 }
 
 /* Semaphores, the mutex, the queue, the eventfd: what the component uses. */
@@ -816,8 +806,12 @@ static int rh_objects(struct rh *r, char *err, size_t len)
 	return 0;
 }
 
-static void rh_cleanup(struct rh *r)
+/* The component's objects (queue, eventfd, epoll, mutex). */
+static void rh_cleanup(struct run *run)
 {
+	struct rh *r = (struct rh *)run;
+	if (!run->prepared)
+		return;
 	if (r->mq != (mqd_t)-1)
 		mq_close(r->mq);
 	if (r->efd >= 0)
@@ -826,48 +820,33 @@ static void rh_cleanup(struct rh *r)
 		close(r->epfd);
 	if (r->mtx_ok)
 		pthread_mutex_destroy(&r->mtx);
-	if (r->dma_fd >= 0)
-		close(r->dma_fd);
-	sink_free(&r->sink);
 }
 
 /* Start the helpers, then the driver (last role), pinned, with their
  * priorities; signals stay with the main thread. */
-static int rh_start(struct rh *r, char *err, size_t len)
+static int rh_start(struct run *run)
 {
+	struct rh *r = (struct rh *)run;
 	for (int i = 0; i < r->comp->nroles; i++) {
 		const struct role *ro = &r->comp->roles[i];
 		int cpu = ro->on_peer ? r->peer : r->cpu;
-		int e = rt_thread_start(&r->tid[i], r->rt.policy, prio_of(r, ro), cpu, THREAD_STACK_BYTES, ro->fn, r);
-		if (e) {
-			snprintf(err, len, "cannot start the %s thread on CPU %d: %s", ro->name, cpu, strerror(e));
+		char what[64];
+		snprintf(what, sizeof(what), "the %s thread", ro->name);
+		if (run_thread(run, &r->tid[i], &r->started[i], prio_of(r, ro), cpu, ro->fn, r, what))
 			return -1;
-		}
-		r->started[i] = true;
 	}
 	return 0;
 }
 
-static void rh_supervise(struct rh *r)
+/* Main thread, each round: no round for STALL_NS (plus two intervals) ends the run. */
+static bool rh_tick(struct run *run, int64_t now)
 {
-	int64_t now = sink_pace_start(&r->sink, SINK_POLL_NS, r->cfg.out.progress_ms), seen_at = now;
-	uint64_t seen = 0;
-	while (!atomic_load(&r->driver_done)) {
-		if (sink_stopping(&r->sink)) {
-			rh_kick(r);
-			break;
-		}
-		uint64_t p = atomic_load(&r->rounds);
-		if (p != seen) {
-			seen = p;
-			seen_at = now;
-		} else if (now - seen_at > STALL_NS + 2 * r->cfg.interval_ns) {
-			r->stalled = true;
-			rh_kick(r);
-			break;
-		}
-		now = sink_pace(&r->sink);
-	}
+	struct rh *r = (struct rh *)run;
+	if (!run_stalled(run, atomic_load(&r->rounds), now, STALL_NS + 2 * r->cfg.interval_ns))
+		return false;
+	r->stalled = true;
+	rh_kick(run);
+	return true;
 }
 
 /* Join every thread; false if one does not end within JOIN_NS. */
@@ -879,106 +858,86 @@ static bool rh_join(struct rh *r)
 			continue;
 		struct timespec ts = ns_to_ts(real_now_ns() + JOIN_NS);
 		if (pthread_timedjoin_np(r->tid[i], NULL, &ts) != 0) {
-			rh_kick(r);
+			rh_kick(&r->run);
 			ok = false;
 		}
 	}
 	return ok;
 }
 
-static int rh_run(const struct probe_args *a)
+/* The sink (one slot), the component's objects, /dev/cpu_dma_latency, RLIMIT_RTTIME (required
+ * where the component spins); the watchdog: a hard cap of WATCHDOG_FACTOR paced runs (rounds
+ * may overrun or be discarded) plus a margin (rh_tick also stops a run without rounds). */
+static int rh_prepare(struct run *run)
 {
-	struct rh *r = calloc(1, sizeof(*r));
-	char err[512] = "";
-	int rc;
-	if (!r)
-		return log_error("out of memory");
-	r->dma_fd = r->sink.raw_fd = r->efd = r->epfd = -1;
-	r->mq = (mqd_t)-1;
-	if (opts_parse(rh_opts, RH_NOPTS, &r->cfg, a->opt_argc, a->opt_argv, &r->given, err, sizeof(err))) {
-		free(r);
-		return log_error("%s", err);
-	}
-	if ((rc = rh_validate(r, a->check)) || (rc = rh_privileges(r)) || a->check) {
-		free(r);
-		return rc;
-	}
+	struct rh *r = (struct rh *)run;
 	struct rh_cfg *c = &r->cfg;
-	if (sink_init(&r->sink, &c->out, &r->cpu, 1, err, sizeof(err)) ||
-	    rh_objects(r, err, sizeof(err))) {
-		rc = log_error("%s", err[0] ? err : "out of memory");
-		rh_cleanup(r);
-		free(r);
-		return rc;
-	}
-	r->sink.summary_extra = rh_summary_extra;
-	r->sink.summary_ctx = r;
+	r->efd = r->epfd = -1;
+	r->mq = (mqd_t)-1;
+	if (sink_init(&run->sink, &c->out, &r->cpu, 1, run->err, sizeof(run->err)) ||
+	    rh_objects(r, run->err, sizeof(run->err)))
+		return log_error("%s", run->err[0] ? run->err : "out of memory");
+	run->sink.summary_extra = rh_summary_extra;
+	run->sink.summary_ctx = r;
 	if (!c->no_dma_latency)
-		rt_acquire_dma_latency(&r->dma_fd, &r->rt, &r->warn);
-	if (r->rt.policy != RT_OTHER) {
-		int e = rt_set_rttime_limit(RTTIME_SOFT_US, RTTIME_HARD_US);
+		rt_acquire_dma_latency(&run->dma_fd, &run->rt, &run->warn);
+	if (run->rt.policy != RT_OTHER) {
+		int e = rt_set_rttime_limit(RUN_RTTIME_SOFT_US, RUN_RTTIME_HARD_US);
 		if (e) {
-			if (r->comp->spins) {
-				rc = log_error("RLIMIT_RTTIME (safety net of the busy loop) cannot be set: %s", strerror(e));
-				rh_cleanup(r);
-				free(r);
-				return rc;
-			}
-			warnings_add(&r->warn, "RLIMIT_RTTIME safety net not set: %s", strerror(e));
+			if (r->comp->spins)
+				return log_error("RLIMIT_RTTIME (safety net of the busy loop) cannot be set: %s",
+						 strerror(e));
+			warnings_add(&run->warn, "RLIMIT_RTTIME safety net not set: %s", strerror(e));
 		}
 	}
-	if ((rc = sink_begin(&r->sink, "rhealstone", a, rh_params, r, &r->rt, &r->warn, c->interval_ns))) {
-		rh_cleanup(r);
-		free(r);
-		return rc;
-	}
-
-	/* watchdog: a hard cap of WATCHDOG_FACTOR paced runs (rounds may overrun or be
-	 * discarded) plus a margin; rh_supervise also stops a run without rounds */
+	run->raw_interval_ns = c->interval_ns;
 	int64_t round_ns = c->interval_ns + (c->component == C_DEADLOCK_BREAK ? c->spin_ns + c->hold_ns : 0);
 	u128 rounds = ((u128)(uint64_t)c->loops + (uint64_t)c->warmup) / (uint64_t)r->comp->per_round + 1;
 	u128 paced_ns = c->duration_ns ? (u128)(uint64_t)c->warmup * (uint64_t)round_ns : rounds * (uint64_t)round_ns;
-	u128 run_ns = (u128)(uint64_t)c->duration_ns + paced_ns * WATCHDOG_FACTOR;
-	u128 wd = run_ns / NS_PER_S + 1 + WATCHDOG_MARGIN_S;
-	alarm(wd < 0x7fff0000 ? (unsigned)wd : 0x7fff0000);
+	run->watchdog_s = run_watchdog_s((u128)(uint64_t)c->duration_ns + paced_ns * WATCHDOG_FACTOR, 0, 0x7fff0000);
+	return 0;
+}
 
-	bool start_failed = rh_start(r, err, sizeof(err)) != 0;
-	if (start_failed)
-		rh_kick(r);
-	else
-		rh_supervise(r);
-	bool joined = rh_join(r);
-	alarm(0);
-	r->sink.cs[0].cpu_time_ns = atomic_load(&r->rec_cpu_time_ns);
-	r->sink.cs[0].wakeups = atomic_load(&r->rec_wakeups);
+/* Join every thread (bounded: rh_join); rh_end says if one did not stop. */
+static void rh_stop(struct run *run)
+{
+	struct rh *r = (struct rh *)run;
+	r->joined = rh_join(r);
+}
 
+/* The recorder's counts into the slot; the ending: cut short, a thread that did not stop,
+ * stalled, the component's failure, or the status from the data. */
+static int rh_end(struct run *run)
+{
+	struct rh *r = (struct rh *)run;
+	int rc;
+	run->sink.cs[0].cpu_time_ns = atomic_load(&r->rec_cpu_time_ns);
+	run->sink.cs[0].wakeups = atomic_load(&r->rec_wakeups);
 	int sig = rt_signals_caught();
-	if (start_failed)
-		rc = sink_finish(&r->sink, 1, "error", err);
-	else if (!joined)
-		rc = sink_finish(&r->sink, 1, "error", "a measurement thread did not stop");
+	if (run->start_failed)
+		rc = sink_finish(&run->sink, 1, "error", run->err);
+	else if (!r->joined)
+		rc = sink_finish(&run->sink, 1, "error", "a measurement thread did not stop");
 	else if (sig & RT_SIG_WATCHDOG)
-		rc = sink_finish(&r->sink, 1, "error", "watchdog");
+		rc = sink_finish(&run->sink, 1, "error", "watchdog");
 	else if (r->stalled)
-		rc = sink_finish(&r->sink, 1, "error", "watchdog: no round completed for 10 s");
+		rc = sink_finish(&run->sink, 1, "error", "watchdog: no round completed for 10 s");
 	else if (sig & RT_SIG_STOP)
-		rc = sink_finish(&r->sink, 4, "interrupted", "stopped by signal");
+		rc = sink_finish(&run->sink, 4, "interrupted", "stopped by signal");
 	else if (r->err[0])
-		rc = sink_finish(&r->sink, 1, "error", r->err);
+		rc = sink_finish(&run->sink, 1, "error", r->err);
 	else
-		rc = sink_finish(&r->sink, -1, NULL, NULL);
-	if (start_failed)
-		log_error("%s", err);
+		rc = sink_finish(&run->sink, -1, NULL, NULL);
+	if (run->start_failed)
+		log_error("%s", run->err);
 	else if (r->stalled && !sig)
 		log_error("watchdog: no round completed for 10 s");
 	else if (r->err[0])
 		log_error("%s", r->err);
-	if (!joined) {
+	if (!r->joined) {
 		log_error("a measurement thread did not stop");
 		_exit(rc ? rc : 1); /* threads still running: do not free what they use */
 	}
-	rh_cleanup(r);
-	free(r);
 	return rc;
 }
 
@@ -986,7 +945,9 @@ const struct probe probe_rhealstone = {
 	.name = "rhealstone",
 	.summary = "Rhealstone components (task switch, preemption, semaphore shuffle, deadlock break, "
 		   "intertask message, interrupt latency), one per run",
-	.opts = rh_opts,
-	.nopts = RH_NOPTS,
-	.run = rh_run,
+	.opts = rh_opts, .nopts = RH_NOPTS, .label_keys = PROBE_LIST("component"),
+	.state_bytes = sizeof(struct rh), .exclusive = PROBE_LIST("duration", "loops"), .params = rh_params,
+	.validate = rh_validate, .privileges = rh_privileges, .prepare = rh_prepare,
+	.start = rh_start, .tick = rh_tick, .kick = rh_kick, .stop = rh_stop,
+	.end = rh_end, .cleanup = rh_cleanup,
 };

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "rtqual/cpulist.h"
+#include "rtqual/lifecycle.h"
 #include "rtqual/log.h"
 #include "rtqual/probe.h"
 #include "rtqual/rtenv.h"
@@ -44,26 +45,6 @@ struct rts_cfg {
 	struct sink_out out;
 };
 
-#define F(x) offsetof(struct rts_cfg, x)
-static const struct opt_def rts_opts[] = {
-	{"spinners", OPT_INT, F(spinners), 1, CPULIST_MAX, "1", NULL,
-	 "SCHED_FIFO busy loops, one per CPU, on the last K CPUs of our affinity mask (K < online CPUs)"},
-	{"spin-priority", OPT_INT, F(spin_priority), 1, 99, "10", NULL,
-	 "SCHED_FIFO priority of the spinners (>= 50, above threaded IRQs, needs --force)"},
-	{"duration", OPT_DURATION, F(spin_time_ns), 10 * NS_PER_MS, 60 * NS_PER_S, "2s", NULL,
-	 "how long each spinner runs"},
-	{"gap", OPT_DURATION, F(gap_ns), 10 * NS_PER_US, NS_PER_S, "1ms", NULL,
-	 "a SCHED_OTHER clock-read gap longer than this is a stall (one sample)"},
-	{"login-interval", OPT_DURATION, F(login_interval_ns), NS_PER_MS, 10 * NS_PER_S, "100ms", NULL,
-	 "period of the fork+exec /bin/true attempts during the spin"},
-	{"force", OPT_FLAG, F(force), 0, 0, NULL, NULL,
-	 "allow spinners on every online CPU or at priority >= 50 (can freeze the machine)"},
-	{"threshold", OPT_DURATION, F(out.threshold_ns), 1, 60 * NS_PER_S, "100ms", NULL,
-	 "samples above it emit event records"},
-	SINK_OUT_OPTS(F, "500"),
-};
-#undef F
-#define RTS_NOPTS ((int)(sizeof(rts_opts) / sizeof(rts_opts[0])))
 
 struct rts;
 
@@ -88,10 +69,8 @@ struct victim {
 
 /* All state of one rtsafety run. */
 struct rts {
+	struct run run; /* first: the driver's part */
 	struct rts_cfg cfg;
-	uint64_t given;
-	struct rt_info rt;
-	struct sink sink;
 	int ncpus_online, nspin, login_cpu; /* login_cpu -1: no free CPU (--force) */
 	int slot_cpus[CPULIST_MAX], slot_vic[CPULIST_MAX];
 	struct spinner sp[CPULIST_MAX];
@@ -109,8 +88,27 @@ struct rts {
 	uint64_t rttime_soft_us, rttime_hard_us;
 	unsigned alarm_s;
 	int demoted;
-	struct warnings warn; /* until the header is out */
 };
+
+#define F(x) offsetof(struct rts, cfg.x)
+static const struct opt_def rts_opts[] = {
+	{"spinners", OPT_INT, F(spinners), 1, CPULIST_MAX, "1", NULL,
+	 "SCHED_FIFO busy loops, one per CPU, on the last K CPUs of our affinity mask (K < online CPUs)"},
+	{"spin-priority", OPT_INT, F(spin_priority), 1, 99, "10", NULL,
+	 "SCHED_FIFO priority of the spinners (>= 50, above threaded IRQs, needs --force)"},
+	{"duration", OPT_DURATION, F(spin_time_ns), 10 * NS_PER_MS, 60 * NS_PER_S, "2s", NULL,
+	 "how long each spinner runs"},
+	{"gap", OPT_DURATION, F(gap_ns), 10 * NS_PER_US, NS_PER_S, "1ms", NULL,
+	 "a SCHED_OTHER clock-read gap longer than this is a stall (one sample)"},
+	{"login-interval", OPT_DURATION, F(login_interval_ns), NS_PER_MS, 10 * NS_PER_S, "100ms", NULL,
+	 "period of the fork+exec /bin/true attempts during the spin"},
+	{"force", OPT_FLAG, F(force), 0, 0, NULL, NULL,
+	 "allow spinners on every online CPU or at priority >= 50 (can freeze the machine)"},
+	RUN_OPT_THRESHOLD(F, "100ms", "samples above it emit event records"),
+	SINK_OUT_OPTS(F, "500"),
+};
+#undef F
+#define RTS_NOPTS ((int)(sizeof(rts_opts) / sizeof(rts_opts[0])))
 
 /* SIGXCPU from RLIMIT_RTTIME: a spinner outlived its soft limit. */
 static _Atomic bool xcpu_caught;
@@ -151,7 +149,7 @@ static void *spinner_main(void *arg)
 			s->stopped_by = "rlimit_rttime";
 			break;
 		}
-		if (rt_signals_caught() || atomic_load_explicit(&t->sink.stop, memory_order_relaxed)) {
+		if (rt_signals_caught() || atomic_load_explicit(&t->run.sink.stop, memory_order_relaxed)) {
 			s->stopped_by = "signal";
 			break;
 		}
@@ -186,12 +184,11 @@ static void *victim_main(void *arg)
 				v->longest_ns = d;
 		}
 		prev = now;
-		if (last || now > hard_end || atomic_load_explicit(&t->sink.stop, memory_order_relaxed))
+		if (last || now > hard_end || atomic_load_explicit(&t->run.sink.stop, memory_order_relaxed))
 			break;
 	}
 	v->window_ns = now - start;
-	v->cs->wakeups = stalls;
-	v->cs->cpu_time_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	sink_slot_end(v->cs, stalls);
 	atomic_store(&v->done, true);
 	return NULL;
 }
@@ -207,7 +204,7 @@ static void *login_main(void *arg)
 	bool self = strcmp(t->login_cmd, "/proc/self/exe") == 0;
 	int64_t next = t->spin_start_ns + NS_PER_MS; /* spinners are running */
 	int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
-	while (next < t->spin_end_ns && !atomic_load(&t->sink.stop) && !rt_signals_caught() &&
+	while (next < t->spin_end_ns && !atomic_load(&t->run.sink.stop) && !rt_signals_caught() &&
 	       atomic_load(&t->spinners_done) < t->nspin) {
 		sleep_until_ns(next);
 		int64_t t0 = mono_now_ns();
@@ -238,8 +235,7 @@ static void *login_main(void *arg)
 	if (devnull >= 0)
 		close(devnull);
 	if (t->login_cs) {
-		t->login_cs->wakeups = t->login_attempts;
-		t->login_cs->cpu_time_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+		sink_slot_end(t->login_cs, t->login_attempts);
 	}
 	atomic_store(&t->login_done, true);
 	return NULL;
@@ -363,8 +359,9 @@ static void rts_summary_extra(struct jw *w, int slot, const void *ctx)
 
 /* Options that need more than a range check; choose spinner CPUs and the
  * login slot. */
-static int rts_validate(struct rts *t, bool check)
+static int rts_validate(struct run *run)
 {
+	struct rts *t = (struct rts *)run;
 	struct rts_cfg *c = &t->cfg;
 	char err[512];
 	struct cpulist usable;
@@ -385,30 +382,31 @@ static int rts_validate(struct rts *t, bool check)
 	for (int i = 0; i < t->nspin; i++)
 		t->sp[i].cpu = usable.cpu[usable.n - t->nspin + i];
 	t->login_cpu = t->nspin < usable.n ? usable.cpu[0] : -1;
-	if (sink_out_validate(&c->out, check))
+	if (sink_out_validate(&c->out, run->a->check))
 		return 1;
 	t->login_cmd = access("/bin/true", X_OK) == 0 ? "/bin/true" : "/proc/self/exe";
 	return 0;
 }
 
 /* SCHED_FIFO is the point of this probe: no degraded mode. */
-static int rts_privileges(struct rts *t)
+static int rts_privileges(struct run *run)
 {
-	t->rt.policy = RT_FIFO;
-	t->rt.priority = (int)t->cfg.spin_priority;
-	int e = rt_acquire_sched(RT_FIFO, (int)t->cfg.spin_priority, false, NULL, &t->rt, &t->warn);
+	struct rts *t = (struct rts *)run;
+	t->run.rt.policy = RT_FIFO;
+	t->run.rt.priority = (int)t->cfg.spin_priority;
+	int e = rt_acquire_sched(RT_FIFO, (int)t->cfg.spin_priority, false, NULL, &t->run.rt, &t->run.warn);
 	if (e)
 		return e;
 	e = rt_lock_memory();
-	t->rt.mlockall = e == 0;
+	t->run.rt.mlockall = e == 0;
 	if (e)
-		warnings_add(&t->warn, "mlockall not permitted (%s): page faults may add to the measured stalls",
+		warnings_add(&t->run.warn, "mlockall not permitted (%s): page faults may add to the measured stalls",
 			     strerror(e));
 	return 0;
 }
 
 /* Start victims, launcher and spinners (in that order). */
-static int rts_start(struct rts *t, char *err, size_t errlen)
+static int rts_threads(struct rts *t, char *err, size_t errlen)
 {
 	sigset_t old;
 	pthread_attr_t a;
@@ -468,12 +466,13 @@ static void rts_demote_late(struct rts *t, bool all)
 }
 
 /* Main thread (pinned off the spinner CPUs): progress and the watchdog. */
-static void rts_supervise(struct rts *t)
+static void rts_supervise(struct run *run)
 {
+	struct rts *t = (struct rts *)run;
 	bool victims_told = false;
-	sink_pace_start(&t->sink, POLL_NS, t->cfg.out.progress_ms);
+	run_pace_start(run, POLL_NS);
 	for (;;) {
-		if (sink_stopping(&t->sink) && (rt_signals_caught() & RT_SIG_WATCHDOG))
+		if (run_stopping(run) && (rt_signals_caught() & RT_SIG_WATCHDOG))
 			rts_demote_late(t, true);
 		rts_demote_late(t, false);
 		if (!victims_told && atomic_load(&t->spinners_done) == t->nspin) {
@@ -486,7 +485,7 @@ static void rts_supervise(struct rts *t)
 		if (victims_done && atomic_load(&t->spinners_done) == t->nspin &&
 		    (!t->login_started || atomic_load(&t->login_done)))
 			break;
-		sink_pace(&t->sink);
+		run_pace(run);
 	}
 }
 
@@ -495,24 +494,13 @@ static int cmp_int(const void *a, const void *b)
 	return *(const int *)a - *(const int *)b;
 }
 
-static int rts_run(const struct probe_args *a)
+/* Slots (one per spinner CPU for the stalls, plus the login slot), RLIMIT_RTTIME just above
+ * the spin (bound 2: SIGXCPU, then SIGKILL) and the alarm shortly after it (bound 3: then
+ * demotion). */
+static int rts_prepare(struct run *run)
 {
-	struct rts *t = calloc(1, sizeof(*t));
-	char err[512] = "";
-	int rc;
-	if (!t)
-		return log_error("out of memory");
-	t->sink.raw_fd = -1;
-	if (opts_parse(rts_opts, RTS_NOPTS, &t->cfg, a->opt_argc, a->opt_argv, &t->given, err, sizeof(err))) {
-		free(t);
-		return log_error("%s", err);
-	}
-	if ((rc = rts_validate(t, a->check)) || (rc = rts_privileges(t)) || a->check) {
-		free(t);
-		return rc;
-	}
+	struct rts *t = (struct rts *)run;
 	struct rts_cfg *c = &t->cfg;
-	/* slots: one per spinner CPU (stalls), plus the login slot */
 	int n = 0;
 	for (int i = 0; i < t->nspin; i++)
 		t->slot_cpus[n++] = t->sp[i].cpu;
@@ -520,23 +508,18 @@ static int rts_run(const struct probe_args *a)
 		t->slot_cpus[n++] = t->login_cpu;
 	qsort(t->slot_cpus, (size_t)n, sizeof(int), cmp_int);
 	t->vic = calloc((size_t)t->nspin, sizeof(*t->vic));
-	if (!t->vic || sink_init(&t->sink, &c->out, t->slot_cpus, n, err, sizeof(err))) {
-		rc = log_error("%s", err[0] ? err : "out of memory");
-		sink_free(&t->sink);
-		free(t->vic);
-		free(t);
-		return rc;
-	}
+	if (!t->vic || sink_init(&run->sink, &c->out, t->slot_cpus, n, run->err, sizeof(run->err)))
+		return log_error("%s", run->err[0] ? run->err : "out of memory");
 	/* slots are in CPU order: spinner k (ascending CPU) and its victim own
 	 * the slot of that CPU; slot_vic maps a slot to its victim, -1: login */
 	for (int i = 0, k = 0; i < n; i++) {
 		if (t->slot_cpus[i] == t->login_cpu) {
-			t->login_cs = &t->sink.cs[i];
+			t->login_cs = &run->sink.cs[i];
 			t->slot_vic[i] = -1;
 			continue;
 		}
 		t->sp[k].cpu = t->slot_cpus[i];
-		t->vic[k].cs = &t->sink.cs[i];
+		t->vic[k].cs = &run->sink.cs[i];
 		t->slot_vic[i] = k++;
 	}
 	for (int i = 0; i < t->nspin; i++) {
@@ -545,16 +528,14 @@ static int rts_run(const struct probe_args *a)
 		atomic_init(&t->sp[i].done, false);
 		atomic_init(&t->vic[i].done, false);
 	}
-	t->sink.summary_extra = rts_summary_extra;
-	t->sink.summary_ctx = t;
+	run->sink.summary_extra = rts_summary_extra;
+	run->sink.summary_ctx = t;
 	t->rt_runtime_us = t->rt_period_us = -2; /* -2: unreadable */
 	read_i64("/proc/sys/kernel/sched_rt_runtime_us", &t->rt_runtime_us);
 	read_i64("/proc/sys/kernel/sched_rt_period_us", &t->rt_period_us);
 	if (t->rt_runtime_us == -1)
-		warnings_add(&t->warn, "RT throttling is off (sched_rt_runtime_us = -1): SCHED_OTHER tasks on the spinner "
-			     "CPUs get no time until the spin ends");
-
-	/* bound 2: RLIMIT_RTTIME just above the spin time (SIGXCPU, then SIGKILL) */
+		warnings_add(&run->warn, "RT throttling is off (sched_rt_runtime_us = -1): SCHED_OTHER tasks on the "
+			     "spinner CPUs get no time until the spin ends");
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_xcpu;
@@ -562,26 +543,20 @@ static int rts_run(const struct probe_args *a)
 	t->rttime_soft_us = (uint64_t)(c->spin_time_ns / NS_PER_US) + RTTIME_SOFT_MARGIN_US;
 	t->rttime_hard_us = (uint64_t)(c->spin_time_ns / NS_PER_US) + RTTIME_HARD_MARGIN_US;
 	int e = rt_set_rttime_limit(t->rttime_soft_us, t->rttime_hard_us);
-	if (e) {
-		sink_free(&t->sink);
-		free(t->vic);
-		free(t);
+	if (e)
 		return log_error("cannot set RLIMIT_RTTIME (a safety bound of every spinner): %s", strerror(e));
-	}
-	/* bound 3: alarm() shortly after the spin, then demotion */
 	t->alarm_s = (unsigned)((START_DELAY_NS + c->spin_time_ns) / NS_PER_S) + 1 + ALARM_MARGIN_S;
-	if ((rc = sink_begin(&t->sink, "rtsafety", a, rts_params, t, &t->rt, &t->warn, 0))) {
-		sink_free(&t->sink);
-		free(t->vic);
-		free(t);
-		return rc;
-	}
+	run->watchdog_s = t->alarm_s;
+	return 0;
+}
 
+/* Victims, login, spinners; then the main thread (progress, demotion) leaves the spinner CPUs. */
+static int rts_start(struct run *run)
+{
+	struct rts *t = (struct rts *)run;
 	t->spin_start_ns = mono_now_ns() + START_DELAY_NS;
-	t->spin_end_ns = t->spin_start_ns + c->spin_time_ns;
-	alarm(t->alarm_s);
-	bool start_failed = rts_start(t, err, sizeof(err)) != 0;
-	/* keep the main thread (progress, demotion) off the spinner CPUs */
+	t->spin_end_ns = t->spin_start_ns + t->cfg.spin_time_ns;
+	int rc = rts_threads(t, run->err, sizeof(run->err));
 	if (t->login_cpu >= 0) {
 		cpu_set_t set;
 		if (pthread_getaffinity_np(pthread_self(), sizeof(set), &set) == 0) {
@@ -590,12 +565,18 @@ static int rts_run(const struct probe_args *a)
 			pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 		}
 	}
-	if (start_failed) {
-		atomic_store(&t->sink.stop, true);
-		atomic_store(&t->victims_stop, true);
-	} else {
-		rts_supervise(t);
-	}
+	return rc;
+}
+
+/* Victims stop at their next wake-up (the spinners end by their own clock). */
+static void rts_kick(struct run *run)
+{
+	atomic_store(&((struct rts *)run)->victims_stop, true);
+}
+
+static void rts_stop(struct run *run)
+{
+	struct rts *t = (struct rts *)run;
 	atomic_store(&t->victims_stop, true);
 	for (int i = 0; i < t->nspin; i++)
 		if (t->sp[i].started)
@@ -605,31 +586,30 @@ static int rts_run(const struct probe_args *a)
 			pthread_join(t->vic[i].tid, NULL);
 	if (t->login_started)
 		pthread_join(t->login_tid, NULL);
-	alarm(0);
+}
 
-	int sig = rt_signals_caught();
+/* Warnings for the safety bounds that acted, then the ending. */
+static int rts_end(struct run *run)
+{
+	struct rts *t = (struct rts *)run;
+	int sig = rt_signals_caught(), rc;
 	if (t->demoted)
-		sink_warning(&t->sink, "%d spinner(s) outlived --duration and were demoted to SCHED_OTHER",
+		sink_warning(&run->sink, "%d spinner(s) outlived --duration and were demoted to SCHED_OTHER",
 			     t->demoted);
 	if (atomic_load(&xcpu_caught))
-		sink_warning(&t->sink, "RLIMIT_RTTIME soft limit hit (SIGXCPU): a spinner ran past --duration");
+		sink_warning(&run->sink, "RLIMIT_RTTIME soft limit hit (SIGXCPU): a spinner ran past --duration");
 	if (t->login_failed)
-		sink_warning(&t->sink, "%" PRIu64 " of %" PRIu64 " fork+exec attempts failed", t->login_failed,
+		sink_warning(&run->sink, "%" PRIu64 " of %" PRIu64 " fork+exec attempts failed", t->login_failed,
 			     t->login_attempts);
-	if (start_failed)
-		rc = sink_finish(&t->sink, 1, "error", err);
-	else if (sig & RT_SIG_WATCHDOG)
-		rc = sink_finish(&t->sink, 1, "error", "watchdog: a spinner outlived its alarm");
-	else if (sig & RT_SIG_STOP)
-		rc = sink_finish(&t->sink, 4, "interrupted", "stopped by signal");
-	else
-		rc = sink_finish(&t->sink, -1, NULL, NULL);
-	if (start_failed)
-		log_error("%s", err);
-	sink_free(&t->sink);
-	free(t->vic);
-	free(t);
-	return rc;
+	if (!run->start_failed && (sig & RT_SIG_WATCHDOG))
+		return sink_finish(&run->sink, 1, "error", "watchdog: a spinner outlived its alarm");
+	return run_end_early(run, &rc) ? rc : sink_finish(&run->sink, -1, NULL, NULL);
+}
+
+/* The victims' table. */
+static void rts_cleanup(struct run *run)
+{
+	free(((struct rts *)run)->vic);
 }
 
 /* Needs a CPU left over for everything else: >= 2 online CPUs. */
@@ -647,8 +627,9 @@ const struct probe probe_rtsafety = {
 	.name = "rtsafety",
 	.summary = "runaway RT loop test: bounded SCHED_FIFO spinners on K of N CPUs; stalls of a SCHED_OTHER task "
 		   "on those CPUs and fork+exec completion times (can I still log in)",
-	.opts = rts_opts,
-	.nopts = RTS_NOPTS,
-	.supported = rts_supported,
-	.run = rts_run,
+	.opts = rts_opts, .nopts = RTS_NOPTS, .supported = rts_supported,
+	.state_bytes = sizeof(struct rts), .params = rts_params,
+	.validate = rts_validate, .privileges = rts_privileges, .prepare = rts_prepare,
+	.start = rts_start, .measure = rts_supervise, .kick = rts_kick, .stop = rts_stop,
+	.end = rts_end, .cleanup = rts_cleanup,
 };

@@ -25,19 +25,16 @@
 #include <unistd.h>
 
 #include "rtqual/cpulist.h"
+#include "rtqual/lifecycle.h"
 #include "rtqual/log.h"
 #include "rtqual/probe.h"
 #include "rtqual/rtenv.h"
 #include "rtqual/sink.h"
 
-#define THREAD_STACK_BYTES (256 * 1024)
-#define WATCHDOG_MARGIN_S 10
 #define LOOP_BUDGET_NS NS_PER_MS /* hard-cap allowance per round trip with --loops */
 #define STALL_NS (10 * NS_PER_S)  /* no round trip for this long: watchdog */
 #define PEER_START_NS (5 * NS_PER_S)     /* side B must be ready within this */
 #define PEER_EXIT_NS (2 * NS_PER_S)      /* then SIGKILL */
-#define RTTIME_SOFT_US 200000
-#define RTTIME_HARD_US 400000
 #define MQ_MSG_BYTES 8
 /* Same CPU at an RT priority the ping-pong never idles: after 950 ms per second the
  * kernel's RT throttling would stall it 50 ms (and nothing else runs there meanwhile).
@@ -61,29 +58,6 @@ struct switch_cfg {
 	struct sink_out out;
 };
 
-#define F(x) offsetof(struct switch_cfg, x)
-static const struct opt_def switch_opts[] = {
-	{"cpus", OPT_CPULIST, F(cpus), 0, 0, NULL, NULL,
-	 "A,B: side A on CPU A, side B on CPU B (cross-CPU wake-ups); one CPU: both there (pure switch); "
-	 "default: the last usable CPU"},
-	{"mode", OPT_ENUM, F(mode), 0, 0, "thread", mode_names, "two threads of one process, or two processes (fork)"},
-	{"ipc", OPT_ENUM, F(ipc), 0, 0, "pipe", ipc_names,
-	 "wake-up mechanism: a pair of pipes, a raw futex, a POSIX semaphore, a POSIX message queue"},
-	{"policy", OPT_ENUM, F(policy), 0, 0, "fifo", rt_policy_names, "scheduling policy of both sides"},
-	{"priority", OPT_INT, F(priority), 1, 99, "40", NULL, "RT priority of both sides (ignored for other)"},
-	{"duration", OPT_DURATION, F(duration_ns), NS_PER_MS, 365 * 24 * 3600 * NS_PER_S, "10s", NULL,
-	 "measured time after warm-up"},
-	{"loops", OPT_INT, F(loops), 1, 1LL << 40, NULL, NULL, "measured round trips; replaces --duration"},
-	{"warmup", OPT_INT, F(warmup), 0, 1000000000, "1000", NULL, "round trips discarded before measuring"},
-	{"threshold", OPT_DURATION, F(out.threshold_ns), 1, 60 * NS_PER_S, "100us", NULL,
-	 "samples above it emit event records"},
-	SINK_OUT_OPTS(F, "1000"),
-	{"no-dma-latency", OPT_FLAG, F(no_dma_latency), 0, 0, NULL, NULL, "do not hold /dev/cpu_dma_latency at 0"},
-	{"allow-degraded", OPT_FLAG, F(allow_degraded), 0, 0, NULL, NULL,
-	 "run with what is permitted (SCHED_OTHER, no mlock), marked degraded"},
-};
-#undef F
-#define SWITCH_NOPTS ((int)(sizeof(switch_opts) / sizeof(switch_opts[0])))
 
 /* Shared between the sides (MAP_SHARED|MAP_ANONYMOUS: survives fork). Each
  * direction's line is written by its waker and read by its waiter. */
@@ -106,10 +80,8 @@ struct sw_shm {
 
 /* All state of one switch run. */
 struct sw {
+	struct run run; /* first: the driver's part */
 	struct switch_cfg cfg;
-	uint64_t given;
-	struct rt_info rt;
-	struct sink sink;
 	struct sw_shm *shm;
 	int pfd[2][2]; /* [dir][read, write] */
 	mqd_t mq[2];
@@ -118,7 +90,7 @@ struct sw {
 	pthread_t tid_a, tid_b;
 	bool a_started, b_started;
 	pid_t child;
-	_Atomic bool a_done, kicked;
+	_Atomic bool kicked;
 	_Atomic uint64_t progress; /* round trips so far, warm-up included */
 	bool stalled;
 	char a_err[256];
@@ -126,9 +98,30 @@ struct sw {
 	uint64_t round_trips, rests, nosleep[2]; /* nosleep: per slot, measured futex waits */
 	int64_t measured_ns, rested_ns;
 	bool rest_on;
-	int dma_fd;
-	struct warnings warn; /* until the header is out */
+	const char *fail; /* a peer's failure seen by the main thread, or NULL */
+	char fail_msg[512];
 };
+
+#define F(x) offsetof(struct sw, cfg.x)
+static const struct opt_def switch_opts[] = {
+	{"cpus", OPT_CPULIST, F(cpus), 0, 0, NULL, NULL,
+	 "A,B: side A on CPU A, side B on CPU B (cross-CPU wake-ups); one CPU: both there (pure switch); "
+	 "default: the last usable CPU"},
+	{"mode", OPT_ENUM, F(mode), 0, 0, "thread", mode_names, "two threads of one process, or two processes (fork)"},
+	{"ipc", OPT_ENUM, F(ipc), 0, 0, "pipe", ipc_names,
+	 "wake-up mechanism: a pair of pipes, a raw futex, a POSIX semaphore, a POSIX message queue"},
+	RUN_OPT_POLICY(F, "scheduling policy of both sides"),
+	RUN_OPT_PRIORITY(F, "40", "RT priority of both sides (ignored for other)"),
+	RUN_OPTS_LENGTH(F, "measured time after warm-up", 1LL << 40, "measured round trips; replaces --duration",
+		"1000", "round trips discarded before measuring"),
+	RUN_OPT_THRESHOLD(F, "100us", "samples above it emit event records"),
+	SINK_OUT_OPTS(F, "1000"),
+	{"no-dma-latency", OPT_FLAG, F(no_dma_latency), 0, 0, NULL, NULL, "do not hold /dev/cpu_dma_latency at 0"},
+	{"allow-degraded", OPT_FLAG, F(allow_degraded), 0, 0, NULL, NULL,
+	 "run with what is permitted (SCHED_OTHER, no mlock), marked degraded"},
+};
+#undef F
+#define SWITCH_NOPTS ((int)(sizeof(switch_opts) / sizeof(switch_opts[0])))
 
 /* Wake the waiter of direction `d`. Returns 0 or an errno value. */
 static int chan_wake(struct sw *s, int d)
@@ -201,8 +194,9 @@ static int chan_wait(struct sw *s, int d, int *nosleep)
 /* Stop both sides wherever they are: set the flag, then leave one token in
  * each direction (tokens persist, so a side that is not waiting yet still
  * finds it). Called once, from the main thread. */
-static void sw_kick(struct sw *s)
+static void sw_kick(struct run *run)
 {
+	struct sw *s = (struct sw *)run;
 	atomic_store(&s->shm->stop, 1);
 	if (atomic_exchange(&s->kicked, true))
 		return;
@@ -255,7 +249,7 @@ static void side_b_child(struct sw *s, pid_t parent, unsigned alarm_s)
 {
 	struct sw_shm *m = s->shm;
 	cpu_set_t set;
-	struct sched_param sp = {.sched_priority = s->rt.priority};
+	struct sched_param sp = {.sched_priority = s->run.rt.priority};
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != parent)
 		_exit(1);
@@ -273,14 +267,14 @@ static void side_b_child(struct sw *s, pid_t parent, unsigned alarm_s)
 		atomic_store(&m->b_state, -1);
 		_exit(1);
 	}
-	if (sched_setscheduler(0, rt_sched_policy(s->rt.policy), &sp) != 0) {
+	if (sched_setscheduler(0, rt_sched_policy(s->run.rt.policy), &sp) != 0) {
 		snprintf(m->b_err, sizeof(m->b_err), "child: cannot set SCHED_%s %d: %s",
-			 s->rt.policy == RT_FIFO ? "FIFO" : s->rt.policy == RT_RR ? "RR" : "OTHER", s->rt.priority,
-			 strerror(errno));
+			 s->run.rt.policy == RT_FIFO ? "FIFO" : s->run.rt.policy == RT_RR ? "RR" : "OTHER",
+			 s->run.rt.priority, strerror(errno));
 		atomic_store(&m->b_state, -1);
 		_exit(1);
 	}
-	if (s->rt.mlockall)
+	if (s->run.rt.mlockall)
 		atomic_store(&m->b_mlock, rt_lock_memory() == 0);
 	_exit(side_b_loop(s) ? 1 : 0);
 }
@@ -290,7 +284,7 @@ static void *side_a_thread(void *arg)
 {
 	struct sw *s = arg;
 	struct sw_shm *m = s->shm;
-	struct cpu_state *cs_a = &s->sink.cs[s->slot_a], *cs_b = &s->sink.cs[s->slot_b];
+	struct cpu_state *cs_a = &s->run.sink.cs[s->slot_a], *cs_b = &s->run.sink.cs[s->slot_b];
 	const uint64_t loops = (uint64_t)s->cfg.loops, warmup = (uint64_t)s->cfg.warmup;
 	const memory_order rx = memory_order_relaxed;
 	uint64_t warm = 0, n = 0, wakeups = 0;
@@ -350,7 +344,7 @@ static void *side_a_thread(void *arg)
 	/* let B see the end: stop flag, then one more token towards B */
 	atomic_store(&m->stop, 1);
 	chan_wake(s, DIR_AB);
-	atomic_store(&s->a_done, true);
+	atomic_store(&s->run.done, true);
 	return NULL;
 }
 
@@ -372,14 +366,10 @@ static void switch_params(struct jw *w, const void *ctx)
 	jw_i64(w, "rest_ns", s->rest_on ? REST_NS : 0);
 	jw_str(w, "mode", mode_names[c->mode]);
 	jw_str(w, "ipc", ipc_names[c->ipc]);
-	jw_str(w, "policy", rt_policy_names[c->policy]);
-	jw_i64(w, "priority", c->priority);
-	jw_i64(w, "duration_ns", c->duration_ns);
-	jw_i64(w, "loops", c->loops);
-	jw_i64(w, "warmup", c->warmup);
+	run_params_sched(w, c->policy, c->priority);
+	run_params_length(w, c->duration_ns, c->loops, c->warmup);
 	sink_out_params(w, &c->out);
-	jw_bool(w, "dma_latency", !c->no_dma_latency);
-	jw_bool(w, "allow_degraded", c->allow_degraded);
+	run_params_flags(w, c->no_dma_latency, c->allow_degraded);
 }
 
 /* Summary additions: which side each slot saw woken, and the round-trip
@@ -404,16 +394,14 @@ static void switch_summary_extra(struct jw *w, int slot, const void *ctx)
 }
 
 /* Options that need more than a range check. */
-static int switch_validate(struct sw *s, bool check)
+static int switch_validate(struct run *run)
 {
+	struct sw *s = (struct sw *)run;
 	struct switch_cfg *c = &s->cfg;
 	char err[512];
-	bool have_loops = opts_given(switch_opts, SWITCH_NOPTS, s->given, "loops");
-	if (have_loops && opts_given(switch_opts, SWITCH_NOPTS, s->given, "duration"))
-		return log_error("--duration and --loops exclude each other: give one");
-	if (have_loops)
+	if (run_given(run, "loops"))
 		c->duration_ns = 0;
-	if (!opts_given(switch_opts, SWITCH_NOPTS, s->given, "cpus")) {
+	if (!run_given(&s->run, "cpus")) {
 		if (cpulist_usable(&c->cpus, err, sizeof(err)))
 			return log_error("--cpus: %s", err);
 		c->cpus.cpu[0] = c->cpus.cpu[c->cpus.n - 1];
@@ -427,14 +415,15 @@ static int switch_validate(struct sw *s, bool check)
 	s->cpu_b = c->cpus.cpu[c->cpus.n - 1];
 	s->slot_a = 0;
 	s->slot_b = c->cpus.n - 1;
-	return sink_out_validate(&c->out, check);
+	return sink_out_validate(&c->out, run->a->check);
 }
 
 /* Scheduling and memory locking: try them for real. Not permitted ->
  * skip (exit 3) or, with --allow-degraded, SCHED_OTHER / no mlock. */
-static int switch_privileges(struct sw *s)
+static int switch_privileges(struct run *run)
 {
-	return rt_acquire(s->cfg.policy, (int)s->cfg.priority, s->cfg.allow_degraded, &s->rt, &s->warn);
+	struct sw *s = (struct sw *)run;
+	return rt_acquire(s->cfg.policy, (int)s->cfg.priority, s->cfg.allow_degraded, &s->run.rt, &s->run.warn);
 }
 
 /* Open one unnamed-in-effect message queue: a unique name, unlinked at once. */
@@ -496,8 +485,11 @@ static int switch_ipc_setup(struct sw *s, char *err, size_t errlen)
 }
 
 /* Release the run's resources. */
-static void switch_cleanup(struct sw *s)
+static void switch_cleanup(struct run *run)
 {
+	struct sw *s = (struct sw *)run;
+	if (!run->prepared)
+		return;
 	for (int d = 0; d < 2; d++) {
 		for (int k = 0; k < 2; k++)
 			if (s->pfd[d][k] >= 0)
@@ -509,9 +501,6 @@ static void switch_cleanup(struct sw *s)
 	}
 	if (s->shm)
 		munmap(s->shm, sizeof(*s->shm));
-	if (s->dma_fd >= 0)
-		close(s->dma_fd);
-	sink_free(&s->sink);
 }
 
 /* Start side B (thread or child) and wait until it is ready to echo. */
@@ -528,13 +517,9 @@ static int start_side_b(struct sw *s, unsigned alarm_s, char *err, size_t errlen
 			side_b_child(s, parent, alarm_s);
 		s->child = pid;
 	} else {
-		int e = rt_thread_start(&s->tid_b, s->rt.policy, s->rt.priority, s->cpu_b, THREAD_STACK_BYTES, side_b_thread,
-					s);
-		if (e) {
-			snprintf(err, errlen, "cannot start side B on CPU %d: %s", s->cpu_b, strerror(e));
-			return -1;
-		}
-		s->b_started = true;
+		if (run_thread(&s->run, &s->tid_b, &s->b_started, s->run.rt.priority, s->cpu_b, side_b_thread, s,
+			       "side B"))
+			return -1; /* err is s->run.err */
 	}
 	int64_t limit = mono_now_ns() + PEER_START_NS;
 	while (atomic_load(&s->shm->b_state) == 0) {
@@ -554,47 +539,33 @@ static int start_side_b(struct sw *s, unsigned alarm_s, char *err, size_t errlen
 	return 0;
 }
 
-/* Main thread while measuring: drain rings, progress, watch signals and the
- * child; any stop reason kicks both sides. Returns a peer-failure message
- * or NULL. */
-static const char *switch_supervise(struct sw *s, char *msg, size_t len)
+/* Main thread, each round: no round trip for STALL_NS, side B's process ended or side B
+ * failed: kick both sides and end the loop (fail: the peer's failure). */
+static bool switch_tick(struct run *run, int64_t now)
 {
-	int64_t now = sink_pace_start(&s->sink, SINK_POLL_NS, s->cfg.out.progress_ms), seen_at = now;
-	const char *fail = NULL;
-	uint64_t seen = 0;
-	while (!atomic_load(&s->a_done)) {
-		if (sink_stopping(&s->sink)) {
-			sw_kick(s);
-			break;
-		}
-		uint64_t p = atomic_load(&s->progress);
-		if (p != seen) {
-			seen = p;
-			seen_at = now;
-		} else if (now - seen_at > STALL_NS) {
-			s->stalled = true;
-			sw_kick(s);
-			break;
-		}
-		int st;
-		if (s->child > 0 && waitpid(s->child, &st, WNOHANG) == s->child) {
-			s->child = -1;
-			snprintf(msg, len, "side B process ended early (%s %d)%s%s",
-				 WIFSIGNALED(st) ? "signal" : "exit status", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st),
-				 s->shm->b_err[0] ? ": " : "", s->shm->b_err);
-			fail = msg;
-			sw_kick(s);
-			break;
-		}
-		if (atomic_load(&s->shm->b_state) == -1 && !fail) {
-			snprintf(msg, len, "%s", s->shm->b_err);
-			fail = msg;
-			sw_kick(s);
-			break;
-		}
-		now = sink_pace(&s->sink);
+	struct sw *s = (struct sw *)run;
+	if (run_stalled(run, atomic_load(&s->progress), now, STALL_NS)) {
+		s->stalled = true;
+		sw_kick(run);
+		return true;
 	}
-	return fail;
+	int st;
+	if (s->child > 0 && waitpid(s->child, &st, WNOHANG) == s->child) {
+		s->child = -1;
+		snprintf(s->fail_msg, sizeof(s->fail_msg), "side B process ended early (%s %d)%s%s",
+			 WIFSIGNALED(st) ? "signal" : "exit status", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st),
+			 s->shm->b_err[0] ? ": " : "", s->shm->b_err);
+		s->fail = s->fail_msg;
+		sw_kick(&s->run);
+		return true;
+	}
+	if (atomic_load(&s->shm->b_state) == -1 && !s->fail) {
+		snprintf(s->fail_msg, sizeof(s->fail_msg), "%s", s->shm->b_err);
+		s->fail = s->fail_msg;
+		sw_kick(&s->run);
+		return true;
+	}
+	return false;
 }
 
 /* Wait for the child (it has seen the stop token), SIGKILL if it lingers. */
@@ -615,109 +586,85 @@ static void reap_child(struct sw *s)
 	s->child = -1;
 }
 
-/* Validate, set up, emit the header, ping-pong, then hist/summary/end. */
-static int switch_run(const struct probe_args *a)
+/* Slots, the IPC objects, /dev/cpu_dma_latency, RLIMIT_RTTIME; the watchdog: the run plus a
+ * margin (with --loops: a generous budget per round trip). */
+static int switch_prepare(struct run *run)
 {
-	struct sw *s = calloc(1, sizeof(*s));
-	char err[512] = "", msg[512] = "";
-	int rc;
-	if (!s)
-		return log_error("out of memory");
-	s->dma_fd = s->sink.raw_fd = -1;
+	struct sw *s = (struct sw *)run;
+	struct switch_cfg *c = &s->cfg;
 	s->pfd[0][0] = s->pfd[0][1] = s->pfd[1][0] = s->pfd[1][1] = -1;
 	s->mq[0] = s->mq[1] = (mqd_t)-1;
 	s->child = -1;
-	if (opts_parse(switch_opts, SWITCH_NOPTS, &s->cfg, a->opt_argc, a->opt_argv, &s->given, err, sizeof(err))) {
-		free(s);
-		return log_error("%s", err);
-	}
-	if ((rc = switch_validate(s, a->check)) || (rc = switch_privileges(s)) || a->check) {
-		free(s);
-		return rc;
-	}
-	struct switch_cfg *c = &s->cfg;
 	int cpus[2] = {s->cpu_a, s->cpu_b};
-	s->rest_on = s->rt.policy != RT_OTHER && s->cpu_a == s->cpu_b;
-	if (sink_init(&s->sink, &c->out, cpus, c->cpus.n, err, sizeof(err)) ||
-	    switch_ipc_setup(s, err, sizeof(err))) {
-		rc = log_error("%s", err[0] ? err : "out of memory");
-		switch_cleanup(s);
-		free(s);
-		return rc;
-	}
-	s->sink.summary_extra = switch_summary_extra;
-	s->sink.summary_ctx = s;
-	if (!c->no_dma_latency)
-		rt_acquire_dma_latency(&s->dma_fd, &s->rt, &s->warn);
-	if (s->rt.policy != RT_OTHER)
-		rt_acquire_rttime_limit(RTTIME_SOFT_US, RTTIME_HARD_US, &s->warn);
-	if ((rc = sink_begin(&s->sink, "switch", a, switch_params, s, &s->rt, &s->warn, 0))) {
-		switch_cleanup(s);
-		free(s);
-		return rc;
-	}
-
-	/* watchdog: the run plus a margin (with --loops: a generous budget per round trip) */
+	s->rest_on = run->rt.policy != RT_OTHER && s->cpu_a == s->cpu_b;
+	if (sink_init(&run->sink, &c->out, cpus, c->cpus.n, run->err, sizeof(run->err)) ||
+	    switch_ipc_setup(s, run->err, sizeof(run->err)))
+		return log_error("%s", run->err[0] ? run->err : "out of memory");
+	run->sink.summary_extra = switch_summary_extra;
+	run->sink.summary_ctx = s;
+	run_hold(run, !c->no_dma_latency);
 	u128 run_ns = (u128)(uint64_t)c->warmup * LOOP_BUDGET_NS +
 		      (c->loops ? (u128)(uint64_t)c->loops * LOOP_BUDGET_NS : (u128)(uint64_t)c->duration_ns);
-	u128 wd = run_ns / NS_PER_S + 1 + WATCHDOG_MARGIN_S;
-	unsigned wd_s = wd < 0x7fff0000 ? (unsigned)wd : 0x7fff0000;
-	alarm(wd_s);
+	run->watchdog_s = run_watchdog_s(run_ns, 0, 0x7fff0000);
+	return 0;
+}
 
-	const char *fail = NULL;
-	bool start_failed = start_side_b(s, wd_s + 5, err, sizeof(err)) != 0;
-	if (!start_failed) {
-		int e = rt_thread_start(&s->tid_a, s->rt.policy, s->rt.priority, s->cpu_a, THREAD_STACK_BYTES, side_a_thread,
-					s);
-		if (e) {
-			snprintf(err, sizeof(err), "cannot start side A on CPU %d: %s", s->cpu_a, strerror(e));
-			start_failed = true;
-		} else {
-			s->a_started = true;
-		}
-	}
-	if (start_failed)
-		sw_kick(s);
-	else
-		fail = switch_supervise(s, msg, sizeof(msg));
+/* Side B (thread or child, ready to echo), then side A. */
+static int switch_start(struct run *run)
+{
+	struct sw *s = (struct sw *)run;
+	if (start_side_b(s, run->watchdog_s + 5, run->err, sizeof(run->err)))
+		return -1;
+	return run_thread(run, &s->tid_a, &s->a_started, run->rt.priority, s->cpu_a, side_a_thread, s, "side A");
+}
+
+/* Join both sides, reap side B's process. */
+static void switch_stop(struct run *run)
+{
+	struct sw *s = (struct sw *)run;
 	if (s->a_started)
 		pthread_join(s->tid_a, NULL);
 	if (s->b_started)
 		pthread_join(s->tid_b, NULL);
 	reap_child(s);
-	alarm(0);
+}
 
-	struct cpu_state *cb = &s->sink.cs[s->slot_b];
+/* Side B's counts into its slot; the ending: cut short, stalled, a peer's failure, or the
+ * status from the data. */
+static int switch_end(struct run *run)
+{
+	struct sw *s = (struct sw *)run;
+	struct cpu_state *cb = &run->sink.cs[s->slot_b];
+	const char *fail = s->fail;
+	int rc;
 	cb->wakeups += atomic_load(&s->shm->b_wakeups);
 	cb->cpu_time_ns += atomic_load(&s->shm->b_cpu_time_ns);
-	if (c->mode == MODE_PROCESS && s->rt.mlockall && !atomic_load(&s->shm->b_mlock) && !start_failed)
-		sink_warning(&s->sink, "side B process could not lock its memory (mlockall)");
+	if (s->cfg.mode == MODE_PROCESS && run->rt.mlockall && !atomic_load(&s->shm->b_mlock) && !run->start_failed)
+		sink_warning(&run->sink, "side B process could not lock its memory (mlockall)");
 	if (!fail && s->a_err[0])
 		fail = s->a_err;
 	if (!fail && atomic_load(&s->shm->b_state) == -1)
 		fail = s->shm->b_err;
 
 	int sig = rt_signals_caught();
-	if (start_failed)
-		rc = sink_finish(&s->sink, 1, "error", err);
+	if (run->start_failed)
+		rc = sink_finish(&run->sink, 1, "error", run->err);
 	else if (sig & RT_SIG_WATCHDOG)
-		rc = sink_finish(&s->sink, 1, "error", "watchdog");
+		rc = sink_finish(&run->sink, 1, "error", "watchdog");
 	else if (s->stalled)
-		rc = sink_finish(&s->sink, 1, "error", "watchdog: no round trip for 10 s");
+		rc = sink_finish(&run->sink, 1, "error", "watchdog: no round trip for 10 s");
 	else if (sig & RT_SIG_STOP)
-		rc = sink_finish(&s->sink, 4, "interrupted", "stopped by signal");
+		rc = sink_finish(&run->sink, 4, "interrupted", "stopped by signal");
 	else if (fail)
-		rc = sink_finish(&s->sink, 1, "error", fail);
+		rc = sink_finish(&run->sink, 1, "error", fail);
 	else
-		rc = sink_finish(&s->sink, -1, NULL, NULL);
-	if (start_failed)
-		log_error("%s", err);
+		rc = sink_finish(&run->sink, -1, NULL, NULL);
+	if (run->start_failed)
+		log_error("%s", run->err);
 	else if (s->stalled && !sig)
 		log_error("watchdog: no round trip for 10 s");
 	else if (fail && !(sig & (RT_SIG_WATCHDOG | RT_SIG_STOP)))
 		log_error("%s", fail);
-	switch_cleanup(s);
-	free(s);
 	return rc;
 }
 
@@ -726,7 +673,9 @@ static int switch_run(const struct probe_args *a)
 const struct probe probe_switch = {
 	.name = "switch",
 	.summary = "context-switch latency of a two-thread or two-process ping-pong (pipe, futex, sem, mq)",
-	.opts = switch_opts,
-	.nopts = SWITCH_NOPTS,
-	.run = switch_run,
+	.opts = switch_opts, .nopts = SWITCH_NOPTS, .label_keys = PROBE_LIST("mode", "ipc"),
+	.state_bytes = sizeof(struct sw), .exclusive = PROBE_LIST("duration", "loops"), .params = switch_params,
+	.validate = switch_validate, .privileges = switch_privileges, .prepare = switch_prepare,
+	.start = switch_start, .tick = switch_tick, .kick = sw_kick, .stop = switch_stop,
+	.end = switch_end, .cleanup = switch_cleanup,
 };

@@ -1,15 +1,13 @@
-/* The one probe registry: adding a probe = one C file + one line here. */
+/* The rtqual-probe table, made from probes.def (one PROBE(name) line per probe). */
 #include "rtqual/probe.h"
 
+#define PROBE PROBE_DECLARE
+#include "probes.def"
+#undef PROBE
+
 const struct probe *const probe_table[] = {
-	&probe_timer,
-	&probe_fake,
-	&probe_event,
-	&probe_pio,
-	&probe_rtsafety,
-	&probe_msg,
-	&probe_switch,
-	&probe_rhealstone,
-	&probe_iocresp,
+#define PROBE PROBE_ENTRY
+#include "probes.def"
+#undef PROBE
 	NULL,
 };

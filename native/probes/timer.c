@@ -12,15 +12,13 @@
 #include <unistd.h>
 
 #include "rtqual/cpulist.h"
+#include "rtqual/lifecycle.h"
 #include "rtqual/log.h"
 #include "rtqual/probe.h"
 #include "rtqual/rtenv.h"
 #include "rtqual/sink.h"
 
 #define THREAD_STACK_BYTES (256 * 1024)
-#define WATCHDOG_MARGIN_S 10
-#define RTTIME_SOFT_US 200000
-#define RTTIME_HARD_US 400000
 
 struct timer_cfg {
 	struct cpulist cpus;
@@ -29,28 +27,6 @@ struct timer_cfg {
 	bool no_dma_latency, no_tracemark, allow_degraded;
 	struct sink_out out;
 };
-
-#define F(x) offsetof(struct timer_cfg, x)
-static const struct opt_def timer_opts[] = {
-	{"cpus", OPT_CPULIST, F(cpus), 0, 0, NULL, NULL, "one measurement thread per CPU, pinned (default: all online)"},
-	{"policy", OPT_ENUM, F(policy), 0, 0, "fifo", rt_policy_names, "scheduling policy"},
-	{"priority", OPT_INT, F(priority), 1, 99, "80", NULL, "RT priority (ignored for other)"},
-	{"interval", OPT_DURATION, F(interval_ns), 10 * NS_PER_US, 10 * NS_PER_S, "1ms", NULL, "wake-up period"},
-	{"duration", OPT_DURATION, F(duration_ns), NS_PER_MS, 365 * 24 * 3600 * NS_PER_S, "10s", NULL,
-	 "measured time after warm-up"},
-	{"loops", OPT_INT, F(loops), 1, 1LL << 62, NULL, NULL,
-	 "measured periods (samples + overruns) per CPU; replaces --duration"},
-	{"warmup", OPT_INT, F(warmup), 0, 1000000000, "100", NULL, "samples discarded per CPU before measuring"},
-	{"threshold", OPT_DURATION, F(out.threshold_ns), 1, 60 * NS_PER_S, "100us", NULL,
-	 "samples above it emit event records"},
-	SINK_OUT_OPTS(F, "1000"),
-	{"no-dma-latency", OPT_FLAG, F(no_dma_latency), 0, 0, NULL, NULL, "do not hold /dev/cpu_dma_latency at 0"},
-	{"no-tracemark", OPT_FLAG, F(no_tracemark), 0, 0, NULL, NULL, "do not write threshold events to trace_marker"},
-	{"allow-degraded", OPT_FLAG, F(allow_degraded), 0, 0, NULL, NULL,
-	 "run with what is permitted (SCHED_OTHER, no mlock), marked degraded"},
-};
-#undef F
-#define TIMER_NOPTS ((int)(sizeof(timer_opts) / sizeof(timer_opts[0])))
 
 struct timer;
 
@@ -63,15 +39,31 @@ struct timer_thread {
 
 /* All state of one timer run. */
 struct timer {
+	struct run run; /* first: the driver's part */
 	struct timer_cfg cfg;
-	uint64_t given;
-	struct rt_info rt;
-	struct sink sink;
 	struct timer_thread *thr;
 	_Atomic int threads_done;
-	int dma_fd, mark_fd;
-	struct warnings warn; /* until the header is out */
+	int mark_fd;
 };
+
+#define F(x) offsetof(struct timer, cfg.x)
+static const struct opt_def timer_opts[] = {
+	{"cpus", OPT_CPULIST, F(cpus), 0, 0, NULL, NULL, "one measurement thread per CPU, pinned (default: all online)"},
+	RUN_OPT_POLICY(F, "scheduling policy"),
+	RUN_OPT_PRIORITY(F, "80", "RT priority (ignored for other)"),
+	{"interval", OPT_DURATION, F(interval_ns), 10 * NS_PER_US, 10 * NS_PER_S, "1ms", NULL, "wake-up period"},
+	RUN_OPTS_LENGTH(F, "measured time after warm-up", 1LL << 62,
+		"measured periods (samples + overruns) per CPU; replaces --duration", "100",
+		"samples discarded per CPU before measuring"),
+	RUN_OPT_THRESHOLD(F, "100us", "samples above it emit event records"),
+	SINK_OUT_OPTS(F, "1000"),
+	{"no-dma-latency", OPT_FLAG, F(no_dma_latency), 0, 0, NULL, NULL, "do not hold /dev/cpu_dma_latency at 0"},
+	{"no-tracemark", OPT_FLAG, F(no_tracemark), 0, 0, NULL, NULL, "do not write threshold events to trace_marker"},
+	{"allow-degraded", OPT_FLAG, F(allow_degraded), 0, 0, NULL, NULL,
+	 "run with what is permitted (SCHED_OTHER, no mlock), marked degraded"},
+};
+#undef F
+#define TIMER_NOPTS ((int)(sizeof(timer_opts) / sizeof(timer_opts[0])))
 
 /* Write a threshold mark into the kernel trace, at most max_events per
  * second per thread. Runs in the measurement thread, only above threshold. */
@@ -114,7 +106,7 @@ static void *timer_thread_main(void *arg)
 	bool measuring = warmup == 0;
 	int64_t end_ns = loops ? INT64_MAX : deadline - iv + t->cfg.duration_ns;
 
-	while (!atomic_load_explicit(&t->sink.stop, memory_order_relaxed)) {
+	while (!atomic_load_explicit(&t->run.sink.stop, memory_order_relaxed)) {
 		struct timespec ts = ns_to_ts(deadline);
 		int r;
 		while ((r = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL)) == EINTR)
@@ -146,9 +138,9 @@ static void *timer_thread_main(void *arg)
 		if (measuring && deadline > end_ns)
 			break;
 	}
-	cs->wakeups = wakeups;
-	cs->cpu_time_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-	atomic_fetch_add(&t->threads_done, 1);
+	sink_slot_end(cs, wakeups);
+	if (atomic_fetch_add(&t->threads_done, 1) + 1 == t->run.sink.ncpu)
+		atomic_store(&t->run.done, true); /* the last one */
 	return NULL;
 }
 
@@ -161,12 +153,9 @@ static void timer_params(struct jw *w, const void *ctx)
 	for (int i = 0; i < c->cpus.n; i++)
 		jw_i64(w, NULL, c->cpus.cpu[i]);
 	jw_arr_end(w);
-	jw_str(w, "policy", rt_policy_names[c->policy]);
-	jw_i64(w, "priority", c->priority);
+	run_params_sched(w, c->policy, c->priority);
 	jw_i64(w, "interval_ns", c->interval_ns);
-	jw_i64(w, "duration_ns", c->duration_ns);
-	jw_i64(w, "loops", c->loops);
-	jw_i64(w, "warmup", c->warmup);
+	run_params_length(w, c->duration_ns, c->loops, c->warmup);
 	sink_out_params(w, &c->out);
 	jw_bool(w, "dma_latency", !c->no_dma_latency);
 	jw_bool(w, "tracemark", !c->no_tracemark);
@@ -174,47 +163,72 @@ static void timer_params(struct jw *w, const void *ctx)
 }
 
 /* Options that need more than a range check. */
-static int timer_validate(struct timer *t, bool check)
+static int timer_validate(struct run *run)
 {
+	struct timer *t = (struct timer *)run;
 	struct timer_cfg *c = &t->cfg;
 	char err[512], d1[32], d2[32];
-	bool have_loops = opts_given(timer_opts, TIMER_NOPTS, t->given, "loops");
-	if (have_loops && opts_given(timer_opts, TIMER_NOPTS, t->given, "duration"))
-		return log_error("--duration and --loops exclude each other: give one");
-	if (have_loops)
+	if (run_given(run, "loops"))
 		c->duration_ns = 0;
 	else if (c->duration_ns < c->interval_ns)
 		return log_error("--duration (%s) is shorter than --interval (%s): nothing would be measured",
 				 duration_format(c->duration_ns, d1, sizeof(d1)),
 				 duration_format(c->interval_ns, d2, sizeof(d2)));
-	if (!opts_given(timer_opts, TIMER_NOPTS, t->given, "cpus")) {
+	if (!run_given(run, "cpus")) {
 		if (cpulist_usable(&c->cpus, err, sizeof(err)))
 			return log_error("--cpus: %s", err);
 	} else if (cpulist_check(&c->cpus, err, sizeof(err))) {
 		return log_error("--cpus: %s", err);
 	}
-	return sink_out_validate(&c->out, check);
+	return sink_out_validate(&c->out, run->a->check);
 }
 
 /* Scheduling and memory locking: try them for real. Not permitted ->
  * skip (exit 3) or, with --allow-degraded, SCHED_OTHER / no mlock. */
-static int timer_privileges(struct timer *t)
+static int timer_privileges(struct run *run)
 {
-	return rt_acquire(t->cfg.policy, (int)t->cfg.priority, t->cfg.allow_degraded, &t->rt, &t->warn);
+	struct timer *t = (struct timer *)run;
+	return rt_acquire(t->cfg.policy, (int)t->cfg.priority, t->cfg.allow_degraded, &run->rt, &run->warn);
+}
+
+/* Histograms and threads per CPU, /dev/cpu_dma_latency, trace_marker, RLIMIT_RTTIME; the
+ * watchdog: the whole run (warm-up included) plus a margin. */
+static int timer_prepare(struct run *run)
+{
+	struct timer *t = (struct timer *)run;
+	struct timer_cfg *c = &t->cfg;
+	t->mark_fd = -1;
+	if (sink_init(&run->sink, &c->out, c->cpus.cpu, c->cpus.n, run->err, sizeof(run->err)) ||
+	    !(t->thr = calloc((size_t)c->cpus.n, sizeof(*t->thr))))
+		return log_error("%s%s", run->err[0] ? run->err : "out of memory",
+				 run->rt.mlockall ? " (memory is locked: is the memlock limit too low?)" : "");
+	run_hold(run, !c->no_dma_latency);
+	if (!c->no_tracemark) {
+		t->mark_fd = rt_tracemark_open();
+		run->rt.tracemark = t->mark_fd >= 0;
+	}
+	run->raw_interval_ns = c->interval_ns;
+	u128 periods = (u128)(c->loops ? (uint64_t)c->loops : (uint64_t)(c->duration_ns / c->interval_ns)) +
+		       (uint64_t)c->warmup;
+	run->watchdog_s = run_watchdog_s(periods * (uint64_t)c->interval_ns, 0, 0x7fffffff);
+	return 0;
 }
 
 /* Start one pinned thread per CPU with explicit sched attributes. */
-static int timer_start_threads(struct timer *t, char *err, size_t errlen)
+static int timer_start(struct run *run)
 {
-	for (int i = 0; i < t->sink.ncpu; i++) {
+	struct timer *t = (struct timer *)run;
+	for (int i = 0; i < run->sink.ncpu; i++) {
 		struct timer_thread *th = &t->thr[i];
 		th->t = t;
-		th->cs = &t->sink.cs[i];
-		int e = rt_thread_start(&th->tid, t->rt.policy, t->rt.priority, th->cs->cpu, THREAD_STACK_BYTES,
+		th->cs = &run->sink.cs[i];
+		int e = rt_thread_start(&th->tid, run->rt.policy, run->rt.priority, th->cs->cpu, THREAD_STACK_BYTES,
 					timer_thread_main, th);
 		if (e) {
-			snprintf(err, errlen, "cannot start the thread for CPU %d: %s%s", th->cs->cpu, strerror(e),
-				 e == EAGAIN && t->rt.mlockall ? " (memory is locked: is the memlock limit too low?)" : "");
+			snprintf(run->err, sizeof(run->err), "cannot start the thread for CPU %d: %s%s", th->cs->cpu,
+				 strerror(e),
+				 e == EAGAIN && run->rt.mlockall ? " (memory is locked: is the memlock limit too low?)"
+								 : "");
 			return -1;
 		}
 		th->started = true;
@@ -222,79 +236,22 @@ static int timer_start_threads(struct timer *t, char *err, size_t errlen)
 	return 0;
 }
 
-/* Release the run's resources (fds, sink, thread table). */
-static void timer_cleanup(struct timer *t)
+/* Join the measurement threads that started. */
+static void timer_stop(struct run *run)
 {
-	if (t->dma_fd >= 0)
-		close(t->dma_fd);
-	if (t->mark_fd >= 0)
-		close(t->mark_fd);
-	sink_free(&t->sink);
-	free(t->thr);
-}
-
-/* Validate, acquire the RT environment, emit the header, measure, then emit
- * hist/summary/end. Returns the exit code. */
-static int timer_run(const struct probe_args *a)
-{
-	struct timer *t = calloc(1, sizeof(*t));
-	char err[512] = "";
-	int rc;
-	if (!t)
-		return log_error("out of memory");
-	t->dma_fd = t->mark_fd = t->sink.raw_fd = -1;
-	if (opts_parse(timer_opts, TIMER_NOPTS, &t->cfg, a->opt_argc, a->opt_argv, &t->given, err, sizeof(err))) {
-		free(t);
-		return log_error("%s", err);
-	}
-	if ((rc = timer_validate(t, a->check)) || (rc = timer_privileges(t)) || a->check) {
-		free(t);
-		return rc;
-	}
-	struct timer_cfg *c = &t->cfg;
-	if (sink_init(&t->sink, &c->out, c->cpus.cpu, c->cpus.n, err, sizeof(err)) ||
-	    !(t->thr = calloc((size_t)c->cpus.n, sizeof(*t->thr)))) {
-		rc = log_error("%s%s", err[0] ? err : "out of memory",
-			       t->rt.mlockall ? " (memory is locked: is the memlock limit too low?)" : "");
-		timer_cleanup(t);
-		free(t);
-		return rc;
-	}
-	if (!c->no_dma_latency)
-		rt_acquire_dma_latency(&t->dma_fd, &t->rt, &t->warn);
-	if (!c->no_tracemark) {
-		t->mark_fd = rt_tracemark_open();
-		t->rt.tracemark = t->mark_fd >= 0;
-	}
-	if (t->rt.policy != RT_OTHER)
-		rt_acquire_rttime_limit(RTTIME_SOFT_US, RTTIME_HARD_US, &t->warn);
-	if ((rc = sink_begin(&t->sink, "timer", a, timer_params, t, &t->rt, &t->warn, c->interval_ns))) {
-		timer_cleanup(t);
-		free(t);
-		return rc;
-	}
-
-	/* watchdog: the whole run (warm-up included) plus a margin */
-	u128 run_ns = ((u128)(c->loops ? (uint64_t)c->loops : (uint64_t)(c->duration_ns / c->interval_ns)) +
-		       (uint64_t)c->warmup) * (uint64_t)c->interval_ns;
-	u128 wd_s = run_ns / NS_PER_S + 1 + WATCHDOG_MARGIN_S;
-	alarm(wd_s < 0x7fffffff ? (unsigned)wd_s : 0x7fffffff);
-
-	bool start_failed = timer_start_threads(t, err, sizeof(err)) != 0;
-	if (start_failed)
-		atomic_store(&t->sink.stop, true);
-	sink_pace_start(&t->sink, SINK_POLL_NS, c->out.progress_ms);
-	while (!start_failed && atomic_load(&t->threads_done) < t->sink.ncpu && !sink_stopping(&t->sink))
-		sink_pace(&t->sink);
-	for (int i = 0; i < t->sink.ncpu; i++)
+	struct timer *t = (struct timer *)run;
+	for (int i = 0; i < run->sink.ncpu; i++)
 		if (t->thr[i].started)
 			pthread_join(t->thr[i].tid, NULL);
-	alarm(0);
-	if (!sink_end_early(&t->sink, start_failed ? err : NULL, &rc))
-		rc = sink_finish(&t->sink, -1, NULL, NULL);
-	timer_cleanup(t);
-	free(t);
-	return rc;
+}
+
+/* Release the trace_marker fd and the thread table. */
+static void timer_cleanup(struct run *run)
+{
+	struct timer *t = (struct timer *)run;
+	if (run->prepared && t->mark_fd >= 0)
+		close(t->mark_fd);
+	free(t->thr);
 }
 
 /* The timer needs only POSIX clocks, present on every Linux. */
@@ -311,8 +268,9 @@ static bool timer_supported(char *why_not, size_t len)
 const struct probe probe_timer = {
 	.name = "timer",
 	.summary = "wake-up latency of periodic clock_nanosleep threads, one per CPU (cyclictest-like)",
-	.opts = timer_opts,
-	.nopts = TIMER_NOPTS,
-	.supported = timer_supported,
-	.run = timer_run,
+	.opts = timer_opts, .nopts = TIMER_NOPTS, .supported = timer_supported,
+	.label_keys = PROBE_LIST("interval"), .sections = PROBE_LIST("baseline"),
+	.state_bytes = sizeof(struct timer), .exclusive = PROBE_LIST("duration", "loops"), .params = timer_params,
+	.validate = timer_validate, .privileges = timer_privileges, .prepare = timer_prepare,
+	.start = timer_start, .stop = timer_stop, .cleanup = timer_cleanup,
 };

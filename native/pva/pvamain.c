@@ -1,13 +1,17 @@
-/* rtqual-pva: the PV Access probe (pva-rtt) over the pvxs client, through
+/* rtqual-pva: the PV Access probes (probes.def: pva-rtt) over the pvxs client, through
  * the shared driver. Loopback unless the environment says otherwise. */
 #include <stdlib.h>
 
 #include "rtqual/probe.h"
 
-extern const struct probe probe_pvartt;
+#define PROBE PROBE_DECLARE
+#include "probes.def"
+#undef PROBE
 
 static const struct probe *const pva_table[] = {
-	&probe_pvartt,
+#define PROBE PROBE_ENTRY
+#include "probes.def"
+#undef PROBE
 	NULL,
 };
 

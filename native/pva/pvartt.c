@@ -17,26 +17,19 @@
 #include "rtqual/stimresp.h"
 
 struct pvartt {
-	struct stimresp h; /* first: the options parse into the whole struct */
-	const char *put, *monitor;
-	int64_t base; /* value of the first put */
+	struct stimresp_echo e; /* first: the options parse into the whole struct */
 	struct pvac *client;
 };
 
-#define F(x) offsetof(struct pvartt, x)
 static const struct opt_def pvartt_opts[] = {
-	{"put", OPT_STRING, F(put), 0, 0, NULL, NULL, "PV written with a PVA put of its value field (a double carrying a sequence number)"},
-	{"monitor", OPT_STRING, F(monitor), 0, 0, NULL, NULL,
-	 "PV whose PVA monitor echoes the put value (default: the --put PV)"},
-	STIMRESP_PUT_ECHO_OPTS,
-	STIMRESP_COMMON_OPTS,
+	STIMRESP_ECHO_OPTION_ROWS("PV written with a PVA put of its value field (a double carrying a sequence number)",
+				  "PV whose PVA monitor echoes the put value (default: the --put PV)"),
 };
-#undef F
 
 static int pvartt_send(struct stimresp *h, uint64_t seq, int64_t *t_send)
 {
 	struct pvartt *t = (struct pvartt *)h;
-	return pvac_put(t->client, t->base + (int64_t)seq, t_send, h->fail, sizeof(h->fail));
+	return pvac_put(t->client, t->e.base + (int64_t)seq, t_send, h->fail, sizeof(h->fail));
 }
 
 static enum stimresp_rx pvartt_receive(struct stimresp *h, int64_t *t_answer)
@@ -48,9 +41,7 @@ static enum stimresp_rx pvartt_receive(struct stimresp *h, int64_t *t_answer)
 static void pvartt_params(struct jw *w, const void *ctx)
 {
 	const struct pvartt *t = ctx;
-	jw_str(w, "put", t->put);
-	jw_str(w, "monitor", t->monitor);
-	stimresp_params(w, &t->h, "puts_planned");
+	stimresp_echo_params(w, &t->e);
 	jw_str(w, "pva_addr_list", getenv("EPICS_PVA_ADDR_LIST"));
 	jw_str(w, "pva_server_port", getenv("EPICS_PVA_SERVER_PORT"));
 	jw_str(w, "pvxs_version", pvac_version());
@@ -62,21 +53,7 @@ static void pvartt_summary_extra(struct jw *w, int slot, const void *ctx)
 	const struct pvartt *t = ctx;
 	if (slot >= 0)
 		return;
-	jw_obj_begin(w, "puts");
-	stimresp_counts(w, &t->h);
-	jw_u64(w, "stray_events", t->client ? pvac_stray(t->client) : 0);
-	jw_obj_end(w);
-}
-
-static int pvartt_validate(struct stimresp *h)
-{
-	struct pvartt *t = (struct pvartt *)h;
-	if (!t->put || !t->put[0])
-		return log_error("--put PV is required (the PV the round trip writes)");
-	if (!t->monitor || !t->monitor[0])
-		t->monitor = t->put;
-	snprintf(h->no_answer, sizeof(h->no_answer), "no echo on %s", t->monitor);
-	return 0;
+	stimresp_echo_summary(w, &t->e, t->client ? pvac_stray(t->client) : 0);
 }
 
 static int pvartt_open(struct stimresp *h, char *err, size_t len)
@@ -85,7 +62,7 @@ static int pvartt_open(struct stimresp *h, char *err, size_t len)
 	h->answer_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (h->answer_fd < 0)
 		return snprintf(err, len, "eventfd: %s", strerror(errno)), -1;
-	t->client = pvac_open(t->put, t->monitor, h->answer_fd, h->cfg.timeout_ns, &t->base, err, len);
+	t->client = pvac_open(t->e.put, t->e.monitor, h->answer_fd, h->cfg.timeout_ns, &t->e.base, err, len);
 	return t->client ? 0 : -1;
 }
 
@@ -97,33 +74,16 @@ static void pvartt_close(struct stimresp *h)
 }
 
 static const struct stimresp_ops pvartt_ops = {
-	.name = "pva-rtt",
-	.opts = pvartt_opts,
-	.nopts = (int)(sizeof(pvartt_opts) / sizeof(pvartt_opts[0])),
-	.request = "put",
-	.requests = "puts",
-	.answers = "echoes",
-	.thread = "put",
-	.timeout_incomplete = true,
-	.validate = pvartt_validate,
-	.open = pvartt_open,
-	.close = pvartt_close,
-	.send = pvartt_send,
-	.receive = pvartt_receive,
-	.params = pvartt_params,
-	.summary_extra = pvartt_summary_extra,
+	STIMRESP_ECHO_OPS, .open = pvartt_open, .close = pvartt_close, .send = pvartt_send,
+	.receive = pvartt_receive, .summary_extra = pvartt_summary_extra,
 };
-
-static int pvartt_run(const struct probe_args *a)
-{
-	return stimresp_main(sizeof(struct pvartt), &pvartt_ops, a);
-}
 
 const struct probe probe_pvartt = {
 	.name = "pva-rtt",
 	.summary = "PV Access round trip: put of a sequence number to the monitor update carrying it back "
 		   "(through the IOC's record processing, pvxs client)",
-	.opts = pvartt_opts,
-	.nopts = (int)(sizeof(pvartt_opts) / sizeof(pvartt_opts[0])),
-	.run = pvartt_run,
+	.opts = pvartt_opts, .nopts = (int)(sizeof(pvartt_opts) / sizeof(pvartt_opts[0])),
+	.service = &(const struct probe_service){"ioc", "pva-rtt", STIMRESP_PUT_ECHO_FIXED, "put"},
+	.state_bytes = sizeof(struct pvartt), .family = &pvartt_ops, .params = pvartt_params,
+	STIMRESP_HOOKS,
 };

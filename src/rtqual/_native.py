@@ -97,7 +97,10 @@ def probe_list() -> list[dict]:
                 raise
             continue
         out = subprocess.run([binary, "--list"], capture_output=True, text=True, timeout=10)
-        rows += [{**json.loads(line), "binary": name} for line in out.stdout.splitlines() if line.strip()]
+        for line in out.stdout.splitlines():
+            if line.strip():
+                rows.append(json.loads(line))
+                rows[-1].setdefault("binary", name)
     return rows
 
 

@@ -56,6 +56,8 @@ void rt_acquire_dma_latency(int *fd_out, struct rt_info *rt, struct warnings *w)
 int rt_set_rttime_limit(uint64_t soft_us, uint64_t hard_us);
 void rt_acquire_rttime_limit(uint64_t soft_us, uint64_t hard_us, struct warnings *w);
 int rt_tracemark_open(void);
+/* Pin the calling thread (cpu >= 0) and set its policy; 0, or -1 with err (may be NULL). */
+int rt_self_sched(int cpu, int policy, int priority, char *err, size_t errlen);
 void rt_signals_install(void);
 int rt_signals_caught(void);
 void rt_signals_block(sigset_t *old);

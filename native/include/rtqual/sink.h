@@ -22,8 +22,6 @@
 #define RAW_RECORD_BYTES 16
 #define SINK_POLL_NS (50 * NS_PER_MS) /* main thread drains the rings this often */
 
-struct probe_args;
-
 struct thr_event {
 	int64_t latency_ns, mono_ns, real_ns;
 	int32_t cpu, pad;
@@ -77,8 +75,7 @@ struct sink {
 	 * summary cpus[] object (slot = index) and once at the top level (slot -1) */
 	void (*summary_extra)(struct jw *w, int slot, const void *ctx);
 	const void *summary_ctx;
-	/* main thread while measuring (sink_pace_start, sink_pace) */
-	int64_t pace_now_ns, pace_poll_ns, progress_ns, next_progress_ns;
+	int64_t progress_ms; /* period of progress records (--progress-ms) */
 };
 
 typedef void (*sink_params_fn)(struct jw *w, const void *ctx);
@@ -122,13 +119,14 @@ void sink_warnings(struct sink *s, const struct warnings *w);
 void sink_poll(struct sink *s);
 void sink_progress(struct sink *s);
 int sink_finish(struct sink *s, int status, const char *reason, const char *message);
-int sink_begin(struct sink *s, const char *probe, const struct probe_args *a, sink_params_fn params,
-	       const void *ctx, const struct rt_info *rt, const struct warnings *w, int64_t raw_interval_ns);
-bool sink_stopping(struct sink *s);
-int64_t sink_pace_start(struct sink *s, int64_t poll_ns, int64_t progress_ms);
-int64_t sink_pace(struct sink *s);
-bool sink_end_early(struct sink *s, const char *start_err, int *rc);
 int64_t sink_measure_update_ns(int iterations);
+
+/* A measuring thread's last word on its slot (after its loop): its wake-ups and CPU time. */
+static inline void sink_slot_end(struct cpu_state *cs, uint64_t wakeups)
+{
+	cs->wakeups = wakeups;
+	cs->cpu_time_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+}
 
 /* Hot path: account one wake-up of `cs` (latency, wake-up time, periods it
  * skipped). Only histogram/counter updates and ring pushes; returns true if

@@ -2,9 +2,10 @@
  * ca-rtt, pva-rtt): one pinned thread sends request k at the absolute
  * deadline first + k * period, waits (one request in flight) for its answer
  * on an fd with --timeout, and records answer - send time; warm-up, late,
- * unanswered and mismatched answers are counted. The harness owns options
- * common to all of them, RT setup, the watchdog, the sink and the ending;
- * a transport (struct stimresp_ops) only sends and receives. */
+ * unanswered and mismatched answers are counted. The harness gives the
+ * lifecycle hooks (STIMRESP_HOOKS) of all of them: options common to all,
+ * RT setup, the watchdog and the ending; a transport (struct stimresp_ops,
+ * the probe's .family) only sends and receives. */
 #ifndef RTQUAL_STIMRESP_H
 #define RTQUAL_STIMRESP_H
 
@@ -13,6 +14,7 @@
 #include <stddef.h>
 
 #include "rtqual/cpulist.h"
+#include "rtqual/lifecycle.h"
 #include "rtqual/probe.h"
 #include "rtqual/sink.h"
 
@@ -22,9 +24,6 @@ enum stimresp_rx { SR_MORE, SR_ANSWER, SR_MISMATCH, SR_FAIL };
 struct stimresp;
 
 struct stimresp_ops {
-	const char *name; /* probe name in the header */
-	const struct opt_def *opts; /* the probe's table: stimresp_cfg fields at F(h.cfg.x), see STIMRESP_COMMON_OPTS */
-	int nopts;
 	/* words of the messages: "stimulus", "stimuli", "responses", "harness" (thread) */
 	const char *request, *requests, *answers, *thread;
 	bool timeout_incomplete; /* an unanswered request ends with status 4 (else 1) */
@@ -38,7 +37,6 @@ struct stimresp_ops {
 	enum stimresp_rx (*receive)(struct stimresp *h, int64_t *t_answer);
 	/* optional: a measured (not warm-up) round trip */
 	void (*measured)(struct stimresp *h, int64_t t_send, int64_t t_answer);
-	sink_params_fn params; /* calls stimresp_params() for the common keys */
 	void (*summary_extra)(struct jw *w, int slot, const void *ctx); /* calls stimresp_counts() */
 };
 
@@ -51,22 +49,19 @@ struct stimresp_cfg {
 
 /* The first member of each probe's state; options parse into the whole state. */
 struct stimresp {
+	struct run run; /* first: the driver's part */
 	struct stimresp_cfg cfg;
 	const struct stimresp_ops *ops;
-	uint64_t given;
-	struct rt_info rt;
-	struct sink sink;
 	int64_t period_ns, first_deadline_ns;
 	uint64_t total;
-	int answer_fd, dma_fd;
+	int answer_fd;
 	char no_answer[160]; /* timeout message lead, e.g. "no response from the IOC" */
 	pthread_t tid;
-	_Atomic bool done;
+	bool started;
 	/* thread results, read after join */
 	uint64_t sent, answered, warm, late, mismatched;
 	bool timed_out;
 	char fail[256];
-	struct warnings warn; /* until the header is out */
 };
 
 /* The option entries identical in every stimulus/response probe (h at offset 0); the probe's
@@ -83,20 +78,52 @@ struct stimresp {
 	{"rate", OPT_INT, SR_F(rate_hz), 1, 10000, "50", NULL, "puts per second, Hz (absolute deadlines)"}, \
 	{"cpu", OPT_INT, SR_F(cpu), 0, CPULIST_MAX - 1, NULL, NULL, \
 	 "CPU of the put/measure thread (default: the first CPU of our affinity mask)"}, \
-	{"policy", OPT_ENUM, SR_F(policy), 0, 0, "fifo", rt_policy_names, "scheduling policy of the put thread"}, \
-	{"priority", OPT_INT, SR_F(priority), 1, 99, "80", NULL, "RT priority of the put thread"}, \
-	{"duration", OPT_DURATION, SR_F(duration_ns), NS_PER_MS, 365 * 24 * 3600 * NS_PER_S, "10s", NULL, \
-	 "measured time after warm-up (puts = duration x rate)"}, \
-	{"loops", OPT_INT, SR_F(loops), 1, 1LL << 40, NULL, NULL, "measured puts; replaces --duration"}, \
-	{"warmup", OPT_INT, SR_F(warmup), 0, 1000000000, "10", NULL, "round trips discarded before measuring"}, \
-	{"threshold", OPT_DURATION, SR_F(out.threshold_ns), 1, 60 * NS_PER_S, "1ms", NULL, \
-	 "round trips above it emit event records"}, \
+	RUN_OPT_POLICY(SR_F, "scheduling policy of the put thread"), \
+	RUN_OPT_PRIORITY(SR_F, "80", "RT priority of the put thread"), \
+	RUN_OPTS_LENGTH(SR_F, "measured time after warm-up (puts = duration x rate)", 1LL << 40, \
+		"measured puts; replaces --duration", "10", "round trips discarded before measuring"), \
+	RUN_OPT_THRESHOLD(SR_F, "1ms", "round trips above it emit event records"), \
 	{"timeout", OPT_DURATION, SR_F(timeout_ns), NS_PER_MS, 600 * NS_PER_S, "5s", NULL, \
 	 "connecting, and each echo: missing for this long ends the run (status 4)"}
 
-/* Run the probe whose state (state_bytes, starting with struct stimresp) ops describes, in a
- * zeroed allocation; returns the exit code. */
-int stimresp_main(size_t state_bytes, const struct stimresp_ops *ops, const struct probe_args *a);
+/* A put -> monitor echo probe (ca-rtt, pva-rtt): its state starts with this; its ops take
+ * STIMRESP_ECHO_OPS (the words, the timeout is "incomplete", the validation of --put/--monitor). */
+struct stimresp_echo {
+	struct stimresp h;
+	const char *put, *monitor;
+	int64_t base; /* value of the first put */
+};
+/* The whole option table of such a probe: --put, --monitor (their help is the probe's), the
+ * put/echo rows and the common ones. */
+#define STIMRESP_ECHO_OPTION_ROWS(put_help, monitor_help)                                            \
+	{"put", OPT_STRING, offsetof(struct stimresp_echo, put), 0, 0, NULL, NULL, put_help},        \
+	{"monitor", OPT_STRING, offsetof(struct stimresp_echo, monitor), 0, 0, NULL, NULL, monitor_help}, \
+	STIMRESP_PUT_ECHO_OPTS, STIMRESP_COMMON_OPTS
+int stimresp_echo_validate(struct stimresp *h);
+/* params: put, monitor, then stimresp_params with puts_planned. */
+void stimresp_echo_params(struct jw *w, const struct stimresp_echo *e);
+/* summary: the "puts" object (stimresp_counts and stray_events). */
+void stimresp_echo_summary(struct jw *w, const struct stimresp_echo *e, uint64_t stray_events);
+#define STIMRESP_ECHO_OPS                                                                         \
+	.request = "put", .requests = "puts", .answers = "echoes", .thread = "put", .timeout_incomplete = true, \
+	.validate = stimresp_echo_validate
+
+/* The options a put -> monitor echo probe's IOC service fills (its struct probe_service.fixed). */
+#define STIMRESP_PUT_ECHO_FIXED PROBE_LIST("put", "$(P)rtt:put", "monitor", "$(P)rtt:echo")
+
+/* The lifecycle hooks of a stimulus/response probe (its struct probe: .family = &its
+ * stimresp_ops, .state_bytes = sizeof its state, which starts with struct stimresp). */
+int stimresp_validate(struct run *r);
+int stimresp_privileges(struct run *r);
+int stimresp_prepare(struct run *r);
+int stimresp_start(struct run *r);
+void stimresp_stop(struct run *r);
+int stimresp_end(struct run *r);
+void stimresp_cleanup(struct run *r);
+#define STIMRESP_HOOKS                                                                              \
+	.exclusive = PROBE_LIST("duration", "loops"), .validate = stimresp_validate,                \
+	.privileges = stimresp_privileges, .prepare = stimresp_prepare, .start = stimresp_start,    \
+	.stop = stimresp_stop, .end = stimresp_end, .cleanup = stimresp_cleanup
 /* The params keys from rate_hz to progress_ms; planned_key names the planned count. */
 void stimresp_params(struct jw *w, const struct stimresp *h, const char *planned_key);
 /* planned, sent, answered, warmup, unanswered, late (inside the caller's object). */
