@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 from rtqual.errors import RtqError
@@ -30,11 +31,18 @@ def read_json(path: Path) -> dict:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise RtqError(f"{path}: not JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
+    except ValueError as e:  # e.g. an integer of more than 4300 digits
+        raise RtqError(f"{path}: not JSON ({str(e).splitlines()[0][:60]})") from None
     except RecursionError:
         raise RtqError(f"{path}: not JSON (nested too deep)") from None
     if not isinstance(data, dict):
         raise RtqError(f"{path}: expected a JSON object, found {type(data).__name__}")
     return data
+
+
+def uint(text) -> int | None:
+    """A plain decimal count of at most 18 ASCII digits, else None (no '²', no 5000-digit numbers)."""
+    return int(text) if isinstance(text, str) and re.fullmatch(r"[0-9]{1,18}", text) else None
 
 
 def count(where: str, value) -> int:
@@ -64,11 +72,8 @@ def histogram(where: str, value) -> dict[int, int]:
     """{"12": 5, ...} (value in units -> count) as ints."""
     out: dict[int, int] = {}
     for k, v in obj(where, value).items():
-        try:
-            key = int(k)
-        except ValueError:
-            raise RtqError(f"{where}: bucket '{str(k)[:20]}' is not an integer") from None
-        if key < 0:
-            raise RtqError(f"{where}: negative bucket {key}")
+        key = uint(k)
+        if key is None:
+            raise RtqError(f"{where}: bucket '{str(k)[:20]}' is not a non-negative integer")
         out[key] = out.get(key, 0) + count(f"{where}[{k}]", v)
     return out

@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 
 from rtqual.errors import RtqError
-from rtqual.imports.common import count, histogram, number, obj, read_json, read_text
+from rtqual.imports.common import count, histogram, number, obj, read_json, read_text, uint
 from rtqual.imports.writer import Case, Series, check_series
 from rtqual.units import format_cpulist, format_duration
 
@@ -31,7 +31,7 @@ _POLICIES = {"fifo": "fifo", "rr": "rr", "other": "other", "normal": "other", "b
 def parse(path: Path) -> list[Case]:
     """One case from a cyclictest JSON file or histogram text, told apart by the first character."""
     text = read_text(path)
-    if text.lstrip().startswith("{"):
+    if text.lstrip()[:1] in ("{", "["):
         return [parse_json(path)]
     return [parse_text(path, text)]
 
@@ -153,9 +153,9 @@ def parse_json(path: Path) -> Case:
         cpu = t.get("cpu")
         if isinstance(cpu, int) and not isinstance(cpu, bool) and 0 <= cpu < 1 << 20:
             key = str(cpu)
-        elif str(tid).isdigit():
-            warnings.append(f"thread {tid} names no CPU: it is listed as CPU {int(tid)}")
-            key = str(int(tid))
+        elif uint(tid) is not None:
+            warnings.append(f"thread {tid} names no CPU: it is listed as CPU {uint(tid)}")
+            key = str(uint(tid))
         else:
             raise RtqError(f"{where}: names no CPU and is not numbered")
         thread_cpu[str(tid)] = int(key)
@@ -217,9 +217,11 @@ def _merge(a: Series, b: Series) -> Series:
     return Series(n, a.unit_ns, min(mins) if mins else None, max(maxs) if maxs else None, avg, buckets)
 
 
-_TEXT_ROW = re.compile(r"^(\d+)((?:\s+\d+)+)\s*$")
-_TEXT_SUM = re.compile(r"^#\s*(Total|Min Latencies|Avg Latencies|Max Latencies|Histogram Overflows):((?:\s+\d+)*)\s*$")
-_STATUS = re.compile(r"T:\s*(\d+)\s*\(\s*\d+\)\s*P:\s*(\d+)\s*I:\s*(\d+)\s*C:\s*(\d+)")
+_TEXT_ROW = re.compile(r"^(\d{1,18})((?:\s+\d{1,18})+)\s*$", re.ASCII)
+_TEXT_SUM = re.compile(
+    r"^#\s*(Total|Min Latencies|Avg Latencies|Max Latencies|Histogram Overflows):((?:\s+\d{1,18})*)\s*$", re.ASCII
+)
+_STATUS = re.compile(r"T:\s*(\d{1,9})\s*\(\s*\d+\)\s*P:\s*(\d{1,9})\s*I:\s*(\d{1,12})\s*C:\s*(\d{1,18})", re.ASCII)
 
 
 def parse_text(path: Path, text: str) -> Case:
@@ -310,8 +312,9 @@ def parse_text(path: Path, text: str) -> Case:
 
 
 _STATUS_FULL = re.compile(
-    r"T:\s*(\d+)\s*\(\s*\d+\)\s*P:\s*(\d+)\s*I:\s*(\d+)\s*C:\s*(\d+)\s*Min:\s*(\d+)\s*Act:\s*\d+\s*"
-    r"Avg:\s*(\d+)\s*Max:\s*(\d+)"
+    r"T:\s*(\d{1,9})\s*\(\s*\d+\)\s*P:\s*(\d{1,9})\s*I:\s*(\d{1,12})\s*C:\s*(\d{1,18})\s*Min:\s*(\d{1,18})\s*"
+    r"Act:\s*\d+\s*Avg:\s*(\d{1,18})\s*Max:\s*(\d{1,18})",
+    re.ASCII,
 )
 
 

@@ -17,7 +17,7 @@ import struct
 from pathlib import Path
 
 from rtqual.errors import RtqError
-from rtqual.imports.common import count, histogram, number, obj, read_json
+from rtqual.imports.common import count, histogram, number, obj, read_json, uint
 from rtqual.imports.writer import Case, Series, check_series
 
 TOOL = "jitterdebugger"
@@ -43,8 +43,8 @@ def parse(path: Path) -> list[Case]:
     series: dict[str, Series] = {}
     for tid, t in threads.items():
         where = f"{results}: cpu {str(tid)[:20]}"
-        if not str(tid).isdigit():
-            raise RtqError(f"{where}: thread number is not an integer")
+        if uint(tid) is None:
+            raise RtqError(f"{where}: thread number is not a non-negative integer")
         t = obj(where, t)
         for key in ("count", "min", "max", "avg"):
             if key not in t:
@@ -59,7 +59,7 @@ def parse(path: Path) -> list[Case]:
             histogram(f"{where}.histogram", t.get("histogram", {})),
         )
         check_series(where, s)
-        series[str(int(tid))] = s
+        series[str(uint(tid))] = s
     warnings = [
         "jitterdebugger numbers its threads over the CPUs of its affinity (-a): without -a thread N is CPU N",
         f"jitterdebugger records whole {'microseconds' if unit_ns == 1000 else 'nanoseconds'}: values are "

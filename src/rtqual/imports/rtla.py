@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 
 from rtqual.errors import RtqError
-from rtqual.imports.common import read_text
+from rtqual.imports.common import read_text, uint
 from rtqual.imports.writer import Case, Series, check_series
 
 TOOL = "rtla"
@@ -30,7 +30,7 @@ CONTEXTS = {
     "Thr": ("thread", "timerlat thread latency"),
     "Usr": ("user", "user-space thread latency"),
 }
-_COLUMN = re.compile(r"^(IRQ|Thr|Usr)-(\d+)$")
+_COLUMN = re.compile(r"^(IRQ|Thr|Usr)-(\d{1,6})$", re.ASCII)
 _SUMMARY = ("over:", "count:", "min:", "avg:", "max:")
 
 
@@ -70,12 +70,13 @@ def parse(path: Path) -> list[Case]:
         if words[0] in _SUMMARY:
             summary[words[0]] = _values(path, n, words[1:], len(cols), allow_dash=words[0] != "over:")
             continue
-        if not words[0].isdigit():
+        index = uint(words[0])
+        if index is None:
             raise RtqError(f"{path}:{n}: expected a histogram row or a summary row, found '{line.strip()[:40]}'")
         values = _values(path, n, words[1:], len(cols), allow_dash=False)
         for c, v in enumerate(values):
-            if v is not None and v:
-                buckets[c][int(words[0])] = buckets[c].get(int(words[0]), 0) + v
+            if v:
+                buckets[c][index] = buckets[c].get(index, 0) + v
     missing = [k for k in _SUMMARY if k not in summary]
     if missing:
         raise RtqError(f"{path}: cut short? no '{missing[0]}' row after the histogram")
@@ -153,8 +154,8 @@ def _values(path: Path, n: int, words: list[str], ncols: int, allow_dash: bool) 
     for w in words:
         if w == "-" and allow_dash:
             out.append(None)
-        elif w.isdigit():
-            out.append(int(w))
+        elif uint(w) is not None:
+            out.append(uint(w))
         else:
             raise RtqError(f"{path}:{n}: '{w[:20]}' is not a count")
     return out
