@@ -66,6 +66,18 @@ def test_cyclictest_json_without_histogram():
     assert any("no histogram" in w for w in r["warnings"]) and any("not pinned" in w for w in r["warnings"])
 
 
+def test_cyclictest_nsecs_histogram_all_overflowed(tmp_path):
+    """-N -h 100: the histogram counts ns, every cycle was over 100 ns, so it is empty but present."""
+    f = tmp_path / "ns.json"
+    thread = {"histogram": {}, "cycles": 300, "min": 5804, "max": 122403, "avg": 12337.75, "cpu": 1, "node": 0}
+    f.write_text(
+        json.dumps({"cmdline:": "cyclictest -N -m -p 80 -h 100", "resolution_in_ns": 1, "thread": {"0": thread}})
+    )
+    r = stats_of(cyclictest.parse(f)[0])
+    assert r["per_cpu"].keys() == {"1"} and r["stats"]["out_of_range"] == 300 and r["verdict"] == "inconclusive"
+    assert (r["stats"]["min_ns"], r["stats"]["max_ns"], r["stats"]["p50_ns"]) == (5804, 122403, None)
+
+
 def test_cyclictest_text_matches_its_json():
     for name in ("cyclictest-h3000", "cyclictest-h400"):
         (j,) = cyclictest.parse(CT / f"{name}.json")

@@ -130,7 +130,7 @@ def parse_json(path: Path) -> Case:
     cmdline: str = data["cmdline:"] if isinstance(data.get("cmdline:"), str) else ""
     opts = options(cmdline)
     series: dict[str, Series] = {}
-    thread_cpu, warnings, no_hist = {}, [], []
+    thread_cpu, warnings, filled = {}, [], False
     for tid, t in sorted(threads.items(), key=lambda kv: (len(str(kv[0])), str(kv[0]))):
         where = f"{path}: thread {str(tid)[:20]}"
         t = obj(where, t)
@@ -139,15 +139,14 @@ def parse_json(path: Path) -> Case:
                 raise RtqError(f"{where}: no '{key}'")
         cycles = count(f"{where}.cycles", t["cycles"])
         buckets = histogram(f"{where}.histogram", t.get("histogram", {}))
-        if not buckets:
-            no_hist.append(str(tid))
+        filled = filled or bool(buckets)
         s = Series(
             cycles,
             unit_ns,
             count(f"{where}.min", t["min"]) if cycles else None,
             count(f"{where}.max", t["max"]) if cycles else None,
             number(f"{where}.avg", t["avg"]) if cycles else None,
-            buckets if buckets else None,
+            buckets,
         )
         check_series(where, s)
         cpu = t.get("cpu")
@@ -162,6 +161,8 @@ def parse_json(path: Path) -> Case:
         series[key] = _merge(series[key], s) if key in series else s
     if len(thread_cpu) > len(series):
         warnings.append("several threads ran on one CPU: their histograms and counts are added per CPU")
+    # With -h every thread has a histogram, empty when all its cycles overflowed; without, all are empty.
+    no_hist = not ("histogram" in opts or filled)
     if no_hist:
         warnings.append(
             "no histogram (cyclictest ran without -h): count, min, mean and max only; percentiles and stddev unknown"
@@ -181,7 +182,7 @@ def parse_json(path: Path) -> Case:
         path=path,
         series=series,
         params=params,
-        warnings=warnings + more + _resolution_note(unit_ns),
+        warnings=warnings + more + _resolution_note(unit_ns, no_hist),
         error=f"cyclictest returned {rc}" if rc not in (0, None) else None,
         hostname=_str((data.get("sysinfo") or {}).get("nodename") if isinstance(data.get("sysinfo"), dict) else None),
         start=_iso(data.get("start_time")),
@@ -193,7 +194,7 @@ def parse_json(path: Path) -> Case:
         "sysinfo": data.get("sysinfo") if isinstance(data.get("sysinfo"), dict) else None,
         "thread_cpu": thread_cpu,
         "resolution_ns": unit_ns,
-        **_precision(unit_ns, bool(no_hist)),
+        **_precision(unit_ns, no_hist),
         "threads": {
             str(k): {x: v.get(x) for x in ("cycles", "min", "max", "avg", "cpu")}
             for k, v in threads.items()
@@ -377,10 +378,13 @@ def _precision(unit_ns: int, no_hist: bool) -> dict:
     }
 
 
-def _resolution_note(unit_ns: int) -> list[str]:
+def _resolution_note(unit_ns: int, no_hist: bool) -> list[str]:
     if unit_ns == 1:
         return []
-    return ["cyclictest records whole microseconds: values are bucket upper edges, percentiles carry +-1 us"]
+    return [
+        "cyclictest records whole microseconds: values are bucket upper edges (at most 1 us above the truth)"
+        + ("" if no_hist else ", percentiles carry +-1 us")
+    ]
 
 
 def _str(x) -> str | None:
