@@ -34,4 +34,7 @@ def run(tool: str, paths: list[str], output: str | None) -> Path:
         cases += PARSERS[tool](Path(p))
     out = Path(output) if output else default_output(tool)
     argv = ["rtqual", "import", tool, *paths, "--output", str(out)]
-    return write_bundle(tool, cases, out, argv)
+    try:
+        return write_bundle(tool, cases, out, argv)
+    except OSError as e:  # disk full, permissions: the inputs were fine, the output could not be written
+        raise RtqError(f"cannot write bundle {out}: {e.strerror or e}") from None
