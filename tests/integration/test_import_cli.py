@@ -15,6 +15,7 @@ INPUTS = {
     "cyclictest": [IMP / "cyclictest" / f for f in ("cyclictest-h3000.json", "cyclictest-h400.txt")],
     "rtla": [IMP / "rtla" / "timerlat-hist.txt"],
     "jitterdebugger": [IMP / "jitterdebugger" / "run"],
+    "rteval": [IMP / "rteval" / "summary.xml"],
 }
 
 

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rtqual.errors import RtqError
-from rtqual.imports import TOOLS, cyclictest, jitterdebugger, rtla, run
+from rtqual.imports import TOOLS, cyclictest, jitterdebugger, rteval, rtla, run
 from rtqual.imports.writer import Series, case_result, series_stats
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "imports"
@@ -190,6 +190,50 @@ def test_jitterdebugger_samples_of_another_run(tmp_path):
         jitterdebugger.parse(tmp_path)
 
 
+# -- rteval -------------------------------------------------------------------------------------
+
+
+def test_rteval_summary_matches_the_cyclictest_text_it_was_made_from():
+    (case,) = rteval.parse(DATA / "rteval" / "summary.xml")
+    (text,) = cyclictest.parse(CT / "cyclictest-h3000.txt")
+    r, t = stats_of(case), stats_of(text)
+    assert case.label == "timer fifo:80 1ms cpus 0-1" and case.version == "3.8" and case.hostname == "vm"
+    for key in ("count", "min_ns", "p50_ns", "p99_ns", "p999_ns", "p9999_ns", "max_ns", "stddev_ns"):
+        assert r["stats"][key] == t["stats"][key], key
+        assert r["per_cpu"]["1"][key] == t["per_cpu"]["1"][key], key
+    assert r["verdict"] == "pass" and r["source"]["statistics"]["0"]["samples"] == "1000"
+
+
+def test_rteval_samples_lost_beyond_the_histogram(tmp_path):
+    xml = (DATA / "rteval" / "summary.xml").read_text()
+    f = tmp_path / "lost.xml"
+    f.write_text(xml.replace('<maximum unit="us">1924</maximum>', '<maximum unit="us">5000</maximum>'))
+    r = stats_of(rteval.parse(f)[0])
+    assert r["per_cpu"]["0"]["max_ns"] == 5_000_999 and r["verdict"] == "inconclusive"
+    assert any("dropped those samples without counting" in w for w in r["warnings"])
+
+
+@pytest.mark.parametrize(
+    "content,match",
+    [
+        ("<rteval><Measurements>", "not XML"),
+        ("<report/>", "not an rteval report"),
+        ("<rteval><Measurements/></rteval>", "no cyclictest measurement"),
+        ("<rteval><Measurements><cyclictest/></Measurements></rteval>", "no per-core statistics"),
+        (
+            '<rteval><Measurements><cyclictest><core id="0"><statistics><samples>3</samples></statistics>'
+            '<histogram><bucket index="1" value="2"/></histogram></core></cyclictest></Measurements></rteval>',
+            "not the histogram's sum",
+        ),
+    ],
+)
+def test_rteval_malformed(tmp_path, content, match):
+    f = tmp_path / "summary.xml"
+    f.write_text(content)
+    with pytest.raises(RtqError, match=match):
+        rteval.parse(f)
+
+
 # -- writer rules -------------------------------------------------------------------------------
 
 
@@ -258,6 +302,7 @@ FIXTURES = {
     "cyclictest": [CT / "cyclictest-h400.json", CT / "cyclictest-h400.txt", CT / "cyclictest-noh.txt"],
     "rtla": [DATA / "rtla" / "timerlat-hist-user.txt"],
     "jitterdebugger": [DATA / "jitterdebugger" / "run" / "results.json"],
+    "rteval": [DATA / "rteval" / "summary.xml"],
 }
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -265,7 +310,8 @@ FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCh
 def _parse_or_rtqerror(tool: str, path: Path) -> None:
     """Parse and compute every statistic: success or RtqError, nothing else."""
     try:
-        for case in {"cyclictest": cyclictest, "rtla": rtla, "jitterdebugger": jitterdebugger}[tool].parse(path):
+        modules = {"cyclictest": cyclictest, "rtla": rtla, "jitterdebugger": jitterdebugger, "rteval": rteval}
+        for case in modules[tool].parse(path):
             case_result(case, "001-x")
     except RtqError as e:
         assert "\n" not in str(e)

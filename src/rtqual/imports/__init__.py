@@ -10,10 +10,15 @@ import time
 from pathlib import Path
 
 from rtqual.errors import RtqError
-from rtqual.imports import cyclictest, jitterdebugger, rtla
+from rtqual.imports import cyclictest, jitterdebugger, rteval, rtla
 from rtqual.imports.writer import write_bundle
 
-PARSERS = {"cyclictest": cyclictest.parse, "rtla": rtla.parse, "jitterdebugger": jitterdebugger.parse}
+PARSERS = {
+    "cyclictest": cyclictest.parse,
+    "rtla": rtla.parse,
+    "jitterdebugger": jitterdebugger.parse,
+    "rteval": rteval.parse,
+}
 TOOLS = tuple(PARSERS)
 
 

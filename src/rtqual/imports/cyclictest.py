@@ -109,7 +109,7 @@ def settings(opts: dict, threads: int) -> tuple[dict, list[str]]:
     return params, warnings
 
 
-def _label(params: dict, cpus: list[int]) -> str:
+def timer_label(params: dict, cpus: list[int]) -> str:
     """The label `rtqual run timer` gives the same settings, so `rtqual compare` pairs the cases."""
     prio = f":{params['priority']}" if params["policy"] != "other" else ""
     interval = format_duration(params["interval_ns"])
@@ -175,7 +175,7 @@ def parse_json(path: Path) -> Case:
     rc = data.get("return_code", 0)
     case = Case(
         slug="timer",
-        label=_label(params, params["cpus"]),
+        label=timer_label(params, params["cpus"]),
         probe="cyclictest",
         tool=TOOL,
         version=str(version) if version is not None else None,
@@ -290,7 +290,7 @@ def parse_text(path: Path, text: str) -> Case:
         params.update(policy="fifo" if prio else "other", priority=prio, interval_ns=intervals[0] * 1000)
         if len(intervals) > 1:
             params["distance_ns"] = (intervals[1] - intervals[0]) * 1000
-    label = _label(params, params["cpus"]) if "interval_ns" in params else f"cyclictest {path.name}"
+    label = timer_label(params, params["cpus"]) if "interval_ns" in params else f"cyclictest {path.name}"
     case = Case(
         slug="timer",
         label=label,
@@ -337,7 +337,7 @@ def parse_status(path: Path, text: str) -> Case:
         params["distance_ns"] = (intervals[1] - intervals[0]) * 1000
     case = Case(
         slug="timer",
-        label=_label(params, params["cpus"]),
+        label=timer_label(params, params["cpus"]),
         probe="cyclictest",
         tool=TOOL,
         version=None,

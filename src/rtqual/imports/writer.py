@@ -77,6 +77,7 @@ class Case:
     source: dict = field(default_factory=dict)  # what the tool recorded and how it was read
     warnings: list[str] = field(default_factory=list)
     error: str | None = None  # the tool itself reported a failure
+    inconclusive: str | None = None  # why the numbers are incomplete in a way out_of_range cannot say
     hostname: str | None = None
     start: str | None = None
     end: str | None = None
@@ -170,6 +171,8 @@ def case_result(case: Case, case_id: str) -> dict:
         verdict, reason = "error", case.error
     elif stats["out_of_range"]:
         verdict, reason = "inconclusive", f"imported from {case.tool}: histogram overflow"
+    elif case.inconclusive:
+        verdict, reason = "inconclusive", f"imported from {case.tool}: {case.inconclusive}"
     elif not stats["count"]:
         verdict, reason = "inconclusive", f"imported from {case.tool}: no samples"
     else:
