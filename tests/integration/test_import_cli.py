@@ -96,7 +96,7 @@ def _bad(tmp_path, name: str, content: bytes) -> Path:
 def test_bad_input_is_one_line_and_exit_1(tmp_path, tool, maker):
     r = imports(tool, maker(tmp_path), "-o", tmp_path / "out")
     assert r.returncode == 1
-    assert r.stdout == "" and len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("error: ")
+    assert r.stdout == "" and len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("rtqual: error: ")
     assert "Traceback" not in r.stderr and not (tmp_path / "out").exists()
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rtqual.errors import EXIT_ERROR, RtqError
+from rtqual.errors import EXIT_ERROR, EXIT_INCONCLUSIVE, RtqError
 from rtqual.imports import TOOLS, run
 
 
@@ -15,7 +15,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse, import, print the bundle path; one line and exit 1 for any mistake."""
+    """Parse, import, print the bundle path; one line on stderr ("rtqual: error: ...", as the CLI
+    prints) and exit 1 for any mistake."""
     p = _Parser(prog="python -m rtqual.imports", description="Import other tools' results as an rtqual bundle.")
     p.add_argument("tool", help=f"one of: {', '.join(TOOLS)}")
     p.add_argument("files", nargs="+", help="the tool's output files (jitterdebugger: its -o folder)")
@@ -25,8 +26,11 @@ def main(argv: list[str] | None = None) -> int:
         print(run(a.tool, a.files, a.output))
         return 0
     except RtqError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"rtqual: error: {e}", file=sys.stderr)
         return e.exit_code or EXIT_ERROR
+    except KeyboardInterrupt:  # the inputs are untouched; a bundle being written stays "running"
+        print("rtqual: interrupted", file=sys.stderr)
+        return EXIT_INCONCLUSIVE
 
 
 if __name__ == "__main__":
