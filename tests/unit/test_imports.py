@@ -190,6 +190,20 @@ def test_jitterdebugger_samples_of_another_run(tmp_path):
         jitterdebugger.parse(tmp_path)
 
 
+def test_jitterdebugger_samples_unread_when_nothing_overflowed(tmp_path):
+    results = {"cpu": {"0": {"histogram": {"3": 2, "5": 1}, "count": 3, "min": 3, "max": 5, "avg": 3.67}}}
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    (tmp_path / "samples.raw").write_bytes(struct.pack("<IqqQ", 9, 1, 2, 3) * 2)  # would not match: never read
+    r = stats_of(jitterdebugger.parse(tmp_path)[0])
+    assert r["source"]["samples"] == {
+        "file": str(tmp_path / "samples.raw"),
+        "records": 2,
+        "record_bytes": 28,
+        "read": False,
+    }
+    assert r["stats"]["count"] == 3 and r["stats"]["p9999_ns"] == 5_999 and r["verdict"] == "pass"
+
+
 # -- rteval -------------------------------------------------------------------------------------
 
 

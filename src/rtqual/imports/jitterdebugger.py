@@ -22,6 +22,7 @@ from rtqual.imports.writer import Case, Series, check_series
 
 TOOL = "jitterdebugger"
 SAMPLE = struct.Struct("<IqqQ")  # thread, tv_sec, tv_nsec, latency (units); 28 bytes, packed
+CHUNK_RECORDS = 1 << 16
 
 
 def parse(path: Path) -> list[Case]:
@@ -103,25 +104,37 @@ def parse(path: Path) -> list[Case]:
 
 def _fill_overflow(samples: Path, series: dict[str, Series], unit_ns: int) -> tuple[dict, list[str]]:
     """Read samples.raw: per thread, the samples above every histogram bucket give the exact values of
-    overflowed samples. Returns the file's summary and warnings."""
+    overflowed samples. Streamed in chunks (a day of samples is gigabytes), and not read at all when
+    nothing overflowed. Returns the file's summary and warnings."""
     try:
-        raw = samples.read_bytes()
+        size = samples.stat().st_size
     except OSError as e:
         raise RtqError(f"{samples}: unreadable ({e.strerror})") from None
-    whole = len(raw) // SAMPLE.size
+    whole = size // SAMPLE.size
+    if not any(s.overflow() for s in series.values()):
+        info = {"file": str(samples), "records": whole, "record_bytes": SAMPLE.size, "read": False}
+        return info, ["samples.raw not read: nothing overflowed, results.json's histograms are complete"]
     per_thread: dict[str, int] = {}
     over: dict[str, list[int]] = {k: [] for k in series}
     top = {k: max(s.buckets) if s.buckets else -1 for k, s in series.items()}
-    for tid, _sec, _nsec, value in SAMPLE.iter_unpack(raw[: whole * SAMPLE.size]):
-        key = str(tid)
-        if key not in series:
-            raise RtqError(f"{samples}: a sample of thread {tid}, which results.json does not have: not the same run")
-        per_thread[key] = per_thread.get(key, 0) + 1
-        if value > top[key]:
-            over[key].append(value)
+    try:
+        with open(samples, "rb") as f:
+            for _ in range(0, whole, CHUNK_RECORDS):
+                chunk = f.read(CHUNK_RECORDS * SAMPLE.size)
+                for tid, _sec, _nsec, value in SAMPLE.iter_unpack(chunk[: len(chunk) // SAMPLE.size * SAMPLE.size]):
+                    key = str(tid)
+                    if key not in series:
+                        raise RtqError(
+                            f"{samples}: a sample of thread {tid}, which results.json does not have: not the same run"
+                        )
+                    per_thread[key] = per_thread.get(key, 0) + 1
+                    if value > top[key]:
+                        over[key].append(value)
+    except OSError as e:
+        raise RtqError(f"{samples}: unreadable ({e.strerror})") from None
     warnings = []
-    if len(raw) % SAMPLE.size:
-        warnings.append(f"samples.raw ends with a partial record ({len(raw) % SAMPLE.size} bytes), ignored")
+    if size % SAMPLE.size:
+        warnings.append(f"samples.raw ends with a partial record ({size % SAMPLE.size} bytes), ignored")
     for key, s in series.items():
         if per_thread.get(key, 0) > s.count:
             raise RtqError(
@@ -138,5 +151,5 @@ def _fill_overflow(samples: Path, series: dict[str, Series], unit_ns: int) -> tu
                 f"samples.raw holds {per_thread.get(key, 0)} of thread {key}'s {s.count} samples "
                 "(jitterdebugger's writer stops before the last ones)"
             )
-    info = {"file": str(samples), "records": whole, "record_bytes": SAMPLE.size, "per_thread": per_thread}
+    info = {"file": str(samples), "records": whole, "record_bytes": SAMPLE.size, "read": True, "per_thread": per_thread}
     return info, warnings
