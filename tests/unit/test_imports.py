@@ -37,6 +37,8 @@ def test_cyclictest_json_with_full_histogram():
     assert r["stats"]["count"] == 2000 and r["stats"]["min_ns"] == 6_999 and r["stats"]["max_ns"] == 2_903_999
     assert r["stats"]["out_of_range"] == 0 and r["verdict"] == "pass"
     assert all(r["stats"][k] is not None for k in ("p50_ns", "p99_ns", "p999_ns", "p9999_ns", "stddev_ns"))
+    # percentiles are exactly the upper edge of cyclictest's 1 us bucket (not rounded again by the HDR layout)
+    assert all(s[k] % 1000 == 999 for s in (cpu0, cpu1, r["stats"]) for k in ("p50_ns", "p99_ns", "p999_ns"))
     assert cpu0["mean_ns"] == round(21.58 * 1000 + 999)
     assert r["stats"]["overruns"] is None and r["stats"]["over_threshold"] is None
     assert r["source"]["tool"] == "cyclictest" and r["source"]["cmdline"].startswith("cyclictest -m -p 80")

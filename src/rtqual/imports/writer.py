@@ -8,6 +8,8 @@ the tool did not record instead of inventing it:
 
 - every value is the upper edge of the tool's bucket (value·unit + unit − 1 ns): an upper bound,
   at most one unit above the truth, like rtqual's own percentiles (never below the true value);
+  percentiles are ranked on the tool's buckets, so they are exactly such edges (hist.json and the
+  .hdr files hold the same samples in rtqual's HDR layout, which rounds above 2048 ns by <= 0.1 %);
 - samples beyond the tool's histogram range (overflow) are counted as out_of_range, which makes
   the case inconclusive; percentiles whose rank falls among them are unknown (null);
 - stddev only from a complete histogram (no overflow), to bucket resolution; null otherwise;
@@ -16,6 +18,7 @@ the tool did not record instead of inventing it:
 
 from __future__ import annotations
 
+import math
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -24,7 +27,7 @@ from pathlib import Path
 from rtqual import __version__
 from rtqual.bundle import Bundle, write_json, write_text
 from rtqual.errors import RtqError
-from rtqual.hist import HIGHEST_NS, PERCENTILES_PPM, Histogram, highest_equivalent, rank_of
+from rtqual.hist import HIGHEST_NS, PERCENTILES_PPM, Histogram, rank_of
 
 # Inputs larger than this are not copied into the bundle (their size and path are recorded).
 COPY_MAX_BYTES = 16 * 1024 * 1024
@@ -92,23 +95,20 @@ def edge_ns(value_units: int, unit_ns: int) -> int:
 def series_stats(series: list[Series]) -> dict:
     """rtqual's statistics keys for one CPU (one series) or all (several): known values, nulls for the rest."""
     count = sum(s.count for s in series)
-    hists = [h for h in (s.histogram() for s in series) if h is not None]
-    full = len(hists) == len(series) and bool(series)
+    full = bool(series) and all(s.buckets is not None for s in series)
+    values = _values_ns(series) if full else {}  # sample value (ns, bucket upper edge) -> count
     overflow = sum(s.overflow() for s in series)
     mins = [edge_ns(s.min_units, s.unit_ns) for s in series if s.min_units is not None and s.count]
     maxs = [edge_ns(s.max_units, s.unit_ns) for s in series if s.max_units is not None and s.count]
     avgs = [(s.avg_units * s.unit_ns + s.unit_ns - 1, s.count) for s in series if s.avg_units is not None and s.count]
     out: dict = {"count": count, "min_ns": min(mins) if mins else None}
-    merged = Histogram()
-    for h in hists:
-        merged = merged.merge(h)
-    max_ns = max(maxs) if maxs else (merged.max_ns if merged.count else None)
+    max_ns = max(maxs) if maxs else (max(values) if values else None)
     for key, ppm in PERCENTILES_PPM.items():
-        out[key] = _percentile_ns(merged, count, ppm, max_ns) if full and count else None
+        out[key] = _percentile_ns(values, count, ppm) if full and count else None
     known = sum(n for _, n in avgs)
     out["mean_ns"] = round(sum(a * n for a, n in avgs) / known) if avgs and known == count else None
     out["max_ns"] = max_ns
-    out["stddev_ns"] = round(merged.stddev_ns()) if full and count and not overflow else None
+    out["stddev_ns"] = _stddev_ns(values) if full and count and not overflow else None
     out["out_of_range"] = overflow
     out["overruns"] = None
     out["over_threshold"] = None
@@ -116,15 +116,36 @@ def series_stats(series: list[Series]) -> dict:
     return out
 
 
-def _percentile_ns(h: Histogram, count: int, ppm: int, max_ns: int | None) -> int | None:
-    """rtqual's nearest-rank percentile over all `count` samples; None when the rank lies in the overflow."""
+def _values_ns(series: list[Series]) -> dict[int, int]:
+    """Every bucketed sample at its bucket's upper edge, and the exactly known ones, over all series."""
+    out: dict[int, int] = {}
+    for s in series:
+        for value, n in (s.buckets or {}).items():
+            if n:
+                out[edge_ns(value, s.unit_ns)] = out.get(edge_ns(value, s.unit_ns), 0) + n
+        for v in s.exact_ns:
+            out[v] = out.get(v, 0) + 1
+    return out
+
+
+def _percentile_ns(values: dict[int, int], count: int, ppm: int) -> int | None:
+    """rtqual's nearest rank over all `count` samples, taken on the tool's own buckets (so the value is
+    exactly a bucket's upper edge, not rounded again by rtqual's HDR layout); None when the rank lies
+    among the overflowed samples."""
     rank, seen = rank_of(ppm, count), 0
-    for i in sorted(h.counts):
-        seen += h.counts[i]
+    for v in sorted(values):
+        seen += values[v]
         if seen >= rank:
-            top = highest_equivalent(i)
-            return min(top, max_ns) if max_ns is not None else top
+            return v
     return None
+
+
+def _stddev_ns(values: dict[int, int]) -> int:
+    """Population standard deviation of the bucketed values (rtqual's definition), at bucket resolution."""
+    n = sum(values.values())
+    total = sum(v * c for v, c in values.items())
+    var = (sum(v * v * c for v, c in values.items()) * n - total * total) / (n * n)
+    return round(math.sqrt(max(var, 0.0)))
 
 
 def hist_record(series: list[Series], cpu: int | None) -> dict | None:
