@@ -91,6 +91,16 @@ def test_cyclictest_text_matches_its_json():
         assert any("names no CPU" in w for w in rt["warnings"])
 
 
+def test_cyclictest_histofall_text():
+    """-H: an all-threads column in the rows and an extra value in Total, Max and Overflows, ignored."""
+    (case,) = cyclictest.parse(CT / "cyclictest-H50.txt")
+    r = stats_of(case)
+    assert [r["per_cpu"][c]["count"] for c in ("0", "1")] == [200, 200]
+    assert [r["per_cpu"][c]["out_of_range"] for c in ("0", "1")] == [2, 1]
+    assert r["per_cpu"]["0"]["max_ns"] == 7_794_999 and r["per_cpu"]["1"]["max_ns"] == 78_999
+    assert any("-H summary column" in w for w in r["warnings"])
+
+
 def test_cyclictest_status_lines():
     (case,) = cyclictest.parse(CT / "cyclictest-noh.txt")
     r = stats_of(case)

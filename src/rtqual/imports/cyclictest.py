@@ -253,9 +253,10 @@ def parse_text(path: Path, text: str) -> Case:
     missing = [k for k in ("Min Latencies", "Avg Latencies", "Max Latencies", "Histogram Overflows") if k not in sums]
     if missing:
         raise RtqError(f"{path}: cut short? no '# {missing[0]}:' line after the histogram")
-    nthreads = len(sums["Max Latencies"])
-    if not nthreads or any(len(v) != nthreads for v in sums.values()):
+    nthreads = len(sums["Min Latencies"])  # -H adds an all-threads value to Total, Max and Overflows only
+    if not nthreads or any(len(v) not in (nthreads, nthreads + 1) for v in sums.values()):
         raise RtqError(f"{path}: the summary lines do not give one value per thread")
+    sums = {k: v[:nthreads] for k, v in sums.items()}
     if any(len(r) < nthreads for r in rows.values()):
         raise RtqError(f"{path}: a histogram row has fewer columns than threads ({nthreads})")
     series = {}
