@@ -79,7 +79,7 @@ def parse(path: Path) -> list[Case]:
                 buckets[c][index] = buckets[c].get(index, 0) + v
     missing = [k for k in _SUMMARY if k not in summary]
     if missing:
-        raise RtqError(f"{path}: cut short? no '{missing[0]}' row after the histogram")
+        raise RtqError(f"{path}: cut short? no '{missing[0]}' row after the histogram (or made with --no-summary)")
     bucket_size = _bucket_size(buckets)
     cases = []
     for ctx, (slug, what) in CONTEXTS.items():
