@@ -3,7 +3,9 @@ per-CPU rows; the rules of writer.py (bucket upper edges, overflow, what stays n
 errors for malformed input, fuzzed with hypothesis (never a traceback)."""
 
 import json
+import shutil
 import struct
+import uuid
 from pathlib import Path
 
 import pytest
@@ -334,13 +336,15 @@ FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCh
 
 
 def _parse_or_rtqerror(tool: str, path: Path) -> None:
-    """Parse and compute every statistic: success or RtqError, nothing else."""
+    """Import into a fresh bundle: success or RtqError (one line), nothing else; nothing written on error."""
+    out = path.parent / f"out-{uuid.uuid4().hex}"
     try:
-        modules = {"cyclictest": cyclictest, "rtla": rtla, "jitterdebugger": jitterdebugger, "rteval": rteval}
-        for case in modules[tool].parse(path):
-            case_result(case, "001-x")
+        run(tool, [str(path)], str(out))
     except RtqError as e:
         assert "\n" not in str(e)
+        assert not out.exists()
+    else:
+        shutil.rmtree(out)
 
 
 @pytest.mark.parametrize("tool", TOOLS)
@@ -390,3 +394,15 @@ def test_fuzz_text_formats(tmp_path, text):
     f.write_text("# RTLA timerlat histogram\n# Histogram\n" + text)
     for tool in ("cyclictest", "rtla"):
         _parse_or_rtqerror(tool, f)
+
+
+@FUZZ
+@given(raw=st.binary(max_size=400), keep=st.integers(0, 999))
+def test_fuzz_jitterdebugger_samples(tmp_path, raw, keep):
+    """Any samples.raw beside the real results.json: a prefix of the real one with garbage after it."""
+    d = tmp_path / f"jd-{uuid.uuid4().hex}"
+    d.mkdir()
+    src = DATA / "jitterdebugger" / "run"
+    (d / "results.json").write_bytes((src / "results.json").read_bytes())
+    (d / "samples.raw").write_bytes((src / "samples.raw").read_bytes()[: keep * 28] + raw)
+    _parse_or_rtqerror("jitterdebugger", d)

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from rtqual.errors import RtqError
 
+MAX_COUNT = 1 << 62  # counts and values beyond this come from no real run (and overflow HdrHistogram's 64 bits)
+
 
 def read_text(path: Path) -> str:
     """A regular file's text; one line naming the file for anything else (missing, a directory, binary)."""
@@ -51,6 +53,8 @@ def count(where: str, value) -> int:
         raise RtqError(f"{where}: expected a non-negative integer, found {json.dumps(value)[:40]}")
     if isinstance(value, float) and (not math.isfinite(value) or value != int(value)):
         raise RtqError(f"{where}: expected an integer, found {value}")
+    if value >= MAX_COUNT:
+        raise RtqError(f"{where}: {json.dumps(value)[:24]} is too large to be a count")
     return int(value)
 
 
