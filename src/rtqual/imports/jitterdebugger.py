@@ -146,6 +146,7 @@ def _fill_overflow(samples: Path, series: dict[str, Series], unit_ns: int) -> tu
                 f"{samples}: thread {key} has more samples beyond the histogram than results.json: not the same run"
             )
         s.exact_ns = [v * unit_ns + unit_ns - 1 for v in over[key]]
+        check_series(f"{samples}: thread {key}", s)
         if per_thread.get(key, 0) < s.count:
             warnings.append(
                 f"samples.raw holds {per_thread.get(key, 0)} of thread {key}'s {s.count} samples "

@@ -173,6 +173,8 @@ def check_series(where: str, s: Series) -> None:
         raise RtqError(f"{where}: histogram value out of range")
     if s.overflow() < 0:
         raise RtqError(f"{where}: the histogram holds more samples ({s.count - s.overflow()}) than counted ({s.count})")
+    if any(v > HIGHEST_NS for v in s.exact_ns):
+        raise RtqError(f"{where}: a sample beyond {HIGHEST_NS // 10**9} s")
     for v in (s.min_units, s.max_units):
         if v is not None and (v < 0 or v * s.unit_ns > HIGHEST_NS):
             raise RtqError(f"{where}: min/max {v} out of range")
