@@ -78,6 +78,14 @@ def build_parser() -> Parser:
     c.add_argument("--json", action="store_true", help="machine-readable")
     c.add_argument("--report", metavar="FILE.html", help="also write the comparison as HTML with overlaid figures")
 
+    im = sub.add_parser(
+        "import",
+        help="other tools' results as an rtqual bundle (cyclictest, rtla, jitterdebugger, rteval; docs/import.md)",
+    )
+    im.add_argument("tool", metavar="TOOL", help="cyclictest, rtla, jitterdebugger or rteval")
+    im.add_argument("files", metavar="FILE", nargs="+", help="the tool's output files (jitterdebugger: its -o folder)")
+    im.add_argument("-o", "--output", help="bundle directory (default rtqual-import-<tool>-<time>)")
+
     rp = sub.add_parser("report", help="a self-contained HTML report of bundles (figures, verdicts, host facts)")
     rp.add_argument("bundles", metavar="BUNDLE", nargs="+")
     rp.add_argument(
@@ -233,6 +241,13 @@ def cmd_compare(a) -> int:
     return 0
 
 
+def cmd_import(a) -> int:
+    from rtqual import imports
+
+    print(imports.run(a.tool, a.files, a.output))
+    return 0
+
+
 def cmd_report(a) -> int:
     from rtqual import htmlreport
 
@@ -299,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
             "show": cmd_show,
             "compare": cmd_compare,
             "report": cmd_report,
+            "import": cmd_import,
             "export": cmd_export_raw,
             "restore": cmd_restore,
             "host": cmd_host,

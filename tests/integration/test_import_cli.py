@@ -1,4 +1,4 @@
-"""`python -m rtqual.imports TOOL FILE... -o BUNDLE` as a user runs it: the bundle it writes is read by
+"""`rtqual import TOOL FILE... --output BUNDLE` as a user runs it: the bundle it writes is read by
 today's `rtqual show`, `show --json` and `compare` unchanged; an imported cyclictest run pairs with
 rtqual's timer run of the same settings; bad input is one line and exit 1."""
 
@@ -21,7 +21,7 @@ INPUTS = {
 
 def imports(*args, cwd=None):
     return subprocess.run(
-        [sys.executable, "-m", "rtqual.imports", *map(str, args)], capture_output=True, text=True, timeout=60, cwd=cwd
+        [sys.executable, "-m", "rtqual", "import", *map(str, args)], capture_output=True, text=True, timeout=60, cwd=cwd
     )
 
 

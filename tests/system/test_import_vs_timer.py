@@ -20,7 +20,7 @@ def test_imported_cyclictest_compares_with_rtqual_timer(tmp_path, rtqual_cmd):
         timeout=60,
     )
     imp = subprocess.run(
-        [sys.executable, "-m", "rtqual.imports", "cyclictest", str(ct), "-o", str(tmp_path / "imported")],
+        [sys.executable, "-m", "rtqual", "import", "cyclictest", str(ct), "--output", str(tmp_path / "imported")],
         capture_output=True,
         text=True,
         timeout=60,
