@@ -38,23 +38,53 @@ def synthetic_bundle(path: Path, hours: float, cpus: int, seed: int = 1) -> Path
                 window_max = int(rng.lognormvariate(10.3, 0.4)) + (rng.random() < 0.001) * rng.randrange(10**6)
                 h.record(int(rng.lognormvariate(9.9, 0.3)), 999)
                 h.record(window_max)
-                recs.append({"cpu": cpu, "count": h.count, "min_ns": h.min_ns, "max_ns": h.max_ns,
-                             "window_max_ns": window_max, "overruns": 0, "over_threshold": 0})
+                recs.append(
+                    {
+                        "cpu": cpu,
+                        "count": h.count,
+                        "min_ns": h.min_ns,
+                        "max_ns": h.max_ns,
+                        "window_max_ns": window_max,
+                        "overruns": 0,
+                        "over_threshold": 0,
+                    }
+                )
             f.write(json.dumps({"type": "progress", "elapsed_ns": s * 10**9, "cpus": recs}) + "\n")
     merged = Histogram()
     for h in hists.values():
         merged = merged.merge(h)
-    bundle_mod.write_json(case / "hist.json", {"layout": "hdr", "all": merged.to_record(),
-                                               "per_cpu": {str(c): h.to_record() for c, h in hists.items()}})
-    result = {"schema_version": 1, "id": "001-timer", "label": f"timer synthetic {hours:g} h", "probe": "timer",
-              "params": {"interval_ns": 1_000_000, "threshold_ns": 100_000}, "requirements": {}, "verdict": "pass",
-              "reason": "completed", "stats": cpu_stats(merged, None),
-              "per_cpu": {str(c): cpu_stats(h, None) for c, h in hists.items()}, "warnings": []}
+    bundle_mod.write_json(
+        case / "hist.json",
+        {"layout": "hdr", "all": merged.to_record(), "per_cpu": {str(c): h.to_record() for c, h in hists.items()}},
+    )
+    result = {
+        "schema_version": 1,
+        "id": "001-timer",
+        "label": f"timer synthetic {hours:g} h",
+        "probe": "timer",
+        "params": {"interval_ns": 1_000_000, "threshold_ns": 100_000},
+        "requirements": {},
+        "verdict": "pass",
+        "reason": "completed",
+        "stats": cpu_stats(merged, None),
+        "per_cpu": {str(c): cpu_stats(h, None) for c, h in hists.items()},
+        "warnings": [],
+    }
     bundle_mod.write_json(case / "result.json", result)
-    bundle_mod.write_json(path / "manifest.json", {
-        "schema_version": 1, "rtqual_version": "synthetic", "argv": ["benchmarks/report_speed.py"],
-        "hostname": "synthetic", "start": "-", "end": "-", "status": "complete", "verdict": "pass",
-        "cases": [{k: result[k] for k in ("id", "label", "probe", "verdict")}]})
+    bundle_mod.write_json(
+        path / "manifest.json",
+        {
+            "schema_version": 1,
+            "rtqual_version": "synthetic",
+            "argv": ["benchmarks/report_speed.py"],
+            "hostname": "synthetic",
+            "start": "-",
+            "end": "-",
+            "status": "complete",
+            "verdict": "pass",
+            "cases": [{k: result[k] for k in ("id", "label", "probe", "verdict")}],
+        },
+    )
     return path
 
 
