@@ -19,6 +19,7 @@
 #include "rtqual/opts.h"
 #include "rtqual/rtenv.h"
 #include "rtqual/timens.h"
+#include "rtqual/u128.h"
 
 #define LOAD_RECORD_FMT "%sload:%04d"
 #define LOAD_PUT_FIELD ".A" /* pp(TRUE) in calc: a put processes the record */
@@ -120,7 +121,8 @@ static void put_loop(struct load *l)
 		if (now >= end)
 			break;
 		/* deadlines passed: floor((now - t0) * rate / 1 s) + 1 */
-		uint64_t due = (uint64_t)(((__int128)(now - l->t0) * l->cfg.rate_hz) / NS_PER_S) + 1;
+		u128 passed = u128_mul_u64_u64((uint64_t)(now - l->t0), (uint64_t)l->cfg.rate_hz); /* now >= t0 */
+		uint64_t due = u128_divmod_u64(passed, NS_PER_S, NULL).lo + 1;
 		for (int b = 0; k < due && b < MAX_BATCH; b++, k++) {
 			double v = (double)k;
 			if (ca_put(DBR_DOUBLE, l->ch[k % (uint64_t)l->n], &v) == ECA_NORMAL)
@@ -135,7 +137,8 @@ static void put_loop(struct load *l)
 			load_line(l, "progress", false);
 			next_progress += l->cfg.progress_ms * NS_PER_MS;
 		}
-		int64_t next = l->t0 + (int64_t)k * period + (int64_t)(((__int128)k * rem) / l->cfg.rate_hz);
+		u128 rem_ns = u128_divmod_u64(u128_mul_u64_u64(k, (uint64_t)rem), (uint64_t)l->cfg.rate_hz, NULL);
+		int64_t next = l->t0 + (int64_t)k * period + (int64_t)rem_ns.lo;
 		sleep_until_ns(next < end ? next : end);
 	}
 }

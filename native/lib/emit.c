@@ -243,15 +243,3 @@ int write_all(int fd, const void *buf, size_t len)
 	}
 	return 0;
 }
-
-/* Decimal text of an unsigned 128-bit integer. */
-char *u128_to_dec(u128 v, char buf[40])
-{
-	char *p = buf + 39;
-	*p = '\0';
-	do {
-		*--p = (char)('0' + (int)(v % 10));
-		v /= 10;
-	} while (v);
-	return p;
-}

@@ -38,8 +38,8 @@ void hist_merge(struct hist *into, const struct hist *from)
 	}
 	into->count += from->count;
 	into->out_of_range += from->out_of_range;
-	into->sum_ns += from->sum_ns;
-	into->sumsq_ns2 += from->sumsq_ns2;
+	into->sum_ns = u128_add(into->sum_ns, from->sum_ns);
+	into->sumsq_ns2 = u128_add(into->sumsq_ns2, from->sumsq_ns2);
 	for (int i = 0; i < HIST_LEN; i++)
 		into->counts[i] += from->counts[i];
 }
@@ -53,10 +53,11 @@ int64_t hist_percentile_ppm(const struct hist *h, uint32_t ppm)
 		return 0;
 	if (ppm > 1000000)
 		ppm = 1000000;
-	u128 rank = ((u128)ppm * h->count + 999999) / 1000000;
+	/* rank <= count: 64 bits hold it, and the running sum of the bucket counts */
+	uint64_t rank = u128_divmod_u64(u128_add_u64(u128_mul_u64_u64(ppm, h->count), 999999), 1000000, NULL).lo;
 	if (rank < 1)
 		rank = 1;
-	u128 cum = 0;
+	uint64_t cum = 0;
 	for (int i = 0; i < HIST_LEN; i++) {
 		cum += h->counts[i];
 		if (cum >= rank) {
@@ -83,17 +84,17 @@ void hist_get_stats(const struct hist *h, struct hist_stats *st)
 	st->p999_ns = hist_percentile_ppm(h, 999000);
 	st->p9999_ns = hist_percentile_ppm(h, 999900);
 	/* round half to even, as Python's round(), so C and Python agree */
-	u128 q = h->sum_ns / h->count, r = h->sum_ns % h->count;
-	if (2 * r > h->count || (2 * r == h->count && (q & 1)))
-		q++;
-	st->mean_ns = (int64_t)q;
+	uint64_t n = h->count, r;
+	u128 q = u128_divmod_u64(h->sum_ns, n, &r);
+	if (r > n - r || (r == n - r && (q.lo & 1))) /* 2r > n, 2r == n without overflow */
+		q = u128_add_u64(q, 1);
+	st->mean_ns = (int64_t)q.lo;
 	/* population variance = (N*sumsq - sum^2) / N^2, exact numerator when it fits */
-	long double var;
-	u128 n = h->count;
-	if (h->sumsq_ns2 <= ~(u128)0 / n)
-		var = (long double)(n * h->sumsq_ns2 - h->sum_ns * h->sum_ns) / ((long double)n * (long double)n);
+	long double var, sum = u128_to_ldouble(h->sum_ns), nl = (long double)n;
+	if (u128_cmp(h->sumsq_ns2, u128_divmod_u64(U128_MAX, n, NULL)) <= 0)
+		var = u128_to_ldouble(u128_sub(u128_mul_u64(h->sumsq_ns2, n), u128_mul(h->sum_ns, h->sum_ns))) /
+		      (nl * nl);
 	else
-		var = ((long double)h->sumsq_ns2 - (long double)h->sum_ns * (long double)h->sum_ns / (long double)n) /
-		      (long double)n;
+		var = (u128_to_ldouble(h->sumsq_ns2) - sum * sum / nl) / nl;
 	st->stddev_ns = var > 0 ? (int64_t)rintl(sqrtl(var)) : 0; /* rint: half to even */
 }

@@ -22,8 +22,9 @@ void run_hold(struct run *r, bool dma)
 
 unsigned run_watchdog_s(u128 run_ns, uint64_t extra_s, unsigned cap_s)
 {
-	u128 s = run_ns / NS_PER_S + 1 + RUN_WATCHDOG_MARGIN_S + extra_s;
-	return s < cap_s ? (unsigned)s : cap_s;
+	u128 s = u128_add_u64(u128_divmod_u64(run_ns, NS_PER_S, NULL), 1 + RUN_WATCHDOG_MARGIN_S);
+	s = u128_add_u64(s, extra_s);
+	return u128_cmp(s, u128_of(cap_s)) < 0 ? (unsigned)s.lo : cap_s;
 }
 
 int run_one_of(struct run *r, const char *a, const char *b, bool *b_given)

@@ -182,8 +182,8 @@ int stimresp_prepare(struct run *r)
 	r->sink.summary_ctx = h;
 	run_hold(r, !c->no_dma_latency);
 	r->raw_interval_ns = h->period_ns;
-	r->watchdog_s = run_watchdog_s((u128)h->total * (uint64_t)h->period_ns, (uint64_t)(c->timeout_ns / NS_PER_S),
-				       0x7fffffff);
+	r->watchdog_s = run_watchdog_s(u128_mul_u64_u64(h->total, (uint64_t)h->period_ns),
+				       (uint64_t)(c->timeout_ns / NS_PER_S), 0x7fffffff);
 	return 0;
 }
 

@@ -1,6 +1,6 @@
 /* Duration parsing/formatting and clock self-measurement. */
 #include "rtqual/timens.h"
-#include "rtqual/hist.h" /* u128 */
+#include "rtqual/u128.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -59,17 +59,16 @@ int duration_parse(const char *s, int64_t *out_ns, char *err, size_t errlen)
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
 		if (strcmp(p, units[i].name) != 0)
 			continue;
-		u128 unit = (u128)units[i].ns;
-		u128 whole = (u128)ip * unit;
-		u128 fnum = (u128)frac * unit;
-		if (fnum % frac_scale != 0) {
+		uint64_t unit = (uint64_t)units[i].ns, rem;
+		u128 fns = u128_divmod_u64(u128_mul_u64_u64(frac, unit), frac_scale, &rem);
+		if (rem != 0) {
 			snprintf(err, errlen, "'%s' is not a whole number of ns", s);
 			return -1;
 		}
-		whole += fnum / frac_scale;
-		if (whole > (u128)INT64_MAX)
+		u128 whole = u128_add(u128_mul_u64_u64(ip, unit), fns);
+		if (u128_cmp(whole, u128_of(INT64_MAX)) > 0)
 			goto too_large;
-		*out_ns = (int64_t)whole;
+		*out_ns = (int64_t)whole.lo;
 		return 0;
 	}
 	snprintf(err, errlen, "'%s' is not a duration (%s)", s, UNITS_HELP);

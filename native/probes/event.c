@@ -564,7 +564,7 @@ static int event_start(struct run *run)
 		}
 		t->stim_started = true;
 	} else {
-		unsigned wd = run_watchdog_s((u128)t->total * (uint64_t)t->period_ns, 0, 0xffffffffu);
+		unsigned wd = run_watchdog_s(u128_mul_u64_u64(t->total, (uint64_t)t->period_ns), 0, 0xffffffffu);
 		pid_t pid = fork();
 		if (pid < 0) {
 			snprintf(err, errlen, "fork: %s", strerror(errno));
@@ -680,7 +680,7 @@ static int event_prepare(struct run *run)
 		warnings_add(&run->warn, "stimulus and responder share CPU %d: the response includes the stimulus' own "
 			     "return to sleep", cpu);
 	run->raw_interval_ns = t->period_ns;
-	run->watchdog_s = run_watchdog_s((u128)t->total * (uint64_t)t->period_ns, 0, 0x7fffffff);
+	run->watchdog_s = run_watchdog_s(u128_mul_u64_u64(t->total, (uint64_t)t->period_ns), 0, 0x7fffffff);
 	return 0;
 }
 

@@ -492,7 +492,7 @@ static int msg_prepare(struct run *run)
 			warnings_add(&run->warn, "the %s is not confined to CPU %d as asked", role_names[r],
 				     m->proc[r].cpu_req);
 	run->raw_interval_ns = m->period_ns;
-	run->watchdog_s = run_watchdog_s((u128)c->timeout_ns, 0, 0x7fffffff);
+	run->watchdog_s = run_watchdog_s(u128_of((uint64_t)c->timeout_ns), 0, 0x7fffffff);
 	return 0;
 }
 

@@ -461,7 +461,8 @@ static int pio_prepare(struct run *run)
 		sigaction(SIGXCPU, &sa, NULL);
 		rt_acquire_rttime_limit(RTTIME_SOFT_US, RTTIME_HARD_US, &run->warn);
 	}
-	run->watchdog_s = run_watchdog_s(c->passes ? 3600 * (u128)NS_PER_S : (u128)c->duration_ns, 0, 0x7fffffff);
+	uint64_t run_ns = c->passes ? 3600 * (uint64_t)NS_PER_S : (uint64_t)c->duration_ns;
+	run->watchdog_s = run_watchdog_s(u128_of(run_ns), 0, 0x7fffffff);
 	return 0;
 }
 

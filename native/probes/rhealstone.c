@@ -892,9 +892,13 @@ static int rh_prepare(struct run *run)
 	}
 	run->raw_interval_ns = c->interval_ns;
 	int64_t round_ns = c->interval_ns + (c->component == C_DEADLOCK_BREAK ? c->spin_ns + c->hold_ns : 0);
-	u128 rounds = ((u128)(uint64_t)c->loops + (uint64_t)c->warmup) / (uint64_t)r->comp->per_round + 1;
-	u128 paced_ns = c->duration_ns ? (u128)(uint64_t)c->warmup * (uint64_t)round_ns : rounds * (uint64_t)round_ns;
-	run->watchdog_s = run_watchdog_s((u128)(uint64_t)c->duration_ns + paced_ns * WATCHDOG_FACTOR, 0, 0x7fff0000);
+	u128 rounds = u128_divmod_u64(u128_add_u64(u128_of((uint64_t)c->loops), (uint64_t)c->warmup),
+				      (uint64_t)r->comp->per_round, NULL);
+	rounds = u128_add_u64(rounds, 1);
+	u128 paced_ns = c->duration_ns ? u128_mul_u64_u64((uint64_t)c->warmup, (uint64_t)round_ns)
+				       : u128_mul_u64(rounds, (uint64_t)round_ns);
+	u128 run_ns = u128_add_u64(u128_mul_u64(paced_ns, WATCHDOG_FACTOR), (uint64_t)c->duration_ns);
+	run->watchdog_s = run_watchdog_s(run_ns, 0, 0x7fff0000);
 	return 0;
 }
 

@@ -603,8 +603,9 @@ static int switch_prepare(struct run *run)
 	run->sink.summary_extra = switch_summary_extra;
 	run->sink.summary_ctx = s;
 	run_hold(run, !c->no_dma_latency);
-	u128 run_ns = (u128)(uint64_t)c->warmup * LOOP_BUDGET_NS +
-		      (c->loops ? (u128)(uint64_t)c->loops * LOOP_BUDGET_NS : (u128)(uint64_t)c->duration_ns);
+	u128 run_ns = u128_mul_u64_u64((uint64_t)c->warmup, LOOP_BUDGET_NS);
+	run_ns = u128_add(run_ns, c->loops ? u128_mul_u64_u64((uint64_t)c->loops, LOOP_BUDGET_NS)
+					   : u128_of((uint64_t)c->duration_ns));
 	run->watchdog_s = run_watchdog_s(run_ns, 0, 0x7fff0000);
 	return 0;
 }

@@ -208,9 +208,9 @@ static int timer_prepare(struct run *run)
 		run->rt.tracemark = t->mark_fd >= 0;
 	}
 	run->raw_interval_ns = c->interval_ns;
-	u128 periods = (u128)(c->loops ? (uint64_t)c->loops : (uint64_t)(c->duration_ns / c->interval_ns)) +
-		       (uint64_t)c->warmup;
-	run->watchdog_s = run_watchdog_s(periods * (uint64_t)c->interval_ns, 0, 0x7fffffff);
+	uint64_t measured = c->loops ? (uint64_t)c->loops : (uint64_t)(c->duration_ns / c->interval_ns);
+	u128 periods = u128_add_u64(u128_of(measured), (uint64_t)c->warmup);
+	run->watchdog_s = run_watchdog_s(u128_mul_u64(periods, (uint64_t)c->interval_ns), 0, 0x7fffffff);
 	return 0;
 }
 

@@ -46,7 +46,7 @@ int main(void)
 	jw_double(&w, "pct", 12.5);
 	jw_double(&w, "pct0", 0);
 	jw_double(&w, "nan", 0.0 / 0.0);
-	jw_u128(&w, "sumsq", (u128)UINT64_MAX * 1000);
+	jw_u128(&w, "sumsq", u128_mul_u64(u128_of(UINT64_MAX), 1000));
 	jw_obj_end(&w);
 	CHECK_STR(jw_line(&w), "{\"type\":\"hist\",\"neg\":-5,\"big\":18446744073709551615,\"t\":true,\"f\":false,"
 			       "\"n\":null,\"nul\":null,\"counts\":[[0,10],[1,11]],\"empty\":[],\"o\":{},"
@@ -83,8 +83,8 @@ int main(void)
 	esc("", "{\"s\":\"\"}");
 	esc("\"key\":", "{\"s\":\"\\\"key\\\":\"}");
 
-	CHECK_STR(u128_to_dec(0, b), "0");
-	CHECK_STR(u128_to_dec(((u128)1) << 64, b), "18446744073709551616");
-	CHECK_STR(u128_to_dec(~(u128)0, b), "340282366920938463463374607431768211455");
+	CHECK_STR(u128_to_dec(u128_of(0), b), "0");
+	CHECK_STR(u128_to_dec((u128){1, 0}, b), "18446744073709551616");
+	CHECK_STR(u128_to_dec(U128_MAX, b), "340282366920938463463374607431768211455");
 	CHECK_DONE();
 }

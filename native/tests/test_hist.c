@@ -85,7 +85,7 @@ static void test_record_merge_range(void)
 	}
 	hist_merge(a, b);
 	CHECK(a->count == both->count && a->min_ns == both->min_ns && a->max_ns == both->max_ns);
-	CHECK(a->sum_ns == both->sum_ns && a->sumsq_ns2 == both->sumsq_ns2);
+	CHECK(u128_cmp(a->sum_ns, both->sum_ns) == 0 && u128_cmp(a->sumsq_ns2, both->sumsq_ns2) == 0);
 	CHECK(memcmp(a->counts, both->counts, sizeof(a->counts)) == 0);
 
 	/* merging an empty histogram keeps min/max */
@@ -101,7 +101,7 @@ static void test_record_merge_range(void)
 	CHECK(!hist_record(h, HIST_HIGHEST_NS + 1));
 	CHECK(hist_record(h, HIST_HIGHEST_NS));
 	CHECK(h->out_of_range == 2 && h->count == 1 && h->max_ns == HIST_HIGHEST_NS && h->min_ns == HIST_HIGHEST_NS);
-	CHECK(h->sum_ns == (u128)HIST_HIGHEST_NS);
+	CHECK(u128_cmp(h->sum_ns, u128_of(HIST_HIGHEST_NS)) == 0);
 	uint64_t total = 0;
 	for (int i = 0; i < HIST_LEN; i++)
 		total += h->counts[i];
@@ -109,7 +109,9 @@ static void test_record_merge_range(void)
 	/* sum of squares beyond 2^64 stays exact */
 	for (int i = 1; i < 1000; i++)
 		hist_record(h, HIST_HIGHEST_NS);
-	CHECK(h->sumsq_ns2 == (u128)1000 * (u128)HIST_HIGHEST_NS * (u128)HIST_HIGHEST_NS);
+	CHECK(u128_cmp(h->sumsq_ns2, u128_mul_u64(u128_mul_u64_u64(HIST_HIGHEST_NS, HIST_HIGHEST_NS), 1000)) == 0);
+	char dec[40];
+	CHECK_STR(u128_to_dec(h->sumsq_ns2, dec), "3600000000000000000000000");
 	free(a), free(b), free(both), free(e), free(h);
 }
 
@@ -141,6 +143,29 @@ static void test_stats(void)
 	hist_record(h, 1000000);
 	hist_get_stats(h, &st);
 	CHECK(st.p50_ns == 1000000 && st.p9999_ns == 1000000); /* capped at max */
+	free(h);
+}
+
+/* Beyond 64 and 128 bits: a histogram merged into itself 40 times (2^40 copies of each sample)
+ * keeps its mean, stddev and percentiles; N * sumsq no longer fits 128 bits there. */
+static void test_stats_huge(void)
+{
+	struct hist *h = new_hist();
+	struct hist_stats st, big;
+	char dec[40];
+	hist_record(h, 1);
+	hist_record(h, 2);
+	hist_record(h, HIST_HIGHEST_NS);
+	hist_get_stats(h, &st);
+	CHECK(st.mean_ns == 20000000001 && st.stddev_ns == 28284271247); /* sqrt(7.9999999996e20) = ...246.75 */
+	for (int i = 0; i < 40; i++)
+		hist_merge(h, h);
+	hist_get_stats(h, &big);
+	CHECK(big.count == 3ULL << 40);
+	CHECK_STR(u128_to_dec(h->sum_ns, dec), "65970697669858534883328");
+	CHECK_STR(u128_to_dec(h->sumsq_ns2, dec), "3958241859993600000005497558138880");
+	CHECK(big.mean_ns == st.mean_ns && big.stddev_ns == st.stddev_ns);
+	CHECK(big.min_ns == 1 && big.p50_ns == 2 && big.p99_ns == st.p99_ns && big.max_ns == HIST_HIGHEST_NS);
 	free(h);
 }
 
@@ -184,6 +209,7 @@ int main(void)
 	test_error_bound();
 	test_record_merge_range();
 	test_stats();
+	test_stats_huge();
 	test_percentiles();
 	CHECK_DONE();
 }

@@ -2,6 +2,7 @@
 #include <stdint.h>
 
 #include "check.h"
+#include "rtqual/lifecycle.h"
 #include "rtqual/timens.h"
 
 static void ok(const char *s, int64_t want)
@@ -59,6 +60,12 @@ int main(void)
 	bad("1d", NULL);
 	bad("3000000h", "'3000000h' is too large");
 	bad("99999999999999999999999ns", NULL);
+	/* products beyond 64 bits, exact: the limit INT64_MAX ns with decimals and large units */
+	ok("9223372036.854775807s", INT64_MAX);
+	bad("9223372036.854775808s", "'9223372036.854775808s' is too large");
+	ok("2562047h", 9223369200000000000LL);
+	bad("18446744073709551615h", "'18446744073709551615h' is too large");
+	bad("3.000000000000000001h", "'3.000000000000000001h' is not a whole number of ns");
 
 	char buf[32];
 	CHECK_STR(duration_format(10000, buf, sizeof(buf)), "10us");
@@ -67,6 +74,14 @@ int main(void)
 	CHECK_STR(duration_format(365LL * 86400 * NS_PER_S, buf, sizeof(buf)), "8760h");
 	CHECK_STR(duration_format(0, buf, sizeof(buf)), "0ns");
 	CHECK_STR(duration_format(7, buf, sizeof(buf)), "7ns");
+
+	/* the watchdog: whole seconds plus 1 and the margin, capped; 128-bit run lengths saturate at the cap */
+	CHECK(run_watchdog_s(u128_of(0), 0, 1000) == 1 + RUN_WATCHDOG_MARGIN_S);
+	CHECK(run_watchdog_s(u128_of(2500000000), 3, 1000) == 2 + 1 + RUN_WATCHDOG_MARGIN_S + 3);
+	CHECK(run_watchdog_s(u128_of(INT64_MAX), 0, 0x7fffffff) == 0x7fffffff);
+	CHECK(run_watchdog_s(u128_mul_u64_u64(UINT64_MAX, NS_PER_S), 0, 0xffffffffu) == 0xffffffffu);
+	CHECK(run_watchdog_s(u128_of(0), UINT64_MAX, 0xffffffffu) == 0xffffffffu);
+	CHECK(run_watchdog_s(u128_of((0x7ffffffeULL - 1 - RUN_WATCHDOG_MARGIN_S) * NS_PER_S), 0, 0x7fffffff) == 0x7ffffffe);
 
 	struct timespec ts = ns_to_ts(1500000001);
 	CHECK(ts.tv_sec == 1 && ts.tv_nsec == 500000001);

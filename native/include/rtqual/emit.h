@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rtqual/hist.h" /* u128 */
+#include "rtqual/u128.h"
 
 #define JW_MAX_DEPTH 16
 
@@ -38,7 +38,6 @@ void jw_null(struct jw *w, const char *key);
 const char *jw_line(struct jw *w); /* NUL-terminated text built so far */
 int jw_write_line(struct jw *w, int fd);
 
-char *u128_to_dec(u128 v, char buf[40]);
 int write_all(int fd, const void *buf, size_t len);
 
 #endif

@@ -6,14 +6,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "rtqual/u128.h"
+
 #define HIST_LOWEST_NS 1
 #define HIST_HIGHEST_NS 60000000000LL
 #define HIST_SIG_DIGITS 3
 #define HIST_SUB_HALF 1024 /* half of sub_bucket_count 2048 */
 #define HIST_BUCKETS 26
 #define HIST_LEN ((HIST_BUCKETS + 1) * HIST_SUB_HALF) /* 27648 */
-
-typedef unsigned __int128 u128;
 
 struct hist {
 	uint64_t count;        /* bucketed samples */
@@ -50,8 +50,8 @@ static inline bool hist_record(struct hist *h, int64_t v)
 	if (h->count == 0 || v > h->max_ns)
 		h->max_ns = v;
 	h->count++;
-	h->sum_ns += (uint64_t)v;
-	h->sumsq_ns2 += (u128)(uint64_t)v * (uint64_t)v;
+	h->sum_ns = u128_add_u64(h->sum_ns, (uint64_t)v);
+	h->sumsq_ns2 = u128_add(h->sumsq_ns2, u128_mul_u64_u64((uint64_t)v, (uint64_t)v));
 	return true;
 }
 
