@@ -287,7 +287,7 @@ def cmd_host(a) -> int:
     if a.json:
         print(json.dumps(f, indent=1))
     else:
-        print(report.format_table(["fact", "value"], [list(r) for r in facts.summary_rows(f)], left=2))
+        print(report.format_host(f))
     return 0
 
 

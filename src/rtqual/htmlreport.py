@@ -433,9 +433,7 @@ def bundle_section(data: dict) -> str:
     out.append("<h2>Host</h2>")
     facts = data.get("facts")
     if facts:
-        from rtqual.host.facts import summary_rows
-
-        out.append(_table(["fact", "value"], [[escape(a), escape(b)] for a, b in summary_rows(facts)], "host"))
+        out.append(_table(["fact", "value"], [[escape(a), escape(b)] for a, b in report.host_rows(facts)], "host"))
     else:
         out.append('<p class="missing">missing: host/facts-before.json</p>')
     out.append("<h2>How to reproduce</h2><pre>" + escape(" ".join(map(str, m.get("argv") or []))) + "</pre>")
