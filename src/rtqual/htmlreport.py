@@ -198,7 +198,7 @@ CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1100px;padding:0 16px 48px;color:#222}
 h1{font-size:22px} h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ddd} h3{font-size:15px}
 table{border-collapse:collapse;margin:8px 0} td,th{padding:2px 8px;border-bottom:1px solid #eee;text-align:right}
-td:first-child,th:first-child,.host td{text-align:left}
+td:first-child,th:first-child,.host td,.host th{text-align:left}
 pre{background:#f6f6f6;padding:8px;overflow-x:auto;font-size:12px}
 .banner{padding:10px 14px;border-radius:6px;font-size:16px;font-weight:600}
 .pass{background:#e3f5e1;color:#145a14} .fail{background:#fde2e1;color:#8a1010}
