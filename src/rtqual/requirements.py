@@ -12,6 +12,7 @@ Every function here is pure: a requirement and a case's statistics (and histogra
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -85,7 +86,7 @@ class Requirement:
 def parse(text: str, what: str = "--require") -> Requirement:
     """'p99 <= 100us' -> Requirement; anything else: one line naming the expression and what is wrong."""
     m = _EXPR.match(str(text))
-    where = f"{what} '{text}'"
+    where = f"{what} '{json.dumps(str(text), ensure_ascii=False)[1:-1]}'"  # one line, whatever the text holds
     if not m:
         raise RtqError(f"{where}: expected STAT OP LIMIT, e.g. 'p99 <= 100us', 'over(100us) <= 0.1%', 'overruns == 0'")
     lhs, op, rhs = m["lhs"], m["op"], m["rhs"]

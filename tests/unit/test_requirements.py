@@ -50,13 +50,14 @@ def test_grammar(text, stat, op, limit):
         ("", "expected STAT OP LIMIT"),
         ("over(x) < 1%", "not a duration"),
         ("over(1ms) < lots", "not a percentage"),
+        ("max\n~ 1ms", "expected STAT OP LIMIT"),
     ],
 )
 def test_malformed_requirements_are_one_line_naming_the_expression(text, words):
     with pytest.raises(RtqError) as e:
         rq.parse(text)
     msg = str(e.value)
-    assert words in msg and f"'{text}'" in msg and "\n" not in msg and e.value.exit_code == 1
+    assert words in msg and f"'{text}'".replace("\n", "\\n") in msg and "\n" not in msg and e.value.exit_code == 1
 
 
 def test_verdicts_value_limit_margin():
