@@ -39,8 +39,9 @@ def rss_kb(pid):
     return None
 
 
-def run_sampled(args, out_path, period_s=0.05, timeout_s=50):
-    """Run rtqual (stdout to a file: the plain progress lines), sampling its RSS; (exit code, [kB])."""
+def run_sampled(args, out_path, period_s=0.05, timeout_s=150):
+    """Run rtqual (stdout to a file: the plain progress lines), sampling its RSS; (exit code, [kB]).
+    About 20 s here; the timeout only guards against a hang on a busy machine."""
     with open(out_path, "w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "rtqual", *map(str, args)], stdout=out, stderr=out)
         samples, deadline = [], time.monotonic() + timeout_s
