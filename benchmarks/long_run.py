@@ -23,20 +23,9 @@ import time
 from pathlib import Path
 
 from rtqual.units import parse_duration_ns
+from rtqual.util import rss_kb
 
 GROWING = ("stream.jsonl", "host-samples.jsonl", "raw.bin")  # the rest (histograms, result, report) is fixed size
-
-
-def rss_kb(pid: int) -> int | None:
-    """VmRSS of a process in kB, or None when it is gone (or a zombie)."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        return None
-    return None
 
 
 def probe_pid(pid: int) -> int | None:

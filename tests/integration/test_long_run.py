@@ -12,6 +12,7 @@ import pytest
 
 from conftest import needs_probe
 from rtqual import htmlreport
+from rtqual.util import rss_kb
 
 pytestmark = [needs_probe, pytest.mark.slow]
 
@@ -25,18 +26,6 @@ def day_script(path, seconds=DAY_S):
     and one progress record."""
     path.write_text(f"repeat {seconds}\nsample 0 5000\nsample 1 200000\nsample 0 300000 1\nprogress\nend\nexit 0\n")
     return path
-
-
-def rss_kb(pid):
-    """VmRSS of a process in kB, or None once it is gone."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        return None
-    return None
 
 
 def run_sampled(args, out_path, period_s=0.05, timeout_s=150):
