@@ -23,12 +23,12 @@ struct fake_cfg {
 	struct sink_out out; /* no --progress-ms: the script says when */
 };
 
-enum fake_op { OP_SAMPLE, OP_PROGRESS, OP_SLEEP, OP_WARN, OP_CRASH, OP_EXIT };
+enum fake_op { OP_SAMPLE, OP_PROGRESS, OP_SLEEP, OP_WARN, OP_CRASH, OP_EXIT, OP_REPEAT, OP_END };
 
 struct fake_cmd {
 	enum fake_op op;
 	int cpu;       /* OP_SAMPLE */
-	int64_t value; /* latency ns, sleep ms, exit code */
+	int64_t value; /* latency ns, sleep ms, exit code, repeat count; OP_END: its repeat's index */
 	uint64_t skipped;
 	char *text; /* OP_WARN */
 };
@@ -129,6 +129,22 @@ static int parse_line(char *line, struct fake_cmd *cmd, char *err, size_t errlen
 		}
 		return 0;
 	}
+	if (strcmp(word, "repeat") == 0) {
+		cmd->op = OP_REPEAT;
+		if (argc != 1 || parse_i64(argv[0], 1, 1000000000, &cmd->value)) {
+			snprintf(err, errlen, "usage: repeat N (1..1000000000), lines, end");
+			return -1;
+		}
+		return 0;
+	}
+	if (strcmp(word, "end") == 0) {
+		cmd->op = OP_END;
+		if (argc) {
+			snprintf(err, errlen, "end takes no argument");
+			return -1;
+		}
+		return 0;
+	}
 	if (strcmp(word, "sleep") == 0 || strcmp(word, "exit") == 0) {
 		bool sl = word[0] == 's';
 		cmd->op = sl ? OP_SLEEP : OP_EXIT;
@@ -138,7 +154,8 @@ static int parse_line(char *line, struct fake_cmd *cmd, char *err, size_t errlen
 		}
 		return 0;
 	}
-	snprintf(err, errlen, "unknown command '%s' (sample, progress, sleep, warn, crash, exit)", word);
+	snprintf(err, errlen, "unknown command '%s' (sample, progress, sleep, warn, crash, exit, repeat, end)",
+		 word);
 	return -1;
 }
 
@@ -149,7 +166,7 @@ static int fake_load(struct fake *f, char *err, size_t errlen)
 	FILE *fp = fopen(f->cfg.script, "r");
 	char *line = NULL, why[256];
 	size_t cap = 0;
-	int lineno = 0, cap_cmds = 0, rc = 0;
+	int lineno = 0, cap_cmds = 0, rc = 0, open_repeat = -1; /* index of the unclosed "repeat" */
 	static bool seen[CPULIST_MAX];
 
 	if (!fp) {
@@ -168,6 +185,18 @@ static int fake_load(struct fake *f, char *err, size_t errlen)
 		}
 		if (r > 0)
 			continue;
+		if (cmd.op == OP_REPEAT || cmd.op == OP_END) {
+			const char *bad = cmd.op == OP_REPEAT ? (open_repeat >= 0 ? "repeat blocks do not nest" : NULL)
+							       : (open_repeat < 0 ? "end without repeat" : NULL);
+			if (bad) {
+				snprintf(err, errlen, "--script: %s:%d: %s", f->cfg.script, lineno, bad);
+				rc = -1;
+				break;
+			}
+			if (cmd.op == OP_END)
+				cmd.value = open_repeat;
+			open_repeat = cmd.op == OP_REPEAT ? f->ncmds : -1;
+		}
 		if (f->ncmds == cap_cmds) {
 			cap_cmds = cap_cmds ? 2 * cap_cmds : 64;
 			struct fake_cmd *n = realloc(f->cmds, (size_t)cap_cmds * sizeof(*n));
@@ -184,6 +213,10 @@ static int fake_load(struct fake *f, char *err, size_t errlen)
 	}
 	free(line);
 	fclose(fp);
+	if (rc == 0 && open_repeat >= 0) {
+		snprintf(err, errlen, "--script: %s: repeat without end", f->cfg.script);
+		rc = -1;
+	}
 	f->cpus.n = 0;
 	for (int c = 0; c < CPULIST_MAX; c++) {
 		f->slot[c] = -1;
@@ -238,6 +271,7 @@ static void fake_replay(struct run *run)
 {
 	struct fake *f = (struct fake *)run;
 	struct sink *s = &run->sink;
+	int64_t left = 0; /* passes still to run of the current repeat block */
 	for (int i = 0; i < f->ncmds; i++) {
 		struct fake_cmd *c = &f->cmds[i];
 		if (rt_signals_caught() || atomic_load(&s->stop))
@@ -267,6 +301,13 @@ static void fake_replay(struct run *run)
 			f->exited = true;
 			f->exit_code = (int)c->value;
 			return;
+		case OP_REPEAT:
+			left = c->value;
+			break;
+		case OP_END:
+			if (--left > 0)
+				i = (int)c->value; /* the loop's i++ steps past the repeat line */
+			break;
 		}
 	}
 }

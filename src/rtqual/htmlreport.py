@@ -25,7 +25,8 @@ HIST_BINS = 400  # OSADL-style histograms: at most this many linear bins per CPU
 
 
 def load_bundle(path: str | Path) -> dict:
-    """A bundle with, per case, its histograms ("hists": {cpu: Histogram}), progress records and the
+    """A bundle with, per case, its histograms ("hists": {cpu: Histogram}), its maximum over time
+    ("over_time": OverTime, from the progress records in bounded memory; "progress" stays empty) and the
     problems met while reading ("missing": [...]); host facts before the run."""
     data = load_tolerant(path)
     root = Path(path)
@@ -39,14 +40,17 @@ def load_bundle(path: str | Path) -> dict:
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             if (r.get("stats") or {}).get("count"):
                 r["missing"].append("hist.json (no histogram figures)")
+        r["over_time"] = over = OverTime()
         try:
             with open(d / "stream.jsonl", errors="replace") as f:
-                for line in f:
+                for line in f:  # a day is 86 400 records: folded into bounded buckets as read
                     if '"progress"' in line:
                         try:
-                            r["progress"].append(json.loads(line))
+                            rec = json.loads(line)
                         except ValueError:
                             continue
+                        if isinstance(rec, dict):
+                            over.add(rec)
         except OSError:
             r["missing"].append("stream.jsonl (no figure over time)")
     try:
@@ -178,18 +182,60 @@ def time_unit(progress: list[dict]) -> tuple[str, float]:
 def max_over_time_series(progress: list[dict]) -> list[Series]:
     """The maximum of each progress interval (about 1 s) per CPU, in µs over time; a min/max band
     where downsampled."""
-    by_cpu: dict[str, list[tuple[float, float]]] = {}
-    per = time_unit(progress)[1]
+    over = OverTime()
     for rec in progress:
-        t = rec.get("elapsed_ns", 0) / 1e9 / per
+        over.add(rec)
+    return over.series()
+
+
+class OverTime:
+    """The maximum-over-time figure's data, fed one progress record at a time in bounded memory:
+    per CPU at most `limit` buckets of (first time, max, min) of the interval maxima. When a CPU's
+    buckets exceed the limit, neighbours merge pairwise and each later bucket takes twice as many
+    records, so a day of records costs what 2000 do and every spike stays visible."""
+
+    def __init__(self, limit: int = ENVELOPE_POINTS):
+        self.limit = limit
+        self.span_ns: float = 0
+        self.buckets: dict[str, list[list[float]]] = {}  # cpu -> [[t_ns, hi_us, lo_us, records], ...]
+        self.per: dict[str, int] = {}  # cpu -> records per bucket
+
+    def add(self, rec: dict) -> None:
+        """Fold one progress record in."""
+        t_ns: float = rec.get("elapsed_ns", 0) if isinstance(rec.get("elapsed_ns"), int | float) else 0
+        self.span_ns = max(self.span_ns, t_ns)
         for c in rec.get("cpus") or []:
-            if c.get("window_max_ns") is not None and c.get("count"):
-                by_cpu.setdefault(str(c.get("cpu")), []).append((t, c["window_max_ns"] / 1000))
-    out = []
-    for cpu, pts in sorted(by_cpu.items()):
-        xs, hi, lo = envelope(pts)
-        out.append(Series(f"cpu{cpu}", xs, hi, band=lo if len(pts) > ENVELOPE_POINTS else None))
-    return out
+            if not isinstance(c, dict) or not isinstance(c.get("window_max_ns"), int | float) or not c.get("count"):
+                continue
+            cpu, v_us = str(c.get("cpu")), c["window_max_ns"] / 1000
+            b, per = self.buckets.setdefault(cpu, []), self.per.setdefault(cpu, 1)
+            if b and b[-1][3] < per:
+                last = b[-1]
+                last[1], last[2], last[3] = max(last[1], v_us), min(last[2], v_us), last[3] + 1
+            else:
+                b.append([t_ns, v_us, v_us, 1])
+            if len(b) > self.limit:
+                self.buckets[cpu] = [_merge(b[k : k + 2]) for k in range(0, len(b), 2)]
+                self.per[cpu] = 2 * per
+
+    def unit(self) -> tuple[str, float]:
+        """The time axis' unit for the span seen: (name, seconds per unit)."""
+        return time_unit([{"elapsed_ns": self.span_ns}])
+
+    def series(self) -> list[Series]:
+        """Per CPU: bucket maxima over time (in self.unit()), with the minima as a band once merged."""
+        per_s = self.unit()[1]
+        out = []
+        for cpu, b in sorted(self.buckets.items()):
+            xs = [p[0] / 1e9 / per_s for p in b]
+            band = [p[2] for p in b] if self.per[cpu] > 1 else None
+            out.append(Series(f"cpu{cpu}", xs, [p[1] for p in b], band=band))
+        return out
+
+
+def _merge(pair: list[list[float]]) -> list[float]:
+    """One bucket from one or two neighbours: first time, max, min, records."""
+    return [pair[0][0], max(p[1] for p in pair), min(p[2] for p in pair), sum(p[3] for p in pair)]
 
 
 # ---- HTML (pure) ----
@@ -254,14 +300,19 @@ def case_figures(r: dict) -> list[Figure]:
                 Axis("Fraction above", log=True),
             )
         )
-    over_time = max_over_time_series(r.get("progress") or [])
+    over = r.get("over_time")
+    if not isinstance(over, OverTime):  # a case given as progress records (tests, tools)
+        over = OverTime()
+        for rec in r.get("progress") or []:
+            over.add(rec)
+    over_time = over.series()
     if any(len(s.xs) > 1 for s in over_time):  # one progress record is no course over time
         figs.append(
             Figure(
                 f"{r['id']}-max-over-time",
                 "Maximum per interval over time",
                 over_time,
-                Axis(f"Time ({time_unit(r.get('progress') or [])[0]})"),
+                Axis(f"Time ({over.unit()[0]})"),
                 Axis("Maximum latency (us)", log=True),
             )
         )

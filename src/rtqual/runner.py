@@ -21,7 +21,7 @@ from rtqual.case import Case
 from rtqual.conditions import Conditions, not_applied
 from rtqual.errors import EXIT_ERROR, EXIT_INCONCLUSIVE, RtqError
 from rtqual.hist import Histogram
-from rtqual.host.sampler import Sampler, read_samples, rt_tasks
+from rtqual.host.sampler import Sampler, iter_samples, rt_tasks
 from rtqual.host.sampler import summarize as summarize_samples
 from rtqual.loads import LoadSet
 from rtqual.procs import signal_group
@@ -128,7 +128,7 @@ def run_case(
         result[service.key] = service_info
     result["conditions"] = {"changes": changes, "restored": restored, "applied": not not_applied(changes)}
     samples = d / "host-samples.jsonl"
-    result["host_samples"] = summarize_samples(read_samples(samples)) if samples.exists() else None
+    result["host_samples"] = summarize_samples(iter_samples(samples)) if samples.exists() else None
     dead = next((ld["dead_reason"] for ld in result["loads"] if ld["dead_reason"]), None)
     if load_error:
         result["verdict"], result["reason"] = "inconclusive", f"load did not start: {load_error}"

@@ -41,7 +41,7 @@ def summarize(
     case: Mapping[str, Any], stream: Stream, exit_code: int, stderr_last: str, interrupted: bool = False
 ) -> dict:
     """The case result: statistics per CPU and overall, verdict, warnings. Pure: a function of the stream."""
-    warnings = list(stream.warnings) + list(stream.problems)
+    warnings = stream.messages()
     summary_by_cpu = {int(c["cpu"]): c for c in (stream.summary or {}).get("cpus", [])}
     per_cpu, total, sums = {}, Histogram(), {"overruns": 0, "over_threshold": 0}
     for cpu, rec in sorted(stream.hists.items()):
@@ -82,6 +82,7 @@ def summarize(
         "stats": stats,
         "per_cpu": per_cpu,
         "threshold_events": stream.threshold_events[:1000],
+        "threshold_events_total": stream.threshold_events_total,
         "suppressed_events": stream.suppressed_events,
         "cpu_time": {str(c): {k: s.get(k) for k in ("cpu_time_ns", "wakeups")} for c, s in summary_by_cpu.items()},
         "raw": raw,

@@ -2,6 +2,8 @@
 
 Tolerant by design: a truncated last line or a corrupt line is reported in
 `problems`, never raised, so a probe that crashed still leaves usable data.
+Bounded by design: a day-long stream keeps the first EVENTS_KEPT threshold events and
+MESSAGES_KEPT messages in memory and counts the rest (the stream file keeps them all).
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 KNOWN_TYPES = {"header", "progress", "event", "hist", "summary", "end"}
+EVENTS_KEPT = 1000  # threshold events kept in memory (the first ones); all stay in stream.jsonl
+MESSAGES_KEPT = 100  # warnings and problems kept in memory each; the rest are counted
 
 
 @dataclass
@@ -25,6 +29,9 @@ class Stream:
     warnings: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     lines: int = 0
+    threshold_events_total: int = 0  # all threshold events seen, kept or not
+    warnings_total: int = 0
+    problems_total: int = 0
 
     def feed(self, line: str) -> dict | None:
         """Take one line (with or without its newline); return the record, or None if unusable."""
@@ -36,10 +43,10 @@ class Stream:
             rec = json.loads(text)
         except ValueError:
             kind = "truncated" if not line.endswith("\n") else "corrupt"
-            self.problems.append(f"line {self.lines}: {kind} JSON record ignored")
+            self._problem(f"line {self.lines}: {kind} JSON record ignored")
             return None
         if not isinstance(rec, dict) or rec.get("type") not in KNOWN_TYPES:
-            self.problems.append(f"line {self.lines}: record without a known type ignored")
+            self._problem(f"line {self.lines}: record without a known type ignored")
             return None
         self._take(rec)
         return rec
@@ -59,11 +66,27 @@ class Stream:
         elif kind == "event":
             ev = rec.get("kind")
             if ev == "threshold":
-                self.threshold_events.append(rec)
+                self.threshold_events_total += 1
+                if len(self.threshold_events) < EVENTS_KEPT:
+                    self.threshold_events.append(rec)
             elif ev == "suppressed":
                 self.suppressed_events += int(rec.get("count", 0))
             elif ev == "warning":
-                self.warnings.append(str(rec.get("message", "")))
+                self.warnings_total += 1
+                if len(self.warnings) < MESSAGES_KEPT:
+                    self.warnings.append(str(rec.get("message", "")))
+
+    def _problem(self, text: str) -> None:
+        """Note an unusable line; beyond MESSAGES_KEPT only counted (a day of garbage stays small)."""
+        self.problems_total += 1
+        if len(self.problems) < MESSAGES_KEPT:
+            self.problems.append(text)
+
+    def messages(self) -> list[str]:
+        """Warnings then problems as kept, with one line saying how many more are only in the stream."""
+        more = self.warnings_total - len(self.warnings) + self.problems_total - len(self.problems)
+        tail = [f"{more} more warnings and stream problems not listed (all in stream.jsonl)"] if more > 0 else []
+        return [*self.warnings, *self.problems, *tail]
 
     @property
     def complete(self) -> bool:

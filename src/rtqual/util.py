@@ -51,3 +51,10 @@ def has_capability(bit: int, status_path: str | os.PathLike = "/proc/self/status
         return mask is not None and int(mask, 16) >> bit & 1 == 1
     except ValueError:
         return False
+
+
+def rss_kb(pid: int) -> int | None:
+    """Resident memory of a process in kB (VmRSS of /proc/PID/status), or None when it is gone or a zombie:
+    what the long-run test and benchmark sample."""
+    m = re.search(r"^VmRSS:\s*(\d+)", read_text(f"/proc/{pid}/status")[0] or "", re.M)
+    return int(m.group(1)) if m else None

@@ -43,6 +43,24 @@ def test_envelope_keeps_every_spike():
     assert len(xs) <= 2000 and max(hi) == 9_999.0 and min(lo) == 10.0
 
 
+def test_over_time_is_bounded_and_keeps_every_spike():
+    over = htmlreport.OverTime(limit=100)
+    for t in range(100_000):  # a day and more of progress records, one CPU idle (count 0)
+        spike = 9_999_000 if t == 54_321 else 10_000
+        cpus = [{"cpu": 0, "count": t + 1, "window_max_ns": spike}, {"cpu": 1, "count": 0, "window_max_ns": 0}]
+        over.add({"type": "progress", "elapsed_ns": t * 10**9, "cpus": cpus})
+    (s,) = over.series()
+    assert s.name == "cpu0" and 50 <= len(s.xs) <= 100 and over.unit()[0] == "h"
+    assert max(s.ys) == 9_999.0 and s.band is not None and min(s.band) == 10.0
+    assert s.xs == sorted(s.xs) and s.xs[0] == 0
+
+
+def test_over_time_short_run_has_every_point_and_no_band():
+    recs = [{"elapsed_ns": t * 10**9, "cpus": [{"cpu": 0, "count": 1, "window_max_ns": 1000 * t}]} for t in range(5)]
+    (s,) = htmlreport.max_over_time_series(recs)
+    assert s.ys == [0.0, 1.0, 2.0, 3.0, 4.0] and s.band is None
+
+
 def test_report_of_the_frozen_bundles_names_every_case_and_number(tmp_path):
     data = [htmlreport.load_bundle(BUNDLES / b) for b in ("scenario", "ioc", "timer-raw")]
     html = htmlreport.render(data)

@@ -54,3 +54,13 @@ def test_any_cut_point_is_survivable(cut):
 @given(st.binary(max_size=300))
 def test_random_bytes_never_raise(data):
     read_stream(data.decode("utf-8", "replace").splitlines(keepends=True))
+
+
+def test_day_long_stream_keeps_bounded_lists_and_exact_counts():
+    from rtqual.stream import EVENTS_KEPT, MESSAGES_KEPT
+
+    event, warning = LINES[2], LINES[3]
+    s = read_stream([LINES[0], *[event] * (EVENTS_KEPT + 500), *[warning] * (MESSAGES_KEPT + 5), *["junk\n"] * 7])
+    assert len(s.threshold_events) == EVENTS_KEPT and s.threshold_events_total == EVENTS_KEPT + 500
+    assert len(s.warnings) == MESSAGES_KEPT and s.warnings_total == MESSAGES_KEPT + 5
+    assert s.problems_total == 7 and s.messages()[-1].startswith("5 more warnings")

@@ -1,9 +1,11 @@
 """The shared helpers: kernel CPU lists, kernel files, atomic writes, CapEff."""
 
+import os
+
 import pytest
 
 from rtqual.units import parse_kernel_cpulist
-from rtqual.util import CAP_SYS_NICE, cap_eff_hex, has_capability, read_text, write_text_atomic
+from rtqual.util import CAP_SYS_NICE, cap_eff_hex, has_capability, read_text, rss_kb, write_text_atomic
 
 
 @pytest.mark.parametrize(
@@ -65,3 +67,7 @@ def test_field_kinds_of_loads():
     ]:
         with pytest.raises(RtqError, match=message):
             check(Field(kind, ""), value, "x")
+
+
+def test_rss_kb_of_a_live_and_a_gone_process():
+    assert rss_kb(os.getpid()) > 1000 and rss_kb(2**22 + 1) is None

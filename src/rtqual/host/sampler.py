@@ -14,11 +14,12 @@ read is left out; when nothing is readable the dict is empty. summarize() is pur
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from rtqual.units import format_cpulist
@@ -171,56 +172,71 @@ class Sampler(threading.Thread):
 
 def read_samples(path: str | os.PathLike) -> list[dict]:
     """Samples of a sampler file; a truncated or corrupt line (a killed run) is skipped."""
+    return list(iter_samples(path))
+
+
+def iter_samples(path: str | os.PathLike) -> Iterator[dict]:
+    """read_samples one at a time: a day of samples (86 400) is summarized without holding them."""
     try:
         with open(path, errors="replace") as f:
-            return _parse_lines(f)
+            yield from _parse_lines(f)
     except OSError:
-        return []
+        return
 
 
-def _parse_lines(lines: Iterable[str | dict]) -> list[dict]:
-    out: list[dict] = []
+def _parse_lines(lines: Iterable[str | dict]) -> Iterator[dict]:
     for line in lines:
         if isinstance(line, dict):
-            out.append(line)
+            yield line
             continue
         try:
             obj = json.loads(line)
         except ValueError:
             continue
         if isinstance(obj, dict):
-            out.append(obj)
-    return out
+            yield obj
 
 
-def _range(values: list[float]) -> dict:
-    return {"min": min(values), "max": max(values), "mean": round(sum(values) / len(values), 3)}
+class _Range:
+    """Running min, max and mean of numbers (the same floats as over a list, in the same order)."""
+
+    def __init__(self) -> None:
+        self.lo, self.hi = math.inf, -math.inf  # the first value replaces both (ints stay ints)
+        self.total, self.n = 0.0, 0
+
+    def add(self, value: float) -> None:
+        self.lo, self.hi = min(self.lo, value), max(self.hi, value)
+        self.total, self.n = self.total + value, self.n + 1
+
+    def as_dict(self) -> dict:
+        return {"min": self.lo, "max": self.hi, "mean": round(self.total / self.n, 3)}
 
 
 def summarize(lines: Iterable[str | dict]) -> dict:
     """Summary of samples (JSON lines or dicts): count, time span, min/max/mean temperature per
-    sensor, frequency range per CPU and overall, highest 1-minute load. Pure."""
-    samples = _parse_lines(lines)
-    temps: dict[str, list[float]] = {}
-    freqs: dict[str, list[int]] = {}
-    load1 = []
-    for s in samples:
+    sensor, frequency range per CPU and overall, highest 1-minute load. Pure; reads the samples
+    once, one at a time (memory does not grow with the run's length)."""
+    temps: dict[str, _Range] = {}
+    freqs: dict[str, _Range] = {}
+    load1, times, n = _Range(), _Range(), 0
+    for s in _parse_lines(lines):
+        n += 1
         for name, value in (s.get("temps_c") or {}).items():
-            temps.setdefault(name, []).append(value)
+            temps.setdefault(name, _Range()).add(value)
         for cpu, value in (s.get("freq_khz") or {}).items():
-            freqs.setdefault(cpu, []).append(value)
+            freqs.setdefault(cpu, _Range()).add(value)
         if s.get("loadavg"):
-            load1.append(s["loadavg"][0])
-    times = [s["t_ns"] for s in samples if isinstance(s.get("t_ns"), int)]
-    all_freqs = [v for values in freqs.values() for v in values]
+            load1.add(s["loadavg"][0])
+        if isinstance(s.get("t_ns"), int):
+            times.add(s["t_ns"])
     return {
-        "samples": len(samples),
-        "span_ns": max(times) - min(times) if times else 0,
-        "temps_c": {name: _range(values) for name, values in temps.items()},
-        "temp_max_c": max((max(v) for v in temps.values()), default=None),
-        "freq_khz": {cpu: {"min": min(v), "max": max(v)} for cpu, v in freqs.items()},
-        "freq_khz_range": [min(all_freqs), max(all_freqs)] if all_freqs else None,
-        "loadavg1_max": max(load1) if load1 else None,
+        "samples": n,
+        "span_ns": times.hi - times.lo if times.n else 0,
+        "temps_c": {name: r.as_dict() for name, r in temps.items()},
+        "temp_max_c": max((r.hi for r in temps.values()), default=None),
+        "freq_khz": {cpu: {"min": r.lo, "max": r.hi} for cpu, r in freqs.items()},
+        "freq_khz_range": [min(r.lo for r in freqs.values()), max(r.hi for r in freqs.values())] if freqs else None,
+        "loadavg1_max": load1.hi if load1.n else None,
     }
 
 

@@ -8,14 +8,21 @@ from rtqual.errors import RtqError
 
 HIDDEN = True
 SCRIPT = "script"  # its one option rtqual does not manage itself
+EXTRAS = ("max_events",)  # passed on only when not the probe's default (a compressed day emits every event)
 
 
 def build(p: dict, defaults: dict) -> tuple[list[str], dict, dict]:
-    """The script (absolute: the probe runs from anywhere) and the threshold in ns."""
+    """The script (absolute: the probe runs from anywhere), the threshold in ns, and --max-events when
+    not the default."""
     if not p.get(SCRIPT):
         raise RtqError("--script: required (a script of samples to replay)")
     args = ["--script", str(Path(p[SCRIPT]).resolve()), "--threshold", f"{p['threshold']}ns"]
-    return args, {"script": p[SCRIPT], "threshold_ns": p["threshold"]}, {}
+    params = {"script": p[SCRIPT], "threshold_ns": p["threshold"]}
+    for key in EXTRAS:
+        if p.get(key) not in (None, defaults.get(key)):
+            args += ["--" + key.replace("_", "-"), str(p[key])]
+            params[key] = p[key]
+    return args, params, {}
 
 
 def label(params: dict) -> str:
