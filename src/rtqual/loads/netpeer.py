@@ -23,6 +23,7 @@ from typing import Any
 _TICK_S = 0.001  # pacing tick: at 20k packets/s a tick sends about 20
 _SAVE_S = 0.5  # counts written this often
 _MAX_BEHIND_S = 0.2  # a sender further behind than this forgets the backlog (counted as missed)
+_RCVBUF_BYTES = 4 << 20  # asked for; the kernel caps it at net.core.rmem_max
 ETH_P_ARP = 0x0806
 SO_BINDTODEVICE = 25
 
@@ -146,6 +147,7 @@ def recv(a: argparse.Namespace, stop: list[bool]) -> Counts:
     else:
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _RCVBUF_BYTES)  # ride out a starved receiver
         _bind_device(sock, a.dev)
         sock.bind(("0.0.0.0" if a.mode == "broadcast" else a.dst, a.port))
         socks.append(sock)
