@@ -16,7 +16,8 @@ put the host back after rtqual itself was killed with SIGKILL.
 
 Kinds: "file" (write "before" back; before None = nothing to write back), "cpuset" (a cgroup
 directory rtqual created: move its tasks to the parent, rmdir), "controller" (cgroup v2
-subtree_control: before is "-cpuset").
+subtree_control: before is "-cpuset"), "netns" and "veth" (a network namespace or veth pair the
+network load made: deleted; one already gone counts as removed).
 
 Governor and frequency are set on every online CPU (cpus=None), as docs/scenario.md
 promises: a load on another CPU shares the power and thermal budget, and many boards share
@@ -30,6 +31,7 @@ import errno
 import json
 import logging
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -253,10 +255,47 @@ def make_cpuset(name: str, cpus: list[int], mount: tuple[Path, int] | None = Non
 # ---------------------------------------------------------------- restoring records
 
 
+def _ip(*args: str) -> tuple[int, str]:
+    """Run `ip ARGS`: (exit code, its error text); 127 when iproute2 is missing."""
+    try:
+        p = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return 127, str(e)
+    return p.returncode, p.stderr.strip()
+
+
+def remove_net_object(kind: str, name: str) -> None:
+    """Delete a network namespace ("netns") or a veth pair by one end ("veth"); absent is fine,
+    any other failure is RtqError."""
+    exists = name in net_objects(kind)
+    if not exists:
+        return
+    rc, err = _ip("netns", "delete", name) if kind == "netns" else _ip("link", "delete", name)
+    if rc != 0 and name in net_objects(kind):
+        raise RtqError(f"cannot delete {kind} {name}: {err}")
+
+
+def net_objects(kind: str) -> list[str]:
+    """Names of the network namespaces ("netns") or links ("veth") on this host."""
+    if kind == "netns":
+        try:
+            return sorted(os.listdir("/run/netns"))
+        except OSError:
+            return []
+    try:
+        return sorted(os.listdir("/sys/class/net"))
+    except OSError:
+        return []
+
+
 def _undo(record: dict) -> dict:
     """Put one change back; the action taken, never raises."""
     knob, kind = record["knob"], record.get("kind", "file")
     try:
+        if kind in ("netns", "veth"):
+            remove_net_object(kind, knob)
+            log.info("removed %s %s", kind, knob)
+            return {"knob": knob, "action": "removed", "restored": True}
         if kind == "cpuset":
             Cpuset(knob).remove()
             log.info("removed cpuset %s", knob)
@@ -278,7 +317,7 @@ def _needs_undo(record: dict) -> bool:
     """
     if record.get("restored"):
         return False
-    if record.get("kind") == "cpuset":
+    if record.get("kind") in ("cpuset", "netns", "veth"):
         return record.get("applied") is True
     return record.get("before") is not None
 
@@ -370,6 +409,11 @@ class Conditions:
         self.records.append(record)
         self.save_state()
         return record
+
+    def note(self, record: dict) -> dict:
+        """Journal a change another part makes (the network load's namespace), saved before it is made;
+        restore() undoes it unless the maker marked it restored (then call save_state())."""
+        return self._note(record)
 
     def _set(self, knob: Path, value: str, condition: str, cpu: int | None, restore: bool = True) -> dict:
         """Write one knob: record (with before, unless restore is False) saved first, then written,

@@ -348,7 +348,7 @@ def case_section(r: dict) -> str:
     stages = report.stage_table(r)
     if stages:
         out.append(f"<pre>{escape(stages)}</pre>")
-    lines = report.ioc_lines(r)
+    lines = report.ioc_lines(r) + report.network_lines(r)
     if lines:
         out.append("<pre>" + escape("\n".join(lines)) + "</pre>")
     loads = ", ".join(ld.get("name") or ld.get("type") or "?" for ld in r.get("loads") or []) or "none"

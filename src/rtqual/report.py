@@ -130,6 +130,44 @@ def ioc_lines(result: dict) -> list[str]:
     return out
 
 
+def network_text(result: dict) -> str | None:
+    """The achieved rates of a case's network loads in a few words ("udp 2000/s 1.0MB/s 0 drops"),
+    None when the case ran none; "private" reads better than nothing in the APS table."""
+    parts = []
+    for ld in result.get("loads") or []:
+        net = ld.get("network")
+        if not net:
+            continue
+        a, asked = net.get("achieved") or {}, net.get("asked") or {}
+        words = [f"{net.get('mode')} {_rate(a.get('packets_per_s'))}/s of {_rate(asked.get('packets_per_s'))}"]
+        if a.get("bytes_per_s") is not None:
+            words.append(f"{a['bytes_per_s'] / 1e6:.2f}MB/s")
+        if asked.get("arp_per_s"):
+            words.append(f"ARP {_rate(a.get('arp_per_s'))}/s")
+        if a.get("drops") is not None:
+            words.append(f"{a['drops']} drops")
+        parts.append(" ".join(words))
+    return "; ".join(parts) or None
+
+
+def network_lines(result: dict) -> list[str]:
+    """Per network load: achieved rates and the interrupts/softirqs it cost the receiving CPU."""
+    out = []
+    for ld in result.get("loads") or []:
+        net = ld.get("network")
+        if not net:
+            continue
+        path = net.get("path") or {}
+        where = f"via {path.get('interface')} to {path.get('peer')}" if path.get("interface") else "private veth pair"
+        line = f"network load {ld.get('name')}: {network_text({'loads': [ld]})} ({where})"
+        cpu = net.get("receiving_cpu")
+        d = (net.get("irq_delta") or {}).get(str(cpu)) if cpu is not None else None
+        if d:
+            line += f"; CPU {cpu}: +{d.get('interrupts')} interrupts, +{d.get('net_rx')} NET_RX softirqs"
+        out.append(line)
+    return out
+
+
 def _rate(x: float | None) -> str:
     return "-" if x is None else f"{x:.0f}" if x >= 10 else f"{x:.3g}"
 
@@ -172,6 +210,7 @@ def show_text(data: dict, table: str | None = None) -> str:
             gpio = "drive" in (r.get("probe_summary") or {}).get("stages", {})
             out.extend(["", stages, GPIO_STAGE_NOTE if gpio else STAGE_NOTE])
         out.extend(ioc_lines(r))
+        out.extend(network_lines(r))
         baseline = baseline_line(r, data["cases"])
         if baseline:
             out.append(baseline)
@@ -256,6 +295,7 @@ def _paper_rows(results: list[dict], layout: str) -> Iterator[tuple[str, dict, d
 def paper_table(results: list[dict], layout: str) -> str:
     """One row per case in a seed paper's column layout (`rtqual show --table aps|kek|madoca|vme`)."""
     title, cols = PAPER_TABLES[layout]
+    networked = any(network_text(r) for r in results)  # a network column only when some case had one
     rows = []
     for label, s, r in _paper_rows(results, layout):
         cells = [label]
@@ -268,10 +308,12 @@ def paper_table(results: list[dict], layout: str) -> str:
                 cells.append(f"{format_ns(s.get('mean_ns'))} ({format_ns(s.get('stddev_ns'))})")
             else:
                 cells.append(format_cell(key, s.get(key)))
+        if networked:
+            cells.append(network_text(r) or "private (none)")
         rows.append(cells)
     thrs = {r.get("params", {}).get("threshold_ns") for r in results}
     thr_text = format_ns(thrs.pop()) if len(thrs) == 1 else "threshold"
-    head = ["case", *(h.format(thr=thr_text) for h, _ in cols)]
+    head = ["case", *(h.format(thr=thr_text) for h, _ in cols), *(["network achieved"] if networked else [])]
     return f"{title}\n{format_table(head, rows)}"
 
 

@@ -130,10 +130,13 @@ def run_case(
     samples = d / "host-samples.jsonl"
     result["host_samples"] = summarize_samples(iter_samples(samples)) if samples.exists() else None
     dead = next((ld["dead_reason"] for ld in result["loads"] if ld["dead_reason"]), None)
+    short = next((ld["shortfall"] for ld in result["loads"] if ld.get("shortfall")), None)
     if load_error:
         result["verdict"], result["reason"] = "inconclusive", f"load did not start: {load_error}"
     elif dead and result["verdict"] not in ("error", "skip"):
         result["verdict"], result["reason"] = "inconclusive", f"load not running: {dead}"
+    elif short and result["verdict"] not in ("error", "skip"):
+        result["verdict"], result["reason"] = "inconclusive", f"load short of its rate: {short}"
     result["warnings"] += not_applied(changes) + problems
     _write_hists(d, stream)
     write_json(d / "result.json", result)
@@ -146,7 +149,7 @@ def _start_loads(loads: LoadSet, d: Path, cond: Conditions, settle_ns: int, guar
     """Start the case's loads (into the loads cpuset if any) and let them settle; why they did not start,
     or None."""
     try:
-        loads.start_all(d)
+        loads.start_all(d, journal=cond)
     except RtqError as e:
         return str(e)
     if "loads" in cond.cpusets:

@@ -228,10 +228,11 @@ def test_aps_ioc_preset_prints_the_aps_table_with_achieved_load_rates(tmp_path):
     assert "APS IOCcore on Coldfire" in p.stdout
     for stage in ("wake", "dispatch", "chain", "return", "total"):
         assert f"ioc 1000 records CA load callback: {stage}" in p.stdout
-    assert p.stdout.count("CA load: 1000 records, put") == 2
+    assert p.stdout.count("CA load: 1000 records, put") == 3  # callback private and public, immediate
+    assert "network load public: broadcast" in p.stdout and "network load traffic: udp" in p.stdout
     assert "vs timer baseline (case 001-timer-baseline" in p.stdout
     rs = results(out)
-    assert [r["probe"] for r in rs] == ["timer", "iocresp", "iocresp", "iocresp"]
+    assert [r["probe"] for r in rs] == ["timer", "iocresp", "iocresp", "iocresp", "iocresp"]
     assert all(processes_naming(r["ioc"]["prefix"]) == [] for r in rs[1:])
 
 

@@ -12,6 +12,7 @@ from rtqual.loads.base import COMMON_OPTIONS, Load, LoadSet
 from rtqual.loads.command import Command
 from rtqual.loads.cpu_hog import CpuHog
 from rtqual.loads.hackbench import Hackbench
+from rtqual.loads.network import Network
 from rtqual.loads.pi_stress import PiStress
 from rtqual.loads.stress_ng import StressNg
 
@@ -21,6 +22,7 @@ LOADS: dict[str, type[Load]] = {
     "stress-ng": StressNg,
     "cpu-hog": CpuHog,
     "command": Command,
+    "network": Network,
 }
 
 __all__ = ["COMMON_OPTIONS", "LOADS", "Load", "LoadSet", "make_load", "options_markdown"]

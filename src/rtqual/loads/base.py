@@ -123,6 +123,7 @@ class Load:
     OPTIONS: dict[str, Field] = {}  # the driver's own options, beside COMMON_OPTIONS
     rt_inherent = False  # the tool makes its own SCHED_FIFO threads, whatever our policy
     runs_until_stopped = True  # exiting on its own means the load is dead
+    journal: Any = None  # the run's Conditions: a load that changes the host records it there
 
     def __init__(self, **spec: Any):
         where = f"load '{self.type}'"
@@ -234,25 +235,31 @@ class Load:
         log_dir.mkdir(parents=True, exist_ok=True)
         self._start_ns = time.time_ns()
         for i in range(self.instances):
-            argv, cpus, log = self.argv(i), self.instance_cpus(i), f"load-{self.name}-{i}.log"
-            with open(log_dir / log, "wb") as out:
-                try:
-                    proc = subprocess.Popen(
-                        argv,
-                        stdin=subprocess.DEVNULL,
-                        stdout=out,
-                        stderr=subprocess.STDOUT,
-                        start_new_session=True,
-                        env=self.env(),
-                        preexec_fn=_child_setup(cpus, POLICIES[self.policy], self.priority),
-                    )
-                except (OSError, subprocess.SubprocessError) as e:
-                    raise RtqError(
-                        f"load '{self.name}': cannot start {argv[0]} on CPUs "
-                        f"{format_cpulist(cpus) if cpus else 'all'} with policy {self.policy} "
-                        f"priority {self.priority}: {e}"
-                    ) from None
-            self._running.append(_Instance(i, argv, cpus, log, proc, time.time_ns()))
+            self._spawn(i, log_dir)
+
+    def _spawn(self, i: int, log_dir: Path) -> _Instance:
+        """Start instance i (its argv, CPUs, policy) in its own session, dying with rtqual."""
+        argv, cpus, log = self.argv(i), self.instance_cpus(i), f"load-{self.name}-{i}.log"
+        with open(log_dir / log, "wb") as out:
+            try:
+                proc = subprocess.Popen(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    env=self.env(),
+                    preexec_fn=_child_setup(cpus, POLICIES[self.policy], self.priority),
+                )
+            except (OSError, subprocess.SubprocessError) as e:
+                raise RtqError(
+                    f"load '{self.name}': cannot start {argv[0]} on CPUs "
+                    f"{format_cpulist(cpus) if cpus else 'all'} with policy {self.policy} "
+                    f"priority {self.priority}: {e}"
+                ) from None
+        inst = _Instance(i, argv, cpus, log, proc, time.time_ns())
+        self._running.append(inst)
+        return inst
 
     def poll(self) -> str | None:
         """None while every instance runs; otherwise why the load stopped doing its job.
@@ -354,10 +361,12 @@ class LoadSet:
         for load in self.loads:
             load.prepare()
 
-    def start_all(self, log_dir: Path) -> None:
-        """Start every load; if one fails, stop those already started and re-raise."""
+    def start_all(self, log_dir: Path, journal: Any = None) -> None:
+        """Start every load; if one fails, stop those already started and re-raise. journal: the
+        run's Conditions, where a load records what it changes on the host before changing it."""
         try:
             for load in self.loads:
+                load.journal = journal
                 self._started.append(load)  # before start(): a half-started load is stopped too
                 load.start(log_dir)
         except BaseException:

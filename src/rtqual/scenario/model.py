@@ -19,7 +19,7 @@ from rtqual.scenario.fields import Field, check, check_table, fail, key_path, su
 from rtqual.scenario.probes import DEFAULT_PROBE, PROBES, S, check_params, overlay
 
 GOVERNORS = ("performance", "powersave", "ondemand", "conservative", "schedutil", "userspace")
-LOAD_TYPES = ("hackbench", "pi_stress", "stress-ng", "cpu-hog", "command")
+LOAD_TYPES = ("hackbench", "pi_stress", "stress-ng", "cpu-hog", "command", "network")
 IDLE = "idle"
 
 RUN = {
