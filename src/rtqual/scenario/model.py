@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from rtqual.errors import RtqError
+from rtqual.loads import LOADS
 from rtqual.requirements import PROFILES
 from rtqual.scenario.fields import Field, check, check_table, fail, key_path, suggest, type_name, unknown_key
 from rtqual.scenario.probes import DEFAULT_PROBE, PROBES, S, check_params, overlay
 
 GOVERNORS = ("performance", "powersave", "ondemand", "conservative", "schedutil", "userspace")
-LOAD_TYPES = ("hackbench", "pi_stress", "stress-ng", "cpu-hog", "command", "network")
+LOAD_TYPES = tuple(LOADS)  # the load registry's names, in its order
 IDLE = "idle"
 
 RUN = {
