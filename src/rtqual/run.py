@@ -88,6 +88,10 @@ class Run:
             self.check()
         out = Path(self.output) if self.output else bundle_mod.default_path()
         b = self.bundle = bundle_mod.Bundle(out, self.argv, _native.probe_version())
+        cond = Conditions(state_path=b.path / CHANGES_FILE)
+        for svc in self.services.values():  # the IOC's temp folder: `rtqual restore` removes it after a kill
+            for temp in getattr(svc, "temp_paths", list)():
+                cond.note_temp(temp)
         tools = {"rtqual": __version__, "rtqual-probe": b.manifest["probe_version"]}
         before = facts.collect(tools=tools)
         bundle_mod.write_json(b.path / "host" / "facts-before.json", before)
@@ -96,7 +100,6 @@ class Run:
         if self.scenario_toml is not None:
             bundle_mod.write_text(b.path / "scenario.toml", self.scenario_toml)
         guard, verdicts, failed = Interrupted(), [], False
-        cond = Conditions(state_path=b.path / CHANGES_FILE)
         display = TerminalDisplay(quiet=self.quiet, cases=[c.view() for c in self.cases])
         try:
             with guard.installed():
@@ -118,7 +121,7 @@ class Run:
             failed = True
             raise
         finally:
-            cond.restore()
+            cond.restore(final=True)
             after = facts.collect(tools=tools)
             bundle_mod.write_json(b.path / "host" / "facts-after.json", after)
             bundle_mod.write_json(b.path / "host" / "tunables-after.json", facts.tunables(after))
@@ -126,6 +129,7 @@ class Run:
             verdict = "error" if failed else "inconclusive" if interrupted else worst(verdicts)
             b.finish("interrupted" if interrupted else "complete", verdict)
             conclude(b)
+            b.close()
         return b.path
 
     def discard(self) -> None:
