@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import signal
 import sys
 from pathlib import Path
 
@@ -286,8 +287,7 @@ def cmd_verify(a) -> int:
         print(f"{a.bundle}/{p}")
     n = len(bundle_mod.read_manifest(Path(a.bundle)).get(bundle_mod.CHECKSUMS, {}))
     if problems:
-        print(f"{a.bundle}: {len(problems)} damaged, missing or unexpected file(s)", file=sys.stderr)
-        return EXIT_ERROR
+        raise RtqError(f"{a.bundle}: {len(problems)} damaged, missing or unexpected file(s)")
     print(f"{a.bundle}: intact ({n} file(s) checked)" if n else f"{a.bundle}: no checksums recorded")
     return 0
 
@@ -372,7 +372,14 @@ def _try_probe_version() -> str:
         return "not installed"
 
 
+def _terminated(signum: int, _frame) -> None:
+    """SIGTERM before a run installs its own guard (or after it): stop like Ctrl-C, exit 4, no traceback."""
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
+    if argv is None and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:  # the command, not a caller's test
+        signal.signal(signal.SIGTERM, _terminated)
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if _is_scenario_target(argv):
