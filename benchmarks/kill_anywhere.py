@@ -273,6 +273,8 @@ def main() -> int:
     p.add_argument("--keep", type=Path, help="keep every run's bundle under this folder")
     p.add_argument("--json", type=Path, help="write every run's checks here")
     a = p.parse_args()
+    # a background job of a shell starts with SIGINT ignored, and its children inherit that: not ours
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     if a.runs < 1:
         p.error("--runs must be at least 1")
     out = campaign(a.runs, a.seed, a.keep)

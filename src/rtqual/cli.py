@@ -377,9 +377,16 @@ def _terminated(signum: int, _frame) -> None:
     raise KeyboardInterrupt
 
 
+def stop_on_int_and_term() -> None:
+    """SIGINT and SIGTERM stop the command at any moment (exit 4), as the run's guard does during the cases:
+    also when started with SIGINT ignored (a background job of a script), which would otherwise lose it."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _terminated)
+
+
 def main(argv: list[str] | None = None) -> int:
-    if argv is None and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:  # the command, not a caller's test
-        signal.signal(signal.SIGTERM, _terminated)
+    if argv is None:  # the command, not a caller's test
+        stop_on_int_and_term()
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if _is_scenario_target(argv):
