@@ -15,12 +15,12 @@ COUNTERS = ("count", "min_ns", "max_ns", "overruns", "over_threshold")  # per-CP
 HIST_MAX_BUCKETS = 1 << 16
 
 
-def _count(x) -> bool:
+def _count(x: object) -> bool:
     """A non-negative integer (JSON true/false are not counts)."""
     return isinstance(x, int) and not isinstance(x, bool) and x >= 0
 
 
-def _cpu_rows(rows) -> bool:
+def _cpu_rows(rows: object) -> bool:
     """A list of per-CPU objects, each with its CPU number and non-negative counters (a minimum when counted)."""
     return isinstance(rows, list) and all(
         isinstance(c, dict)
@@ -41,8 +41,7 @@ def _hist_ok(rec: dict) -> bool:
     fields = [rec.get(k) for k in ("count", "min_ns", "max_ns", "sum_ns", "sumsq_ns2")]
     if not all(_count(x) for x in fields) or not _count(rec.get("out_of_range", 0)) or not _count(rec.get("cpu", 0)):
         return False
-    count, lo, hi = fields[:3]
-    return not count or lo <= hi
+    return not rec["count"] or rec["min_ns"] <= rec["max_ns"]
 
 
 def record_problem(rec: dict) -> str | None:
