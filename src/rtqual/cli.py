@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
+import signal
 import sys
 from pathlib import Path
 
@@ -17,7 +19,12 @@ from rtqual.single import SETTLE_DEFAULT, single_run
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse that raises a one-line RtqError instead of printing usage and exiting 2."""
+    """argparse that raises a one-line RtqError instead of printing usage and exiting 2; a value that
+    starts with a dash and a digit (--duration -5s) is a value, so the range check can name it."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(r"^-\.?\d")
 
     def error(self, message):
         where = self.prog.removeprefix("rtqual").strip()  # main() names the program once
@@ -101,8 +108,11 @@ def build_parser() -> Parser:
     er = e_sub.add_parser("raw", help="raw samples as CSV: case,cpu,time_ns,latency_ns")
     er.add_argument("bundle")
 
-    r = sub.add_parser("restore", help="put back host settings a killed run left changed")
+    r = sub.add_parser("restore", help="put back host settings a killed run left changed, remove its temp folders")
     r.add_argument("bundle")
+
+    v = sub.add_parser("verify", help="check every file of a bundle against the checksums in its manifest")
+    v.add_argument("bundle")
 
     h = sub.add_parser("host", help="host facts that matter for real-time behaviour")
     h.add_argument("--json", action="store_true")
@@ -150,7 +160,25 @@ def add_probe_parser(run_sub, name: str, probe: Probe):
     return sp
 
 
+def output_file(path: str | None, option: str) -> None:
+    """An output file option (FILE.html) must name a file, not a folder or a device."""
+    if path is not None and Path(path).exists() and not Path(path).is_file():
+        raise RtqError(f"{option} {path}: exists and is not a regular file")
+
+
+def input_files(paths: list[str], what: str, folders: bool = False) -> None:
+    """Input paths must exist and be regular files (or folders where the command reads one)."""
+    for p in paths:
+        f = Path(p)
+        if not f.exists():
+            raise RtqError(f"{what} {p}: no such file")
+        if not (f.is_file() or (folders and f.is_dir())):
+            raise RtqError(f"{what} {p}: not a regular file")
+
+
 def cmd_run(a, argv: list[str]) -> int:
+    if a.raw_max_mb < 1:
+        raise RtqError(f"--raw-max-mb: must be at least 1 (got {a.raw_max_mb})")
     cases, text = single_run(a, argv)
     plan = {"schema_version": 1, "cases": cases}
     return execute(cases, argv, a.output, a.quiet, a.raw_max_mb if a.raw else 0, plan, text)
@@ -160,8 +188,9 @@ def load_scenario(a):
     """The scenario file of `run`/`plan`, validated, and its cases expanded at --scale."""
     from rtqual import scenario
 
-    if a.scale is not None and not a.scale > 0:
+    if a.scale is not None and not 0 < a.scale < float("inf"):
         raise RtqError(f"--scale: must be greater than 0 (got {a.scale})")
+    input_files([a.scenario], "scenario")
     sc = scenario.load(a.scenario)
     return sc, scenario.expand(sc, scale=a.scale)
 
@@ -215,19 +244,59 @@ def cmd_plan(a) -> int:
     return 0
 
 
+def load_bundle(path: str) -> dict:
+    """bundle.load for the printers: a case that still cannot be printed (a shape the checks did not
+    foresee) is left out as damaged too; each damaged file is said on stderr, never printed as data."""
+    data = bundle_mod.load(path)
+    printable = []
+    for r in data["cases"]:
+        try:
+            report.show_text({**data, "cases": [r]})
+            json.dumps(report.show_json({**data, "cases": [r]}))
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError, ZeroDivisionError) as e:
+            data["damage"].append(f"cases/{r.get('id')}/result.json: damaged (cannot be shown: {e!r})")
+            continue
+        printable.append(r)
+    data["cases"] = printable
+    for damage in data["damage"]:
+        print(f"rtqual: warning: {path}/{damage}", file=sys.stderr)
+    if data["cut"]:
+        print(f"rtqual: warning: {path}: the run was killed during case {data['cut']}", file=sys.stderr)
+    return data
+
+
+def damage_exit(bundles: list[dict]) -> int:
+    """Exit 1 when any bundle read had damage (the intact part was printed), else 0."""
+    return EXIT_ERROR if any(b["damage"] for b in bundles) else 0
+
+
 def cmd_show(a) -> int:
-    data = bundle_mod.load(a.bundle)
+    data = load_bundle(a.bundle)
     if a.json:
         print(json.dumps(report.show_json(data), indent=1))
     else:
         print(report.show_text(data, a.table))
+    return damage_exit([data])
+
+
+def cmd_verify(a) -> int:
+    problems, notes = bundle_mod.verify(a.bundle)
+    for note in notes:
+        print(f"{a.bundle}: note: {note}")
+    for p in problems:
+        print(f"{a.bundle}/{p}")
+    n = len(bundle_mod.read_manifest(Path(a.bundle)).get(bundle_mod.CHECKSUMS, {}))
+    if problems:
+        raise RtqError(f"{a.bundle}: {len(problems)} damaged, missing or unexpected file(s)")
+    print(f"{a.bundle}: intact ({n} file(s) checked)" if n else f"{a.bundle}: no checksums recorded")
     return 0
 
 
 def cmd_compare(a) -> int:
     from rtqual import compare
 
-    bundles = [bundle_mod.load(p) for p in [a.bundle_a, a.bundle_b, *a.more]]
+    output_file(a.report, "--report")
+    bundles = [load_bundle(p) for p in [a.bundle_a, a.bundle_b, *a.more]]
     if len(bundles) == 2:
         out = compare.compare_json(*bundles) if a.json else compare.compare_text(*bundles)
     else:
@@ -238,12 +307,13 @@ def cmd_compare(a) -> int:
 
         path = htmlreport.write_compare([a.bundle_a, a.bundle_b, *a.more], Path(a.report))
         print(f"report: {path}", file=sys.stderr if a.json else sys.stdout)
-    return 0
+    return damage_exit(bundles)
 
 
 def cmd_import(a) -> int:
     from rtqual import imports
 
+    input_files(a.files, f"import {a.tool}:", folders=True)
     print(imports.run(a.tool, a.files, a.output))
     return 0
 
@@ -251,14 +321,18 @@ def cmd_import(a) -> int:
 def cmd_report(a) -> int:
     from rtqual import htmlreport
 
+    output_file(a.output, "-o")
+    if a.png and Path(a.png).exists() and not Path(a.png).is_dir():
+        raise RtqError(f"--png {a.png}: exists and is not a folder")
     out = Path(a.output) if a.output else Path(a.bundles[0]) / "report.html" if len(a.bundles) == 1 else None
+    bundles = [load_bundle(p) for p in a.bundles]  # checked first: damage said on stderr, the report warns too
     path = htmlreport.write_report(a.bundles, out or Path("rtqual-report.html"), Path(a.png) if a.png else None)
     print(path)
-    return 0
+    return damage_exit(bundles)
 
 
 def cmd_export_raw(a) -> int:
-    data = bundle_mod.load(a.bundle)
+    data = load_bundle(a.bundle)
     files = [(r["id"], Path(a.bundle) / "cases" / r["id"] / "raw.bin") for r in data["cases"]]
     files = [(cid, f) for cid, f in files if f.is_file()]
     if not files:
@@ -298,7 +372,21 @@ def _try_probe_version() -> str:
         return "not installed"
 
 
+def _terminated(signum: int, _frame) -> None:
+    """SIGTERM before a run installs its own guard (or after it): stop like Ctrl-C, exit 4, no traceback."""
+    raise KeyboardInterrupt
+
+
+def stop_on_int_and_term() -> None:
+    """SIGINT and SIGTERM stop the command at any moment (exit 4), as the run's guard does during the cases:
+    also when started with SIGINT ignored (a background job of a script), which would otherwise lose it."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _terminated)
+
+
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:  # the command, not a caller's test
+        stop_on_int_and_term()
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if _is_scenario_target(argv):
@@ -317,6 +405,7 @@ def main(argv: list[str] | None = None) -> int:
             "import": cmd_import,
             "export": cmd_export_raw,
             "restore": cmd_restore,
+            "verify": cmd_verify,
             "host": cmd_host,
         }
         if a.command in commands:

@@ -31,6 +31,7 @@ import errno
 import json
 import logging
 import os
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -296,6 +297,10 @@ def _undo(record: dict) -> dict:
             remove_net_object(kind, knob)
             log.info("removed %s %s", kind, knob)
             return {"knob": knob, "action": "removed", "restored": True}
+        if kind == "tempdir":
+            shutil.rmtree(knob, ignore_errors=True)
+            log.info("removed temp folder %s", knob)
+            return {"knob": knob, "action": "removed", "restored": True}
         if kind == "cpuset":
             Cpuset(knob).remove()
             log.info("removed cpuset %s", knob)
@@ -317,17 +322,18 @@ def _needs_undo(record: dict) -> bool:
     """
     if record.get("restored"):
         return False
-    if record.get("kind") in ("cpuset", "netns", "veth"):
+    if record.get("kind") in ("cpuset", "netns", "veth", "tempdir"):
         return record.get("applied") is True
     return record.get("before") is not None
 
 
-def restore_from_records(records: list[dict]) -> list[dict]:
+def restore_from_records(records: list[dict], keep_run_scoped: bool = False) -> list[dict]:
     """Undo every change not yet restored, newest first; marks each record restored (in place)
-    and returns the actions, failures included. Safe to call again."""
+    and returns the actions, failures included. Safe to call again. keep_run_scoped: leave the
+    records that live as long as the run (temp folders) for the run's end."""
     actions = []
     for record in reversed(records):
-        if not _needs_undo(record):
+        if not _needs_undo(record) or (keep_run_scoped and record.get("scope") == "run"):
             continue
         action = _undo(record)
         record["restored"] = action["restored"]
@@ -628,10 +634,15 @@ class Conditions:
             out += self._cpusets(case_conditions["cpuset"])
         return out
 
-    def restore(self) -> list[dict]:
+    def note_temp(self, path: str | os.PathLike) -> dict:
+        """Journal a temp folder the run made (the IOC's FIFOs): removed at the run's end, or by
+        `rtqual restore` after a kill."""
+        return self._note({"knob": str(path), "kind": "tempdir", "scope": "run", "applied": True})
+
+    def restore(self, final: bool = False) -> list[dict]:
         """Write back every change not yet restored, newest first; errors are in the actions
-        (and the log), never raised. Idempotent."""
-        actions = restore_from_records(self.records)
+        (and the log), never raised. Idempotent. Temp folders only when final (the run's end)."""
+        actions = restore_from_records(self.records, keep_run_scoped=not final)
         self.cpusets = {}
         if actions:
             self.save_state()

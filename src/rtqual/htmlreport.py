@@ -30,11 +30,17 @@ def load_bundle(path: str | Path) -> dict:
     problems met while reading ("missing": [...]); host facts before the run."""
     data = load_tolerant(path)
     root = Path(path)
+    damaged = {d.split(": ", 1)[0] for d in data["damage"]}
     for r in data["cases"]:
         d = root / "cases" / r["id"]
         r.setdefault("missing", [])
         r["hists"], r["progress"] = {}, []
+        for name in ("hist.json", "stream.jsonl"):
+            if f"cases/{r['id']}/{name}" in damaged:
+                r["missing"].append(f"{name} damaged (checksum differs): not drawn")
         try:
+            if f"cases/{r['id']}/hist.json" in damaged:
+                raise ValueError("damaged")
             per_cpu = bundle_mod.read_json(d / "hist.json")["per_cpu"]
             r["hists"] = {str(cpu): Histogram.from_record(rec) for cpu, rec in per_cpu.items()}
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
@@ -42,6 +48,8 @@ def load_bundle(path: str | Path) -> dict:
                 r["missing"].append("hist.json (no histogram figures)")
         r["over_time"] = over = OverTime()
         try:
+            if f"cases/{r['id']}/stream.jsonl" in damaged:
+                raise OSError("damaged")
             with open(d / "stream.jsonl", errors="replace") as f:
                 for line in f:  # a day is 86 400 records: folded into bounded buckets as read
                     if '"progress"' in line:
@@ -55,6 +63,8 @@ def load_bundle(path: str | Path) -> dict:
             r["missing"].append("stream.jsonl (no figure over time)")
     try:
         data["facts"] = bundle_mod.read_json(root / "host" / "facts-before.json")
+        if "host/facts-before.json" in damaged or not isinstance(data["facts"], dict):
+            data["facts"] = None
     except (OSError, ValueError):
         data["facts"] = None
     try:
@@ -65,53 +75,34 @@ def load_bundle(path: str | Path) -> dict:
 
 
 def load_tolerant(path: str | Path) -> dict:
-    """bundle.load, but a case whose result.json is missing or unreadable becomes a stub that says so,
-    and a run cut short says which cases it never finished."""
-    root = Path(path)
-    manifest_cases: list = []
-    try:
-        manifest_cases = bundle_mod.read_json(root / "manifest.json").get("cases") or []
-    except (OSError, ValueError, AttributeError):
-        pass
-    stubbed = []
-    for entry in manifest_cases:
-        cid = entry.get("id") if isinstance(entry, dict) else None
-        try:
-            result = bundle_mod.read_json(root / "cases" / str(cid) / "result.json")
-            if not isinstance(result, dict):
-                raise ValueError("not an object")
-        except (OSError, ValueError) as e:
-            stubbed.append((cid, entry, str(e)))
-    if not stubbed:
-        data = bundle_mod.load(root)
-        data["problems"] = []
-    else:
-        bad = {cid for cid, _, _ in stubbed}
-        good = [e for e in manifest_cases if not isinstance(e, dict) or e.get("id") not in bad]
-        data = bundle_mod.load(root) if not good else _load_some(root, good)
-        for cid, entry, why in stubbed:
+    """bundle.load (damaged cases left out and named), each case whose result.json is damaged back as a
+    stub that says so, every damaged file and the cut case among the bundle's problems."""
+    data = bundle_mod.load(path)
+    entries = {e["id"]: e for e in data["manifest"].get("cases", [])}
+    data["problems"] = []
+    for damage in data["damage"]:
+        rel, _, why = damage.partition(": ")
+        parts = rel.split("/")
+        if len(parts) == 3 and parts[0] == "cases" and parts[2] == "result.json" and parts[1] in entries:
+            cid, label = parts[1], entries[parts[1]].get("label")
             data["cases"].append(
                 {
-                    "id": str(cid),
-                    "label": entry.get("label") or str(cid),
+                    "id": cid,
+                    "label": label if isinstance(label, str) else cid,
                     "verdict": "error",
-                    "reason": f"result unreadable: {why}",
+                    "reason": f"result {why}",
                     "stats": {},
                     "per_cpu": {},
-                    "missing": [f"cases/{cid}/result.json ({why})"],
+                    "missing": [f"{rel} ({why})"],
                 }
             )
-        data["problems"] = [f"case {cid}: result.json unreadable" for cid, _, _ in stubbed]
-    m = data["manifest"]
-    if m.get("status") == "running":
-        data["problems"].append("the run did not finish (status running): rtqual was killed; later cases are missing")
+        data["problems"].append(f"damaged: {damage}")
+    if data["manifest"].get("status") == "running":
+        cut = f" during case {data['cut']}" if data.get("cut") else ""
+        data["problems"].append(
+            f"the run did not finish (status running): rtqual was killed{cut}; later cases are missing"
+        )
     return data
-
-
-def _load_some(root: Path, entries: list[dict]) -> dict:
-    manifest = bundle_mod.read_json(root / "manifest.json")
-    cases = [bundle_mod.read_json(root / "cases" / e["id"] / "result.json") for e in entries]
-    return {"path": str(root), "manifest": manifest, "cases": cases, "table": None}
 
 
 # ---- figure data (pure) ----

@@ -200,6 +200,11 @@ def show_text(data: dict, table: str | None = None) -> str:
         f"bundle {data['path']}  ({m.get('status')}, rtqual {m.get('rtqual_version')}, "
         f"host {m.get('hostname')}, started {m.get('start')})"
     )
+    if data.get("cut"):  # a run killed (SIGKILL) mid-case: its manifest stayed `running`
+        out.append(
+            f"cut: case {data['cut']} was running when rtqual was killed: no result; the cases below finished "
+            f"(`rtqual restore {data['path']}` puts back what the run changed)"
+        )
     for r in data["cases"]:
         thr = r.get("params", {}).get("threshold_ns")
         out.append("")
@@ -324,6 +329,8 @@ def show_json(data: dict) -> dict:
         return {k: s.get(k) for k in JSON_STAT_KEYS}
 
     return {
+        **({"cut": data["cut"]} if data.get("cut") else {}),
+        **({"damage": data["damage"]} if data.get("damage") else {}),
         "bundle": data["path"],
         "schema_version": data["manifest"].get("schema_version"),
         "cases": [

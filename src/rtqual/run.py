@@ -87,19 +87,24 @@ class Run:
         if len(self.runnable) != len(self.cases):
             self.check()
         out = Path(self.output) if self.output else bundle_mod.default_path()
-        b = self.bundle = bundle_mod.Bundle(out, self.argv, _native.probe_version())
-        tools = {"rtqual": __version__, "rtqual-probe": b.manifest["probe_version"]}
-        before = facts.collect(tools=tools)
-        bundle_mod.write_json(b.path / "host" / "facts-before.json", before)
-        bundle_mod.write_json(b.path / "host" / "tunables-before.json", facts.tunables(before))
-        bundle_mod.write_json(b.path / "plan.json", self.plan)
-        if self.scenario_toml is not None:
-            bundle_mod.write_text(b.path / "scenario.toml", self.scenario_toml)
         guard, verdicts, failed = Interrupted(), [], False
-        cond = Conditions(state_path=b.path / CHANGES_FILE)
-        display = TerminalDisplay(quiet=self.quiet, cases=[c.view() for c in self.cases])
-        try:
-            with guard.installed():
+        # from the bundle's first file to its last, a signal only sets guard.signum: no case starts after it,
+        # and the bundle is always finished (facts after, status, checksums, report)
+        with guard.installed():
+            b = self.bundle = bundle_mod.Bundle(out, self.argv, _native.probe_version())
+            cond = Conditions(state_path=b.path / CHANGES_FILE)
+            for svc in self.services.values():  # the IOC's temp folder: `rtqual restore` removes it after a kill
+                for temp in getattr(svc, "temp_paths", list)():
+                    cond.note_temp(temp)
+            tools = {"rtqual": __version__, "rtqual-probe": b.manifest["probe_version"]}
+            display = TerminalDisplay(quiet=self.quiet, cases=[c.view() for c in self.cases])
+            try:
+                before = facts.collect(tools=tools)
+                bundle_mod.write_json(b.path / "host" / "facts-before.json", before)
+                bundle_mod.write_json(b.path / "host" / "tunables-before.json", facts.tunables(before))
+                bundle_mod.write_json(b.path / "plan.json", self.plan)
+                if self.scenario_toml is not None:
+                    bundle_mod.write_text(b.path / "scenario.toml", self.scenario_toml)
                 for case in self.runnable:
                     if guard.signum:
                         break
@@ -114,18 +119,19 @@ class Run:
                         raw_bytes=self.raw_mb * 1024 * 1024,
                     )
                     verdicts.append(result["verdict"])
-        except RtqError:
-            failed = True
-            raise
-        finally:
-            cond.restore()
-            after = facts.collect(tools=tools)
-            bundle_mod.write_json(b.path / "host" / "facts-after.json", after)
-            bundle_mod.write_json(b.path / "host" / "tunables-after.json", facts.tunables(after))
-            interrupted = bool(guard.signum) or len(verdicts) < len(self.cases)
-            verdict = "error" if failed else "inconclusive" if interrupted else worst(verdicts)
-            b.finish("interrupted" if interrupted else "complete", verdict)
-            conclude(b)
+            except RtqError:
+                failed = True
+                raise
+            finally:
+                cond.restore(final=True)
+                after = facts.collect(tools=tools)
+                bundle_mod.write_json(b.path / "host" / "facts-after.json", after)
+                bundle_mod.write_json(b.path / "host" / "tunables-after.json", facts.tunables(after))
+                interrupted = bool(guard.signum) or len(verdicts) < len(self.cases)
+                verdict = "error" if failed else "inconclusive" if interrupted else worst(verdicts)
+                b.finish("interrupted" if interrupted else "complete", verdict)
+                conclude(b)
+                b.close()
         return b.path
 
     def discard(self) -> None:

@@ -81,6 +81,7 @@ def run_case(
     interruption), then everything stopped and restored, and the case written into the bundle at once.
     A load that does not start makes the case inconclusive; the run goes on."""
     d = bundle.case_dir(case.id)
+    bundle.start_case(case.id)
     if raw_bytes:
         case = case.with_args([*case.args, "--raw", str(d / "raw.bin"), "--raw-max-bytes", str(raw_bytes)])
     view = case.view()

@@ -8,7 +8,8 @@ and one line in KNOWN.
 
 A service object (what the factory returns) has: key (the result key for what it yields), env (the probe's
 environment, or None), fill(fixed) -> {option: value} (the probe options it fills, from the table's "fixed"
-macros), __call__(case_dir) -> a context manager yielding a dict (running around the probe), discard().
+macros), __call__(case_dir) -> a context manager yielding a dict (running around the probe), discard(),
+and optionally temp_paths() (what it made outside the bundle, journalled so `rtqual restore` removes it after a kill).
 """
 
 from __future__ import annotations

@@ -15,6 +15,53 @@ from dataclasses import dataclass, field
 KNOWN_TYPES = {"header", "progress", "event", "hist", "summary", "end"}
 EVENTS_KEPT = 1000  # threshold events kept in memory (the first ones); all stay in stream.jsonl
 MESSAGES_KEPT = 100  # warnings and problems kept in memory each; the rest are counted
+COUNTERS = ("count", "min_ns", "max_ns", "overruns", "over_threshold")  # per-CPU counters in progress/summary
+HIST_MAX_BUCKETS = 1 << 16
+
+
+def _count(x: object) -> bool:
+    """A non-negative integer (JSON true/false are not counts)."""
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
+def _cpu_rows(rows: object) -> bool:
+    """A list of per-CPU objects, each with its CPU number and non-negative counters (a minimum when counted)."""
+    return isinstance(rows, list) and all(
+        isinstance(c, dict)
+        and _count(c.get("cpu"))
+        and all(_count(c.get(k, 0)) for k in COUNTERS)
+        and ("min_ns" in c or not c.get("count"))
+        for c in rows
+    )
+
+
+def _hist_ok(rec: dict) -> bool:
+    """A hist record rtqual can rebuild: integer fields, non-negative counts, min <= max when counted."""
+    counts = rec.get("counts", [])
+    if not isinstance(counts, list) or len(counts) > HIST_MAX_BUCKETS:
+        return False
+    if not all(isinstance(p, list) and len(p) == 2 and _count(p[0]) and _count(p[1]) for p in counts):
+        return False
+    fields = [rec.get(k) for k in ("count", "min_ns", "max_ns", "sum_ns", "sumsq_ns2")]
+    if not all(_count(x) for x in fields) or not _count(rec.get("out_of_range", 0)) or not _count(rec.get("cpu", 0)):
+        return False
+    return not rec["count"] or rec["min_ns"] <= rec["max_ns"]
+
+
+def record_problem(rec: dict) -> str | None:
+    """Why a record of a known type has a shape the readers cannot use (then it is ignored), or None."""
+    kind = rec["type"]
+    if kind == "hist" and not _hist_ok(rec):
+        return "hist record of the wrong shape"
+    if kind in ("summary", "progress") and not _cpu_rows(rec.get("cpus", [])):
+        return f"{kind} record with malformed 'cpus'"
+    if kind == "header" and not all(isinstance(rec.get(k, {}), dict) for k in ("rt", "params")):
+        return "header record with malformed 'rt' or 'params'"
+    if kind == "event" and not (isinstance(rec.get("kind", ""), str) and _count(rec.get("count", 0))):
+        return "event record with malformed 'kind' or 'count'"
+    if kind == "end" and not all(isinstance(rec.get(k, ""), str) for k in ("reason", "message")):
+        return "end record with malformed 'reason' or 'message'"
+    return None
 
 
 @dataclass
@@ -47,6 +94,10 @@ class Stream:
             return None
         if not isinstance(rec, dict) or rec.get("type") not in KNOWN_TYPES:
             self._problem(f"line {self.lines}: record without a known type ignored")
+            return None
+        problem = record_problem(rec)
+        if problem:
+            self._problem(f"line {self.lines}: {problem} ignored")
             return None
         self._take(rec)
         return rec

@@ -206,6 +206,10 @@ class IocService:
 
         return running()
 
+    def temp_paths(self) -> list[Path]:
+        """What this service made outside the bundle (its temp folder), for the run's change journal."""
+        return [self.ioc.dir] if self.ioc._own_dir else []
+
     def discard(self) -> None:
         """The case never ran: remove the FIFOs' folder."""
         if self.ioc.proc is None:

@@ -301,4 +301,5 @@ def write_bundle(tool: str, cases: list[Case], output: Path, argv: list[str]) ->
     ends = [c.end for c in cases if c.end]
     bundle.manifest["end"] = max(ends) if ends else None
     bundle.save_manifest()
+    bundle.close()
     return bundle.path
