@@ -347,6 +347,10 @@ def cmd_export_raw(a) -> int:
 
 def cmd_restore(a) -> int:
     actions = restore_from_bundle(a.bundle)
+    from rtqual.epics.ioc import TEMP_PREFIX  # a killed run's IOC folder made before its bundle's journal
+    from rtqual.util import remove_orphan_dirs
+
+    actions += [{"knob": str(d), "action": "removed", "restored": True} for d in remove_orphan_dirs(TEMP_PREFIX)]
     for act in actions:
         print(json.dumps(act))
     print(f"{len(actions)} setting(s) restored from {a.bundle}" if actions else f"{a.bundle}: nothing to restore")

@@ -58,3 +58,19 @@ def rss_kb(pid: int) -> int | None:
     what the long-run test and benchmark sample."""
     m = re.search(r"^VmRSS:\s*(\d+)", read_text(f"/proc/{pid}/status")[0] or "", re.M)
     return int(m.group(1)) if m else None
+
+
+def remove_orphan_dirs(prefix: str, parent: str | os.PathLike | None = None) -> list[Path]:
+    """Remove the folders PARENT/PREFIX<pid>-* whose maker (process pid) no longer runs; the removed paths.
+    A SIGKILL between making a temp folder and recording it in the bundle's change journal leaves one behind
+    that no journal names: the next rtqual that makes such a folder, and `rtqual restore`, remove it."""
+    import shutil
+    import tempfile
+
+    removed = []
+    for d in Path(parent or tempfile.gettempdir()).glob(prefix + "*-*"):
+        pid = d.name[len(prefix) :].split("-", 1)[0]
+        if d.is_dir() and pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(d)
+    return removed

@@ -26,7 +26,9 @@ from pathlib import Path
 from rtqual.epics import env as epics_env
 from rtqual.errors import RtqError
 from rtqual.procs import die_with_parent, signal_group
+from rtqual.util import remove_orphan_dirs
 
+TEMP_PREFIX = "rtqual-ioc-"  # + rtqual's pid + "-": a folder whose rtqual is gone can be found and removed
 PRESETS = ("kek", "aps")
 RESPONSE = struct.Struct("=4q")  # t_stim, t_wake, t_process, t_out (ns, CLOCK_MONOTONIC)
 STIMULUS = struct.Struct("=q")
@@ -286,7 +288,9 @@ class Ioc:
         self.prefix = prefix or random_prefix()
         self.env = epics_env.epics_env(env)
         self._own_dir = workdir is None  # ours to remove, also by the IOC if rtqual dies first
-        self.dir = Path(tempfile.mkdtemp(prefix="rtqual-ioc-") if workdir is None else workdir)
+        if workdir is None:
+            remove_orphan_dirs(TEMP_PREFIX)  # a killed rtqual's folder that no bundle recorded
+        self.dir = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-") if workdir is None else workdir)
         self.db = self.dir / "ioc.db"
         self.fifo_in = self.dir / "in.fifo"
         self.fifo_out = self.dir / "out.fifo"
