@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -385,3 +386,35 @@ def test_default_store_is_not_the_developers(tmp_path):
     """The autouse fixture points every test at a temp store."""
     assert store_mod.resolve_url(None) == os.environ["RTQUAL_STORE"]
     assert str(tmp_path.parent.parent) in os.environ["RTQUAL_STORE"] or "store" in os.environ["RTQUAL_STORE"]
+
+
+@needs_probe
+def test_interrupted_run_is_stored(engine, tmp_path):
+    """A run cut by SIGINT is stored too, as interrupted and inconclusive."""
+    script = tmp_path / "s.txt"
+    script.write_text("sample 0 5000 0\nsample 1 7000 0\nprogress\nsleep 20000\nsample 0 1 0\n")
+    cmd = [sys.executable, "-m", "rtqual", "run", "fake", "--script", script, "-o", tmp_path / "b", "-q"]
+    proc = subprocess.Popen([*map(str, cmd), "--store", engine.url], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    stream = tmp_path / "b" / "cases" / "001-fake" / "stream.jsonl"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and b'"progress"' not in (stream.read_bytes() if stream.exists() else b""):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 4 and b"warning" not in err, err
+    with open_store(engine.url) as s:
+        (row,) = s.history()
+        assert row["state"] == "interrupted" and row["verdict"] == "inconclusive" and row["count"] == 2
+
+
+@needs_probe
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (the timer probe at SCHED_FIFO)")
+def test_scenario_run_is_stored_in_the_default_store(tmp_path, rtqual_cmd):
+    """`rtqual run SCENARIO.toml` stores itself in $RTQUAL_STORE (the autouse fixture's temp store)."""
+    sc = tmp_path / "sc.toml"
+    sc.write_text('[run]\nname = "store-study"\n[defaults.timer]\nduration = "300ms"\ncpus = "0"\n'
+                  '[[case]]\nlabel = "quick"\nprobe = "timer"\n')  # fmt: skip
+    out = rtqual_cmd("run", sc, "-o", tmp_path / "b", "-q")
+    assert out.returncode in (0, 2), out.stderr
+    js = json.loads(rtqual_cmd("history", "--json", "--case", "quick").stdout)
+    assert [(r["scenario"], r["label"]) for r in js["runs"]] == [("store-study", "quick")]
