@@ -418,3 +418,48 @@ def test_scenario_run_is_stored_in_the_default_store(tmp_path, rtqual_cmd):
     assert out.returncode in (0, 2), out.stderr
     js = json.loads(rtqual_cmd("history", "--json", "--case", "quick").stdout)
     assert [(r["scenario"], r["label"]) for r in js["runs"]] == [("store-study", "quick")]
+
+
+@pytest.mark.parametrize(
+    "args,fragment",
+    [
+        (["history", "--since", "yesterday"], "--since"),
+        (["history", "add", "/nonexistent/bundle"], "no such file"),
+        (["history", "add", str(DATA / "imports")], "not an rtqual bundle"),
+        (["history", "--store", "postgresql://rtqual@127.0.0.1:1/x"], "cannot connect"),
+        (["baseline", "set", "/nonexistent/bundle"], "no such file"),
+        (["baseline", "frob"], "frob"),
+        (["check", "/nonexistent/bundle"], "no such file"),
+        (["check", str(BUNDLES / "ioc"), "--tolerance", "-5%"], "--tolerance"),
+        (["check", str(BUNDLES / "ioc"), "--baseline", "nope"], "no baseline named 'nope'"),
+    ],
+)
+def test_store_commands_bad_input_one_line(rtqual_cmd, args, fragment):
+    out = rtqual_cmd(*args)
+    assert out.returncode == 1
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("rtqual: error:") and fragment in lines[0], out.stderr
+
+
+def test_a_newer_migration_is_applied_once(engine, monkeypatch):
+    """Migrations are applied in order from the store's version: a store at 1 gets migration 2, once."""
+    from rtqual.store import schema
+
+    with open_store(engine.url) as s:
+        assert s.version() == 1
+        s.add_window(window())
+    monkeypatch.setattr(schema, "MIGRATIONS", [*MIGRATIONS, "CREATE TABLE notes (id {id}, text TEXT NOT NULL)"])
+    monkeypatch.setattr(store_mod, "MIGRATIONS", schema.MIGRATIONS)
+    for _ in range(2):
+        with open_store(engine.url) as s:
+            assert s.version() == 2 and s.count("windows") == 1
+            assert s._rows("SELECT COUNT(*) AS n FROM notes")[0]["n"] == 0
+
+
+def test_sink_refuses_a_window_without_its_keys(tmp_path):
+    """A malformed window is the caller's mistake, said at once, and never blocks the buffer behind it."""
+    sink = WindowSink(str(tmp_path / "h.sqlite"))
+    with pytest.raises(ValueError, match="host"):
+        sink.put({k: v for k, v in window().items() if k != "host"})
+    sink.put(window())
+    assert sink.close(30) == 0 and sink.sent == 1

@@ -198,13 +198,13 @@ class Store:
         return sql.replace("?", "%s") if self.engine == "postgresql" else sql
 
     @contextmanager
-    def tx(self) -> Iterator[Any]:
-        """One transaction (SQLite: BEGIN IMMEDIATE, so writers queue instead of deadlocking); a cursor.
-        Any engine error becomes a StoreError naming the store."""
+    def tx(self, write: bool = True) -> Iterator[Any]:
+        """One transaction (SQLite: a writer's is BEGIN IMMEDIATE, so writers queue instead of deadlocking, a
+        reader's plain BEGIN does not wait for them); a cursor. Any engine error becomes a StoreError."""
         cur = None
         try:
             cur = self.conn.cursor()
-            cur.execute("BEGIN IMMEDIATE" if self.engine == "sqlite" else "BEGIN")
+            cur.execute("BEGIN IMMEDIATE" if self.engine == "sqlite" and write else "BEGIN")
             yield cur
             cur.execute("COMMIT")
         except Exception as e:
@@ -240,7 +240,7 @@ class Store:
             return max(have, len(MIGRATIONS))
 
     def version(self) -> int:
-        with self.tx() as cur:
+        with self.tx(write=False) as cur:
             return int(cur.execute("SELECT MAX(version) FROM schema_version").fetchone()[0])
 
     def _host_id(self, cur: Any, name: str) -> int:
@@ -306,7 +306,7 @@ class Store:
             )
 
     def _rows(self, sql: str, params: tuple = ()) -> list[dict]:
-        with self.tx() as cur:
+        with self.tx(write=False) as cur:
             self._exec(cur, sql, params)
             names = [d[0] for d in cur.description]
             return [dict(zip(names, row)) for row in cur.fetchall()]

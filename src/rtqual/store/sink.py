@@ -13,6 +13,7 @@ from collections import deque
 BATCH_WINDOWS = 500  # windows per transaction
 BACKOFF_FIRST_S = 1.0
 BACKOFF_MAX_S = 60.0
+REQUIRED = ("host", "probe", "cpu", "start_unix_s", "duration_s", "samples", "over_threshold", "overruns")
 
 
 class WindowSink:
@@ -37,7 +38,11 @@ class WindowSink:
         self.thread.start()
 
     def put(self, window: dict) -> None:
-        """Buffer one window (the oldest is dropped and counted when the bound is reached) and wake the writer."""
+        """Buffer one window (the oldest is dropped and counted when the bound is reached) and wake the writer.
+        A window without a required key is the caller's mistake (ValueError), never buffered to block the rest."""
+        missing = [k for k in REQUIRED if window.get(k) is None]
+        if missing:
+            raise ValueError(f"monitor window without {', '.join(missing)}: {window!r}")
         with self.lock:
             self.buffer.append(dict(window))
             self._trim()
@@ -102,7 +107,7 @@ class WindowSink:
                     self.buffer.extendleft(reversed(batch))  # back in front, in order
                     self.inflight = 0
                     self._trim()
-                    self.warning = f"history store unreachable, {len(self.buffer)} window(s) buffered: {e}"
+                    self.warning = f"{e} (monitor windows buffered, at most {self.limit_windows}; retrying)"
                     self.lock.notify_all()
                     self._backoff()
                 continue
