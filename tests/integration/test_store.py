@@ -463,3 +463,12 @@ def test_sink_refuses_a_window_without_its_keys(tmp_path):
         sink.put({k: v for k, v in window().items() if k != "host"})
     sink.put(window())
     assert sink.close(30) == 0 and sink.sent == 1
+
+
+def test_store_off_stores_nothing(tmp_path, rtqual_cmd, monkeypatch):
+    monkeypatch.setenv("RTQUAL_STORE", "off")
+    sink = WindowSink(None)
+    sink.put(window())
+    assert sink.close(5) == 0 and sink.sent == 0 and sink.dropped == 0 and sink.warning is None
+    out = rtqual_cmd("history")
+    assert out.returncode == 1 and "switched off" in out.stderr

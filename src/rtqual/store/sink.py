@@ -24,7 +24,10 @@ class WindowSink:
     def __init__(self, url: str | None, limit_windows: int = 10080):
         if limit_windows < 1:
             raise ValueError("limit_windows must be at least 1")
+        from rtqual.store import is_off
+
         self.url, self.limit_windows = url, limit_windows
+        self.off = is_off(url)  # --store off / RTQUAL_STORE=off: windows are not stored, nothing is buffered
         self.buffer: deque[dict] = deque()
         self.inflight = 0  # windows taken for the transaction being written (still counted in the bound)
         self.dropped = 0
@@ -43,6 +46,8 @@ class WindowSink:
         missing = [k for k in REQUIRED if window.get(k) is None]
         if missing:
             raise ValueError(f"monitor window without {', '.join(missing)}: {window!r}")
+        if self.off:
+            return
         with self.lock:
             self.buffer.append(dict(window))
             self._trim()
