@@ -140,14 +140,15 @@ def check_text(findings: list[dict], baseline_name: str, baseline: dict, bundle:
         [
             f["label"],
             f["statistic"],
+            f["verdict"].upper() if f["verdict"] == "regressed" else f["verdict"],
             format_ns(f["baseline_value"]),
             format_ns(f["limit"]),
             format_ns(f["value"]),
-            f["verdict"] + (f" ({f['why']})" if f["why"] else ""),
         ]
         for f in findings
     ]
-    out.append(format_table(["case", "statistic", "baseline", "limit", "now", "verdict"], rows, left=2))
+    out.append(format_table(["case", "statistic", "verdict", "baseline", "limit", "now"], rows, left=3))
+    out += [f"not judged: {f['label']}: {f['statistic']}: {f['why']}" for f in findings if f["why"]]
     bad = [f for f in findings if f["verdict"] == "regressed"]
     for f in bad:
         ratio = f["value"] / f["baseline_value"] if f["baseline_value"] else float("inf")
