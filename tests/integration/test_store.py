@@ -472,3 +472,24 @@ def test_store_off_stores_nothing(tmp_path, rtqual_cmd, monkeypatch):
     assert sink.close(5) == 0 and sink.sent == 0 and sink.dropped == 0 and sink.warning is None
     out = rtqual_cmd("history")
     assert out.returncode == 1 and "switched off" in out.stderr
+
+
+def test_the_same_bundle_stored_at_once_by_four_writers_is_one_run(engine):
+    open_store(engine.url).close()
+    errors = []
+
+    def add():
+        try:
+            with open_store(engine.url) as s:
+                s.add_run(BUNDLES / "scenario")
+        except Exception as e:  # noqa: BLE001 - collected and asserted below
+            errors.append(e)
+
+    threads = [threading.Thread(target=add) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    with open_store(engine.url) as s:
+        assert s.count("runs") == 1 and len(s.history()) == 2

@@ -263,8 +263,16 @@ class Store:
             cur.executemany(self._q(f"INSERT INTO windows ({cols}) VALUES ({marks})"), rows)
 
     def add_run(self, bundle_dir: Path) -> int:
-        """Store a finished (or cut) bundle; storing the same bundle again replaces its rows. The run's id."""
+        """Store a finished (or cut) bundle; storing the same bundle again replaces its rows. The run's id.
+        Tried twice: two processes storing the same new bundle at once (PostgreSQL) collide on its key once."""
         run, rows = run_record(Path(bundle_dir))
+        try:
+            return self._add_run(run, rows)
+        except StoreError:
+            return self._add_run(run, rows)
+
+    def _add_run(self, run: dict, rows: list[dict]) -> int:
+        """add_run's one transaction: the run row inserted or updated, its case rows replaced."""
         run_cols = ("kernel", "preempt", "scenario", "source", "started", "started_unix_s", "ended", "state", "verdict")
         with self.tx() as cur:
             host_id = self._host_id(cur, run["host"])
