@@ -199,7 +199,7 @@ def test_frozen_bundles_and_history_filters(engine, rtqual_cmd):
 
 @needs_probe
 def test_fresh_run_is_stored(engine, rtqual_cmd, tmp_path):
-    out, bundle = fake_run(rtqual_cmd, tmp_path, "fresh", "--store", engine.url)
+    out, bundle = fake_run(rtqual_cmd, tmp_path, "fresh", "--store", engine.url, "--require", "max <= 1ms")
     assert out.returncode == 0, out.stderr
     assert "warning" not in out.stderr
     with open_store(engine.url) as s:
@@ -207,6 +207,9 @@ def test_fresh_run_is_stored(engine, rtqual_cmd, tmp_path):
         assert len(rows) == 1 and rows[0]["bundle"] == str(bundle.resolve())
         assert rows[0]["count"] == 200 and rows[0]["state"] == "complete" and rows[0]["verdict"] == "pass"
         assert rows[0]["host"] == socket.gethostname()
+        cases = s._rows("SELECT cpu, count, requirement FROM cases ORDER BY id")
+        assert [(c["cpu"], c["count"]) for c in cases] == [(None, 200), (0, 100), (1, 100)]
+        assert "max" in cases[0]["requirement"] and "1ms" in cases[0]["requirement"]
 
 
 def _regressed_copy(src: Path, dest: Path, factor: float) -> Path:

@@ -16,6 +16,7 @@ from typing import Any
 
 from rtqual import bundle as bundle_mod
 from rtqual.errors import RtqError
+from rtqual.requirements import describe
 from rtqual.store.schema import MIGRATIONS, SCHEMA_VERSION_TABLE, statements
 
 ENV = "RTQUAL_STORE"
@@ -156,8 +157,6 @@ def run_record(bundle_dir: Path) -> tuple[dict, list[dict]]:
             run_as = bundle_mod.read_json(path / "cases" / r["id"] / "params.json").get("run_as")
         except (OSError, ValueError, AttributeError):
             run_as = None
-        from rtqual.requirements import describe
-
         judged = r.get("requirement_verdicts") or []
         requirement = "; ".join(describe(v) for v in judged) if judged else None
         base = {
