@@ -38,6 +38,12 @@ def epics_missing() -> str | None:
     return None
 
 
+@pytest.fixture(autouse=True)
+def _own_history_store(tmp_path_factory, monkeypatch):
+    """Every test (and every rtqual it starts) stores runs in a temp store, never the developer's default."""
+    monkeypatch.setenv("RTQUAL_STORE", str(tmp_path_factory.mktemp("store") / "history.sqlite"))
+
+
 @pytest.fixture
 def rtqual_cmd():
     """Run the installed rtqual CLI as a user would; returns CompletedProcess."""

@@ -17,6 +17,11 @@ from rtqual.requirements import PROFILES
 from rtqual.scenario.probes import ALL_PROBES, Probe
 from rtqual.single import SETTLE_DEFAULT, single_run
 
+STORE_HELP = (
+    "history store: a path, sqlite:///PATH or postgresql://... (default: $RTQUAL_STORE, else the default path; "
+    "off: store nothing; docs/store.md)"
+)
+
 
 class Parser(argparse.ArgumentParser):
     """argparse that raises a one-line RtqError instead of printing usage and exiting 2; a value that
@@ -39,6 +44,7 @@ def build_scenario_run_parser() -> Parser:
     p.add_argument("--raw", action="store_true", help="keep every sample of every case")
     p.add_argument("-o", "--output", help="bundle directory (default: the scenario's, or rtqual-<host>-<time>)")
     p.add_argument("-q", "--quiet", action="store_true", help="no live progress")
+    p.add_argument("--store", metavar="URL", help=STORE_HELP)
     return p
 
 
@@ -92,6 +98,7 @@ def build_parser() -> Parser:
     im.add_argument("tool", metavar="TOOL", help="cyclictest, rtla, jitterdebugger or rteval")
     im.add_argument("files", metavar="FILE", nargs="+", help="the tool's output files (jitterdebugger: its -o folder)")
     im.add_argument("-o", "--output", help="bundle directory (default rtqual-import-<tool>-<time>)")
+    im.add_argument("--store", metavar="URL", help=STORE_HELP + "; the imported bundle is stored as a run")
 
     rp = sub.add_parser("report", help="a self-contained HTML report of bundles (figures, verdicts, host facts)")
     rp.add_argument("bundles", metavar="BUNDLE", nargs="+")
@@ -122,7 +129,45 @@ def build_parser() -> Parser:
 
     h = sub.add_parser("host", help="host facts that matter for real-time behaviour")
     h.add_argument("--json", action="store_true")
+    add_store_parsers(sub)
     return p
+
+
+def add_store_parsers(sub) -> None:
+    """`rtqual history [add BUNDLE...]`, `rtqual baseline set|list`, `rtqual check` (docs/store.md)."""
+    hi = sub.add_parser("history", help="the trend of stored runs and monitor windows (docs/store.md)")
+    hi.add_argument("--json", action="store_true", help="machine-readable")
+    hi.add_argument("--host", metavar="H", help="only this host")
+    hi.add_argument("--case", metavar="LABEL", help="only cases with this label (or case id)")
+    hi.add_argument("--since", metavar="DUR", help="only runs and windows that started within DUR (e.g. 7d, 24h)")
+    hi.add_argument("--store", metavar="URL", help=STORE_HELP)
+    hi_sub = hi.add_subparsers(dest="history_command", metavar="add")
+    ha = hi_sub.add_parser("add", help="store bundles (runs from before the store, copied from other hosts)")
+    ha.add_argument("bundles", metavar="BUNDLE", nargs="+")
+    ha.add_argument("--store", metavar="URL", default=argparse.SUPPRESS, help=STORE_HELP)
+
+    bl = sub.add_parser("baseline", help="name a stored run as a baseline for rtqual check")
+    bl_sub = bl.add_subparsers(dest="baseline_command", metavar="set|list", required=True)
+    bs = bl_sub.add_parser("set", help="make BUNDLE (stored if needed) the baseline named --name")
+    bs.add_argument("bundle", metavar="BUNDLE")
+    bs.add_argument("--name", default="default", help="baseline name (default 'default')")
+    bs.add_argument("--store", metavar="URL", help=STORE_HELP)
+    bli = bl_sub.add_parser("list", help="the baselines: name, bundle, host, kernel")
+    bli.add_argument("--json", action="store_true")
+    bli.add_argument("--store", metavar="URL", help=STORE_HELP)
+
+    ck = sub.add_parser(
+        "check", help="compare a bundle with a baseline: exit 2 naming each statistic that regressed (a CI gate)"
+    )
+    ck.add_argument("bundle", metavar="BUNDLE")
+    ck.add_argument("--baseline", default="default", metavar="N", help="baseline name (default 'default')")
+    ck.add_argument(
+        "--tolerance",
+        default="10%",
+        help="how far above the baseline's value a statistic (max, p99.99, p99, mean) may be (default 10%%)",
+    )
+    ck.add_argument("--json", action="store_true", help="machine-readable")
+    ck.add_argument("--store", metavar="URL", help=STORE_HELP)
 
 
 def add_probe_parser(run_sub, name: str, probe: Probe):
@@ -175,6 +220,7 @@ def add_run_options(sp):
     sp.add_argument("--raw-max-mb", type=int, default=256, help="size cap of the raw file (default 256 MB)")
     sp.add_argument("-o", "--output", help="bundle directory (default rtqual-<host>-<time>)")
     sp.add_argument("-q", "--quiet", action="store_true", help="no live progress")
+    sp.add_argument("--store", metavar="URL", help=STORE_HELP)
     return sp
 
 
@@ -261,7 +307,7 @@ def cmd_run(a, argv: list[str]) -> int:
         raise RtqError(f"--raw-max-mb: must be at least 1 (got {a.raw_max_mb})")
     cases, text = single_run(a, argv)
     plan = {"schema_version": 1, "cases": cases}
-    return execute(cases, argv, a.output, a.quiet, a.raw_max_mb if a.raw else 0, plan, text)
+    return execute(cases, argv, a.output, a.quiet, a.raw_max_mb if a.raw else 0, plan, text, a.store)
 
 
 def load_scenario(a):
@@ -288,6 +334,7 @@ def cmd_run_scenario(a, argv: list[str]) -> int:
         raw_mb=256 if raw else 0,
         plan=scenario.plan_json(cases, sc),
         scenario_toml=sc["text"],
+        store=a.store,
     )
 
 
@@ -299,12 +346,15 @@ def execute(
     raw_mb: int,
     plan: dict,
     scenario_toml: str | None,
+    store: str | None = None,
 ) -> int:
     """Run the cases into a new bundle (rtqual.run.Run checks them all first); print the results and,
     last, the bundle path; the exit code is the bundle's verdict."""
     from rtqual.run import REPORT_FILE, run
 
-    path = run(cases, argv, output=output, quiet=quiet, raw_mb=raw_mb, plan=plan, scenario_toml=scenario_toml)
+    path = run(
+        cases, argv, output=output, quiet=quiet, raw_mb=raw_mb, plan=plan, scenario_toml=scenario_toml, store=store
+    )
     data = bundle_mod.load(path)
     print(report.show_text(data))
     if (path / REPORT_FILE).is_file():
@@ -392,10 +442,88 @@ def cmd_compare(a) -> int:
 
 def cmd_import(a) -> int:
     from rtqual import imports
+    from rtqual.run import remember
 
     input_files(a.files, f"import {a.tool}:", folders=True)
-    print(imports.run(a.tool, a.files, a.output))
+    path = imports.run(a.tool, a.files, a.output)
+    remember(Path(path), a.store)
+    print(path)
     return 0
+
+
+def _since(text: str | None) -> float | None:
+    """--since DUR as unix seconds (now minus DUR), or None."""
+    import time
+
+    from rtqual.units import parse_duration_ns
+
+    return None if text is None else time.time() - parse_duration_ns(text, "--since") / 1e9
+
+
+def cmd_history(a) -> int:
+    from rtqual import store
+    from rtqual.store import trend
+
+    if a.history_command == "add":
+        input_files(a.bundles, "history add:", folders=True)
+        with store.open_store(a.store) as s:
+            for b in a.bundles:
+                s.add_run(Path(b))
+                print(f"stored {b} in {s.where}")
+        return 0
+    since = _since(a.since)
+    with store.open_store(a.store) as s:
+        runs = s.history(a.host, a.case, since)
+        windows = s.windows(a.host, since) if not a.case else []
+    if a.json:
+        print(json.dumps(trend.history_json(runs, windows), indent=1))
+    else:
+        print(trend.history_text(runs, windows))
+    return 0
+
+
+def cmd_baseline(a) -> int:
+    from rtqual import store
+
+    with store.open_store(a.store) as s:
+        if a.baseline_command == "set":
+            input_files([a.bundle], "baseline set:", folders=True)
+            load_bundle(a.bundle)  # damage said on stderr; a damaged manifest stops here
+            s.set_baseline(a.name, s.add_run(Path(a.bundle)))
+            print(f"baseline {a.name}: {a.bundle} (in {s.where})")
+            return 0
+        found = s.baselines()
+    if a.json:
+        print(json.dumps(found, indent=1))
+    elif not found:
+        print("no baselines (rtqual baseline set BUNDLE)")
+    else:
+        rows = [[b["name"], b["bundle"], b["host"], b["kernel"] or "-", b["started"] or "-"] for b in found]
+        print(report.format_table(["name", "bundle", "host", "kernel", "started"], rows, left=5))
+    return 0
+
+
+def cmd_check(a) -> int:
+    from rtqual import store
+    from rtqual.errors import EXIT_FAIL
+    from rtqual.store import trend
+
+    tolerance = trend.parse_tolerance(a.tolerance)
+    input_files([a.bundle], "check:", folders=True)
+    data = load_bundle(a.bundle)
+    if data["damage"]:
+        raise RtqError(f"{a.bundle}: damaged (rtqual verify {a.bundle}): not checked")
+    with store.open_store(a.store) as s:
+        base = s.baseline(a.baseline)
+    findings = trend.check(base, data, tolerance)
+    regressed = [f for f in findings if f["verdict"] == "regressed"]
+    if a.json:
+        out = {"baseline": a.baseline, "baseline_bundle": base["path"], "bundle": a.bundle, "tolerance": tolerance}
+        print(json.dumps({**out, "regressed": [f"{f['label']}: {f['statistic']}" for f in regressed],
+                          "findings": findings}, indent=1))  # fmt: skip
+    else:
+        print(trend.check_text(findings, a.baseline, base, a.bundle, tolerance))
+    return EXIT_FAIL if regressed else 0
 
 
 def cmd_report(a) -> int:
@@ -489,6 +617,9 @@ def main(argv: list[str] | None = None) -> int:
             "restore": cmd_restore,
             "verify": cmd_verify,
             "host": cmd_host,
+            "history": cmd_history,
+            "baseline": cmd_baseline,
+            "check": cmd_check,
         }
         if a.command in commands:
             return commands[a.command](a)

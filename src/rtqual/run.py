@@ -54,11 +54,13 @@ class Run:
         raw_mb: int = 0,
         plan: dict | None = None,
         scenario_toml: str | None = None,
+        store: str | None = None,
     ):
         self.cases = [Case.from_plan(c) for c in cases]
         self.plan = plan if plan is not None else {"schema_version": 1, "cases": cases}
         self.argv, self.output, self.quiet, self.raw_mb = argv, output, quiet, raw_mb
         self.scenario_toml = scenario_toml
+        self.store = store  # the history store's URL (None: $RTQUAL_STORE or the default)
         self.services: dict[str, Any] = {}  # case id -> its service (started only around its probe)
         self.loads: dict[str, LoadSet] = {}  # case id -> its loads, prepared once
         self.runnable: list[Case] = []  # the cases with the service's options filled in
@@ -132,6 +134,7 @@ class Run:
                 b.finish("interrupted" if interrupted else "complete", verdict)
                 conclude(b)
                 b.close()
+                remember(b.path, self.store)
         return b.path
 
     def discard(self) -> None:
@@ -151,6 +154,23 @@ def conclude(b: bundle_mod.Bundle) -> None:
         htmlreport.write_report([str(b.path)], b.path / REPORT_FILE)
     except Exception as e:  # noqa: BLE001 - the bundle is complete already; say what is missing
         print(f"rtqual: warning: {b.path}: no capability summary or report.html ({e})", file=sys.stderr)
+
+
+def remember(path: Path, url: str | None) -> None:
+    """Store the finished (or cut) bundle in the history store (docs/store.md). The store may never cost a
+    run: any trouble is one warning on stderr, the bundle stays and can be added later (rtqual history add)."""
+    from rtqual import store
+
+    if store.is_off(url):
+        return
+    try:
+        with store.open_store(url) as s:
+            s.add_run(path)
+    except Exception as e:  # noqa: BLE001 - the bundle is complete; say what is missing and how to add it
+        print(
+            f"rtqual: warning: not stored in the history: {e} (the bundle is kept; later: rtqual history add {path})",
+            file=sys.stderr,
+        )
 
 
 def run(cases: list[dict], argv: list[str], **kw: Any) -> Path:

@@ -216,3 +216,39 @@ def test_missing_gpio_chip_refuses_to_start():
             ioc.start()
     finally:
         ioc.stop()
+
+
+@needs_pyepics
+def test_run_ioc_operator_pvs_show_running_values_before_stat_n_events(tmp_path):
+    """A short `rtqual run ioc` (far fewer than stat:N = 1000 events): a CA client reads min <= median <= max
+    over the events so far (lat:total:n of them) while it runs, not empty values."""
+    from rtqual.epics.env import epics_env
+
+    env = epics_env()
+    prefix = f"rtqop{os.getpid()}:"
+    cmd = [sys.executable, "-m", "rtqual", "run", "ioc", "--duration", "6s", "--rate", "50", "--baseline", "0"]
+    cmd += ["--ioc-prefix", prefix, "--allow-degraded", "-o", str(tmp_path / "b"), "-q"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ca = None
+    try:
+        for line in proc.stderr:
+            if "serving CA on" in line:
+                break
+        else:
+            pytest.fail("the IOC never said it serves CA")
+        ca = CaClient(env)
+        deadline = time.monotonic() + 20
+        while (scalar(ca.get(prefix + "stat:count")) or 0) < 20 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        names = ["stat:count", "lat:total:n", "lat:total:min", "lat:total:median", "lat:total:max", "stat:N"]
+        count, n, lo, med, hi, stat_n = (scalar(v) for v in ca.get_many([prefix + x for x in names]))
+        assert stat_n == 1000 and 20 <= count < stat_n
+        assert 1 <= n <= stat_n and abs(n - count) <= 2, (n, count)  # read together, a few µs apart
+        assert 0 < lo <= med <= hi, (lo, med, hi)
+        for stage in STAGES:
+            assert scalar(ca.get(prefix + f"lat:{stage}:max")) > 0, stage
+    finally:
+        if ca:
+            ca.close()
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err

@@ -91,11 +91,28 @@ _STAGE_DB = """record(ai, "$(P)lat:{s}") {{
 record(fanout, "$(P)lat:{s}:fan") {{
     field(LNK1, "$(P)lat:{s}:window")
     field(LNK2, "$(P)lat:{s}:isover")
-    field(LNK3, "$(P)lat:{s}:min")
-    field(LNK4, "$(P)lat:{s}:median")
-    field(LNK5, "$(P)lat:{s}:max")
-    field(LNK6, "$(P)lat:{s}:over")
-    field(LNK7, "$(P)lat:{s}:history"){hist}
+    field(LNK3, "$(P)lat:{s}:n")
+    field(LNK4, "$(P)lat:{s}:min")
+    field(LNK5, "$(P)lat:{s}:median")
+    field(LNK6, "$(P)lat:{s}:max")
+    field(LNK7, "$(P)lat:{s}:over")
+    field(LNK8, "$(P)lat:{s}:history"){hist}
+}}
+record(calc, "$(P)lat:{s}:n") {{
+    field(DESC, "{s}: events in min/median/max")
+    field(INPA, "$(P)lat:{s}:window.NUSE NPP")
+    field(INPB, "$(P)stat:N NPP")
+    field(CALC, "A<B?A:B")
+    field(FLNK, "$(P)lat:{s}:setn")
+}}
+record(dfanout, "$(P)lat:{s}:setn") {{
+    field(DESC, "running N until stat:N events")
+    field(OMSL, "closed_loop")
+    field(DOL, "$(P)lat:{s}:n NPP")
+    field(OUTA, "$(P)lat:{s}:min.N NPP")
+    field(OUTB, "$(P)lat:{s}:median.N NPP")
+    field(OUTC, "$(P)lat:{s}:max.N NPP")
+    field(OUTD, "$(P)lat:{s}:over.N NPP")
 }}
 record(compress, "$(P)lat:{s}:window") {{
     field(DESC, "{s}: newest first")
@@ -206,7 +223,9 @@ record(longout, "$(P)lat:total:hist:clear") {{
 def operator_db() -> str:
     """The latency statistics (macro P): per stage a sliding window of the newest stat:N values
     with min/median/max/% over stat:thr, a history; for total a histogram. Writing stat:N (or
-    stat:thr) writes .N of every compress record, which resets them, and clears the histogram."""
+    stat:thr) writes .N of every compress record, which resets them, and clears the histogram.
+    Until stat:N events have arrived, each event sets the statistics' N to the events so far
+    (lat:<stage>:n), so a CA client sees running values from the first event on."""
     out = []
     for i, s in enumerate(STAGES):
         stats = "".join(
@@ -214,7 +233,7 @@ def operator_db() -> str:
             for name, alg, src, egu in _STATS
         )
         nxt = f"$(P)lat:{STAGES[i + 1]}:setN" if i + 1 < len(STAGES) else "$(P)lat:total:hist:clear"
-        hist = '\n    field(LNK8, "$(P)lat:total:clip")' if s == "total" else ""
+        hist = '\n    field(LNK9, "$(P)lat:total:clip")' if s == "total" else ""
         out.append(_STAGE_DB.format(s=s, stats=stats, next=nxt, hist=hist, window=WINDOW, history=HISTORY))
     control = _CONTROL_DB.format(
         n=STAT_N,

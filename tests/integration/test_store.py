@@ -1,0 +1,387 @@
+"""The history store (docs/store.md) against SQLite and a real PostgreSQL server, the SAME tests for both:
+migrations from empty, real bundles and a fresh fake-probe run, history filters, baseline and check, two
+sinks and a run writing at once, an unreachable store (a run still completes with one warning; the sink
+buffers, writes when the store is back, drops the oldest beyond its bound)."""
+
+import hashlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conftest import DATA, needs_probe
+from rtqual import store as store_mod
+from rtqual.store import WindowSink, open_store
+from rtqual.store.schema import MIGRATIONS
+
+BUNDLES = DATA / "bundles"
+FROZEN = ["ioc", "scenario", "timer-raw"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pg_bindir() -> Path | None:
+    """The newest PostgreSQL server's bin folder (Debian: /usr/lib/postgresql/N/bin), or None."""
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parent.parent.name))
+    return found[-1].parent if found else None
+
+
+class PgServer:
+    """A throw-away PostgreSQL cluster: initdb in a temp folder, run by an unprivileged user (nobody when we
+    are root) on a free loopback port, trust authentication for the user rtqual; stop()/start() for the
+    unreachable-store tests."""
+
+    def __init__(self, bindir: Path):
+        self.bindir, self.port = bindir, free_port()
+        self.dir = Path(tempfile.mkdtemp(prefix="rtqual-pg-"))
+        self.as_user = ["runuser", "-u", "nobody", "--"] if os.geteuid() == 0 else []
+        if os.geteuid() == 0:
+            shutil.chown(self.dir, "nobody")
+        self._pg("initdb", "-D", self.dir / "data", "-U", "rtqual", "--auth=trust", "-E", "UTF8", "--no-sync")
+        self.start()
+
+    def _pg(self, tool: str, *args) -> None:
+        out = subprocess.run(
+            [*self.as_user, self.bindir / tool, *map(str, args)], capture_output=True, text=True, timeout=60
+        )
+        assert out.returncode == 0, f"{tool}: {out.stdout}{out.stderr}"
+
+    def start(self) -> None:
+        opts = f"-h 127.0.0.1 -p {self.port} -k {self.dir} -F"  # loopback only, socket in our folder, no fsync
+        self._pg("pg_ctl", "-D", self.dir / "data", "-l", self.dir / "log", "-w", "-t", "30", "-o", opts, "start")
+
+    def stop(self) -> None:
+        self._pg("pg_ctl", "-D", self.dir / "data", "-w", "-t", "30", "-m", "fast", "stop")
+
+    def url(self, db: str = "postgres") -> str:
+        return f"postgresql://rtqual@127.0.0.1:{self.port}/{db}"
+
+    def new_database(self) -> str:
+        """A fresh, empty database for one test; its URL."""
+        import psycopg
+
+        name = "t_" + uuid.uuid4().hex[:12]
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name}")
+        return self.url(name)
+
+    def remove(self) -> None:
+        subprocess.run(
+            [*self.as_user, self.bindir / "pg_ctl", "-D", self.dir / "data", "-m", "immediate", "stop"],
+            capture_output=True,
+            timeout=60,
+        )
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    bindir = pg_bindir()
+    if bindir is None:
+        pytest.skip("PostgreSQL server not installed (Debian package postgresql; scripts/setup --test)")
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        pytest.skip("psycopg 3 not installed (pip install '.[postgresql]'; scripts/setup --test)")
+    if os.geteuid() == 0 and shutil.which("runuser") is None:
+        pytest.skip("runuser missing: cannot run PostgreSQL as an unprivileged user")
+    server = PgServer(bindir)
+    try:
+        yield server
+    finally:
+        server.remove()
+
+
+class Engine:
+    """One store under test: its URL, and how to make it unreachable and back."""
+
+    def __init__(self, kind: str, tmp_path: Path, pg: PgServer | None):
+        self.kind, self.pg = kind, pg
+        self.blocker = tmp_path / "store"
+        self.url = pg.new_database() if pg else str(self.blocker / "history.sqlite")
+
+    def down(self) -> None:
+        if self.pg:
+            self.pg.stop()
+        else:  # the store's folder is a regular file: SQLite cannot open the store
+            shutil.rmtree(self.blocker, ignore_errors=True)
+            self.blocker.write_text("not a folder\n")
+
+    def up(self) -> None:
+        if self.pg:
+            self.pg.start()
+        else:
+            self.blocker.unlink()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def engine(request, tmp_path):
+    pg = request.getfixturevalue("pg_server") if request.param == "postgresql" else None
+    e = Engine(request.param, tmp_path, pg)
+    try:
+        yield e
+    finally:
+        if pg and not _listening(pg.port):
+            pg.start()  # a failed down/up test leaves the shared server running for the next
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def window(host="h1", cpu=0, start=0.0, max_ns=5000, **kw) -> dict:
+    w = {
+        "host": host, "probe": "timer", "run_as": "timer", "cpu": cpu, "start_unix_s": start, "duration_s": 60.0,
+        "samples": 60000, "min_ns": 1000, "mean_ns": 2000.5, "p50_ns": 1900, "p99_ns": 4000, "p9999_ns": 4900,
+        "max_ns": max_ns, "over_threshold": 1, "overruns": 0, "threshold_ns": 100000, "kernel": "6.1.0",
+        "preempt": "PREEMPT_DYNAMIC (full)",
+    }  # fmt: skip
+    return {**w, **kw}
+
+
+def fake_run(rtqual_cmd, tmp_path, name, *more, latency_ns=50_000, **kw):
+    """A fresh `rtqual run fake` (no root); its CompletedProcess and bundle path."""
+    script = tmp_path / f"{name}.txt"
+    script.write_text("".join(f"sample {i % 2} {latency_ns + i} 0\n" for i in range(200)))
+    out = rtqual_cmd("run", "fake", "--script", script, "-o", tmp_path / name, "-q", *more, **kw)
+    return out, tmp_path / name
+
+
+def test_migrations_from_empty(engine):
+    with open_store(engine.url) as s:
+        assert s.version() == len(MIGRATIONS)
+        for table in ("hosts", "runs", "cases", "windows", "baselines"):
+            assert s.count(table) == 0
+    with open_store(engine.url) as s:  # opening again applies nothing twice
+        assert s.version() == len(MIGRATIONS)
+
+
+def test_frozen_bundles_and_history_filters(engine, rtqual_cmd):
+    with open_store(engine.url) as s:
+        ids = [s.add_run(BUNDLES / b) for b in FROZEN]
+        assert s.add_run(BUNDLES / "ioc") == ids[0]  # the same bundle again replaces, never duplicates
+        assert s.count("runs") == 3
+        rows = s.history()
+        assert len(rows) == 5 and {r["host"] for r in rows} == {"vm"}
+        assert all(r["kernel"] and r["preempt"] and r["max_ns"] >= r["p99_ns"] for r in rows)
+        assert [r["label"] for r in s.history(case="timer idle")] == ["timer idle"]
+        assert [r["case_id"] for r in s.history(case="002-ioc")] == ["002-ioc"]
+        assert s.history(host="no-such-host") == []
+        assert s.history(since_unix_s=time.time() + 60) == []
+        # per-CPU rows are kept besides the overall one
+        assert s.count("cases") == 5 + sum(len(json.loads((p / "result.json").read_text())["per_cpu"])
+                                           for b in FROZEN for p in (BUNDLES / b / "cases").iterdir())  # fmt: skip
+    out = rtqual_cmd("history", "--json", "--store", engine.url, "--case", "timer idle")
+    assert out.returncode == 0, out.stderr
+    runs = json.loads(out.stdout)["runs"]
+    assert len(runs) == 1 and runs[0]["p99_ns"] == 55519 and runs[0]["verdict"] == "pass"
+    text = rtqual_cmd("history", "--store", engine.url, "--host", "vm", "--since", "3650d")
+    assert text.returncode == 0 and "timer hackbench" in text.stdout and "6.18.44" in text.stdout
+    assert "timer idle" not in rtqual_cmd("history", "--store", engine.url, "--since", "1s").stdout
+    bad = rtqual_cmd("history", "--store", engine.url, "--since", "yesterday")
+    assert bad.returncode == 1 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
+
+
+@needs_probe
+def test_fresh_run_is_stored(engine, rtqual_cmd, tmp_path):
+    out, bundle = fake_run(rtqual_cmd, tmp_path, "fresh", "--store", engine.url)
+    assert out.returncode == 0, out.stderr
+    assert "warning" not in out.stderr
+    with open_store(engine.url) as s:
+        rows = s.history()
+        assert len(rows) == 1 and rows[0]["bundle"] == str(bundle.resolve())
+        assert rows[0]["count"] == 200 and rows[0]["state"] == "complete" and rows[0]["verdict"] == "pass"
+        assert rows[0]["host"] == socket.gethostname()
+
+
+def _regressed_copy(src: Path, dest: Path, factor: float) -> Path:
+    """A copy of a bundle whose first case's max is `factor` times larger, with its checksum kept right."""
+    shutil.copytree(src, dest)
+    manifest = json.loads((dest / "manifest.json").read_text())
+    case = manifest["cases"][0]["id"]
+    f = dest / "cases" / case / "result.json"
+    r = json.loads(f.read_text())
+    r["stats"]["max_ns"] = int(r["stats"]["max_ns"] * factor)
+    f.write_text(json.dumps(r))
+    if "checksums" in manifest:
+        manifest["checksums"][f"cases/{case}/result.json"] = hashlib.sha256(f.read_bytes()).hexdigest()
+    (dest / "manifest.json").write_text(json.dumps(manifest))
+    return dest
+
+
+def test_baseline_set_and_check(engine, rtqual_cmd, tmp_path):
+    base = BUNDLES / "scenario"
+    assert rtqual_cmd("check", base, "--store", engine.url).returncode == 1  # no baseline yet: bad input
+    out = rtqual_cmd("baseline", "set", base, "--store", engine.url)
+    assert out.returncode == 0, out.stderr
+    listed = json.loads(rtqual_cmd("baseline", "list", "--json", "--store", engine.url).stdout)
+    assert [b["name"] for b in listed] == ["default"] and listed[0]["bundle"] == str(base.resolve())
+    same = rtqual_cmd("check", base, "--store", engine.url)
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert "no statistic regressed" in same.stdout
+    worse = _regressed_copy(base, tmp_path / "worse", 1.5)
+    bad = rtqual_cmd("check", worse, "--store", engine.url, "--tolerance", "10%")
+    assert bad.returncode == 2, bad.stdout + bad.stderr
+    regressed = [line for line in bad.stdout.splitlines() if line.startswith("regressed:")]
+    assert len(regressed) == 1 and "timer idle: max" in regressed[0]
+    assert rtqual_cmd("check", worse, "--store", engine.url, "--tolerance", "60%").returncode == 0
+    js = json.loads(rtqual_cmd("check", worse, "--store", engine.url, "--json").stdout)
+    assert js["regressed"] == ["timer idle: max"]
+    assert rtqual_cmd("check", worse, "--store", engine.url, "--baseline", "nope").returncode == 1
+    assert rtqual_cmd("check", worse, "--store", engine.url, "--tolerance", "lots").returncode == 1
+    damaged = _regressed_copy(base, tmp_path / "damaged", 1.0)
+    (damaged / "cases" / "001-timer-idle" / "result.json").write_text("{}")
+    out = rtqual_cmd("check", damaged, "--store", engine.url)
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+
+
+def test_check_imported_bundle(engine, rtqual_cmd, tmp_path):
+    """An imported cyclictest bundle is stored on import and checks against itself as a baseline."""
+    src = sorted((DATA / "imports" / "cyclictest").glob("*.json"))[0]
+    out = rtqual_cmd("import", "cyclictest", src, "-o", tmp_path / "imp", "--store", engine.url)
+    assert out.returncode == 0, out.stderr
+    with open_store(engine.url) as s:
+        assert s.count("runs") == 1 and s.history()[0]["source"] == "cyclictest"
+    assert rtqual_cmd("baseline", "set", tmp_path / "imp", "--name", "ct", "--store", engine.url).returncode == 0
+    ok = rtqual_cmd("check", tmp_path / "imp", "--baseline", "ct", "--store", engine.url)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+
+
+def test_windows_and_hourly_summary(engine, rtqual_cmd):
+    t0 = 3600.0 * int(time.time() // 3600) - 3600
+    with open_store(engine.url) as s:
+        s.add_windows([window(cpu=c, start=t0 + 60 * i, max_ns=1000 + i) for c in (0, 1) for i in range(90)])
+        assert s.count("windows") == 180 and len(s.windows(host="h1")) == 180
+    js = json.loads(rtqual_cmd("history", "--json", "--store", engine.url).stdout)
+    summary = js["windows"]
+    assert [(x["cpu"], x["windows"]) for x in summary] == [(0, 60), (1, 60), (0, 30), (1, 30)]
+    assert summary[2]["max_ns"] == 1089 and summary[0]["samples"] == 60 * 60000
+
+
+def _sink_writer(url: str, host: str, n: int) -> None:
+    sink = WindowSink(url)
+    for i in range(n):
+        sink.put(window(host=host, start=float(i)))
+    assert sink.close(60) == 0 and sink.dropped == 0
+
+
+@needs_probe
+def test_two_sinks_and_a_run_at_once(engine, rtqual_cmd, tmp_path):
+    """Two monitors (WindowSink in two processes) and an `rtqual run` write at once: nothing is lost."""
+    n = 2000
+    code = "import sys; sys.path.insert(0, sys.argv[1]); from test_store import _sink_writer as w; " + (
+        "w(sys.argv[2], sys.argv[3], int(sys.argv[4]))"
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(Path(__file__).parent), engine.url, f"m{i}", str(n)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)},
+        )  # fmt: skip
+        for i in range(2)
+    ]
+    out, _ = fake_run(rtqual_cmd, tmp_path, "during", "--store", engine.url)
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    assert out.returncode == 0 and "warning" not in out.stderr, out.stderr
+    with open_store(engine.url) as s:
+        assert len(s.windows(host="m0")) == n and len(s.windows(host="m1")) == n
+        assert s.count("runs") == 1
+
+
+def test_sinks_in_threads(engine):
+    threads = [threading.Thread(target=_sink_writer, args=(engine.url, f"t{i}", 700)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    with open_store(engine.url) as s:
+        assert s.count("windows") == 1400
+
+
+@needs_probe
+def test_store_down_run_completes_with_one_warning(engine, rtqual_cmd, tmp_path):
+    open_store(engine.url).close()
+    engine.down()
+    try:
+        out, bundle = fake_run(rtqual_cmd, tmp_path, "down", "--store", engine.url)
+        env_out, env_bundle = fake_run(rtqual_cmd, tmp_path, "down-env", env={**os.environ, "RTQUAL_STORE": engine.url})
+    finally:
+        engine.up()
+    for o, b in ((out, bundle), (env_out, env_bundle)):
+        assert o.returncode == 0 and o.stdout.strip().splitlines()[-1] == str(b)
+        assert o.stderr.count("warning") == 1 and "not stored in the history" in o.stderr, o.stderr
+        assert (b / "manifest.json").is_file() and (b / "report.html").is_file()
+    add = subprocess.run([sys.executable, "-m", "rtqual", "history", "add", bundle, "--store", engine.url],
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert add.returncode == 0, add.stderr
+    with open_store(engine.url) as s:
+        assert s.count("runs") == 1
+
+
+def test_sink_buffers_and_writes_when_back(engine):
+    open_store(engine.url).close()
+    engine.down()
+    sink = WindowSink(engine.url, limit_windows=100)
+    try:
+        for i in range(30):
+            sink.put(window(start=float(i)))
+        deadline = time.monotonic() + 30
+        while sink.warning is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sink.warning and "\n" not in sink.warning and sink.sent == 0
+    finally:
+        engine.up()
+    assert sink.flush(60) == 0
+    assert sink.sent == 30 and sink.dropped == 0 and sink.warning is None
+    sink.put(window(start=30.0))
+    assert sink.close(30) == 0
+    with open_store(engine.url) as s:
+        assert [w["start_unix_s"] for w in s.windows()] == [float(i) for i in range(31)]
+
+
+def test_sink_bound_drops_oldest_and_counts(engine):
+    open_store(engine.url).close()
+    engine.down()
+    sink = WindowSink(engine.url, limit_windows=10)
+    try:
+        for i in range(25):
+            sink.put(window(start=float(i)))
+        assert sink.dropped == 15 and sink.unsent() == 10
+    finally:
+        engine.up()
+    assert sink.close(60) == 0
+    with open_store(engine.url) as s:
+        assert [w["start_unix_s"] for w in s.windows()] == [float(i) for i in range(15, 25)]
+
+
+def test_unreachable_store_is_one_line(tmp_path, rtqual_cmd):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(store_mod.StoreError) as e:
+        open_store(str(tmp_path / "file" / "h.sqlite"))
+    assert "\n" not in str(e.value)
+    out = rtqual_cmd("history", "--store", f"postgresql://rtqual@127.0.0.1:{free_port()}/none")
+    assert out.returncode == 1 and out.stderr.count("\n") == 1 and "cannot connect" in out.stderr
+
+
+def test_default_store_is_not_the_developers(tmp_path):
+    """The autouse fixture points every test at a temp store."""
+    assert store_mod.resolve_url(None) == os.environ["RTQUAL_STORE"]
+    assert str(tmp_path.parent.parent) in os.environ["RTQUAL_STORE"] or "store" in os.environ["RTQUAL_STORE"]
