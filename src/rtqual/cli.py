@@ -274,14 +274,7 @@ def build_monitor_parser(argv: list[str]) -> Parser:
     p.add_argument(
         "--textfile", metavar="DIR", help="also write DIR/rtqual.prom for node_exporter's textfile collector"
     )
-    p.add_argument(
-        "--store",
-        metavar="URL",
-        nargs="?",
-        const="",
-        help="keep every window in the history store (sqlite:///PATH, a path, postgresql://...; "
-        "no URL: RTQUAL_STORE or the default store)",
-    )
+    p.add_argument("--store", metavar="URL", help=STORE_HELP + "; every window is stored, buffered while unreachable")
     p.add_argument("--pvs", metavar="PREFIX", help="publish each window as EPICS PVs PREFIX:LAT_MAX, ... (loopback)")
     p.add_argument("--json", action="store_true", help="print each window as a JSON line (default: one text line)")
     return p
@@ -298,8 +291,10 @@ def cmd_monitor(argv: list[str]) -> int:
         raise RtqError(f"--window {a.window}: at least 1s")
     case = probe_options_case(a.probe, a)
     listen = None if a.listen in ("off", "") else a.listen
-    store = a.store or None  # --store without a URL: RTQUAL_STORE or the default store
-    return Monitor(case, Options(window_ns, listen, a.textfile, a.store is not None, store, a.pvs, a.json)).run()
+    from rtqual.store import is_off
+
+    opts = Options(window_ns, listen, a.textfile, not is_off(a.store), a.store, a.pvs, a.json)
+    return Monitor(case, opts).run()
 
 
 def cmd_run(a, argv: list[str]) -> int:

@@ -38,8 +38,8 @@ class Options:
     window_ns: int
     listen: str | None = "127.0.0.1:9841"
     textfile: str | None = None
-    use_store: bool = False
-    store: str | None = None  # its URL; None: RTQUAL_STORE or the default store
+    use_store: bool = True
+    store: str | None = None  # its URL; None: RTQUAL_STORE or the default store; "off": none
     pvs: str | None = None
     json: bool = False
 
@@ -158,10 +158,8 @@ class Monitor:
             except OSError as e:
                 raise RtqError(f"--listen {self.opts.listen}: {e.strerror or e}") from None
         if self.opts.use_store:
-            try:
-                from rtqual.store import WindowSink
-            except ImportError:
-                raise RtqError("--store: this rtqual has no history store (rtqual.store)") from None
+            from rtqual.store import WindowSink
+
             self.store = WindowSink(self.opts.store)
         if self.opts.pvs:
             from rtqual.monitor.pvs import PvServer
@@ -253,7 +251,7 @@ class Monitor:
         if self.metrics is not None:
             self.write_textfile()
         if self.store is not None:
-            left = self.store.flush(STORE_FLUSH_S)
+            left = self.store.close(STORE_FLUSH_S)  # flush, then stop its writer thread
             if left or self.store.dropped:
                 print(
                     f"rtqual: warning: --store: {left} window(s) not written, {self.store.dropped} dropped "
