@@ -293,7 +293,8 @@ def cmd_monitor(argv: list[str]) -> int:
     listen = None if a.listen in ("off", "") else a.listen
     from rtqual.store import is_off
 
-    opts = Options(window_ns, listen, a.textfile, not is_off(a.store), a.store, a.pvs, a.json)
+    bounded = any(getattr(a, k, None) is not None for k in ("duration", "loops"))
+    opts = Options(window_ns, listen, a.textfile, not is_off(a.store), a.store, a.pvs, a.json, bounded)
     return Monitor(case, opts).run()
 
 

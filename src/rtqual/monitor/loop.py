@@ -26,7 +26,7 @@ from rtqual.scenario.probes import ALL_PROBES
 from rtqual.stream import Stream
 from rtqual.units import format_ns
 
-UNBOUNDED = "365d"  # the probes' longest --duration: a monitor is stopped by a signal long before
+UNBOUNDED = "8760h"  # a year, the probes' longest --duration: a monitor is stopped by a signal long before
 STOP_GRACE_S = 10.0
 STORE_FLUSH_S = 5.0
 
@@ -42,6 +42,7 @@ class Options:
     store: str | None = None  # its URL; None: RTQUAL_STORE or the default store; "off": none
     pvs: str | None = None
     json: bool = False
+    bounded: bool = False  # the user gave --duration or --loops: the probe ends by itself, then the monitor
 
 
 def monitorable(name: str) -> bool:
@@ -57,12 +58,14 @@ def progress_ms(window_ns: int) -> int:
     return max(50, min(1000, window_ns // 4_000_000))
 
 
-def probe_args(case: dict, window_ns: int) -> list[str]:
-    """The case's options, unbounded unless the user bounded it, with the hist_delta records."""
+def probe_args(case: dict, window_ns: int, bounded: bool) -> list[str]:
+    """The case's options, unbounded unless the user bounded it (--duration, --loops), with the
+    hist_delta records."""
+    from rtqual.run import without_options
+
     args = list(case["args"])
-    params = ALL_PROBES[case.get("run_as") or case["probe"]].params
-    if "duration" in params and "--duration" not in args and "--loops" not in args:
-        args += ["--duration", UNBOUNDED]
+    if not bounded and "duration" in ALL_PROBES[case.get("run_as") or case["probe"]].params:
+        args = [*without_options(args, ["duration"]), "--duration", UNBOUNDED]
     return [*args, "--hist-delta", "--progress-ms", str(progress_ms(window_ns))]
 
 
@@ -137,7 +140,7 @@ class Monitor:
             check_listen(o.listen)
         if o.textfile:
             self.textfile = check_folder(o.textfile, "--textfile")
-        svc, args = None, probe_args(self.case, o.window_ns)
+        svc, args = None, probe_args(self.case, o.window_ns, o.bounded)
         if self.case.get("service"):
             from rtqual.run import option_pairs, without_options
 
