@@ -277,6 +277,8 @@ def build_monitor_parser(argv: list[str]) -> Parser:
     p.add_argument("--store", metavar="URL", help=STORE_HELP + "; every window is stored, buffered while unreachable")
     p.add_argument("--pvs", metavar="PREFIX", help="publish each window as EPICS PVs PREFIX:LAT_MAX, ... (loopback)")
     p.add_argument("--json", action="store_true", help="print each window as a JSON line (default: one text line)")
+    # compressed time for tests and benchmarks (a fake probe's day in minutes): a window per N progress records
+    p.add_argument("--window-progress", type=int, default=0, help=argparse.SUPPRESS)
     return p
 
 
@@ -295,6 +297,7 @@ def cmd_monitor(argv: list[str]) -> int:
 
     bounded = any(getattr(a, k, None) is not None for k in ("duration", "loops"))
     opts = Options(window_ns, listen, a.textfile, not is_off(a.store), a.store, a.pvs, a.json, bounded)
+    opts.every_progress = max(a.window_progress, 0)
     return Monitor(case, opts).run()
 
 

@@ -24,7 +24,7 @@ from rtqual.monitor.window import Windows, merged, public
 from rtqual.procs import signal_group
 from rtqual.scenario.probes import ALL_PROBES
 from rtqual.stream import Stream
-from rtqual.units import format_ns
+from rtqual.units import format_ns, online_cpus
 
 UNBOUNDED = "8760h"  # a year, the probes' longest --duration: a monitor is stopped by a signal long before
 STOP_GRACE_S = 10.0
@@ -43,6 +43,7 @@ class Options:
     pvs: str | None = None
     json: bool = False
     bounded: bool = False  # the user gave --duration or --loops: the probe ends by itself, then the monitor
+    every_progress: int = 0  # compressed time: a window per N progress records (hidden --window-progress)
 
 
 def monitorable(name: str) -> bool:
@@ -66,7 +67,11 @@ def probe_args(case: dict, window_ns: int, bounded: bool) -> list[str]:
     args = list(case["args"])
     if not bounded and "duration" in ALL_PROBES[case.get("run_as") or case["probe"]].params:
         args = [*without_options(args, ["duration"]), "--duration", UNBOUNDED]
-    return [*args, "--hist-delta", "--progress-ms", str(progress_ms(window_ns))]
+    from rtqual import probes as native_table
+
+    entry = next(e for e in native_table.table() if e["name"] == case["probe"])
+    paced = any(o["name"] == "--progress-ms" for o in entry["options"])  # fake paces its own progress
+    return [*args, "--hist-delta", *(["--progress-ms", str(progress_ms(window_ns))] if paced else [])]
 
 
 def check_listen(listen: str) -> None:
@@ -202,7 +207,8 @@ class Monitor:
         svc, args = self.check()
         info = host_info()
         self.extra_info = {"machine": info["machine"], "rtqual_version": info["rtqual_version"]}
-        cpus = self.case["params"].get("cpus") or [self.case["params"].get("cpu", 0)]
+        params = self.case["params"]  # the probe's CPUs (per-CPU PVs); a probe that does not say: every online one
+        cpus = params.get("cpus") or ([params["cpu"]] if params.get("cpu") is not None else online_cpus())
         identity = {
             "host": info["host"],
             "probe": self.case["probe"],
@@ -228,7 +234,8 @@ class Monitor:
     def measure(self, args: list[str], identity: dict, work: Path, env: dict | None) -> int:
         """Run the probe and publish its windows; 0 when stopped by a signal or ended by its own bound."""
         slack_ns = progress_ms(self.opts.window_ns) * 1_000_000 // 2
-        windows, stream = Windows(self.opts.window_ns, identity, slack_ns), Stream()
+        windows = Windows(self.opts.window_ns, identity, slack_ns, self.opts.every_progress)
+        stream = Stream()
         with open(work / "probe.stderr", "w") as err:
             self.proc = _native.spawn(self.case["probe"], args, err, env=env)
             if self.stop_signal:

@@ -63,6 +63,7 @@ class Windows:
     window_ns: int
     identity: dict  # host, probe, run_as, kernel, preempt: copied into every window
     slack_ns: int = 0  # half the progress period: a window closes at the progress record nearest its end
+    every_progress: int = 0  # compressed time (tests, benchmarks): close after this many progress records instead
     threshold_ns: int = 0
     start_unix_s: float = 0.0  # the probe's start (header start_real_ns)
     opened_ns: int = 0  # elapsed time at which the open window began
@@ -72,6 +73,7 @@ class Windows:
     last_ns: int = 0  # elapsed time of the latest delta
     fresh: bool = False  # a delta arrived since the last close
     next_close_ns: int = 0  # the open window's end on the grid k * window_ns of the probe's elapsed time
+    batches: int = 0  # progress records (with their deltas) in the open window
 
     def feed(self, rec: dict) -> list[dict]:
         """Take one stream record; the windows closed by it (empty list most of the time)."""
@@ -100,7 +102,12 @@ class Windows:
         add_delta(w.hist, rec["counts"], w.max_ns)
         elapsed = self.last_ns = max(int(rec.get("elapsed_ns", 0)), self.last_ns)
         self.fresh = True
-        if not self.pending and elapsed >= (self.next_close_ns or self.window_ns) - self.slack_ns:
+        if self.pending:  # more CPUs of this progress record to come
+            return []
+        self.batches += 1
+        if self.every_progress and self.batches >= self.every_progress:
+            return self.close(elapsed)
+        if not self.every_progress and elapsed >= (self.next_close_ns or self.window_ns) - self.slack_ns:
             return self.close(elapsed)
         return []
 
@@ -132,7 +139,7 @@ class Windows:
                 overruns=w.overruns,
                 over_threshold=w.over_threshold,
             )
-        self.opened_ns, self.fresh = end_ns, False
+        self.opened_ns, self.fresh, self.batches = end_ns, False, 0
         self.next_close_ns = self.next_close_ns or self.window_ns
         while self.next_close_ns - self.slack_ns <= end_ns:  # the grid, not the close time: no drift
             self.next_close_ns += self.window_ns
