@@ -8,7 +8,6 @@ from helpers import CaClient, needs_pyepics
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from monitoring import MonitorProc  # noqa: E402
-
 from rtqual.epics.env import epics_env  # noqa: E402
 
 SCRIPT = "repeat 100000\nsample 0 20000\nsample 0 40000\nsample 1 30000\nsample 1 500000\nsleep 20\nprogress\nend\n"

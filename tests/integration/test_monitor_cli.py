@@ -11,8 +11,8 @@ import sys
 import time
 
 import pytest
-from monitoring import MonitorProc
 
+from monitoring import MonitorProc
 from rtqual.util import rss_kb
 
 # a few thousand samples a second, a progress record every 50 ms, for a long time

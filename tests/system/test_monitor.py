@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from rtqual.monitor.metrics import BUCKET_ERROR
 from monitoring import (
     DEPLOY,
     NODE_EXPORTER,
@@ -24,6 +23,7 @@ from monitoring import (
     unit_exec_start,
     wait_http,
 )
+from rtqual.monitor.metrics import BUCKET_ERROR
 
 pytestmark = pytest.mark.slow
 needs_prometheus = pytest.mark.skipif(
