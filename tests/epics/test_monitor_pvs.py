@@ -4,7 +4,7 @@ import sys
 import time
 from pathlib import Path
 
-from helpers import CaClient, needs_pyepics
+from helpers import CaClient, gone, needs_pyepics, processes_naming
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from monitoring import MonitorProc  # noqa: E402
@@ -47,3 +47,20 @@ def test_window_statistics_as_pvs_with_settable_alarm_limits(tmp_path):
         ca.close()
         code, err = mon.stop()
     assert code == 0, err
+
+
+def test_the_ioc_response_is_monitored_and_its_ioc_stopped(tmp_path):
+    env = epics_env()
+    mon = MonitorProc(
+        ["monitor", "--probe", "ioc", "--window", "1s", "--json", "--listen", "off", "--store", "off"], env=env
+    )
+    try:
+        wins = mon.wait_windows(2, timeout=60)
+        children = Path(f"/proc/{mon.proc.pid}/task/{mon.proc.pid}/children").read_text().split()
+        iocs = [int(p) for p in children if int(p) in processes_naming("rtqual.epics.iocmain")]
+    finally:
+        code, err = mon.stop()
+    assert code == 0, err
+    assert all(w["run_as"] == "ioc" and w["probe"] == "iocresp" for w in wins)
+    assert sum(w["samples"] for w in wins) > 0
+    assert len(iocs) == 1 and gone(iocs[0])  # the monitor's IOC ends with it

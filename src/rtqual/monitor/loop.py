@@ -110,9 +110,9 @@ def window_line(w: dict) -> str:
     """One window of one CPU for the terminal."""
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(w["start_unix_s"] + w["duration_s"]))
     if not w["samples"]:
-        return f"{stamp} cpu{w['cpu']} {w['probe']}: no samples in {w['duration_s']:.1f} s"
+        return f"{stamp} cpu{w['cpu']} {w['run_as']}: no samples in {w['duration_s']:.1f} s"
     return (
-        f"{stamp} cpu{w['cpu']} {w['probe']}: {w['samples']} samples, p99 {format_ns(w['p99_ns'])}, "
+        f"{stamp} cpu{w['cpu']} {w['run_as']}: {w['samples']} samples, p99 {format_ns(w['p99_ns'])}, "
         f"p99.99 {format_ns(w['p9999_ns'])}, max {format_ns(w['max_ns'])}, "
         f"{w['over_threshold']} over {format_ns(w['threshold_ns'])}, {w['overruns']} overruns"
     )
