@@ -265,6 +265,10 @@ def build_monitor_parser(argv: list[str]) -> Parser:
         help=f"the probe measured (default timer; {', '.join(n for n in names if not ALL_PROBES[n].hidden)})",
     )
     add_param_options(p, probe, skip=tuple(REQUIREMENTS))
+    for action in p._actions:  # a monitor has no end of its own
+        if action.dest in ("duration", "loops"):
+            what = "time" if action.dest == "duration" else "many periods"
+            action.help = f"stop after this {what} (default: at SIGINT/SIGTERM)"
     p.add_argument("--window", default="1m", help="statistics window (default 1m, at least 1s)")
     p.add_argument(
         "--listen",
