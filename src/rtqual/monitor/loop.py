@@ -130,6 +130,7 @@ class Monitor:
         self.store_warned = False
         self.pvs: Any = None
         self.textfile: Path | None = None
+        self.extra_info: dict[str, str] = {}  # rtqual_host_info labels beyond the window's identity
 
     def _on_signal(self, signum: int, _frame: Any) -> None:
         """SIGINT/SIGTERM: stop the probe (its last records close the last window)."""
@@ -270,8 +271,6 @@ class Monitor:
                 )
         if self.pvs is not None:
             self.pvs.stop()
-
-    extra_info: dict = {}
 
 
 def _stop(proc: subprocess.Popen) -> int:
