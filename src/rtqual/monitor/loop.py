@@ -266,7 +266,7 @@ class Monitor:
             if left or self.store.dropped:
                 print(
                     f"rtqual: warning: --store: {left} window(s) not written, {self.store.dropped} dropped "
-                    f"({self.store.warning or 'store unreachable'})",
+                    f"({self.store.warning or 'its bounded buffer was full: windows came faster than it wrote'})",
                     file=sys.stderr,
                 )
         if self.pvs is not None:
