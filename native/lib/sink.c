@@ -28,6 +28,7 @@ void sink_free(struct sink *s)
 {
 	for (int i = 0; s->cs && i < s->ncpu; i++) {
 		free(s->cs[i].hist);
+		free(s->cs[i].delta_prev);
 		spsc_free(&s->cs[i].ev);
 		spsc_free(&s->cs[i].raw);
 	}
@@ -86,6 +87,7 @@ int sink_init(struct sink *s, const struct sink_out *o, const int *cpus, int n, 
 	s->threshold_ns = o->threshold_ns;
 	s->max_events = (uint64_t)o->max_events;
 	s->progress_ms = o->progress_ms;
+	s->hist_delta = o->hist_delta;
 	s->raw_fd = -1;
 	atomic_init(&s->stop, false);
 	s->ncpu = n;
@@ -104,6 +106,8 @@ int sink_init(struct sink *s, const struct sink_out *o, const int *cpus, int n, 
 		if (!c->hist)
 			goto oom;
 		hist_reset(c->hist); /* writes every page */
+		if (o->hist_delta && !(c->delta_prev = calloc(HIST_LEN, sizeof(uint64_t))))
+			goto oom;
 		if (spsc_init(&c->ev, SINK_EVENT_RING, sizeof(struct thr_event)))
 			goto oom;
 		if (raw && spsc_init(&c->raw, SINK_RAW_RING, sizeof(struct raw_rec)))
@@ -150,6 +154,7 @@ void sink_out_params(struct jw *w, const struct sink_out *o)
 	jw_str(w, "raw", o->raw);
 	jw_i64(w, "raw_max_bytes", o->raw_max_bytes);
 	jw_i64(w, "progress_ms", o->progress_ms);
+	jw_bool(w, "hist_delta", o->hist_delta);
 }
 
 /* Little-endian encoding, whatever the host byte order. */
@@ -378,14 +383,47 @@ void sink_poll(struct sink *s)
 	drain_raw(s);
 }
 
-/* {"type":"progress"} from the live counters; resets each window max. */
+/* {"type":"hist_delta"} of one slot: the buckets that grew since the last one (sparse), so a
+ * monitor builds per-window histograms without raw samples. The measuring thread keeps counting
+ * while the main thread reads (relaxed loads of aligned counters); a bucket read lower than last
+ * time (a torn read on a 32-bit CPU) waits for the next record, so deltas never go negative and
+ * their sum is the histogram. Constant memory: one copy of the counts per slot. */
+static void emit_hist_delta(struct sink *s, struct cpu_state *c, int64_t elapsed_ns)
+{
+	struct jw *w = &s->jw;
+	uint64_t n = 0;
+	jw_obj_begin(w, NULL);
+	jw_str(w, "type", "hist_delta");
+	jw_i64(w, "cpu", c->cpu);
+	jw_i64(w, "elapsed_ns", elapsed_ns);
+	jw_arr_begin(w, "counts");
+	for (int i = 0; i < HIST_LEN; i++) {
+		uint64_t now = __atomic_load_n(&c->hist->counts[i], __ATOMIC_RELAXED);
+		if (now <= c->delta_prev[i])
+			continue;
+		jw_arr_begin(w, NULL);
+		jw_i64(w, NULL, i);
+		jw_u64(w, NULL, now - c->delta_prev[i]);
+		jw_arr_end(w);
+		n += now - c->delta_prev[i];
+		c->delta_prev[i] = now;
+	}
+	jw_arr_end(w);
+	jw_u64(w, "count", n);
+	jw_obj_end(w);
+	emit_line(s);
+}
+
+/* {"type":"progress"} from the live counters; resets each window max. With --hist-delta, one
+ * hist_delta record per slot follows. */
 void sink_progress(struct sink *s)
 {
 	struct jw *w = &s->jw;
 	const memory_order rx = memory_order_relaxed;
 	jw_obj_begin(w, NULL);
 	jw_str(w, "type", "progress");
-	jw_i64(w, "elapsed_ns", mono_now_ns() - s->start_mono_ns);
+	int64_t elapsed_ns = mono_now_ns() - s->start_mono_ns;
+	jw_i64(w, "elapsed_ns", elapsed_ns);
 	jw_arr_begin(w, "cpus");
 	for (int i = 0; i < s->ncpu; i++) {
 		struct cpu_state *c = &s->cs[i];
@@ -403,6 +441,8 @@ void sink_progress(struct sink *s)
 	jw_arr_end(w);
 	jw_obj_end(w);
 	emit_line(s);
+	for (int i = 0; s->hist_delta && i < s->ncpu; i++)
+		emit_hist_delta(s, &s->cs[i], elapsed_ns);
 }
 
 /* {"type":"hist"}: exact moments plus sparse [index,count] pairs. */
@@ -503,6 +543,8 @@ int sink_finish(struct sink *s, int status, const char *reason, const char *mess
 			status = 0, reason = "completed";
 		}
 	}
+	if (s->hist_delta) /* the last window: progress and deltas, so the deltas sum to the hist */
+		sink_progress(s);
 	for (int i = 0; i < s->ncpu; i++)
 		emit_hist(s, &s->cs[i]);
 	emit_summary(s);

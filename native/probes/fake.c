@@ -56,6 +56,8 @@ static const struct opt_def fake_opts[] = {
 	 "cap of the raw file; capture stops (flagged) at the cap"},
 	{"max-events", OPT_INT, F(out.max_events), 0, 1000000, "100", NULL,
 	 "threshold events per second; the rest counted as suppressed"},
+	{"hist-delta", OPT_FLAG, F(out.hist_delta), 0, 0, NULL, NULL,
+	 "after each progress record, one hist_delta record per CPU: the buckets filled since the last"},
 };
 #undef F
 #define FAKE_NOPTS ((int)(sizeof(fake_opts) / sizeof(fake_opts[0])))
@@ -239,6 +241,7 @@ static void fake_params(struct jw *w, const void *ctx)
 		jw_i64(w, NULL, f->cpus.cpu[i]);
 	jw_arr_end(w);
 	jw_str(w, "raw", f->cfg.out.raw);
+	jw_bool(w, "hist_delta", f->cfg.out.hist_delta);
 }
 
 /* "sleep MS" that a SIGINT/SIGTERM cuts short; false if interrupted. */

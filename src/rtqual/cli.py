@@ -121,6 +121,12 @@ def build_parser() -> Parser:
     v = sub.add_parser("verify", help="check every file of a bundle against the checksums in its manifest")
     v.add_argument("bundle")
 
+    sub.add_parser(
+        "monitor",
+        help="measure without end and publish each window: Prometheus, node_exporter textfile, store, EPICS PVs",
+        add_help=False,
+    )
+
     h = sub.add_parser("host", help="host facts that matter for real-time behaviour")
     h.add_argument("--json", action="store_true")
     add_store_parsers(sub)
@@ -169,9 +175,17 @@ def add_probe_parser(run_sub, name: str, probe: Probe):
     other (--duration, --loops) in one group; --load and --settle for loads around the measurement."""
     listed = {} if probe.hidden else {"help": probe.help}  # argparse lists a sub-command only with a help
     sp = run_sub.add_parser(name, description=probe.help, **listed)
+    add_param_options(sp, probe)
+    return add_run_options(sp)
+
+
+def add_param_options(sp, probe: Probe, skip: tuple = ()) -> None:
+    """The probe's parameters as options (`--interval 1ms`), those that exclude each other in one group."""
     groups = {k: sp.add_mutually_exclusive_group() for pair in probe.exclusive for k in pair[:1]}
     where = {k: groups[pair[0]] for pair in probe.exclusive for k in pair}
     for key, f in probe.params.items():
+        if key in skip:
+            continue
         opt = "--" + key.replace("_", "-")
         default = f" (default {f.default})" if f.default not in (None, False) else ""
         target = where.get(key, sp)
@@ -181,6 +195,10 @@ def add_probe_parser(run_sub, name: str, probe: Probe):
             target.add_argument(
                 opt, type=int if f.kind == "int" else str, help=f.help + default, choices=f.choices or None
             )
+
+
+def add_run_options(sp):
+    """`rtqual run PROBE`'s own options beside the probe's: loads, requirements, raw, output."""
     sp.add_argument(
         "--load",
         action="append",
@@ -220,6 +238,71 @@ def input_files(paths: list[str], what: str, folders: bool = False) -> None:
             raise RtqError(f"{what} {p}: no such file")
         if not (f.is_file() or (folders and f.is_dir())):
             raise RtqError(f"{what} {p}: not a regular file")
+
+
+def build_monitor_parser(argv: list[str]) -> Parser:
+    """`rtqual monitor [--probe NAME] [the probe's options] [monitor options]`: the probe's options come
+    from its table, so --probe is read first (default timer)."""
+    from rtqual.monitor.loop import monitorable
+    from rtqual.scenario.probes import REQUIREMENTS
+
+    names = [n for n in ALL_PROBES if monitorable(n)]
+    pre = Parser(prog="rtqual monitor", add_help=False)
+    pre.add_argument("--probe", default="timer", choices=names)
+    known, _ = pre.parse_known_args(argv)
+    probe = ALL_PROBES[known.probe]
+    p = Parser(
+        prog="rtqual monitor",
+        description="Measure without end (until SIGINT/SIGTERM) and publish each window's statistics: Prometheus "
+        "/metrics, a node_exporter textfile, the history store, EPICS PVs (docs/monitoring.md). "
+        f"Options below are --probe {known.probe}'s (rtqual monitor --probe NAME --help for another).",
+    )
+    p.add_argument(
+        "--probe",
+        default="timer",
+        choices=names,
+        metavar="NAME",
+        help=f"the probe measured (default timer; {', '.join(n for n in names if not ALL_PROBES[n].hidden)})",
+    )
+    add_param_options(p, probe, skip=tuple(REQUIREMENTS))
+    for action in p._actions:  # a monitor has no end of its own
+        if action.dest in ("duration", "loops"):
+            what = "time" if action.dest == "duration" else "many periods"
+            action.help = f"stop after this {what} (default: at SIGINT/SIGTERM)"
+    p.add_argument("--window", default="1m", help="statistics window (default 1m, at least 1s)")
+    p.add_argument(
+        "--listen",
+        default="127.0.0.1:9841",
+        help="HOST:PORT of the Prometheus /metrics endpoint (default 127.0.0.1:9841, loopback; 'off': none)",
+    )
+    p.add_argument(
+        "--textfile", metavar="DIR", help="also write DIR/rtqual.prom for node_exporter's textfile collector"
+    )
+    p.add_argument("--store", metavar="URL", help=STORE_HELP + "; every window is stored, buffered while unreachable")
+    p.add_argument("--pvs", metavar="PREFIX", help="publish each window as EPICS PVs PREFIX:LAT_MAX, ... (loopback)")
+    p.add_argument("--json", action="store_true", help="print each window as a JSON line (default: one text line)")
+    # compressed time for tests and benchmarks (a fake probe's day in minutes): a window per N progress records
+    p.add_argument("--window-progress", type=int, default=0, help=argparse.SUPPRESS)
+    return p
+
+
+def cmd_monitor(argv: list[str]) -> int:
+    from rtqual.monitor.loop import Monitor, Options
+    from rtqual.single import probe_options_case
+    from rtqual.units import parse_duration_ns
+
+    a = build_monitor_parser(argv).parse_args(argv)
+    window_ns = parse_duration_ns(a.window, "--window")
+    if window_ns < 10**9:
+        raise RtqError(f"--window {a.window}: at least 1s")
+    case = probe_options_case(a.probe, a)
+    listen = None if a.listen in ("off", "") else a.listen
+    from rtqual.store import is_off
+
+    bounded = any(getattr(a, k, None) is not None for k in ("duration", "loops"))
+    opts = Options(window_ns, listen, a.textfile, not is_off(a.store), a.store, a.pvs, a.json, bounded)
+    opts.every_progress = max(a.window_progress, 0)
+    return Monitor(case, opts).run()
 
 
 def cmd_run(a, argv: list[str]) -> int:
@@ -521,6 +604,8 @@ def main(argv: list[str] | None = None) -> int:
         stop_on_int_and_term()
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        if argv[:1] == ["monitor"]:
+            return cmd_monitor(argv[1:])
         if _is_scenario_target(argv):
             return cmd_run_scenario(build_scenario_run_parser().parse_args(argv[1:]), ["rtqual", *argv])
         a = build_parser().parse_args(argv)

@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-KNOWN_TYPES = {"header", "progress", "event", "hist", "summary", "end"}
+KNOWN_TYPES = {"header", "progress", "event", "hist", "hist_delta", "summary", "end"}
 EVENTS_KEPT = 1000  # threshold events kept in memory (the first ones); all stay in stream.jsonl
 MESSAGES_KEPT = 100  # warnings and problems kept in memory each; the rest are counted
 COUNTERS = ("count", "min_ns", "max_ns", "overruns", "over_threshold")  # per-CPU counters in progress/summary
@@ -48,11 +48,23 @@ def _hist_ok(rec: dict) -> bool:
     return not rec["count"] or rec["min_ns"] <= rec["max_ns"]
 
 
+def _delta_ok(rec: dict) -> bool:
+    """A hist_delta record (--hist-delta): its CPU, count and sparse [index, count] pairs, count their sum."""
+    counts = rec.get("counts")
+    if not isinstance(counts, list) or len(counts) > HIST_MAX_BUCKETS or not _count(rec.get("cpu")):
+        return False
+    if not all(isinstance(p, list) and len(p) == 2 and _count(p[0]) and _count(p[1]) for p in counts):
+        return False
+    return _count(rec.get("count")) and rec["count"] == sum(p[1] for p in counts)
+
+
 def record_problem(rec: dict) -> str | None:
     """Why a record of a known type has a shape the readers cannot use (then it is ignored), or None."""
     kind = rec["type"]
     if kind == "hist" and not _hist_ok(rec):
         return "hist record of the wrong shape"
+    if kind == "hist_delta" and not _delta_ok(rec):
+        return "hist_delta record of the wrong shape"
     if kind in ("summary", "progress") and not _cpu_rows(rec.get("cpus", [])):
         return f"{kind} record with malformed 'cpus'"
     if kind == "header" and not all(isinstance(rec.get(k, {}), dict) for k in ("rt", "params")):

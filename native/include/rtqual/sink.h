@@ -45,6 +45,7 @@ struct cpu_state {
 	int64_t threshold_ns;
 	int cpu;
 	bool raw_on;
+	uint64_t *delta_prev; /* main thread, --hist-delta: counts at the last hist_delta record */
 	uint64_t wakeups;    /* owner thread, read after join */
 	int64_t cpu_time_ns; /* owner thread, read after join */
 };
@@ -76,6 +77,7 @@ struct sink {
 	void (*summary_extra)(struct jw *w, int slot, const void *ctx);
 	const void *summary_ctx;
 	int64_t progress_ms; /* period of progress records (--progress-ms) */
+	bool hist_delta;     /* --hist-delta: a hist_delta record per slot after each progress record */
 };
 
 typedef void (*sink_params_fn)(struct jw *w, const void *ctx);
@@ -87,6 +89,7 @@ typedef void (*sink_params_fn)(struct jw *w, const void *ctx);
 struct sink_out {
 	int64_t threshold_ns, max_events, raw_max_bytes, json_fd, progress_ms;
 	const char *raw;
+	bool hist_delta;
 };
 
 #define SINK_OUT_OPTS(F, progress_default)                                                                \
@@ -97,11 +100,13 @@ struct sink_out {
 	 "cap of the raw file; capture stops (flagged) at the cap"},                                       \
 	{"json-fd", OPT_INT, F(out.json_fd), 1, 65535, "1", NULL, "fd for JSON Lines"},                     \
 	{"progress-ms", OPT_INT, F(out.progress_ms), 50, 60000, progress_default, NULL,                    \
-	 "period of progress records, ms"}
+	 "period of progress records, ms"},                                                                \
+	{"hist-delta", OPT_FLAG, F(out.hist_delta), 0, 0, NULL, NULL,                                      \
+	 "after each progress record, one hist_delta record per slot: the buckets filled since the last"}
 
 /* --json-fd is open; with `check`, --raw would be writable (creates nothing). log_error's rc. */
 int sink_out_validate(const struct sink_out *o, bool check);
-/* params keys threshold_ns, max_events, raw, raw_max_bytes, progress_ms */
+/* params keys threshold_ns, max_events, raw, raw_max_bytes, progress_ms, hist_delta */
 void sink_out_params(struct jw *w, const struct sink_out *o);
 /* Allocate and pre-touch the state of `n` slots (cpus: each slot's CPU) and create the raw file
  * if asked, so a bad path fails before measuring. */

@@ -42,7 +42,7 @@ class Probe:
     hidden: bool = False  # kept out of help and scenario files (the fake probe)
 
 
-MANAGED_OPTIONS = {"json-fd", "raw", "raw-max-bytes", "progress-ms"}  # set by rtqual itself
+MANAGED_OPTIONS = {"json-fd", "raw", "raw-max-bytes", "progress-ms", "hist-delta"}  # set by rtqual itself
 _KINDS = {
     "duration": "duration",
     "int": "int",
