@@ -122,7 +122,7 @@ def build_parser() -> Parser:
     st.add_argument("--json", action="store_true", help="the result as one JSON object")
     st.add_argument("--probes", help="comma-separated subset of timer,event,switch,msg,ioc")
     st.add_argument("--sizes", help="comma-separated stall lengths, e.g. 2ms,10ms (default 2ms,10ms,50ms)")
-    st.add_argument("--count", type=int, help="stalls per case (default 5)")
+    st.add_argument("--count", type=int, help="stalls per case (default 10; --quick 5)")
     st.add_argument("--claim", help=argparse.SUPPRESS)  # the injector lies: the tests' failing selftest
     st.add_argument("-o", "--output", help="bundle directory (default rtqual-<host>-<time>)")
     st.add_argument("-q", "--quiet", action="store_true", help="no live progress")

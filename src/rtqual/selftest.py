@@ -25,7 +25,7 @@ from typing import Any
 
 from rtqual import bundle as bundle_mod
 from rtqual import rawfile, services
-from rtqual.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, EXIT_SKIP, RtqError
+from rtqual.errors import EXIT_ERROR, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_PASS, EXIT_SKIP, RtqError
 from rtqual.hist import Histogram
 from rtqual.scenario.probes import ALL_PROBES, check_params, probe_case
 from rtqual.units import format_ns, online_cpus
@@ -43,12 +43,12 @@ NATURAL_SPIKES_ALLOWED = 1  # samples above D-eps outside every stall window, pe
 STALL_GAP_NS = 200 * MS  # between one stall's end and the next start
 START_DELAY_NS = 1 * S  # the injector waits this long (plus a service's start-up) for the probe
 TAIL_NS = 500 * MS  # the probe measures this long after the last stall
-NATURAL_NS = 3 * S  # the natural-spike baseline: the timer alone on the CPU
+NATURAL_NS = 5 * S  # the natural-spike baseline: the timer alone on the CPU
 
 SIZES_NS = (2 * MS, 10 * MS, 50 * MS)
 FULL = {"timer": SIZES_NS, "event": SIZES_NS, "switch": SIZES_NS, "msg": SIZES_NS, "ioc": SIZES_NS}
 QUICK = {"timer": SIZES_NS, "event": (10 * MS,), "switch": (10 * MS,), "msg": (10 * MS,), "ioc": (10 * MS,)}
-COUNT_FULL, COUNT_QUICK = 5, 5
+COUNT_FULL, COUNT_QUICK = 10, 5
 PCT_KEYS = ("count", "min_ns", "p50_ns", "p99_ns", "p999_ns", "p9999_ns", "max_ns")
 
 
@@ -316,11 +316,16 @@ def natural_spikes(samples: list[tuple[int, int, int]], thresholds_ns: Iterable[
     return out
 
 
-def verdict(clock: dict, cases: list[dict]) -> str:
-    """pass: the clock is sane and every case is; skip if a case could not run for want of privileges."""
-    if any(c.get("probe_verdict") == "skip" for c in cases):
+def verdict(clock: dict, cases: list[dict], interrupted: bool = False, missing: bool = False) -> str:
+    """pass: the clock is sane and every case is. Before that: inconclusive when the run was interrupted or
+    a probe's result is, skip when a case could not run for want of privileges, error when a probe failed
+    to run or a case is missing."""
+    probe = {c.get("probe_verdict") for c in cases}
+    if interrupted or "inconclusive" in probe:
+        return "inconclusive"
+    if "skip" in probe:
         return "skip"
-    if any(c.get("probe_verdict") in ("error", "inconclusive") for c in cases):
+    if "error" in probe or missing:
         return "error"
     return "pass" if clock["ok"] and all(c["ok"] for c in cases) else "fail"
 
@@ -452,8 +457,7 @@ def analyse(bundle: Path, clock: dict, plan_cases: list[dict], count: int) -> di
     if natural is not None:
         thresholds = [r["window_ns"][0] for r in injected]
         out["natural"] = {**natural, "seconds": seconds, "above": natural_spikes(base_samples, thresholds, seconds)}
-    v = verdict(clock, rows)
-    out["verdict"] = "error" if missing and v == "pass" else v
+    out["verdict"] = verdict(clock, rows, data["manifest"].get("status") == "interrupted", bool(missing))
     return out
 
 
@@ -495,11 +499,18 @@ def text(result: dict) -> str:
             lines += [f"    {p}" for p in r["problems"]]
     if result.get("missing"):
         lines.append(f"cases that did not run: {', '.join(result['missing'])}")
+    lines += [f"note: {n}" for n in result.get("notes") or []]
     lines += ["", f"verdict: {result['verdict']}"]
     return "\n".join(lines)
 
 
-VERDICT_EXIT = {"pass": EXIT_PASS, "fail": EXIT_FAIL, "skip": EXIT_SKIP, "error": EXIT_ERROR}
+VERDICT_EXIT = {
+    "pass": EXIT_PASS,
+    "fail": EXIT_FAIL,
+    "skip": EXIT_SKIP,
+    "error": EXIT_ERROR,
+    "inconclusive": EXIT_INCONCLUSIVE,
+}
 
 
 def run_selftest(
@@ -517,14 +528,35 @@ def run_selftest(
 
     base = QUICK if quick else FULL
     names = probes or list(base)
+    notes = []
+    why = None if probes else _ioc_missing()
+    if why:
+        names = [n for n in names if n != "ioc"]
+        notes.append(f"ioc left out: {why}")
     plan = {p: tuple(sizes_ns) if sizes_ns else base.get(p, SIZES_NS) for p in names}
     k = count or (COUNT_QUICK if quick else COUNT_FULL)
     cases = build_cases(plan, k, claim_ns)
     clock = clock_sanity()
     path = run(cases, argv, output=output, quiet=quiet, raw_mb=64)
     result = analyse(path, clock, cases, k)
+    result["notes"] = notes
     bundle_mod.write_json(path / SELFTEST_FILE, result)
     return result, VERDICT_EXIT[result["verdict"]]
+
+
+def _ioc_missing() -> str | None:
+    """Why rtqual's IOC cannot run here (no epicscorelibs, EPICS parts not built), or None."""
+    import importlib.util
+
+    from rtqual import _native
+
+    if importlib.util.find_spec("epicscorelibs") is None:
+        return "epicscorelibs is not importable"
+    try:
+        _native.epics_devsup()
+    except RtqError as e:
+        return f"rtqual's EPICS parts are not built ({e})"
+    return None
 
 
 def stored(path: Path) -> dict | None:

@@ -145,3 +145,15 @@ def test_bad_selftest_options_are_one_line(capsys):
         assert cli.main(argv) == 1
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and fragment in err[0], err
+
+
+def test_the_verdict_orders_interrupted_skip_error_then_the_checks():
+    ok, bad = {"ok": True}, {"ok": False}
+    clock = {"ok": True}
+    assert selftest.verdict(clock, [{**ok, "probe_verdict": "pass"}]) == "pass"
+    assert selftest.verdict(clock, [{**bad, "probe_verdict": "pass"}]) == "fail"
+    assert selftest.verdict({"ok": False}, [{**ok, "probe_verdict": "pass"}]) == "fail"
+    assert selftest.verdict(clock, [{**ok, "probe_verdict": "pass"}], missing=True) == "error"
+    assert selftest.verdict(clock, [{**bad, "probe_verdict": "skip"}]) == "skip"
+    assert selftest.verdict(clock, [{**ok, "probe_verdict": "pass"}], interrupted=True) == "inconclusive"
+    assert {selftest.VERDICT_EXIT[v] for v in ("pass", "fail", "skip", "inconclusive")} == {0, 2, 3, 4}
