@@ -479,7 +479,9 @@ def text(result: dict) -> str:
     nat = result.get("natural")
     if nat:
         above = ", ".join(f">{_ms(int(k))} ms: {v['above']}" for k, v in nat["above"].items())
+        checks = "ok" if nat["ok"] else "FAIL: " + "; ".join(nat["problems"])
         lines.append(f"natural spikes (timer alone, {nat['seconds']:.0f} s, max {_ms(nat['max_ns'])} ms): {above}")
+        lines.append(f"  its histogram and percentiles against its raw samples: {checks}")
     for probe in dict.fromkeys(r["probe"] for r in result["cases"]):
         lines += [
             "",

@@ -32,7 +32,11 @@ class Inject(Load):
         "stall": Field("str", "length of each stall, e.g. 10ms (at most 200ms)", default="10ms"),
         "count": Field("int", "stalls", lo=1, hi=10_000, default=5),
         "gap": Field("str", "sleep between one stall's end and the next one's start", default="500ms"),
-        "start_delay": Field("str", "sleep before the first stall (the probe starts meanwhile)", default="1s"),
+        "start_delay": Field(
+            "str",
+            "sleep before the first stall: the case's settle time (default 2s) and the probe's start come first",
+            default="3s",
+        ),
         "stall_priority": Field("int", "SCHED_FIFO priority of the stalls", lo=1, hi=99, default=90),
         "claim": Field("str", "claim this length in the stall records (a lie: the selftest must fail)"),
     }
