@@ -57,6 +57,14 @@ REQUIREMENTS = {
     "p99_latency": Field("duration", "requirement: the case fails if p99 exceeds it", lo=1),
 }
 
+TRACE = {  # rtqual's own parameters of every probe (not passed to the native probe)
+    "trace": Field(
+        "bool",
+        "trace the CPU of each spike (own tracefs instance) and name what held it (docs/trace.md)",
+        default=False,
+    ),
+}
+
 
 def _native_field(opt: dict) -> Field:
     kind = _KINDS.get(opt["type"], "str")
@@ -85,6 +93,7 @@ def native_probe(entry: dict) -> Probe:
         if o["name"].lstrip("-") not in MANAGED_OPTIONS
     }
     params.update(REQUIREMENTS)
+    params.update(TRACE)
     defaults = defaults_of(params)
     label_keys = tuple(entry.get("label_keys") or ())
 
@@ -93,7 +102,7 @@ def native_probe(entry: dict) -> Probe:
         only to one mode, e.g. rhealstone --pi), and the case's full params."""
         args, case_params = [], {}
         for key, value in p.items():
-            if key in REQUIREMENTS or value is None or value is False:
+            if key in REQUIREMENTS or key in TRACE or value is None or value is False:
                 continue
             kind = params[key].kind
             case_params[f"{key}_ns" if kind == "duration" else key] = value
@@ -155,6 +164,7 @@ def with_service(base: Probe, entry: dict) -> Probe:
     params = {k: f for k, f in base.params.items() if k not in fixed or external}
     params.update(kind.params)
     params.update(REQUIREMENTS)
+    params.update(TRACE)
 
     def own_service(p: dict) -> bool:
         return not (external and p.get(param_name(external)))
@@ -252,6 +262,8 @@ def probe_case(probe: str, params: dict, default_cpus: list[int], case_id: str, 
     spec = ALL_PROBES[probe]
     full = full_params(probe, params, default_cpus)
     args, case_params, requirements = spec.build(full)
+    if full.get("trace"):  # rtqual's, not the probe's: the runner traces the case (rtqual.trace)
+        case_params["trace"] = True
     case = {
         "id": case_id,
         "label": label or spec.label(case_params),
