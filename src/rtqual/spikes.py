@@ -8,7 +8,8 @@ trace lines of that CPU from the deadline minus a margin to the wake-up say what
 - interrupts (`irq_handler_entry/exit`, the `irq_vectors` `X_entry/X_exit` pairs) and softirqs
   (`softirq_entry/exit`) nested on top of it; the innermost context gets the time.
 - "unaccounted": time the CPU was idle (pid 0) although a wake-up was due, or not covered by any event:
-  on a VM the hypervisor did not run this vCPU, on hardware an SMI or firmware held the CPU.
+  on a VM the hypervisor did not run this vCPU, on hardware an SMI or firmware held the CPU. Idle time
+  after a wake-up event (the idle task switching to the woken task) is the idle task's, not unaccounted.
 
 Every nanosecond of the gap goes to exactly one culprit, so the durations add up to the latency. Text
 timestamps have microsecond resolution (the kernel prints mono-clock times as seconds.microseconds).
@@ -23,6 +24,7 @@ SOURCE = "sched/irq events"  # where the culprits come from (the timerlat tracer
 KINDS = ("task", "irq", "softirq", "unaccounted")
 UNACCOUNTED_IDLE = "CPU idle while the wake-up was due (hypervisor or firmware)"
 UNACCOUNTED_NONE = "no trace event in the gap (hypervisor or firmware)"
+IDLE_EXIT = "idle (leaving idle for the woken task)"
 
 _LINE = re.compile(
     r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s+(?:\(\s*[-\d]+\)\s+)?\[(?P<cpu>\d+)\]\s+(?:(?P<flags>\S+)\s+)?"
@@ -82,6 +84,8 @@ class _Timeline:
     task: tuple[str, int] | None = None  # (comm, pid) on the CPU
     stack: list[tuple[str, str]] = field(default_factory=list)  # (kind, name) of nested irq/softirq contexts
     prio: dict[int, int] = field(default_factory=dict)  # pid -> kernel prio seen in sched events
+    last_switch_ns: int = -1  # time of the last sched_switch (no irq/softirq context spans one)
+    waking: bool = False  # a wake-up happened since the last switch: an idle CPU is leaving idle
     segments: list[tuple[int, int, tuple]] = field(default_factory=list)  # (from, to, key) inside the gap
 
 
@@ -146,13 +150,13 @@ def _give(t: _Timeline, a: int, b: int) -> None:
     elif t.task is None:
         key = ("unaccounted", UNACCOUNTED_NONE)
     elif t.task[1] == 0:
-        key = ("unaccounted", UNACCOUNTED_IDLE)
+        key = ("task", IDLE_EXIT, 0) if t.waking else ("unaccounted", UNACCOUNTED_IDLE)
     else:
         key = ("task", *t.task)
     t.segments.append((a, b, key))
 
 
-def _step(t: _Timeline, ev: Event, irq_names: dict[str, str], window_start: int) -> None:
+def _step(t: _Timeline, ev: Event, irq_names: dict[str, str]) -> None:
     """Apply one event to the attribution state (after the time before it was given away)."""
     if ev.name == "sched_switch":
         m = _SWITCH.match(ev.rest)
@@ -160,11 +164,13 @@ def _step(t: _Timeline, ev: Event, irq_names: dict[str, str], window_start: int)
             t.prio[int(m["pp"])] = int(m["ppr"])
             t.prio[int(m["np"])] = int(m["npr"])
             t.task = (m["nc"], int(m["np"]))
+        t.last_switch_ns, t.waking = ev.ts_ns, False
         return
     if ev.name in ("sched_waking", "sched_wakeup", "sched_wakeup_new"):
         m = _WAKING.match(ev.rest)
         if m:
             t.prio[int(m["p"])] = int(m["pr"])
+        t.waking = True
         return
     ctx = _context(ev)
     if ctx is None:
@@ -178,9 +184,9 @@ def _step(t: _Timeline, ev: Event, irq_names: dict[str, str], window_start: int)
     elif ctx in t.stack:
         while t.stack and t.stack.pop() != ctx:
             pass
-    else:  # an exit whose entry came before the window: the context held the CPU since the window began
+    else:  # an exit whose entry came before the lines: the context held the CPU since the last switch
         t.segments = [
-            (a, b, ctx if k[0] in ("task", "unaccounted") and a >= window_start else k) for a, b, k in t.segments
+            (a, b, ctx if k[0] in ("task", "unaccounted") and a >= t.last_switch_ns else k) for a, b, k in t.segments
         ]
 
 
@@ -198,7 +204,6 @@ def analyze(
     events = [e for e in events if e.cpu == cpu and e.ts_ns <= wake_ns]
     t = _Timeline(deadline_ns, wake_ns)
     irq_names: dict[str, str] = {}
-    window_start = events[0].ts_ns if events else wake_ns
     if events:  # the task on the CPU before the first event is that event's own (a switch's prev)
         t.task = (events[0].comm, events[0].pid)
         _give(t, deadline_ns, events[0].ts_ns)
@@ -206,7 +211,7 @@ def analyze(
         _give(t, deadline_ns, wake_ns)
     for i, ev in enumerate(events):
         t.task = (ev.comm, ev.pid)  # every line names the task on the CPU (interrupted or switching out)
-        _step(t, ev, irq_names, window_start)
+        _step(t, ev, irq_names)
         end = events[i + 1].ts_ns if i + 1 < len(events) else wake_ns
         _give(t, ev.ts_ns, end)
     culprits: dict[tuple, Culprit] = {}
