@@ -42,8 +42,7 @@ TRACEFS_CANDIDATES = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
 TRACEFS_ENV = "RTQUAL_TRACEFS"  # use this tracefs folder (tests point it at a read-only one)
 EVENTS = (
     "sched/sched_switch",
-    "sched/sched_waking",
-    "sched/sched_wakeup",
+    "sched/sched_waking",  # (sched_wakeup says the same a moment later: left out, a sixth fewer events)
     "irq/irq_handler_entry",
     "irq/irq_handler_exit",
     "irq/softirq_entry",
@@ -58,7 +57,10 @@ KEEP_NS = 3_000_000_000  # text kept per CPU for spikes still to come (the probe
 KEEP_BYTES = 64 << 20  # and never more than this per CPU
 WAIT_S = 1.0  # a spike whose wake-up the reader has not reached after this is taken with what there is
 MAX_SPIKES = 100  # spikes analysed per case (the first ones); the rest are counted
-READ_BYTES = 1 << 20
+READ_BYTES = 1 << 16  # one read (the kernel gives at most a page of text per read anyway)
+CHUNK_BYTES = 1 << 16  # kept text blocks of about this size: a spike parses only the blocks it overlaps
+DRAIN_BYTES = 8 << 20  # per CPU and pass, so a reader that cannot keep up still resolves spikes
+_LOST = re.compile(r"\[LOST (\d+) EVENTS\]")
 _TS = re.compile(r"\s(\d+)\.(\d+):\s")
 _PID = re.compile(r"(?:prev|next)_pid=(\d+)")
 _POLICIES = {0: "other", 1: "fifo", 2: "rr", 3: "batch", 5: "idle", 6: "deadline"}
@@ -211,6 +213,7 @@ class Tracer:
         self._chunks: dict[int, deque] = {c: deque() for c in self.cpus}  # cpu -> (first, last, text)
         self._tail: dict[int, str] = {c: "" for c in self.cpus}
         self._newest: dict[int, int] = dict.fromkeys(self.cpus, 0)
+        self._bytes: dict[int, int] = dict.fromkeys(self.cpus, 0)
         self._pending: list[tuple[dict, float]] = []
         self._done: list[dict] = []
         self._lock = threading.Lock()
@@ -325,7 +328,12 @@ class Tracer:
     # -- the reader
 
     def _run(self) -> None:
-        """Drain the per-CPU pipes and resolve spikes until stopped; once more at the end."""
+        """Drain the per-CPU pipes and resolve spikes until stopped; once more at the end. The reader runs
+        on the CPUs not traced where there are some (reading trace text costs kernel time, which a
+        preempt=none kernel does not preempt: on a traced CPU it would make spikes of its own)."""
+        others = set(os.sched_getaffinity(0)) - set(self.cpus)
+        if others:
+            os.sched_setaffinity(0, others)  # this thread only
         while not self._stop.is_set():
             self._drain()
             self._resolve(final=False)
@@ -334,38 +342,44 @@ class Tracer:
         self._resolve(final=True)
 
     def _drain(self) -> None:
-        """Read what each CPU's pipe holds (non-blocking) into its kept text, oldest text dropped."""
+        """Read what each CPU's pipe holds (non-blocking, at most DRAIN_BYTES a pass) into its kept text,
+        in blocks of about CHUNK_BYTES (a spike parses only the blocks around it), oldest text dropped."""
         for cpu, fd in self._fds.items():
-            parts = []
-            while True:
+            got = 0
+            while got < DRAIN_BYTES:
                 try:
                     data = os.read(fd, READ_BYTES)
-                except BlockingIOError:
-                    break
-                except OSError:
+                except OSError:  # BlockingIOError: empty for now
                     break
                 if not data:
                     break
-                parts.append(data.decode(errors="replace"))
-            if not parts:
-                continue
-            text = self._tail[cpu] + "".join(parts)
-            cut = text.rfind("\n") + 1
-            self._tail[cpu], text = text[cut:], text[:cut]
-            rng = text_range(text)
-            self.lost_events += sum(int(n) for n in re.findall(r"\[LOST (\d+) EVENTS\]", text))
-            if rng is None:
-                continue
-            with self._lock:
-                chunks = self._chunks[cpu]
-                chunks.append((rng[0], rng[1], text))
-                self._newest[cpu] = max(self._newest[cpu], rng[1])
-                keep_from = self._newest[cpu] - KEEP_NS
-                if self._pending:
-                    keep_from = min(keep_from, min(w["deadline_ns"] for w, _ in self._pending) - self.margin_ns)
-                size = sum(len(c[2]) for c in chunks)
-                while chunks and (chunks[0][1] < keep_from or size > KEEP_BYTES) and len(chunks) > 1:
-                    size -= len(chunks.popleft()[2])
+                got += len(data)
+                self._tail[cpu] += data.decode(errors="replace")
+                if len(self._tail[cpu]) >= CHUNK_BYTES:
+                    self._keep(cpu)
+            self._keep(cpu)
+
+    def _keep(self, cpu: int) -> None:
+        """Move the whole lines read so far on a CPU into a kept block; drop blocks no spike can need."""
+        text = self._tail[cpu]
+        cut = text.rfind("\n") + 1
+        self._tail[cpu], text = text[cut:], text[:cut]
+        if not text:
+            return
+        self.lost_events += sum(int(n) for n in _LOST.findall(text))
+        rng = text_range(text)
+        if rng is None:
+            return
+        with self._lock:
+            chunks = self._chunks[cpu]
+            chunks.append((rng[0], rng[1], text))
+            self._bytes[cpu] += len(text)
+            self._newest[cpu] = max(self._newest[cpu], rng[1])
+            keep_from = self._newest[cpu] - KEEP_NS
+            if self._pending:
+                keep_from = min(keep_from, min(w["deadline_ns"] for w, _ in self._pending) - self.margin_ns)
+            while len(chunks) > 1 and (chunks[0][1] < keep_from or self._bytes[cpu] > KEEP_BYTES):
+                self._bytes[cpu] -= len(chunks.popleft()[2])
 
     def _resolve(self, final: bool) -> None:
         """Cut the lines of each pending spike the reader has read past (or waited for long enough)."""
