@@ -5,7 +5,7 @@ import json
 from conftest import needs_probe
 from rtqual import _native
 from rtqual.errors import RtqError
-from rtqual.scenario.probes import NATIVE_TABLE, PROBES
+from rtqual.scenario.probes import ALL_PROBES, NATIVE_TABLE, PROBES
 
 
 @needs_probe
@@ -28,5 +28,7 @@ def test_ca_probes_run_from_rtqual_ca():
 
 
 def test_every_native_probe_has_a_scenario_entry():
-    names = {e["name"] for e in json.loads(NATIVE_TABLE.read_text())} - {"fake"}
+    hidden = {name for name, p in ALL_PROBES.items() if p.hidden}  # the fake probe, the stall injector
+    names = {e["name"] for e in json.loads(NATIVE_TABLE.read_text())} - hidden
+    assert {"fake", "inject"} <= hidden
     assert names <= set(PROBES)
