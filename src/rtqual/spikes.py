@@ -84,6 +84,7 @@ class _Timeline:
     task: tuple[str, int] | None = None  # (comm, pid) on the CPU
     stack: list[tuple[str, str]] = field(default_factory=list)  # (kind, name) of nested irq/softirq contexts
     prio: dict[int, int] = field(default_factory=dict)  # pid -> kernel prio seen in sched events
+    held_prio: dict[int, int] = field(default_factory=dict)  # pid -> highest priority seen while it held the CPU
     last_switch_ns: int = -1  # time of the last sched_switch (no irq/softirq context spans one)
     waking: bool = False  # a wake-up happened since the last switch: an idle CPU is leaving idle
     segments: list[tuple[int, int, tuple]] = field(default_factory=list)  # (from, to, key) inside the gap
@@ -153,6 +154,9 @@ def _give(t: _Timeline, a: int, b: int) -> None:
         key = ("task", IDLE_EXIT, 0) if t.waking else ("unaccounted", UNACCOUNTED_IDLE)
     else:
         key = ("task", *t.task)
+        prio = t.prio.get(t.task[1])
+        if prio is not None:  # a task may raise itself to SCHED_FIFO after being switched in (no event)
+            t.held_prio[t.task[1]] = min(prio, t.held_prio.get(t.task[1], prio))
     t.segments.append((a, b, key))
 
 
@@ -218,7 +222,7 @@ def analyze(
     for a, b, key in t.segments:
         c = culprits.get(key)
         if c is None:
-            c = culprits[key] = _culprit(key, t.prio, policies or {}, irq_names)
+            c = culprits[key] = _culprit(key, {**t.prio, **t.held_prio}, policies or {}, irq_names)
         c.duration_ns += b - a
     ranked = sorted(culprits.values(), key=lambda c: (-c.duration_ns, c.kind, c.name))
     return {

@@ -50,7 +50,8 @@ EVENTS = (
     "irq_vectors",  # where present (x86): local_timer, reschedule, call_function, irq_work, ...
 )
 TRACE_CLOCK = "mono"  # ktime_get_mono_fast_ns: CLOCK_MONOTONIC, the time base of the probes' records
-BUFFER_KB = 1024  # per CPU: about 0.25 s of a 10 kHz timer's events, 5 POLL_S periods of slack
+BUFFER_KB = 2048  # per CPU: about 0.5 s of a 10 kHz timer's events, 10 POLL_S periods of slack
+READER_PRIORITY = 1  # SCHED_FIFO of the reader thread, on the CPUs not traced only
 POLL_S = 0.05
 MARGIN_NS = 1_000_000  # kept before the deadline: what ran on the CPU just before the wake-up was due
 KEEP_NS = 3_000_000_000  # text kept per CPU for spikes still to come (the probe reports within ~0.1 s)
@@ -72,14 +73,11 @@ class TraceUnavailable(RtqError):
 
 
 def find_tracefs(mounts_text: str) -> Path | None:
-    """The tracefs mount point in /proc/self/mounts text, the usual places first; None when none."""
-    points = [
-        line.split()[1] for line in mounts_text.splitlines() if len(line.split()) > 2 and line.split()[2] == "tracefs"
-    ]
-    for want in TRACEFS_CANDIDATES:
-        if want in points:
-            return Path(want)
-    return Path(points[0]) if points else None
+    """The tracefs mounted at a usual place (/sys/kernel/tracing, /sys/kernel/debug/tracing) in
+    /proc/self/mounts text; None when none. Mounts elsewhere are someone's own (another rtqual's private
+    mount may go away during the run): never used."""
+    points = {f[1] for f in map(str.split, mounts_text.splitlines()) if len(f) > 2 and f[2] == "tracefs"}
+    return next((Path(p) for p in TRACEFS_CANDIDATES if p in points), None)
 
 
 def line_ts(line: str) -> int | None:
@@ -334,6 +332,10 @@ class Tracer:
         others = set(os.sched_getaffinity(0)) - set(self.cpus)
         if others:
             os.sched_setaffinity(0, others)  # this thread only
+            try:  # above the busy SCHED_OTHER world, below every real-time task; each pass is bounded
+                os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(READER_PRIORITY))
+            except OSError:
+                pass
         while not self._stop.is_set():
             self._drain()
             self._resolve(final=False)

@@ -42,7 +42,9 @@ def stall_lines(deadline_us: int, stall_end_us: int) -> list[str]:
     return [
         switch(1, deadline_us - 500, IDLE, STALL),
         line("rtqual-stall", 4242, 1, deadline_us, "local_timer_entry", "vector=236", "d.h.."),
-        line("rtqual-stall", 4242, 1, deadline_us + 1, "sched_waking", "comm=rtqual-probe pid=777 prio=19 target_cpu=001"),
+        line(
+            "rtqual-stall", 4242, 1, deadline_us + 1, "sched_waking", "comm=rtqual-probe pid=777 prio=19 target_cpu=001"
+        ),
         line("rtqual-stall", 4242, 1, deadline_us + 3, "local_timer_exit", "vector=236", "d.h.."),
         switch(1, stall_end_us, STALL, PROBE, state="S"),
     ]
@@ -232,7 +234,7 @@ def test_show_puts_spikes_in_words_and_json_only_for_traced_cases() -> None:
 def test_find_tracefs_prefers_the_usual_place() -> None:
     mounts = "nodev /tmp/x tracefs rw 0 0\nnodev /sys/kernel/tracing tracefs rw 0 0\nproc /proc proc rw 0 0\n"
     assert trace.find_tracefs(mounts) == Path("/sys/kernel/tracing")
-    assert trace.find_tracefs("nodev /tmp/x tracefs rw 0 0\n") == Path("/tmp/x")
+    assert trace.find_tracefs("nodev /tmp/x tracefs rw 0 0\n") is None  # someone's own mount
     assert trace.find_tracefs("proc /proc proc rw 0 0\n") is None
 
 
