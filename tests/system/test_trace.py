@@ -93,7 +93,8 @@ def test_injected_stalls_are_blamed_on_the_injecting_task(tmp_path):
         wait_for(lambda: started(b), proc=run)
         time.sleep(0.5)
         inject = subprocess.run(
-            [str(_native.probe_path()), "inject", "--cpu", str(cpu), "--stall", "10ms", "--count", "8", "--gap", "300ms"],
+            [str(_native.probe_path()), "inject", "--cpu", str(cpu), "--stall", "10ms", "--count", "8",
+             "--gap", "300ms"],
             capture_output=True, text=True, timeout=60,
         )  # fmt: skip
         assert inject.returncode == 0, inject.stderr
