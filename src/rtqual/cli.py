@@ -14,7 +14,7 @@ from rtqual import bundle as bundle_mod
 from rtqual.conditions import restore_from_bundle
 from rtqual.errors import EXIT_ERROR, EXIT_INCONCLUSIVE, EXIT_SKIP, VERDICT_EXIT, RtqError
 from rtqual.requirements import PROFILES
-from rtqual.scenario.probes import ALL_PROBES, Probe
+from rtqual.scenario.probes import ALL_PROBES, Probe, fields_of
 from rtqual.single import SETTLE_DEFAULT, single_run
 
 
@@ -126,7 +126,7 @@ def add_probe_parser(run_sub, name: str, probe: Probe):
     sp = run_sub.add_parser(name, description=probe.help, **listed)
     groups = {k: sp.add_mutually_exclusive_group() for pair in probe.exclusive for k in pair[:1]}
     where = {k: groups[pair[0]] for pair in probe.exclusive for k in pair}
-    for key, f in probe.params.items():
+    for key, f in fields_of(probe).items():
         opt = "--" + key.replace("_", "-")
         default = f" (default {f.default})" if f.default not in (None, False) else ""
         target = where.get(key, sp)

@@ -195,7 +195,7 @@ def _write_spikes(d: Path, windows: list[dict]) -> list[dict]:
     for i, w in enumerate(sorted(windows, key=lambda w: w["wake_ns"]), 1):
         name = f"spikes/spike-{i:03d}-cpu{w['cpu']}.txt"
         write_text(d / name, "".join(line + "\n" for line in w["lines"]))
-        analysis = spikes.analyze(w["lines"], w["cpu"], w["deadline_ns"], w["wake_ns"], w["policies"])
+        analysis = spikes.analyze(w["lines"], w["cpu"], w["deadline_ns"], w["wake_ns"], w["policies"], w["complete"])
         rec = spikes.spike_record(w["cpu"], w["wake_ns"], w["latency_ns"], analysis, name)
         rec["complete"] = w["complete"]
         out.append(rec)

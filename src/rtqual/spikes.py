@@ -24,6 +24,7 @@ SOURCE = "sched/irq events"  # where the culprits come from (the timerlat tracer
 KINDS = ("task", "irq", "softirq", "unaccounted")
 UNACCOUNTED_IDLE = "CPU idle while the wake-up was due (hypervisor or firmware)"
 UNACCOUNTED_NONE = "no trace event in the gap (hypervisor or firmware)"
+UNACCOUNTED_LOST = "trace events lost here: not known"
 IDLE_EXIT = "idle (leaving idle for the woken task)"
 
 _LINE = re.compile(
@@ -87,6 +88,7 @@ class _Timeline:
     held_prio: dict[int, int] = field(default_factory=dict)  # pid -> highest priority seen while it held the CPU
     last_switch_ns: int = -1  # time of the last sched_switch (no irq/softirq context spans one)
     waking: bool = False  # a wake-up happened since the last switch: an idle CPU is leaving idle
+    incomplete: bool = False  # events were lost (or not kept) here: missing events are not the hypervisor
     segments: list[tuple[int, int, tuple]] = field(default_factory=list)  # (from, to, key) inside the gap
 
 
@@ -149,7 +151,7 @@ def _give(t: _Timeline, a: int, b: int) -> None:
     if t.stack:
         key: tuple = t.stack[-1]
     elif t.task is None:
-        key = ("unaccounted", UNACCOUNTED_NONE)
+        key = ("unaccounted", UNACCOUNTED_LOST if t.incomplete else UNACCOUNTED_NONE)
     elif t.task[1] == 0:
         key = ("task", IDLE_EXIT, 0) if t.waking else ("unaccounted", UNACCOUNTED_IDLE)
     else:
@@ -200,13 +202,16 @@ def analyze(
     deadline_ns: int,
     wake_ns: int,
     policies: dict[int, str] | None = None,
+    complete: bool = True,
 ) -> dict:
     """What held `cpu` from deadline_ns to wake_ns, from trace text covering (at least) that gap: {"culprits":
     [culprit records, largest first], "events", "lost_events", "covered": whether the events start before the
-    gap}. policies: pid -> "fifo"/"rr"/"other" where known (the trace shows only the kernel prio)."""
+    gap}. policies: pid -> "fifo"/"rr"/"other" where known (the trace shows only the kernel prio). complete:
+    False when the reader did not hold the CPU's text around the window (then, as when the kernel reports lost
+    events in it, time without events is "not known", never blamed on the hypervisor)."""
     events, lost = parse(lines)
     events = [e for e in events if e.cpu == cpu and e.ts_ns <= wake_ns]
-    t = _Timeline(deadline_ns, wake_ns)
+    t = _Timeline(deadline_ns, wake_ns, incomplete=bool(lost) or not complete)
     irq_names: dict[str, str] = {}
     if events:  # the task on the CPU before the first event is that event's own (a switch's prev)
         t.task = (events[0].comm, events[0].pid)

@@ -139,6 +139,13 @@ def test_no_events_at_all_is_unaccounted() -> None:
     assert a["covered"] is False
 
 
+def test_lost_events_are_not_blamed_on_the_hypervisor() -> None:
+    lost = spikes.analyze(["CPU:0 [LOST 99 EVENTS]"], 0, 5 * S, 5 * S + 300_000)
+    assert lost["culprits"][0]["name"] == spikes.UNACCOUNTED_LOST and lost["lost_events"] == 99
+    unkept = spikes.analyze([], 0, 5 * S, 5 * S + 300_000, complete=False)
+    assert unkept["culprits"][0]["name"] == spikes.UNACCOUNTED_LOST
+
+
 def test_context_open_before_the_window_gets_its_time() -> None:
     """A softirq that began before the kept lines: its exit without entry gives it the time so far."""
     d = T0

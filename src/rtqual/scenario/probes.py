@@ -57,7 +57,7 @@ REQUIREMENTS = {
     "p99_latency": Field("duration", "requirement: the case fails if p99 exceeds it", lo=1),
 }
 
-TRACE = {  # rtqual's own parameters of every probe (not passed to the native probe)
+TRACE = {  # rtqual's own key of every probe's params (not the native probe's; not in Probe.params)
     "trace": Field(
         "bool",
         "trace the CPU of each spike (own tracefs instance) and name what held it (docs/trace.md)",
@@ -93,7 +93,6 @@ def native_probe(entry: dict) -> Probe:
         if o["name"].lstrip("-") not in MANAGED_OPTIONS
     }
     params.update(REQUIREMENTS)
-    params.update(TRACE)
     defaults = defaults_of(params)
     label_keys = tuple(entry.get("label_keys") or ())
 
@@ -164,7 +163,6 @@ def with_service(base: Probe, entry: dict) -> Probe:
     params = {k: f for k, f in base.params.items() if k not in fixed or external}
     params.update(kind.params)
     params.update(REQUIREMENTS)
-    params.update(TRACE)
 
     def own_service(p: dict) -> bool:
         return not (external and p.get(param_name(external)))
@@ -218,6 +216,11 @@ PROBES: dict[str, Probe] = {k: p for k, p in ALL_PROBES.items() if not p.hidden}
 DEFAULT_PROBE = next((k for k in PROBES if native_table.hook(k, "SCENARIO_DEFAULT")), next(iter(PROBES), ""))
 
 
+def fields_of(probe: Probe) -> dict:
+    """Every key a case of the probe may give: its parameters and rtqual's own (`trace`, rtqual.trace)."""
+    return {**probe.params, **TRACE}
+
+
 def overlay(base: dict, top: dict, probe: str) -> dict:
     """Params of `top` over `base`; a key of an exclusive pair set in `top` drops its partner from `base`."""
     out = dict(base)
@@ -233,7 +236,7 @@ def overlay(base: dict, top: dict, probe: str) -> dict:
 def check_params(probe: str, raw: Any, path: str, name_of: Callable[[str], str] | None = None) -> dict:
     """Validate one table of probe params (no defaults filled). name_of renames keys in messages
     (the CLI passes lambda k: '--' + k.replace('_', '-'))."""
-    fields = ALL_PROBES[probe].params
+    fields = fields_of(ALL_PROBES[probe])
     if not isinstance(raw, dict):
         fail(path, "expected a table of probe parameters")
     out = {}
