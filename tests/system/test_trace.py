@@ -174,8 +174,8 @@ def test_spikes_on_an_idle_vcpu_are_unaccounted(tmp_path):
     cpu = max(os.sched_getaffinity(0))
     b = tmp_path / "b"
     out = subprocess.run(
-        rtqual("run", "timer", "--trace", "--cpus", cpu, "--interval", "1ms", "--duration", "10s",
-               "--threshold", "300us", "-o", b, "-q"),
+        rtqual("run", "timer", "--trace", "--cpus", cpu, "--interval", "1ms", "--duration", "15s",
+               "--threshold", "1500us", "-o", b, "-q"),
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert out.returncode in (0, 2), out.stderr
@@ -184,7 +184,7 @@ def test_spikes_on_an_idle_vcpu_are_unaccounted(tmp_path):
         assert abs(sum(c["duration_ns"] for c in s["culprits"]) - s["latency_ns"]) <= 1_000
     idle = [s for s in r["spikes"] if any(c["kind"] == "unaccounted" for c in s["culprits"])]
     if not idle:
-        pytest.skip(f"no spike on an idle vCPU in 10 s ({len(r['spikes'])} spikes, all with a task or IRQ)")
+        pytest.skip(f"no spike on an idle vCPU in 15 s ({len(r['spikes'])} spikes, all with a task or IRQ)")
     for s in idle:
         c = next(c for c in s["culprits"] if c["kind"] == "unaccounted")
         assert c["pid"] is None and ("hypervisor" in c["name"]) and c["duration_ns"] > 0
