@@ -264,3 +264,14 @@ def test_window_lines_cut_by_time_with_the_losses_inside() -> None:
     assert len(before) == 3 and not any("LOST" in x for x in before)
     assert trace.window_lines(chunks, (T0 + 2000) * 1000, (T0 + 3000) * 1000) == []
     assert trace.line_ts("CPU:0 [LOST 7 EVENTS]") is None
+
+
+def test_the_report_has_a_spikes_section_only_for_traced_cases() -> None:
+    from rtqual import htmlreport
+
+    culprit = spikes.Culprit("softirq", "NET_RX", duration_ns=150_000).to_record()
+    traced = {"id": "001-timer", "trace": {"source": spikes.SOURCE, "timerlat": "not in this kernel", "spikes_seen": 1}}
+    traced["spikes"] = [spikes.spike_record(1, 2 * S, 160_000, {"culprits": [culprit]}, None)]
+    html = htmlreport.spikes_html(traced)
+    assert "<h3>Spikes</h3>" in html and "softirq NET_RX 150 us" in html and "2.000000 s" in html
+    assert htmlreport.spikes_html({"id": "x"}) == ""
