@@ -114,6 +114,19 @@ def build_parser() -> Parser:
     v = sub.add_parser("verify", help="check every file of a bundle against the checksums in its manifest")
     v.add_argument("bundle")
 
+    st = sub.add_parser(
+        "selftest",
+        help="prove on this host that the probes catch injected stalls of known size (docs/selftest.md)",
+    )
+    st.add_argument("--quick", action="store_true", help="a subset: the timer at 2, 10, 50 ms, the others at 10 ms")
+    st.add_argument("--json", action="store_true", help="the result as one JSON object")
+    st.add_argument("--probes", help="comma-separated subset of timer,event,switch,msg,ioc")
+    st.add_argument("--sizes", help="comma-separated stall lengths, e.g. 2ms,10ms (default 2ms,10ms,50ms)")
+    st.add_argument("--count", type=int, help="stalls per case (default 10; --quick 5)")
+    st.add_argument("--claim", help=argparse.SUPPRESS)  # the injector lies: the tests' failing selftest
+    st.add_argument("-o", "--output", help="bundle directory (default rtqual-<host>-<time>)")
+    st.add_argument("-q", "--quiet", action="store_true", help="no live progress")
+
     h = sub.add_parser("host", help="host facts that matter for real-time behaviour")
     h.add_argument("--json", action="store_true")
     return p
@@ -271,11 +284,19 @@ def damage_exit(bundles: list[dict]) -> int:
 
 
 def cmd_show(a) -> int:
+    from rtqual import selftest
+
     data = load_bundle(a.bundle)
+    st = selftest.stored(Path(a.bundle))
     if a.json:
-        print(json.dumps(report.show_json(data), indent=1))
+        out = report.show_json(data)
+        if st is not None:
+            out["selftest"] = st
+        print(json.dumps(out, indent=1))
     else:
         print(report.show_text(data, a.table))
+        if st is not None:
+            print("\n" + selftest.text(st))
     return damage_exit([data])
 
 
@@ -354,6 +375,31 @@ def cmd_restore(a) -> int:
     return EXIT_ERROR if failed else 0
 
 
+def cmd_selftest(a, argv: list[str]) -> int:
+    from rtqual import selftest
+    from rtqual.units import parse_duration_ns
+
+    probes = [p.strip() for p in a.probes.split(",") if p.strip()] if a.probes else None
+    sizes = [parse_duration_ns(x.strip(), "--sizes") for x in a.sizes.split(",")] if a.sizes else None
+    for ns in sizes or ():
+        if not 100_000 <= ns <= 200_000_000:
+            raise RtqError(f"--sizes: {ns} ns is outside 100us..200ms (the injector's range)")
+    if a.count is not None and not 1 <= a.count <= 100:
+        raise RtqError(f"--count: must be in 1..100 (got {a.count})")
+    claim = parse_duration_ns(a.claim, "--claim") if a.claim else None
+    output_dir(a.output)
+    result, code = selftest.run_selftest(a.quick, probes, sizes, a.count, claim, a.output, a.quiet or a.json, argv)
+    print(json.dumps(result, indent=1) if a.json else selftest.text(result))
+    return code
+
+
+def output_dir(path: str | None) -> None:
+    """-o must be a new or empty folder (the bundle's), said before anything runs."""
+    p = Path(path) if path else None
+    if p is not None and p.exists() and (not p.is_dir() or any(p.iterdir())):
+        raise RtqError(f"output {p} exists and is not an empty directory: choose another with -o")
+
+
 def cmd_host(a) -> int:
     from rtqual.host import facts
 
@@ -397,6 +443,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if a.command == "run":
             return cmd_run(a, ["rtqual", *argv])
+        if a.command == "selftest":
+            return cmd_selftest(a, ["rtqual", *argv])
         commands = {
             "plan": cmd_plan,
             "show": cmd_show,

@@ -86,7 +86,7 @@ def loads(tmp_path):
 
 
 def test_registry_has_the_drivers():
-    assert set(LOADS) == {"hackbench", "pi_stress", "stress-ng", "cpu-hog", "command", "network"}
+    assert set(LOADS) == {"hackbench", "pi_stress", "stress-ng", "cpu-hog", "command", "network", "inject"}
 
 
 def test_load_options_are_fields():

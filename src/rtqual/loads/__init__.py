@@ -12,6 +12,7 @@ from rtqual.loads.base import COMMON_OPTIONS, Load, LoadSet
 from rtqual.loads.command import Command
 from rtqual.loads.cpu_hog import CpuHog
 from rtqual.loads.hackbench import Hackbench
+from rtqual.loads.inject import Inject
 from rtqual.loads.network import Network
 from rtqual.loads.pi_stress import PiStress
 from rtqual.loads.stress_ng import StressNg
@@ -23,6 +24,7 @@ LOADS: dict[str, type[Load]] = {
     "cpu-hog": CpuHog,
     "command": Command,
     "network": Network,
+    "inject": Inject,
 }
 
 __all__ = ["COMMON_OPTIONS", "LOADS", "Load", "LoadSet", "make_load", "options_markdown"]

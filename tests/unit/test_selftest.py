@@ -1,0 +1,159 @@
+"""The selftest's pure checks on synthetic samples: stalls matched by time, the lie caught, natural spikes
+tolerated up to the measured rate, histograms and percentiles against their recomputation."""
+
+from rtqual import selftest
+from rtqual.hist import Histogram
+
+MS, US = 1_000_000, 1_000
+
+
+def stalls(n, d, claimed=None, start=10 * MS, gap=200 * MS):
+    """n stall records of length d, `gap` apart, claiming `claimed` (default d)."""
+    out = []
+    for k in range(n):
+        s = start + k * (d + gap)
+        out.append({"cpu": 1, "start_ns": s, "end_ns": s + d, "claimed_ns": claimed or d, "index": k})
+    return out
+
+
+def timer_samples(recs, period=200 * US, until=None, phase=50 * US):
+    """A 200 us timer on CPU 1: 10 us latencies, and one sample of the stall's rest after each stall."""
+    end = until or recs[-1]["end_ns"] + 300 * MS
+    out, t = [], 0
+    for r in recs:
+        while t + period < r["start_ns"]:
+            t += period
+            out.append((1, t + 10 * US, 10 * US))
+        deadline = r["start_ns"] + phase
+        out.append((1, r["end_ns"] + 20 * US, r["end_ns"] + 20 * US - deadline))
+        t = deadline + ((r["end_ns"] - deadline) // period + 1) * period
+    while t < end:
+        out.append((1, t + 10 * US, 10 * US))
+        t += period
+    return out
+
+
+def test_honest_stalls_pass():
+    recs = stalls(5, 10 * MS)
+    row = selftest.judge_stalls(timer_samples(recs), recs, 10 * MS, 5, 200 * US)
+    assert row["ok"] and row["caught"] == 5 and row["above"] == 5 and row["natural_spikes"] == 0, row
+    assert row["window_ns"][0] <= row["seen_min_ns"] <= row["seen_max_ns"] <= row["window_ns"][1]
+
+
+def test_an_injector_that_lies_fails_both_ways():
+    for claimed, real in ((30 * MS, 10 * MS), (10 * MS, 40 * MS)):
+        recs = stalls(3, real, claimed=claimed)
+        row = selftest.judge_stalls(timer_samples(recs), recs, claimed, 3, 200 * US)
+        assert not row["ok"] and row["caught"] == 0, row
+        assert any("not seen" in p for p in row["problems"])
+
+
+def test_a_missing_stall_and_one_outside_the_measurement_fail():
+    recs = stalls(5, 10 * MS)
+    samples = timer_samples(recs[:4], until=recs[3]["end_ns"] + 10 * MS)  # the probe stopped before stall 5
+    row = selftest.judge_stalls(samples, recs, 10 * MS, 5, 200 * US)
+    assert not row["ok"] and row["covered"] == 4 and row["caught"] == 4, row
+    row = selftest.judge_stalls(timer_samples(recs[:3]), recs[:3], 10 * MS, 5, 200 * US)
+    assert not row["ok"] and "the injector made 3 of 5 stalls" in row["problems"]
+
+
+def test_natural_spikes_are_tolerated_up_to_the_measured_rate():
+    recs = stalls(5, 2 * MS)
+    base = timer_samples(recs)
+    between = [(1, r["end_ns"] + 100 * MS, 3 * MS) for r in recs[:-1]]  # one spike between each two stalls
+    row = selftest.judge_stalls(base + between, recs, 2 * MS, 5, 200 * US)
+    assert not row["ok"] and row["natural_spikes"] == 4 and row["natural_allowed"] == 2, row
+    row = selftest.judge_stalls(base + between, recs, 2 * MS, 5, 200 * US, natural_rate=lambda thr: 5.0)
+    assert row["ok"] and row["natural_allowed"] >= 4, row
+    assert selftest.spikes_allowed(5) == 2 and selftest.spikes_allowed(10, 4.0) == 1 + 2 + 4 + 4
+
+
+def test_hist_identity_finds_a_changed_bucket():
+    samples = [(1, i, 1000 + 37 * i) for i in range(1000)] + [(0, 5, 20_000)]
+    mine = selftest.raw_hists(samples)
+    stored = {str(cpu): h.to_record() for cpu, h in mine.items()}
+    assert selftest.hist_identity(mine, stored) == []
+    wrong = dict(
+        stored["1"], counts=[[i, c + 1] if n == 0 else [i, c] for n, (i, c) in enumerate(stored["1"]["counts"])]
+    )
+    problems = selftest.hist_identity(mine, {**stored, "1": wrong})
+    assert problems and any("bucket" in p for p in problems)
+
+
+def test_percentile_identity_compares_the_c_summary_with_python():
+    h = Histogram()
+    for v in range(1, 12_001):
+        h.record(v * 100)
+    rec = h.to_record()
+    row = {"cpu": 1, **h.stats()}
+    assert selftest.percentile_identity([row], {"1": rec}) == []
+    assert selftest.percentile_identity([{**row, "p999_ns": row["p999_ns"] + 100}], {"1": rec})
+
+
+def test_clock_sanity_and_time_order():
+    c = selftest.clock_sanity(reads=10_000)
+    assert c["ok"] and c["backward_steps"] == 0 and c["resolution_ns"] >= 1
+    assert selftest.time_order([(1, 5, 0), (1, 6, 0), (0, 1, 0), (1, 4, 0)]) == 1
+
+
+def test_plan_has_the_baseline_then_each_probe_under_the_injector():
+    cases = selftest.build_cases({"timer": (2 * MS, 10 * MS), "switch": (10 * MS,)}, 3, claim_ns=5 * MS, cpus=(1, 0))
+    assert [c["id"] for c in cases] == ["000-timer-natural", "001-timer-2ms", "002-timer-10ms", "003-switch-10ms"]
+    assert not cases[0].get("loads")
+    load = cases[1]["loads"][0]
+    assert load["type"] == "inject" and load["cpu"] == 1 and load["count"] == 3 and load["claim"] == "5000000ns"
+    assert "--cpus" in cases[1]["args"] and cases[1]["args"][cases[1]["args"].index("--cpus") + 1] == "1"
+
+
+def test_the_inject_load_command_line_records_and_bad_options(tmp_path):
+    import pytest
+
+    from rtqual.errors import RtqError
+    from rtqual.loads import make_load
+    from rtqual.loads.inject import injector_records
+
+    ld = make_load({"type": "inject", "cpu": 1, "stall": "10ms", "count": 3, "claim": "30ms"})
+    ld.exe = "rtqual-probe"
+    argv = ld.argv(0)
+    assert argv[:6] == ["rtqual-probe", "inject", "--cpu", "1", "--stall", "10000000ns"]
+    assert argv[-2:] == ["--claim", "30000000ns"] and ld.instance_cpus(0) == [1]
+    for spec, msg in (({"stall": "300ms"}, "stall must be in"), ({"gap": "5"}, "not a duration")):
+        with pytest.raises(RtqError, match=msg):
+            make_load({"type": "inject", **spec})
+    log = tmp_path / "load-inject-0.log"
+    log.write_text(
+        '{"type":"header","clock":"CLOCK_MONOTONIC","params":{"cpu":1},"rt":{}}\n'
+        "rtqual-probe: warning: something\n"
+        '{"type":"stall","cpu":1,"start_ns":5,"end_ns":9,"claimed_ns":4,"index":0}\n'
+        '{"type":"end","status":0,"reason":"completed","message":""}\n'
+    )
+    stalls, header, end = injector_records(log)
+    assert stalls == [{"cpu": 1, "start_ns": 5, "end_ns": 9, "claimed_ns": 4, "index": 0}]
+    assert header["clock"] == "CLOCK_MONOTONIC" and end["status"] == 0
+    assert injector_records(tmp_path / "missing.log") == ([], None, None)
+
+
+def test_bad_selftest_options_are_one_line(capsys):
+    from rtqual import cli
+
+    for argv, fragment in (
+        (["selftest", "--probes", "nosuch"], "unknown probe 'nosuch'"),
+        (["selftest", "--sizes", "300ms"], "outside 100us..200ms"),
+        (["selftest", "--sizes", "10"], "not a duration"),
+        (["selftest", "--count", "0"], "--count"),
+    ):
+        assert cli.main(argv) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and fragment in err[0], err
+
+
+def test_the_verdict_orders_interrupted_skip_error_then_the_checks():
+    ok, bad = {"ok": True}, {"ok": False}
+    clock = {"ok": True}
+    assert selftest.verdict(clock, [{**ok, "probe_verdict": "pass"}]) == "pass"
+    assert selftest.verdict(clock, [{**bad, "probe_verdict": "pass"}]) == "fail"
+    assert selftest.verdict({"ok": False}, [{**ok, "probe_verdict": "pass"}]) == "fail"
+    assert selftest.verdict(clock, [{**ok, "probe_verdict": "pass"}], missing=True) == "error"
+    assert selftest.verdict(clock, [{**bad, "probe_verdict": "skip"}]) == "skip"
+    assert selftest.verdict(clock, [{**ok, "probe_verdict": "pass"}], interrupted=True) == "inconclusive"
+    assert {selftest.VERDICT_EXIT[v] for v in ("pass", "fail", "skip", "inconclusive")} == {0, 2, 3, 4}
