@@ -14,7 +14,7 @@ from rtqual import bundle as bundle_mod
 from rtqual.conditions import restore_from_bundle
 from rtqual.errors import EXIT_ERROR, EXIT_INCONCLUSIVE, EXIT_SKIP, VERDICT_EXIT, RtqError
 from rtqual.requirements import PROFILES
-from rtqual.scenario.probes import ALL_PROBES, Probe
+from rtqual.scenario.probes import ALL_PROBES, Probe, fields_of
 from rtqual.single import SETTLE_DEFAULT, single_run
 
 STORE_HELP = (
@@ -195,7 +195,7 @@ def add_param_options(sp, probe: Probe, skip: tuple = ()) -> None:
     """The probe's parameters as options (`--interval 1ms`), those that exclude each other in one group."""
     groups = {k: sp.add_mutually_exclusive_group() for pair in probe.exclusive for k in pair[:1]}
     where = {k: groups[pair[0]] for pair in probe.exclusive for k in pair}
-    for key, f in probe.params.items():
+    for key, f in fields_of(probe).items():
         if key in skip:
             continue
         opt = "--" + key.replace("_", "-")
@@ -276,7 +276,7 @@ def build_monitor_parser(argv: list[str]) -> Parser:
         metavar="NAME",
         help=f"the probe measured (default timer; {', '.join(n for n in names if not ALL_PROBES[n].hidden)})",
     )
-    add_param_options(p, probe, skip=tuple(REQUIREMENTS))
+    add_param_options(p, probe, skip=(*REQUIREMENTS, "trace"))  # monitor --trace: not wired yet
     for action in p._actions:  # a monitor has no end of its own
         if action.dest in ("duration", "loops"):
             what = "time" if action.dest == "duration" else "many periods"

@@ -17,7 +17,8 @@ put the host back after rtqual itself was killed with SIGKILL.
 Kinds: "file" (write "before" back; before None = nothing to write back), "cpuset" (a cgroup
 directory rtqual created: move its tasks to the parent, rmdir), "controller" (cgroup v2
 subtree_control: before is "-cpuset"), "netns" and "veth" (a network namespace or veth pair the
-network load made: deleted; one already gone counts as removed).
+network load made: deleted; one already gone counts as removed), "trace-instance" and "mount" (the tracefs
+instance of --trace and a private tracefs mount it made: removed, unmounted; gone already counts as removed).
 
 Governor and frequency are set on every online CPU (cpus=None), as docs/scenario.md
 promises: a load on another CPU shares the power and thermal budget, and many boards share
@@ -297,6 +298,12 @@ def _undo(record: dict) -> dict:
             remove_net_object(kind, knob)
             log.info("removed %s %s", kind, knob)
             return {"knob": knob, "action": "removed", "restored": True}
+        if kind in ("trace-instance", "mount"):  # rtqual's tracefs instance (--trace), a private tracefs mount
+            from rtqual import trace
+
+            trace.remove_instance(knob) if kind == "trace-instance" else trace.unmount(knob)
+            log.info("removed %s %s", kind, knob)
+            return {"knob": knob, "action": "removed", "restored": True}
         if kind == "tempdir":
             shutil.rmtree(knob, ignore_errors=True)
             log.info("removed temp folder %s", knob)
@@ -322,7 +329,7 @@ def _needs_undo(record: dict) -> bool:
     """
     if record.get("restored"):
         return False
-    if record.get("kind") in ("cpuset", "netns", "veth", "tempdir"):
+    if record.get("kind") in ("cpuset", "netns", "veth", "tempdir", "trace-instance", "mount"):
         return record.get("applied") is True
     return record.get("before") is not None
 

@@ -13,7 +13,7 @@ from html import escape
 from pathlib import Path
 
 from rtqual import bundle as bundle_mod
-from rtqual import report, summary
+from rtqual import report, spikes, summary
 from rtqual.errors import RtqError
 from rtqual.hist import Histogram, highest_equivalent
 from rtqual.requirements import describe
@@ -342,6 +342,7 @@ def case_section(r: dict) -> str:
     lines = report.ioc_lines(r) + report.network_lines(r)
     if lines:
         out.append("<pre>" + escape("\n".join(lines)) + "</pre>")
+    out.append(spikes_html(r))
     loads = ", ".join(ld.get("name") or ld.get("type") or "?" for ld in r.get("loads") or []) or "none"
     out.append(f"<p>Loads: {escape(loads)}. Conditions: {escape(_conditions_text(r))}.</p>")
     hs = r.get("host_samples") or {}
@@ -353,6 +354,29 @@ def case_section(r: dict) -> str:
         out.append(f'<p class="warn">warning: {escape(str(w))}</p>')
     out.append("</section>")
     return "\n".join(out)
+
+
+def spikes_html(r: dict, shown: int = 50) -> str:
+    """A traced case's spikes: what was traced, then a table of the first `shown` spikes with what held the
+    CPU in words, largest first ("" for a case run without --trace)."""
+    lines = report.spike_lines(r, shown=0)
+    if not lines:
+        return ""
+    found = r.get("spikes") or []
+    rows = [
+        [
+            escape(f"{int(s.get('time_ns') or 0) / 1e9:.6f} s"),
+            escape(str(s.get("cpu"))),
+            escape(format_ns(s.get("latency_ns"))),
+            escape("; ".join(spikes.culprit_words(c) for c in (s.get("culprits") or [])[:4]) or "no culprit found"),
+        ]
+        for s in found[:shown]
+    ]
+    more = f"<p>{len(found) - shown} more spikes in cases/{escape(r['id'])}/spikes/.</p>" if len(found) > shown else ""
+    table = (
+        _table(["time (CLOCK_MONOTONIC)", "CPU", "latency", "held by (largest first)"], rows, "spikes") if rows else ""
+    )
+    return f"<h3>Spikes</h3><pre>{escape(chr(10).join(lines))}</pre>{table}{more}"
 
 
 def _conditions_text(r: dict) -> str:

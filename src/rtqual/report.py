@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from rtqual import spikes
 from rtqual.host.facts import UNLIMITED, get_fact
 from rtqual.probes import has_section
 from rtqual.requirements import describe
@@ -25,6 +26,7 @@ STAT_COLUMNS = [
     ("%>thr", "over_threshold_pct"),
 ]
 JSON_STAT_KEYS = [k for _, k in STAT_COLUMNS]
+SPIKES_SHOWN = 10  # spikes put in words per traced case by `rtqual show` (all in --json)
 
 
 def stat_columns(leave_out: tuple[str, ...] = ()) -> list[tuple[str, str]]:
@@ -168,6 +170,28 @@ def network_lines(result: dict) -> list[str]:
     return out
 
 
+def spike_lines(result: dict, shown: int = SPIKES_SHOWN) -> list[str]:
+    """A traced case (--trace): what was traced and, per spike (the first `shown`), what held its CPU
+    in words; nothing for a case run without --trace."""
+    trace = result.get("trace")
+    if not isinstance(trace, dict):
+        return []
+    found = result.get("spikes") or []
+    seen, analysed = trace.get("spikes_seen", len(found)), len(found)
+    head = f"trace: {seen} spikes over the threshold"
+    if seen > analysed:
+        head += f", the first {analysed} analysed"
+    head += f" (source: {trace.get('source')}; timerlat {trace.get('timerlat')}"
+    if trace.get("lost_events"):
+        head += f"; {trace['lost_events']} trace events lost"
+    out = [head + ")"]
+    out += [f"  {spikes.spike_line(s)}" for s in found[:shown]]
+    if len(found) > shown:
+        out.append(f"  {len(found) - shown} more spikes: rtqual show --json, cases/{result['id']}/spikes/")
+    out += [f"  note: {n}" for n in trace.get("notes") or []]
+    return out
+
+
 def _rate(x: float | None) -> str:
     return "-" if x is None else f"{x:.0f}" if x >= 10 else f"{x:.3g}"
 
@@ -216,6 +240,7 @@ def show_text(data: dict, table: str | None = None) -> str:
             out.extend(["", stages, GPIO_STAGE_NOTE if gpio else STAGE_NOTE])
         out.extend(ioc_lines(r))
         out.extend(network_lines(r))
+        out.extend(spike_lines(r))
         baseline = baseline_line(r, data["cases"])
         if baseline:
             out.append(baseline)
@@ -353,6 +378,7 @@ def show_json(data: dict) -> dict:
                 ),
                 **({"ioc": r["ioc"]} if r.get("ioc") else {}),
                 **({"requirements_judged": r["requirement_verdicts"]} if r.get("requirement_verdicts") else {}),
+                **({"spikes": r.get("spikes") or [], "trace": r["trace"]} if isinstance(r.get("trace"), dict) else {}),
             }
             for r in data["cases"]
         ],

@@ -9,13 +9,14 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from rtqual import _native
+from rtqual import _native, spikes
 from rtqual.bundle import Bundle, write_json, write_text
 from rtqual.case import Case
 from rtqual.conditions import Conditions, not_applied
@@ -28,6 +29,8 @@ from rtqual.procs import signal_group
 from rtqual.requirements import judge
 from rtqual.stats import VERDICT_ORDER, cpu_stats, merged_hist, partial_stats, summarize, verdict, worst
 from rtqual.stream import Stream
+from rtqual.trace import Tracer, TraceUnavailable
+from rtqual.units import online_cpus
 
 __all__ = [
     "VERDICT_ORDER",
@@ -92,6 +95,8 @@ def run_case(
     changes: list[dict] = []
     restored: list[dict] = []
     service_info, load_error = None, None
+    tracer: Tracer | None = None
+    windows: list[dict] = []
     display.start_case(view)
     try:
         changes = cond.apply(case.conditions)
@@ -99,16 +104,19 @@ def run_case(
         if load_error is None and loads.poll_all() is None and not guard.signum:
             write_json(d / "rt-tasks.json", rt_tasks(exclude=[os.getpid()]))
             sampler.start()
+            tracer = _start_trace(case, cond, problems)
             try:
                 with service(d) if service else nullcontext() as service_info:
                     stream, exit_code, stderr_last = _measure(
-                        view, d, display, guard, loads, cond.cpusets.get("probe"), getattr(service, "env", None)
+                        view, d, display, guard, loads, cond.cpusets.get("probe"), getattr(service, "env", None), tracer
                     )
             except RtqError as e:
                 if not service:
                     raise
                 exit_code, stderr_last = EXIT_ERROR, str(e)  # the service did not start
     finally:
+        if tracer is not None:  # the instance is removed first, whatever happened
+            windows = tracer.stop()
         if sampler.is_alive():
             sampler.stop()
         try:
@@ -139,6 +147,9 @@ def run_case(
     elif short and result["verdict"] not in ("error", "skip"):
         result["verdict"], result["reason"] = "inconclusive", f"load short of its rate: {short}"
     result["warnings"] += not_applied(changes) + problems
+    if tracer is not None:
+        result["trace"] = tracer.info()
+        result["spikes"] = _write_spikes(d, windows)
     _write_hists(d, stream)
     write_json(d / "result.json", result)
     bundle.add_case(result)
@@ -160,6 +171,37 @@ def _start_loads(loads: LoadSet, d: Path, cond: Conditions, settle_ns: int, guar
     return None
 
 
+def _start_trace(case: Case, cond: Conditions, problems: list[str]) -> Tracer | None:
+    """The case's tracer when its params ask for --trace, started on the probe's CPUs (all online when it
+    names none); when tracing cannot run here, one warning in problems and the case runs untraced."""
+    if not case.params.get("trace"):
+        return None
+    tracer = Tracer(case.params.get("cpus") or online_cpus(), journal=cond)
+    try:
+        tracer.start()
+    except TraceUnavailable as e:
+        problems.append(f"--trace: {e}; the case ran without tracing")
+        return None
+    for note in tracer.notes:
+        print(f"rtqual: {note}", file=sys.stderr)
+    return tracer
+
+
+def _write_spikes(d: Path, windows: list[dict]) -> list[dict]:
+    """Each spike's trace lines in spikes/spike-NNN-cpuC.txt and its analysis (rtqual.spikes), in time order."""
+    out = []
+    if windows:
+        (d / "spikes").mkdir(exist_ok=True)
+    for i, w in enumerate(sorted(windows, key=lambda w: w["wake_ns"]), 1):
+        name = f"spikes/spike-{i:03d}-cpu{w['cpu']}.txt"
+        write_text(d / name, "".join(line + "\n" for line in w["lines"]))
+        analysis = spikes.analyze(w["lines"], w["cpu"], w["deadline_ns"], w["wake_ns"], w["policies"], w["complete"])
+        rec = spikes.spike_record(w["cpu"], w["wake_ns"], w["latency_ns"], analysis, name)
+        rec["complete"] = w["complete"]
+        out.append(rec)
+    return out
+
+
 def _settle(settle_ns: int, loads: LoadSet, guard: Interrupted) -> None:
     """Let the loads reach steady state before measuring (interruptible, stops early if one dies)."""
     end = time.monotonic() + settle_ns / 1e9 if loads.loads else 0
@@ -175,9 +217,11 @@ def _measure(
     loads: LoadSet,
     cpuset: Any = None,
     env: dict | None = None,
+    tracer: Tracer | None = None,
 ) -> tuple[Stream, int, str]:
     """Run the probe (inside the probe cpuset if any, with the service's env if any), keeping its
-    stream verbatim; a load dying mid-case stops the probe early."""
+    stream verbatim and giving its threshold events to the tracer (if any); a load dying mid-case stops
+    the probe early."""
     stream = Stream()
     with open(d / "probe.stderr", "w") as err, open(d / "stream.jsonl", "w", buffering=1) as log:
         join = (lambda: cpuset.add_pid(os.getpid())) if cpuset else None  # before the probe pins its threads
@@ -193,6 +237,8 @@ def _measure(
                 if rec is None:
                     continue
                 display.record(case, rec)
+                if tracer is not None and rec["type"] == "event" and rec.get("kind") == "threshold":
+                    _feed_spike(tracer, rec)
                 if rec["type"] == "progress" and loads.poll_all():
                     signal_group(proc.pid, signal.SIGINT)
         finally:
@@ -200,6 +246,13 @@ def _measure(
             guard.proc = None
     tail = (d / "probe.stderr").read_text(errors="replace").strip().splitlines()[-1:]
     return stream, exit_code, tail[0] if tail else ""
+
+
+def _feed_spike(tracer: Tracer, rec: dict) -> None:
+    """One threshold event to the tracer (an event without integer cpu, mono_ns, latency_ns is skipped)."""
+    cpu, wake, lat = rec.get("cpu"), rec.get("mono_ns"), rec.get("latency_ns")
+    if all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in (cpu, wake, lat)):
+        tracer.spike(cpu, wake, lat)  # type: ignore[arg-type]
 
 
 def _write_hists(d: Path, stream: Stream) -> None:

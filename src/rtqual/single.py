@@ -11,7 +11,7 @@ from rtqual.errors import RtqError
 from rtqual.requirements import gather
 from rtqual.scenario.fields import check
 from rtqual.scenario.model import CONDITIONS
-from rtqual.scenario.probes import ALL_PROBES, check_params, probe_case
+from rtqual.scenario.probes import ALL_PROBES, check_params, fields_of, probe_case
 from rtqual.units import format_cpulist, online_cpus, parse_cpulist, parse_duration_ns
 
 SETTLE = CONDITIONS["settle"]  # --settle is a scenario file's conditions.settle: the same range and default
@@ -29,7 +29,7 @@ def _cli_name(key: str) -> str:
 
 def given_options(name: str, a: argparse.Namespace) -> dict:
     """The probe options the user gave on the command line (as typed, before validation)."""
-    return {k: getattr(a, k) for k in ALL_PROBES[name].params if _given(getattr(a, k, None))}
+    return {k: getattr(a, k) for k in fields_of(ALL_PROBES[name]) if _given(getattr(a, k, None))}
 
 
 def probe_options_case(name: str, a) -> dict:

@@ -79,5 +79,6 @@ def scenario_params(case: dict) -> dict:
     }
     params.update({"loops": p["loops"]} if p["loops"] else {"duration": f"{p['duration_ns']}ns"})
     params.update({k: p[k] for k in EXTRAS if k in p})
+    params.update({"trace": True} if p.get("trace") else {})
     params.update({k.replace("_ns", "_latency"): f"{v}ns" for k, v in case["requirements"].items()})
     return params

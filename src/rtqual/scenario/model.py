@@ -17,7 +17,7 @@ from rtqual.errors import RtqError
 from rtqual.loads import LOADS
 from rtqual.requirements import PROFILES
 from rtqual.scenario.fields import Field, check, check_table, fail, key_path, suggest, type_name, unknown_key
-from rtqual.scenario.probes import DEFAULT_PROBE, PROBES, S, check_params, overlay
+from rtqual.scenario.probes import DEFAULT_PROBE, PROBES, S, check_params, fields_of, overlay
 
 GOVERNORS = ("performance", "powersave", "ondemand", "conservative", "schedutil", "userspace")
 LOAD_TYPES = tuple(LOADS)  # the load registry's names, in its order
@@ -81,7 +81,8 @@ BASE = {k: f for k, f in CASE.items() if k != "label"}
 DEFAULTS = {
     **{k: f for k, f in BASE.items() if k != "params"},
     **{
-        name: Field("params", f"default parameters of every {name} case", fields=p.params) for name, p in PROBES.items()
+        name: Field("params", f"default parameters of every {name} case", fields=fields_of(p))
+        for name, p in PROBES.items()
     },
 }
 AXIS_LOAD = Field("load", f"a [loads.NAME] name, a load type, '{IDLE}' (no load), or an array of names run together")
@@ -108,7 +109,7 @@ TOP = {
 
 def axes(probe: str) -> dict:
     """Matrix axis name -> Field of one value: the load, the probe's params and the conditions."""
-    return {"load": AXIS_LOAD, **PROBES[probe].params, **CONDITIONS}
+    return {"load": AXIS_LOAD, **fields_of(PROBES[probe]), **CONDITIONS}
 
 
 def load(path: str | Path) -> dict:

@@ -57,6 +57,14 @@ REQUIREMENTS = {
     "p99_latency": Field("duration", "requirement: the case fails if p99 exceeds it", lo=1),
 }
 
+TRACE = {  # rtqual's own key of every probe's params (not the native probe's; not in Probe.params)
+    "trace": Field(
+        "bool",
+        "trace the CPU of each spike (own tracefs instance) and name what held it (docs/trace.md)",
+        default=False,
+    ),
+}
+
 
 def _native_field(opt: dict) -> Field:
     kind = _KINDS.get(opt["type"], "str")
@@ -93,7 +101,7 @@ def native_probe(entry: dict) -> Probe:
         only to one mode, e.g. rhealstone --pi), and the case's full params."""
         args, case_params = [], {}
         for key, value in p.items():
-            if key in REQUIREMENTS or value is None or value is False:
+            if key in REQUIREMENTS or key in TRACE or value is None or value is False:
                 continue
             kind = params[key].kind
             case_params[f"{key}_ns" if kind == "duration" else key] = value
@@ -208,6 +216,11 @@ PROBES: dict[str, Probe] = {k: p for k, p in ALL_PROBES.items() if not p.hidden}
 DEFAULT_PROBE = next((k for k in PROBES if native_table.hook(k, "SCENARIO_DEFAULT")), next(iter(PROBES), ""))
 
 
+def fields_of(probe: Probe) -> dict:
+    """Every key a case of the probe may give: its parameters and rtqual's own (`trace`, rtqual.trace)."""
+    return {**probe.params, **TRACE}
+
+
 def overlay(base: dict, top: dict, probe: str) -> dict:
     """Params of `top` over `base`; a key of an exclusive pair set in `top` drops its partner from `base`."""
     out = dict(base)
@@ -223,7 +236,7 @@ def overlay(base: dict, top: dict, probe: str) -> dict:
 def check_params(probe: str, raw: Any, path: str, name_of: Callable[[str], str] | None = None) -> dict:
     """Validate one table of probe params (no defaults filled). name_of renames keys in messages
     (the CLI passes lambda k: '--' + k.replace('_', '-'))."""
-    fields = ALL_PROBES[probe].params
+    fields = fields_of(ALL_PROBES[probe])
     if not isinstance(raw, dict):
         fail(path, "expected a table of probe parameters")
     out = {}
@@ -252,6 +265,8 @@ def probe_case(probe: str, params: dict, default_cpus: list[int], case_id: str, 
     spec = ALL_PROBES[probe]
     full = full_params(probe, params, default_cpus)
     args, case_params, requirements = spec.build(full)
+    if full.get("trace"):  # rtqual's, not the probe's: the runner traces the case (rtqual.trace)
+        case_params["trace"] = True
     case = {
         "id": case_id,
         "label": label or spec.label(case_params),

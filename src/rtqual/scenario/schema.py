@@ -12,7 +12,7 @@ from typing import Any
 
 from rtqual.scenario.fields import CPULIST_PATTERN, DURATION_PATTERN, FREQUENCY_PATTERN, MAX_CPU, NAME_PATTERN, Field
 from rtqual.scenario.model import AXIS_LOAD, BASE, CASE, CONDITIONS, LOAD_TYPES, MATRIX, TOP
-from rtqual.scenario.probes import PROBES
+from rtqual.scenario.probes import PROBES, fields_of
 
 _REFS = {id(CASE): "case", id(BASE): "base", id(CONDITIONS): "conditions"}
 
@@ -84,7 +84,7 @@ def json_schema() -> dict:
     """The whole schema as a dict (stable order, so the committed file can be compared)."""
     values: dict[str, list[dict]] = {}  # a key several probes share may differ per probe: any of them
     helps: dict[str, str] = {}
-    for f_name, f in [(k, f) for p in PROBES.values() for k, f in p.params.items()] + [
+    for f_name, f in [(k, f) for p in PROBES.values() for k, f in fields_of(p).items()] + [
         ("load", AXIS_LOAD),
         *CONDITIONS.items(),
     ]:
@@ -95,7 +95,7 @@ def json_schema() -> dict:
     def one_of(k: str) -> dict:
         return values[k][0] if len(values[k]) == 1 else {"anyOf": values[k]}
 
-    params_keys = [k for p in PROBES.values() for k in p.params]
+    params_keys = [k for p in PROBES.values() for k in fields_of(p)]
     params = {
         "type": "object",
         "properties": {k: {"description": helps[k], **one_of(k)} for k in params_keys},
