@@ -22,7 +22,7 @@ def parse_duration_ns(text: str, what: str = "duration") -> int:
     """'1.5ms' -> 1500000. A bare number is rejected: the unit must be said."""
     m = _DURATION.match(str(text))
     if not m:
-        raise RtqError(f"{what}: '{text}' is not a duration (use a unit: 500us, 1ms, 10s, 5m, 24h)")
+        raise RtqError(f"{what}: {str(text)!r} is not a duration (use a unit: 500us, 1ms, 10s, 5m, 24h)")
     number, unit = m.groups()
     whole, _, frac = number.partition(".")
     scale = _UNIT_NS[unit]
