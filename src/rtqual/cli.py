@@ -276,7 +276,7 @@ def build_monitor_parser(argv: list[str]) -> Parser:
         metavar="NAME",
         help=f"the probe measured (default timer; {', '.join(n for n in names if not ALL_PROBES[n].hidden)})",
     )
-    add_param_options(p, probe, skip=(*REQUIREMENTS, "trace"))  # monitor --trace: not wired yet
+    add_param_options(p, probe, skip=tuple(REQUIREMENTS))
     for action in p._actions:  # a monitor has no end of its own
         if action.dest in ("duration", "loops"):
             what = "time" if action.dest == "duration" else "many periods"
@@ -314,6 +314,7 @@ def cmd_monitor(argv: list[str]) -> int:
     bounded = any(getattr(a, k, None) is not None for k in ("duration", "loops"))
     opts = Options(window_ns, listen, a.textfile, not is_off(a.store), a.store, a.pvs, a.json, bounded)
     opts.every_progress = max(a.window_progress, 0)
+    opts.trace = bool(case["params"].get("trace"))
     return Monitor(case, opts).run()
 
 
@@ -579,9 +580,11 @@ def cmd_export_raw(a) -> int:
 def cmd_restore(a) -> int:
     actions = restore_from_bundle(a.bundle)
     from rtqual.epics.ioc import TEMP_PREFIX  # a killed run's IOC folder made before its bundle's journal
+    from rtqual.trace import remove_orphan_instances  # a killed monitor's (no bundle journals it)
     from rtqual.util import remove_orphan_dirs
 
-    actions += [{"knob": str(d), "action": "removed", "restored": True} for d in remove_orphan_dirs(TEMP_PREFIX)]
+    orphans = remove_orphan_dirs(TEMP_PREFIX) + remove_orphan_instances()
+    actions += [{"knob": str(d), "action": "removed", "restored": True} for d in orphans]
     for act in actions:
         print(json.dumps(act))
     print(f"{len(actions)} setting(s) restored from {a.bundle}" if actions else f"{a.bundle}: nothing to restore")

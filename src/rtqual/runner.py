@@ -16,7 +16,7 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from rtqual import _native, spikes
+from rtqual import _native, spikes, trace
 from rtqual.bundle import Bundle, write_json, write_text
 from rtqual.case import Case
 from rtqual.conditions import Conditions, not_applied
@@ -237,8 +237,8 @@ def _measure(
                 if rec is None:
                     continue
                 display.record(case, rec)
-                if tracer is not None and rec["type"] == "event" and rec.get("kind") == "threshold":
-                    _feed_spike(tracer, rec)
+                if tracer is not None:
+                    trace.feed(tracer, rec)
                 if rec["type"] == "progress" and loads.poll_all():
                     signal_group(proc.pid, signal.SIGINT)
         finally:
@@ -246,13 +246,6 @@ def _measure(
             guard.proc = None
     tail = (d / "probe.stderr").read_text(errors="replace").strip().splitlines()[-1:]
     return stream, exit_code, tail[0] if tail else ""
-
-
-def _feed_spike(tracer: Tracer, rec: dict) -> None:
-    """One threshold event to the tracer (an event without integer cpu, mono_ns, latency_ns is skipped)."""
-    cpu, wake, lat = rec.get("cpu"), rec.get("mono_ns"), rec.get("latency_ns")
-    if all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in (cpu, wake, lat)):
-        tracer.spike(cpu, wake, lat)  # type: ignore[arg-type]
 
 
 def _write_hists(d: Path, stream: Stream) -> None:

@@ -185,6 +185,37 @@ def remove_instance(path: str | os.PathLike) -> None:
         pass
 
 
+def remove_orphan_instances(root: Path | None = None) -> list[Path]:
+    """Remove the instances rtqual-<pid>-N of rtqual processes that no longer run (a killed monitor keeps no
+    journal to restore from); the removed paths. Called when tracing starts and by `rtqual restore`."""
+    if root is None:
+        try:
+            root = find_tracefs(Path("/proc/self/mounts").read_text())
+        except OSError:
+            return []
+        if root is None:
+            return []
+    removed = []
+    for d in (root / "instances").glob("rtqual-*-*"):
+        pid = d.name.split("-")[1]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            try:
+                remove_instance(d)
+            except OSError:
+                continue
+            removed.append(d)
+    return removed
+
+
+def feed(tracer: Tracer, rec: dict) -> None:
+    """A probe's threshold event to the tracer (an event without integer cpu, mono_ns, latency_ns is skipped)."""
+    if rec.get("type") != "event" or rec.get("kind") != "threshold":
+        return
+    cpu, wake, lat = rec.get("cpu"), rec.get("mono_ns"), rec.get("latency_ns")
+    if all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in (cpu, wake, lat)):
+        tracer.spike(cpu, wake, lat)  # type: ignore[arg-type]
+
+
 class Tracer:
     """rtqual's tracefs instance around one measurement, and the trace lines of its spikes."""
 
@@ -277,6 +308,7 @@ class Tracer:
 
     def _start(self) -> None:
         root = self.root = self._tracefs()
+        remove_orphan_instances(root)
         self.timerlat = "timerlat" in (root / "available_tracers").read_text().split()
         path = root / "instances" / f"rtqual-{os.getpid()}-{next(_COUNTER)}"
         record = self._note({"knob": str(path), "kind": "trace-instance", "condition": "trace", "applied": True})

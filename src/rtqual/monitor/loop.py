@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rtqual import _native, services
+from rtqual import _native, services, trace
 from rtqual.errors import RtqError
 from rtqual.monitor.window import Windows, merged, public
 from rtqual.procs import signal_group
@@ -44,6 +44,7 @@ class Options:
     json: bool = False
     bounded: bool = False  # the user gave --duration or --loops: the probe ends by itself, then the monitor
     every_progress: int = 0  # compressed time: a window per N progress records (hidden --window-progress)
+    trace: bool = False  # --trace: each spike's culprits (rtqual.trace), printed and counted in /metrics
 
 
 def monitorable(name: str) -> bool:
@@ -227,12 +228,47 @@ class Monitor:
                 with svc(work) if svc else nullcontext():
                     if self.stop_signal:
                         return 0
-                    return self.measure(args, identity, work, getattr(svc, "env", None))
+                    tracer = self.start_trace(cpus)
+                    try:
+                        return self.measure(args, identity, work, getattr(svc, "env", None), tracer)
+                    finally:
+                        if tracer is not None:
+                            self.publish_spikes(tracer.stop(), identity["run_as"])
         finally:
             for s, h in old.items():
                 signal.signal(s, h)
 
-    def measure(self, args: list[str], identity: dict, work: Path, env: dict | None) -> int:
+    def start_trace(self, cpus: list[int]) -> Any:
+        """--trace: rtqual's tracefs instance on the probe's CPUs; where tracing cannot run, one warning and the
+        monitor measures untraced."""
+        if not self.opts.trace:
+            return None
+        from rtqual.trace import Tracer, TraceUnavailable
+
+        tracer = Tracer(cpus, max_spikes=sys.maxsize)  # a monitor never ends: spikes are taken as they come
+        try:
+            tracer.start()
+        except TraceUnavailable as e:
+            print(f"rtqual: warning: --trace: {e}; measuring without tracing", file=sys.stderr, flush=True)
+            return None
+        for note in tracer.notes:
+            print(f"rtqual: {note}", file=sys.stderr, flush=True)
+        return tracer
+
+    def publish_spikes(self, taken: list[dict], run_as: str) -> None:
+        """Each traced spike analysed (rtqual.spikes): one line (or JSON line) and its culprits in /metrics."""
+        from rtqual import spikes
+
+        for w in sorted(taken, key=lambda w: w["wake_ns"]):
+            analysis = spikes.analyze(
+                w["lines"], w["cpu"], w["deadline_ns"], w["wake_ns"], w["policies"], w["complete"]
+            )
+            rec = spikes.spike_record(w["cpu"], w["wake_ns"], w["latency_ns"], analysis, None)
+            print(json.dumps({"type": "spike", **rec}) if self.opts.json else spikes.spike_line(rec), flush=True)
+            if self.metrics is not None:
+                self.metrics.add_spike(run_as, rec)
+
+    def measure(self, args: list[str], identity: dict, work: Path, env: dict | None, tracer: Any = None) -> int:
         """Run the probe and publish its windows; 0 when stopped by a signal or ended by its own bound."""
         slack_ns = progress_ms(self.opts.window_ns) * 1_000_000 // 2
         windows = Windows(self.opts.window_ns, identity, slack_ns, self.opts.every_progress)
@@ -247,6 +283,9 @@ class Monitor:
                     rec = stream.feed(line)
                     if rec is not None:
                         self.publish(windows.feed(rec))
+                        if tracer is not None:
+                            trace.feed(tracer, rec)
+                            self.publish_spikes(tracer.take(), identity["run_as"])
             finally:
                 code = _stop(self.proc)
         self.publish(windows.close(None))  # a stream cut short still gives its last window

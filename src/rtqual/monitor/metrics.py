@@ -67,6 +67,7 @@ class Metrics:
 
         self.host_info = host_info
         self.series: dict[tuple[str, str], Series] = {}
+        self.culprit_s: dict[tuple[str, str, str, str], float] = {}  # (cpu, probe, kind, name) -> seconds held
         self.lock = threading.Lock()
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self)
@@ -77,6 +78,13 @@ class Metrics:
             for w in windows:
                 key = (str(w["cpu"]), str(w["run_as"]))  # the name users give (ioc, not iocresp)
                 self.series.setdefault(key, Series()).add(w, w["hist"])
+
+    def add_spike(self, probe: str, spike: dict) -> None:
+        """A traced spike (monitor --trace): each culprit's time on the CPU, summed per kind and name."""
+        with self.lock:
+            for c in spike.get("culprits") or []:
+                key = (str(spike["cpu"]), probe, str(c.get("kind")), str(c.get("name")))
+                self.culprit_s[key] = self.culprit_s.get(key, 0.0) + int(c.get("duration_ns") or 0) / 1e9
 
     def collect(self) -> Iterator:
         """prometheus-client's collector hook: the metric families from the current state."""
@@ -105,9 +113,17 @@ class Metrics:
                 samples.add_metric(list(key), s.samples)
                 overruns.add_metric(list(key), s.overruns)
                 over.add_metric(list(key), s.over_threshold)
+        held = CounterMetricFamily(
+            "rtqual_spike_culprit_seconds",
+            "time traced spikes were held by each culprit (monitor --trace; kind task, irq, softirq, unaccounted)",
+            labels=[*labels, "kind", "name"],
+        )
+        with self.lock:
+            for ckey, seconds in sorted(self.culprit_s.items()):
+                held.add_metric(list(ckey), seconds)
         info = InfoMetricFamily("rtqual_host", "the monitored host (value 1)")
         info.add_metric([], self.host_info)
-        yield from (lat, wmax, samples, overruns, over, info)
+        yield from (lat, wmax, samples, overruns, over, held, info)
 
     def text(self) -> str:
         """The exposition text (Prometheus text format 0.0.4)."""

@@ -1,0 +1,105 @@
+"""rtqual monitor --trace for real (root, tracefs): stalls injected on the monitored CPU come out as spike
+lines that blame the injecting task, /metrics counts its time, and a killed monitor's tracefs instance is
+removed by the next traced rtqual."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import needs_probe, needs_root
+from rtqual import _native
+
+pytestmark = [needs_root, needs_probe, pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs")]
+
+
+def rtqual(*args: object) -> list[str]:
+    return [sys.executable, "-m", "rtqual", *map(str, args)]
+
+
+@pytest.fixture
+def view(tmp_path):
+    """A tracefs mount of the test's own (every mount shows the same instances), unmounted after."""
+    path = tmp_path / "tracefs"
+    path.mkdir()
+    subprocess.run(["mount", "-t", "tracefs", "nodev", str(path)], check=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", str(path)], check=False)
+
+
+def instances(view: Path, pid: int) -> list[str]:
+    """The tracefs instances of rtqual process pid."""
+    return sorted(n for n in os.listdir(view / "instances") if n.startswith(f"rtqual-{pid}-"))
+
+
+def wait_for(what, proc: subprocess.Popen, timeout_s: float = 30):
+    end = time.monotonic() + timeout_s
+    while not (value := what()):
+        assert time.monotonic() < end and proc.poll() is None, "the monitor did not start tracing"
+        time.sleep(0.05)
+    return value
+
+
+def test_monitor_trace_blames_the_injected_task(view):
+    cpu = max(os.sched_getaffinity(0))
+    mon = subprocess.Popen(
+        rtqual("monitor", "--trace", "--cpus", cpu, "--interval", "1ms", "--threshold", "2ms", "--duration", "6s",
+               "--window", "1s", "--json", "--listen", "off", "--store", "off"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        wait_for(lambda: instances(view, mon.pid), mon)
+        time.sleep(1.0)  # the probe is measuring
+        inject = subprocess.run(
+            [str(_native.probe_path()), "inject", "--cpu", str(cpu), "--stall", "10ms", "--count", "5",
+             "--gap", "300ms"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert inject.returncode == 0, inject.stderr
+        out, err = mon.communicate(timeout=60)
+    finally:
+        if mon.poll() is None:
+            mon.kill()
+    assert mon.returncode == 0, err
+    assert instances(view, mon.pid) == []
+    lines = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
+    spikes = [x for x in lines if x.get("type") == "spike"]
+    stalls = [r for r in map(json.loads, inject.stdout.splitlines()) if r.get("type") == "stall"]
+    caught = 0
+    for st in stalls:
+        over = [s for s in spikes if s["time_ns"] - s["latency_ns"] < st["end_ns"] and s["time_ns"] > st["start_ns"]]
+        caught += any(s["culprits"] and s["culprits"][0]["name"] == "rtqual-stall" for s in over)
+    assert caught >= 0.8 * len(stalls), (stalls, spikes)
+    for s in spikes:
+        durations = [c["duration_ns"] for c in s["culprits"]]
+        assert durations == sorted(durations, reverse=True)
+
+
+def test_a_killed_monitors_instance_is_removed_by_the_next_traced_run(tmp_path, view):
+    mon = subprocess.Popen(
+        rtqual("monitor", "--trace", "--duration", "60s", "--listen", "off", "--store", "off"),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        left = wait_for(lambda: instances(view, mon.pid), mon)
+    finally:
+        mon.kill()
+        mon.wait(timeout=30)
+    time.sleep(0.5)  # its probe dies with it (PDEATHSIG)
+    assert instances(view, mon.pid) == left  # killed: nothing could remove it
+    out = subprocess.run(
+        rtqual("run", "timer", "--trace", "--duration", "1s", "-o", tmp_path / "b", "-q"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode in (0, 2), out.stderr
+    assert instances(view, mon.pid) == []
