@@ -48,11 +48,11 @@ def wait_for(what, proc: subprocess.Popen, timeout_s: float = 30):
     return value
 
 
-def test_monitor_trace_blames_the_injected_task(view):
+def test_monitor_trace_blames_the_injected_task(tmp_path, view):
     cpu = max(os.sched_getaffinity(0))
     mon = subprocess.Popen(
         rtqual("monitor", "--trace", "--cpus", cpu, "--interval", "1ms", "--threshold", "2ms", "--duration", "6s",
-               "--window", "1s", "--json", "--listen", "off", "--store", "off"),
+               "--window", "1s", "--json", "--listen", "off", "--store", "off", "--textfile", tmp_path),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
@@ -78,6 +78,8 @@ def test_monitor_trace_blames_the_injected_task(view):
         over = [s for s in spikes if s["time_ns"] - s["latency_ns"] < st["end_ns"] and s["time_ns"] > st["start_ns"]]
         caught += any(s["culprits"] and s["culprits"][0]["name"] == "rtqual-stall" for s in over)
     assert caught >= 0.8 * len(stalls), (stalls, spikes)
+    prom = (tmp_path / "rtqual.prom").read_text()
+    assert f'rtqual_spike_culprit_seconds_total{{cpu="{cpu}",kind="task",name="rtqual-stall",probe="timer"}}' in prom
     for s in spikes:
         durations = [c["duration_ns"] for c in s["culprits"]]
         assert durations == sorted(durations, reverse=True)
