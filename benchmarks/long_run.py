@@ -23,24 +23,9 @@ import time
 from pathlib import Path
 
 from rtqual.units import parse_duration_ns
-from rtqual.util import rss_kb
+from rtqual.util import child_named, rss_kb
 
 GROWING = ("stream.jsonl", "host-samples.jsonl", "raw.bin")  # the rest (histograms, result, report) is fixed size
-
-
-def probe_pid(pid: int) -> int | None:
-    """The running rtqual-probe among rtqual's children, if any."""
-    try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except OSError:
-        return None
-    for child in map(int, children):
-        try:
-            if Path(f"/proc/{child}/comm").read_text().strip() == "rtqual-probe":
-                return child
-        except OSError:
-            continue
-    return None
 
 
 def sample_run(cmd: list[str], every_s: float, limit_s: float) -> tuple[int, list[tuple[float, int, int | None]]]:
@@ -54,7 +39,7 @@ def sample_run(cmd: list[str], every_s: float, limit_s: float) -> tuple[int, lis
                 proc.terminate()  # rtqual stops the probe and keeps what it measured
                 break
             kb = rss_kb(proc.pid)
-            pp = probe_pid(proc.pid)
+            pp = child_named(proc.pid, "rtqual-probe")
             if kb:
                 samples.append((time.monotonic() - t0, kb, rss_kb(pp) if pp else None))
             time.sleep(every_s)

@@ -30,7 +30,7 @@ import urllib.request
 from pathlib import Path
 
 from rtqual.units import parse_duration_ns
-from rtqual.util import rss_kb
+from rtqual.util import child_named, rss_kb
 
 TICK = os.sysconf("SC_CLK_TCK")
 RTQUAL = [sys.executable, "-m", "rtqual"]
@@ -45,21 +45,6 @@ def cpu_s(pid: int | None) -> float | None:
     except OSError:
         return None
     return (int(fields[11]) + int(fields[12])) / TICK
-
-
-def child_named(pid: int, comm: str) -> int | None:
-    """The child of pid whose command is comm (the monitor's rtqual-probe)."""
-    try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except OSError:
-        return None
-    for child in map(int, children):
-        try:
-            if Path(f"/proc/{child}/comm").read_text().strip() == comm:
-                return child
-        except OSError:
-            continue
-    return None
 
 
 def free_port() -> int:

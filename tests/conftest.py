@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["tracing"]  # the tracefs_view fixture of the --trace tests (tests/tracing.py)
+
 
 def pytest_collection_modifyitems(config, items):
     """Tier markers from the folder: system tests run real probes; epics tests run a real IOC and

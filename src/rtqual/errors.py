@@ -19,5 +19,6 @@ class RtqError(Exception):
     """A user-facing error: printed as one line by the CLI, never as a traceback."""
 
     def __init__(self, message: str, exit_code: int = EXIT_ERROR):
-        super().__init__(message)
+        # one line whatever the user typed: a value quoted into the message keeps its line breaks escaped
+        super().__init__(str(message).replace("\r", "\\r").replace("\n", "\\n"))
         self.exit_code = exit_code

@@ -3,6 +3,7 @@
 import ctypes
 import os
 import signal
+import subprocess
 
 _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -21,3 +22,16 @@ def signal_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def stop_group(proc: subprocess.Popen, grace_s: float = 10.0) -> int:
+    """Wait for a probe that was asked to stop (or ends by itself); SIGINT, then SIGKILL its whole group
+    if it does not finish within grace_s each. Its exit code."""
+    for sig in (None, signal.SIGINT, signal.SIGKILL):
+        if sig is not None:
+            signal_group(proc.pid, sig)
+        try:
+            return proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            continue
+    return proc.wait()

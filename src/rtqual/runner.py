@@ -25,7 +25,7 @@ from rtqual.hist import Histogram
 from rtqual.host.sampler import Sampler, iter_samples, rt_tasks
 from rtqual.host.sampler import summarize as summarize_samples
 from rtqual.loads import LoadSet
-from rtqual.procs import signal_group
+from rtqual.procs import signal_group, stop_group
 from rtqual.requirements import judge
 from rtqual.stats import VERDICT_ORDER, cpu_stats, merged_hist, partial_stats, summarize, verdict, worst
 from rtqual.stream import Stream
@@ -43,7 +43,6 @@ __all__ = [
     "verdict",
     "worst",
 ]
-STOP_GRACE_S = 10.0
 RECORD_KEYS = ("id", "label", "probe", "run_as", "args", "params", "requirements", "require", "loads", "conditions")
 
 
@@ -242,7 +241,7 @@ def _measure(
                 if rec["type"] == "progress" and loads.poll_all():
                     signal_group(proc.pid, signal.SIGINT)
         finally:
-            exit_code = _stop(proc)
+            exit_code = stop_group(proc)
             guard.proc = None
     tail = (d / "probe.stderr").read_text(errors="replace").strip().splitlines()[-1:]
     return stream, exit_code, tail[0] if tail else ""
@@ -258,15 +257,3 @@ def _write_hists(d: Path, stream: Stream) -> None:
     for cpu, rec in hists.items():
         write_text(d / f"hist-cpu{cpu}.hdr", Histogram.from_record(rec).encode_hdr() + "\n")
     write_text(d / "hist-all.hdr", merged.encode_hdr() + "\n")
-
-
-def _stop(proc: subprocess.Popen) -> int:
-    """Wait for the probe; SIGINT, then SIGKILL its whole group if it does not finish."""
-    for sig in (None, signal.SIGINT, signal.SIGKILL):
-        if sig is not None:
-            signal_group(proc.pid, sig)
-        try:
-            return proc.wait(timeout=STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            continue
-    return proc.wait()

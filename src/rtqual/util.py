@@ -60,6 +60,19 @@ def rss_kb(pid: int) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def child_named(pid: int, comm: str) -> int | None:
+    """The child of process pid whose command is comm (e.g. rtqual's rtqual-probe), or None: what the
+    long-run and monitor-overhead benchmarks sample."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return None
+    for child in map(int, children):
+        if (read_text(f"/proc/{child}/comm")[0] or "").strip() == comm:
+            return child
+    return None
+
+
 def remove_orphan_dirs(prefix: str, parent: str | os.PathLike | None = None) -> list[Path]:
     """Remove the folders PARENT/PREFIX<pid>-* whose maker (process pid) no longer runs; the removed paths.
     A SIGKILL between making a temp folder and recording it in the bundle's change journal leaves one behind

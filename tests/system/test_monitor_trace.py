@@ -9,12 +9,12 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from conftest import needs_probe, needs_root
 from rtqual import _native
+from tracing import ours, wait_for
 
 pytestmark = [needs_root, needs_probe, pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs")]
 
@@ -23,32 +23,7 @@ def rtqual(*args: object) -> list[str]:
     return [sys.executable, "-m", "rtqual", *map(str, args)]
 
 
-@pytest.fixture
-def view(tmp_path):
-    """A tracefs mount of the test's own (every mount shows the same instances), unmounted after."""
-    path = tmp_path / "tracefs"
-    path.mkdir()
-    subprocess.run(["mount", "-t", "tracefs", "nodev", str(path)], check=True)
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", str(path)], check=False)
-
-
-def instances(view: Path, pid: int) -> list[str]:
-    """The tracefs instances of rtqual process pid."""
-    return sorted(n for n in os.listdir(view / "instances") if n.startswith(f"rtqual-{pid}-"))
-
-
-def wait_for(what, proc: subprocess.Popen, timeout_s: float = 30):
-    end = time.monotonic() + timeout_s
-    while not (value := what()):
-        assert time.monotonic() < end and proc.poll() is None, "the monitor did not start tracing"
-        time.sleep(0.05)
-    return value
-
-
-def test_monitor_trace_blames_the_injected_task(tmp_path, view):
+def test_monitor_trace_blames_the_injected_task(tmp_path, tracefs_view):
     cpu = max(os.sched_getaffinity(0))
     mon = subprocess.Popen(
         rtqual("monitor", "--trace", "--cpus", cpu, "--interval", "1ms", "--threshold", "2ms", "--duration", "6s",
@@ -56,7 +31,7 @@ def test_monitor_trace_blames_the_injected_task(tmp_path, view):
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        wait_for(lambda: instances(view, mon.pid), mon)
+        wait_for(lambda: ours(tracefs_view, mon.pid), proc=mon)
         time.sleep(1.0)  # the probe is measuring
         inject = subprocess.run(
             [str(_native.probe_path()), "inject", "--cpu", str(cpu), "--stall", "10ms", "--count", "5",
@@ -69,7 +44,7 @@ def test_monitor_trace_blames_the_injected_task(tmp_path, view):
         if mon.poll() is None:
             mon.kill()
     assert mon.returncode == 0, err
-    assert instances(view, mon.pid) == []
+    assert ours(tracefs_view, mon.pid) == []
     lines = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
     spikes = [x for x in lines if x.get("type") == "spike"]
     stalls = [r for r in map(json.loads, inject.stdout.splitlines()) if r.get("type") == "stall"]
@@ -85,18 +60,18 @@ def test_monitor_trace_blames_the_injected_task(tmp_path, view):
         assert durations == sorted(durations, reverse=True)
 
 
-def test_a_killed_monitors_instance_is_removed_by_the_next_traced_run(tmp_path, view):
+def test_a_killed_monitors_instance_is_removed_by_the_next_traced_run(tmp_path, tracefs_view):
     mon = subprocess.Popen(
         rtqual("monitor", "--trace", "--duration", "60s", "--listen", "off", "--store", "off"),
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        left = wait_for(lambda: instances(view, mon.pid), mon)
+        left = wait_for(lambda: ours(tracefs_view, mon.pid), proc=mon)
     finally:
         mon.kill()
         mon.wait(timeout=30)
     time.sleep(0.5)  # its probe dies with it (PDEATHSIG)
-    assert instances(view, mon.pid) == left  # killed: nothing could remove it
+    assert ours(tracefs_view, mon.pid) == left  # killed: nothing could remove it
     out = subprocess.run(
         rtqual("run", "timer", "--trace", "--duration", "1s", "-o", tmp_path / "b", "-q"),
         capture_output=True,
@@ -104,4 +79,4 @@ def test_a_killed_monitors_instance_is_removed_by_the_next_traced_run(tmp_path, 
         timeout=60,
     )
     assert out.returncode in (0, 2), out.stderr
-    assert instances(view, mon.pid) == []
+    assert ours(tracefs_view, mon.pid) == []

@@ -16,27 +16,11 @@ import pytest
 
 from conftest import needs_probe, needs_root
 from rtqual import _native
+from tracing import ours, wait_for
 
 HERE = Path(__file__).parent
 pytestmark = [needs_root, needs_probe]
 two_cpus = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs (the tracer reads on another)")
-
-
-@pytest.fixture
-def tracefs_view(tmp_path):
-    """A tracefs mount of the test's own (the same instances as every mount), unmounted after."""
-    view = tmp_path / "tracefs"
-    view.mkdir()
-    subprocess.run(["mount", "-t", "tracefs", "nodev", str(view)], check=True)
-    try:
-        yield view
-    finally:
-        subprocess.run(["umount", str(view)], check=False)
-
-
-def ours(view: Path, pid: int) -> list[str]:
-    """The tracefs instances of rtqual process pid."""
-    return sorted(n for n in os.listdir(view / "instances") if n.startswith(f"rtqual-{pid}-"))
 
 
 def private_mounts(pid_journal: list[dict]) -> list[str]:
@@ -59,16 +43,6 @@ def gap(s: dict) -> tuple[int, int]:
 
 def overlap(a: tuple[int, int], b: tuple[int, int]) -> int:
     return max(0, min(a[1], b[1]) - max(a[0], b[0]))
-
-
-def wait_for(what, timeout_s: float = 30, proc: subprocess.Popen | None = None):
-    """Poll until what() is truthy (its value), failing after timeout_s or when proc ends first."""
-    end = time.monotonic() + timeout_s
-    while not (value := what()):
-        assert time.monotonic() < end, "timed out"
-        assert proc is None or proc.poll() is None, f"rtqual ended early: {proc.returncode}"
-        time.sleep(0.05)
-    return value
 
 
 def started(bundle: Path) -> bool:

@@ -21,13 +21,12 @@ from typing import Any
 from rtqual import _native, services, trace
 from rtqual.errors import RtqError
 from rtqual.monitor.window import Windows, merged, public
-from rtqual.procs import signal_group
+from rtqual.procs import signal_group, stop_group
 from rtqual.scenario.probes import ALL_PROBES
 from rtqual.stream import Stream
 from rtqual.units import format_ns, online_cpus
 
 UNBOUNDED = "8760h"  # a year, the probes' longest --duration: a monitor is stopped by a signal long before
-STOP_GRACE_S = 10.0
 STORE_FLUSH_S = 5.0
 
 
@@ -287,7 +286,7 @@ class Monitor:
                             trace.feed(tracer, rec)
                             self.publish_spikes(tracer.take(), identity["run_as"])
             finally:
-                code = _stop(self.proc)
+                code = stop_group(self.proc)
         self.publish(windows.close(None))  # a stream cut short still gives its last window
         if self.stop_signal or code == 0:
             return 0
@@ -310,15 +309,3 @@ class Monitor:
                 )
         if self.pvs is not None:
             self.pvs.stop()
-
-
-def _stop(proc: subprocess.Popen) -> int:
-    """Wait for the probe; SIGINT, then SIGKILL its group if it does not finish."""
-    for sig in (None, signal.SIGINT, signal.SIGKILL):
-        if sig is not None:
-            signal_group(proc.pid, sig)
-        try:
-            return proc.wait(timeout=STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            continue
-    return proc.wait()
