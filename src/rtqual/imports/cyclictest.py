@@ -118,6 +118,30 @@ def timer_label(params: dict, cpus: list[int]) -> str:
     return f"timer {params['policy']}{prio} {interval} cpus {format_cpulist(cpus)}"
 
 
+def _timer_case(path: Path, series: dict[str, Series], params: dict, warnings: list[str], **more) -> Case:
+    """The case of one cyclictest file: a timer case labelled as `rtqual run timer` would label it."""
+    label = more.pop("label", None) or timer_label(params, params["cpus"])
+    return Case(
+        slug="timer",
+        label=label,
+        probe="cyclictest",
+        tool=TOOL,
+        version=more.pop("version", None),
+        path=path,
+        series=series,
+        params=params,
+        warnings=warnings,
+        **more,
+    )
+
+
+def _add_intervals(params: dict, intervals_us: list[int]) -> None:
+    """interval_ns from the threads' smallest interval, distance_ns (cyclictest -d) from the next one."""
+    params["interval_ns"] = intervals_us[0] * 1000
+    if len(intervals_us) > 1:
+        params["distance_ns"] = (intervals_us[1] - intervals_us[0]) * 1000
+
+
 def parse_json(path: Path) -> Case:
     """A `--json` file: per-thread cycles/min/avg/max and histogram, grouped by the thread's CPU."""
     data = read_json(path)
@@ -173,16 +197,12 @@ def parse_json(path: Path) -> Case:
     params["cpus"] = sorted(int(k) for k in series)
     version = data.get("rt_test_version:")
     rc = data.get("return_code", 0)
-    case = Case(
-        slug="timer",
-        label=timer_label(params, params["cpus"]),
-        probe="cyclictest",
-        tool=TOOL,
+    case = _timer_case(
+        path,
+        series,
+        params,
+        warnings + more + _resolution_note(unit_ns, no_hist),
         version=str(version) if version is not None else None,
-        path=path,
-        series=series,
-        params=params,
-        warnings=warnings + more + _resolution_note(unit_ns, no_hist),
         error=f"cyclictest returned {rc}" if rc not in (0, None) else None,
         hostname=_str((data.get("sysinfo") or {}).get("nodename") if isinstance(data.get("sysinfo"), dict) else None),
         start=_iso(data.get("start_time")),
@@ -288,21 +308,10 @@ def parse_text(path: Path, text: str) -> Case:
     intervals = sorted({i for _, i in status.values()})
     params: dict = {"cpus": list(range(nthreads))}
     if prio is not None and intervals:
-        params.update(policy="fifo" if prio else "other", priority=prio, interval_ns=intervals[0] * 1000)
-        if len(intervals) > 1:
-            params["distance_ns"] = (intervals[1] - intervals[0]) * 1000
+        params.update(policy="fifo" if prio else "other", priority=prio)
+        _add_intervals(params, intervals)
     label = timer_label(params, params["cpus"]) if "interval_ns" in params else f"cyclictest {path.name}"
-    case = Case(
-        slug="timer",
-        label=label,
-        probe="cyclictest",
-        tool=TOOL,
-        version=None,
-        path=path,
-        series=series,
-        params=params,
-        warnings=warnings,
-    )
+    case = _timer_case(path, series, params, warnings, label=label)
     case.source = {
         "format": "cyclictest -h histogram text",
         "resolution_ns": 1000,
@@ -333,19 +342,12 @@ def parse_status(path: Path, text: str) -> Case:
         series[str(t)] = s
     prios, intervals = sorted({v[0] for v in last.values()}), sorted({v[1] for v in last.values()})
     params: dict = {"cpus": sorted(last), "policy": "fifo" if prios[-1] else "other", "priority": prios[-1]}
-    params["interval_ns"] = intervals[0] * 1000
-    if len(intervals) > 1:
-        params["distance_ns"] = (intervals[1] - intervals[0]) * 1000
-    case = Case(
-        slug="timer",
-        label=timer_label(params, params["cpus"]),
-        probe="cyclictest",
-        tool=TOOL,
-        version=None,
-        path=path,
-        series=series,
-        params=params,
-        warnings=[
+    _add_intervals(params, intervals)
+    case = _timer_case(
+        path,
+        series,
+        params,
+        [
             "cyclictest status lines: count, min, mean (whole us) and max only; percentiles and stddev unknown",
             "the status lines name no CPU: per-CPU rows are cyclictest's thread numbers "
             "(with -a, thread N ran on CPU N)",
