@@ -37,3 +37,19 @@ def wait_for(what, timeout_s: float = 30, proc: subprocess.Popen | None = None):
         assert proc is None or proc.poll() is None, f"rtqual ended early: {proc.returncode}"
         time.sleep(0.05)
     return value
+
+
+def inject_stalls(cpu: int, count: int, stall: str = "10ms", gap: str = "300ms") -> list[dict]:
+    """Stall CPU cpu count times with `rtqual-probe inject` (comm rtqual-stall, SCHED_FIFO 90); its stall
+    records (start_ns, end_ns on CLOCK_MONOTONIC)."""
+    import json
+
+    from rtqual import _native
+
+    out = subprocess.run(
+        [str(_native.probe_path()), "inject", "--cpu", str(cpu), "--stall", stall, "--count", str(count),
+         "--gap", gap],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    return [r for r in map(json.loads, out.stdout.splitlines()) if r.get("type") == "stall"]

@@ -13,8 +13,7 @@ import time
 import pytest
 
 from conftest import needs_probe, needs_root
-from rtqual import _native
-from tracing import ours, wait_for
+from tracing import inject_stalls, ours, wait_for
 
 pytestmark = [needs_root, needs_probe, pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs")]
 
@@ -33,12 +32,7 @@ def test_monitor_trace_blames_the_injected_task(tmp_path, tracefs_view):
     try:
         wait_for(lambda: ours(tracefs_view, mon.pid), proc=mon)
         time.sleep(1.0)  # the probe is measuring
-        inject = subprocess.run(
-            [str(_native.probe_path()), "inject", "--cpu", str(cpu), "--stall", "10ms", "--count", "5",
-             "--gap", "300ms"],
-            capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
-        assert inject.returncode == 0, inject.stderr
+        stalls = inject_stalls(cpu, 5)
         out, err = mon.communicate(timeout=60)
     finally:
         if mon.poll() is None:
@@ -47,7 +41,6 @@ def test_monitor_trace_blames_the_injected_task(tmp_path, tracefs_view):
     assert ours(tracefs_view, mon.pid) == []
     lines = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
     spikes = [x for x in lines if x.get("type") == "spike"]
-    stalls = [r for r in map(json.loads, inject.stdout.splitlines()) if r.get("type") == "stall"]
     caught = 0
     for st in stalls:
         over = [s for s in spikes if s["time_ns"] - s["latency_ns"] < st["end_ns"] and s["time_ns"] > st["start_ns"]]

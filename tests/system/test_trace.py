@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import needs_probe, needs_root
-from rtqual import _native
-from tracing import ours, wait_for
+from tracing import inject_stalls, ours, wait_for
 
 HERE = Path(__file__).parent
 pytestmark = [needs_root, needs_probe]
@@ -66,18 +65,12 @@ def test_injected_stalls_are_blamed_on_the_injecting_task(tmp_path):
     try:
         wait_for(lambda: started(b), proc=run)
         time.sleep(0.5)
-        inject = subprocess.run(
-            [str(_native.probe_path()), "inject", "--cpu", str(cpu), "--stall", "10ms", "--count", "8",
-             "--gap", "300ms"],
-            capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
-        assert inject.returncode == 0, inject.stderr
+        stalls = inject_stalls(cpu, 8)
         out, err = run.communicate(timeout=120)
     finally:
         if run.poll() is None:
             run.kill()
     assert run.returncode in (0, 2), err
-    stalls = [r for r in map(json.loads, inject.stdout.splitlines()) if r.get("type") == "stall"]
     assert len(stalls) == 8
     r = result(b)
     assert r["trace"]["source"] == "sched/irq events" and r["trace"]["lost_events"] == 0, r["trace"]
