@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 
-from rtqual.epics.ioc import OPERATOR_PVS, Ioc
+from rtqual.measure.epics.ioc import OPERATOR_PVS, Ioc
 
 MONITOR = """
 import sys, time, epicscorelibs.path.pyepics, epics

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from sidebyside import compare, options, probe_stats
 
-from rtqual import _native
-from rtqual.epics.ioc import Ioc
+from rtqual.measure import _native
+from rtqual.measure.epics.ioc import Ioc
 
 HERE = Path(__file__).resolve().parent
 

@@ -34,7 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rtqual import _native
+from rtqual.measure import _native
 
 HERE = Path(__file__).resolve().parent
 

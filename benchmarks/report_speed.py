@@ -17,9 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from rtqual import bundle as bundle_mod
-from rtqual.hist import Histogram
-from rtqual.stats import cpu_stats
+from rtqual.results import bundle as bundle_mod
+from rtqual.results.hist import Histogram
+from rtqual.results.stats import cpu_stats
 
 
 def synthetic_bundle(path: Path, hours: float, cpus: int, seed: int = 1) -> Path:

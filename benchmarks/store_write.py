@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rtqual.store import WindowSink, open_store
+from rtqual.publish.store import WindowSink, open_store
 
 
 def day_windows(n: int, cpus: int, seed: int = 1) -> list[dict]:

@@ -31,7 +31,7 @@ import statistics
 import subprocess
 import sys
 
-from rtqual import _native
+from rtqual.measure import _native
 
 EXIT_SKIP = 3
 

@@ -23,8 +23,8 @@ import subprocess
 import sys
 import tempfile
 
-from rtqual import _native
-from rtqual.hist import Histogram, rank_of
+from rtqual.measure import _native
+from rtqual.results.hist import Histogram, rank_of
 from rtqual.units import format_ns, parse_duration_ns
 
 

@@ -29,8 +29,8 @@ def epics_missing() -> str | None:
 
     if importlib.util.find_spec("epicscorelibs") is None:
         return "epicscorelibs is not importable (pip install epicscorelibs, or pip install .)"
-    from rtqual import _native
     from rtqual.errors import RtqError
+    from rtqual.measure import _native
 
     try:
         _native.epics_devsup()
@@ -59,8 +59,8 @@ def rtqual_cmd():
 
 
 def probe_available() -> bool:
-    from rtqual import _native
     from rtqual.errors import RtqError
+    from rtqual.measure import _native
 
     try:
         _native.probe_path()
@@ -79,7 +79,7 @@ def probe_records(probe: str, *args, timeout: float = 60):
     """Run `rtqual-probe PROBE ARGS` directly; (CompletedProcess, its JSON Lines records)."""
     import json
 
-    from rtqual import _native
+    from rtqual.measure import _native
 
     out = subprocess.run(
         [str(_native.probe_path()), probe, *map(str, args)], capture_output=True, text=True, timeout=timeout

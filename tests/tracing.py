@@ -44,7 +44,7 @@ def inject_stalls(cpu: int, count: int, stall: str = "10ms", gap: str = "300ms")
     records (start_ns, end_ns on CLOCK_MONOTONIC)."""
     import json
 
-    from rtqual import _native
+    from rtqual.measure import _native
 
     out = subprocess.run(
         [str(_native.probe_path()), "inject", "--cpu", str(cpu), "--stall", stall, "--count", str(count),

@@ -9,13 +9,16 @@ import signal
 import sys
 from pathlib import Path
 
-from rtqual import __version__, _native, rawfile, report
-from rtqual import bundle as bundle_mod
-from rtqual.conditions import restore_from_bundle
+from rtqual import __version__
+from rtqual.answers.requirements import PROFILES
 from rtqual.errors import EXIT_ERROR, EXIT_INCONCLUSIVE, EXIT_SKIP, VERDICT_EXIT, RtqError
-from rtqual.requirements import PROFILES
-from rtqual.scenario.probes import ALL_PROBES, Probe, fields_of
-from rtqual.single import SETTLE_DEFAULT, single_run
+from rtqual.measure import _native
+from rtqual.measure.conditions import restore_from_bundle
+from rtqual.probes.catalog import ALL_PROBES, Probe, fields_of
+from rtqual.publish import report
+from rtqual.results import bundle as bundle_mod
+from rtqual.results import rawfile
+from rtqual.scenario.single import SETTLE_DEFAULT, single_run
 
 STORE_HELP = (
     "history store: a path, sqlite:///PATH or postgresql://... (default: $RTQUAL_STORE, else the default path; "
@@ -255,8 +258,8 @@ def input_files(paths: list[str], what: str, folders: bool = False) -> None:
 def build_monitor_parser(argv: list[str]) -> Parser:
     """`rtqual monitor [--probe NAME] [the probe's options] [monitor options]`: the probe's options come
     from its table, so --probe is read first (default timer)."""
-    from rtqual.monitor.loop import monitorable
-    from rtqual.scenario.probes import REQUIREMENTS
+    from rtqual.measure.monitor.loop import monitorable
+    from rtqual.probes.catalog import REQUIREMENTS
 
     names = [n for n in ALL_PROBES if monitorable(n)]
     pre = Parser(prog="rtqual monitor", add_help=False)
@@ -299,8 +302,8 @@ def build_monitor_parser(argv: list[str]) -> Parser:
 
 
 def cmd_monitor(argv: list[str]) -> int:
-    from rtqual.monitor.loop import Monitor, Options
-    from rtqual.single import probe_options_case
+    from rtqual.measure.monitor.loop import Monitor, Options
+    from rtqual.scenario.single import probe_options_case
     from rtqual.units import parse_duration_ns
 
     a = build_monitor_parser(argv).parse_args(argv)
@@ -309,7 +312,7 @@ def cmd_monitor(argv: list[str]) -> int:
         raise RtqError(f"--window {a.window}: at least 1s")
     case = probe_options_case(a.probe, a)
     listen = None if a.listen in ("off", "") else a.listen
-    from rtqual.store import is_off
+    from rtqual.publish.store import is_off
 
     bounded = any(getattr(a, k, None) is not None for k in ("duration", "loops"))
     opts = Options(window_ns, listen, a.textfile, not is_off(a.store), a.store, a.pvs, a.json, bounded)
@@ -364,9 +367,9 @@ def execute(
     scenario_toml: str | None,
     store: str | None = None,
 ) -> int:
-    """Run the cases into a new bundle (rtqual.run.Run checks them all first); print the results and,
+    """Run the cases into a new bundle (rtqual.measure.run.Run checks them all first); print the results and,
     last, the bundle path; the exit code is the bundle's verdict."""
-    from rtqual.run import REPORT_FILE, run
+    from rtqual.measure.run import REPORT_FILE, run
 
     path = run(
         cases, argv, output=output, quiet=quiet, raw_mb=raw_mb, plan=plan, scenario_toml=scenario_toml, store=store
@@ -417,7 +420,7 @@ def damage_exit(bundles: list[dict]) -> int:
 
 
 def cmd_show(a) -> int:
-    from rtqual import selftest
+    from rtqual.measure import selftest
 
     data = load_bundle(a.bundle)
     st = selftest.stored(Path(a.bundle))
@@ -447,7 +450,7 @@ def cmd_verify(a) -> int:
 
 
 def cmd_compare(a) -> int:
-    from rtqual import compare
+    from rtqual.publish import compare
 
     output_file(a.report, "--report")
     bundles = [load_bundle(p) for p in [a.bundle_a, a.bundle_b, *a.more]]
@@ -457,7 +460,7 @@ def cmd_compare(a) -> int:
         out = compare.compare_many_json(bundles) if a.json else compare.compare_many_text(bundles)
     print(json.dumps(out, indent=1) if a.json else out)
     if a.report:
-        from rtqual import htmlreport
+        from rtqual.publish import htmlreport
 
         path = htmlreport.write_compare([a.bundle_a, a.bundle_b, *a.more], Path(a.report))
         print(f"report: {path}", file=sys.stderr if a.json else sys.stdout)
@@ -465,8 +468,8 @@ def cmd_compare(a) -> int:
 
 
 def cmd_import(a) -> int:
-    from rtqual import imports
-    from rtqual.run import remember
+    from rtqual.measure.run import remember
+    from rtqual.publish import imports
 
     input_files(a.files, f"import {a.tool}:", folders=True)
     path = imports.run(a.tool, a.files, a.output)
@@ -485,8 +488,8 @@ def _since(text: str | None) -> float | None:
 
 
 def cmd_history(a) -> int:
-    from rtqual import store
-    from rtqual.store import trend
+    from rtqual.publish import store
+    from rtqual.publish.store import trend
 
     if a.history_command == "add":
         input_files(a.bundles, "history add:", folders=True)
@@ -507,7 +510,7 @@ def cmd_history(a) -> int:
 
 
 def cmd_baseline(a) -> int:
-    from rtqual import store
+    from rtqual.publish import store
 
     with store.open_store(a.store) as s:
         if a.baseline_command == "set":
@@ -528,9 +531,9 @@ def cmd_baseline(a) -> int:
 
 
 def cmd_check(a) -> int:
-    from rtqual import store
     from rtqual.errors import EXIT_FAIL
-    from rtqual.store import trend
+    from rtqual.publish import store
+    from rtqual.publish.store import trend
 
     tolerance = trend.parse_tolerance(a.tolerance)
     input_files([a.bundle], "check:", folders=True)
@@ -551,7 +554,7 @@ def cmd_check(a) -> int:
 
 
 def cmd_report(a) -> int:
-    from rtqual import htmlreport
+    from rtqual.publish import htmlreport
 
     output_file(a.output, "-o")
     if a.png and Path(a.png).exists() and not Path(a.png).is_dir():
@@ -579,8 +582,8 @@ def cmd_export_raw(a) -> int:
 
 def cmd_restore(a) -> int:
     actions = restore_from_bundle(a.bundle)
-    from rtqual.epics.ioc import TEMP_PREFIX  # a killed run's IOC folder made before its bundle's journal
-    from rtqual.trace import remove_orphan_instances  # a killed monitor's (no bundle journals it)
+    from rtqual.measure.epics.ioc import TEMP_PREFIX  # a killed run's IOC folder made before its bundle's journal
+    from rtqual.measure.trace import remove_orphan_instances  # a killed monitor's (no bundle journals it)
     from rtqual.util import remove_orphan_dirs
 
     orphans = remove_orphan_dirs(TEMP_PREFIX) + remove_orphan_instances()
@@ -593,7 +596,7 @@ def cmd_restore(a) -> int:
 
 
 def cmd_selftest(a, argv: list[str]) -> int:
-    from rtqual import selftest
+    from rtqual.measure import selftest
     from rtqual.units import parse_duration_ns
 
     probes = [p.strip() for p in a.probes.split(",") if p.strip()] if a.probes else None
@@ -618,7 +621,7 @@ def output_dir(path: str | None) -> None:
 
 
 def cmd_host(a) -> int:
-    from rtqual.host import facts
+    from rtqual.measure.host import facts
 
     f = facts.collect(tools={"rtqual": __version__, "rtqual-probe": _try_probe_version()})
     if a.json:

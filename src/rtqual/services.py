@@ -21,7 +21,7 @@ from typing import Any
 
 from rtqual.errors import RtqError
 
-KNOWN = {"ioc": "rtqual.epics.probes"}  # service name -> the module that registers it
+KNOWN = {"ioc": "rtqual.measure.epics.probes"}  # service name -> the module that registers it
 
 
 @dataclass(frozen=True)

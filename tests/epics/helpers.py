@@ -1,5 +1,5 @@
 """Helpers of the EPICS tests: an independent CA client (pyepics in its own process, with the
-env it is given: loopback and the IOC's ports, from Ioc.env or rtqual.epics.env.epics_env), and
+env it is given: loopback and the IOC's ports, from Ioc.env or rtqual.measure.epics.env.epics_env), and
 process checks."""
 
 import importlib.util

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from rtqual import _native
-from rtqual.epics import env as epics_env
-from rtqual.epics.ca import RTT_ECHO, RTT_PUT, CaLoad, Repeater, ca_db
-from rtqual.epics.ioc import Ioc
 from rtqual.errors import RtqError
-from rtqual.stream import read_stream
+from rtqual.measure import _native
+from rtqual.measure.epics import env as epics_env
+from rtqual.measure.epics.ca import RTT_ECHO, RTT_PUT, CaLoad, Repeater, ca_db
+from rtqual.measure.epics.ioc import Ioc
+from rtqual.results.stream import read_stream
 
 N = 100
 RT_ARGS = [] if os.geteuid() == 0 else ["--policy", "other", "--allow-degraded"]

@@ -13,9 +13,9 @@ import time
 import pytest
 from helpers import gone, needs_pyepics
 
-from rtqual.epics import env as epics_env
-from rtqual.epics.ioc import Ioc, make_db
 from rtqual.errors import RtqError
+from rtqual.measure.epics import env as epics_env
+from rtqual.measure.epics.ioc import Ioc, make_db
 
 
 @pytest.fixture(params=[("kek", "callback"), ("aps", "callback"), ("aps", "immediate")], ids=lambda p: "-".join(p))
@@ -153,7 +153,7 @@ def test_eventfd_output_with_times_out_writes_the_four_times_after_the_line(tmp_
         [
             sys.executable,
             "-m",
-            "rtqual.epics.iocmain",
+            "rtqual.measure.epics.iocmain",
             "--db",
             str(tmp_path / "ioc.db"),
             "--prefix",
@@ -196,7 +196,7 @@ def test_eventfd_output_with_times_out_writes_the_four_times_after_the_line(tmp_
         [
             sys.executable,
             "-m",
-            "rtqual.epics.iocmain",
+            "rtqual.measure.epics.iocmain",
             "--db",
             "x.db",
             "--fifo-in",

@@ -8,7 +8,7 @@ from helpers import CaClient, gone, needs_pyepics, processes_naming
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from monitoring import MonitorProc  # noqa: E402
-from rtqual.epics.env import epics_env  # noqa: E402
+from rtqual.measure.epics.env import epics_env  # noqa: E402
 
 SCRIPT = "repeat 100000\nsample 0 20000\nsample 0 40000\nsample 1 30000\nsample 1 500000\nsleep 20\nprogress\nend\n"
 
@@ -57,7 +57,7 @@ def test_the_ioc_response_is_monitored_and_its_ioc_stopped(tmp_path):
     try:
         wins = mon.wait_windows(2, timeout=60)
         children = Path(f"/proc/{mon.proc.pid}/task/{mon.proc.pid}/children").read_text().split()
-        iocs = [int(p) for p in children if int(p) in processes_naming("rtqual.epics.iocmain")]
+        iocs = [int(p) for p in children if int(p) in processes_naming("rtqual.measure.epics.iocmain")]
     finally:
         code, err = mon.stop()
     assert code == 0, err

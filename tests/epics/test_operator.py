@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from rtqual.epics.ioc import OPERATOR_PVS, STAGES, Ioc, make_db
-from rtqual.epics.service import ioc_threads
 from rtqual.errors import RtqError
+from rtqual.measure.epics.ioc import OPERATOR_PVS, STAGES, Ioc, make_db
+from rtqual.measure.epics.service import ioc_threads
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (SCHED_FIFO)")
 
@@ -162,7 +162,7 @@ def test_bad_cpus_or_rtprio_is_one_line(tmp_path, args, words):
         [
             sys.executable,
             "-m",
-            "rtqual.epics.iocmain",
+            "rtqual.measure.epics.iocmain",
             "--db",
             str(tmp_path / "x.db"),
             "--fifo-in",
@@ -191,7 +191,7 @@ def test_rtprio_not_permitted_is_one_line(tmp_path):
             "--inh-caps=-all",
             sys.executable,
             "-m",
-            "rtqual.epics.iocmain",
+            "rtqual.measure.epics.iocmain",
             "--db",
             str(tmp_path / "x.db"),
             "--fifo-in",
@@ -222,7 +222,7 @@ def test_missing_gpio_chip_refuses_to_start():
 def test_run_ioc_operator_pvs_show_running_values_before_stat_n_events(tmp_path):
     """A short `rtqual run ioc` (far fewer than stat:N = 1000 events): a CA client reads min <= median <= max
     over the events so far (lat:total:n of them) while it runs, not empty values."""
-    from rtqual.epics.env import epics_env
+    from rtqual.measure.epics.env import epics_env
 
     env = epics_env()
     prefix = f"rtqop{os.getpid()}:"

@@ -11,11 +11,11 @@ import pytest
 from helpers import gone, rtqual
 from test_run_ca import processes_naming, results
 
-from rtqual import _native
-from rtqual.epics import env as epics_env
-from rtqual.epics.ca import RTT_ECHO, RTT_PUT, ca_db
-from rtqual.epics.ioc import Ioc
 from rtqual.errors import RtqError
+from rtqual.measure import _native
+from rtqual.measure.epics import env as epics_env
+from rtqual.measure.epics.ca import RTT_ECHO, RTT_PUT, ca_db
+from rtqual.measure.epics.ioc import Ioc
 
 
 def _pva_missing() -> str | None:

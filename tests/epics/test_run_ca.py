@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from helpers import CaClient, needs_pyepics, processes_naming, rtqual
 
-from rtqual.epics import env as epics_env
+from rtqual.measure.epics import env as epics_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -110,7 +110,7 @@ def roles_naming(text: str) -> dict[int, str]:
             argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
         except OSError:
             continue
-        if b"rtqual.epics.iocmain" in argv:
+        if b"rtqual.measure.epics.iocmain" in argv:
             roles[pid] = "ioc"
         elif argv[0].endswith(b"rtqual-ca") and len(argv) > 1:
             roles[pid] = argv[1].decode()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from helpers import gone, processes_naming, rtqual
 
-from rtqual.report import stage_table
+from rtqual.publish.report import stage_table
 
 
 # (preset, mode, timer baseline): the IOC case is 002-ioc after a baseline, else 001-ioc.
@@ -98,7 +98,7 @@ def test_ioc_recorded_and_stopped(run):
 
 
 def iocs_of(parent: int) -> list[int]:
-    """Pids of IOC processes (rtqual.epics.iocmain) whose parent is `parent`."""
+    """Pids of IOC processes (rtqual.measure.epics.iocmain) whose parent is `parent`."""
     out = []
     for d in os.listdir("/proc"):
         if not d.isdigit():
@@ -108,7 +108,7 @@ def iocs_of(parent: int) -> list[int]:
             stat = open(f"/proc/{d}/stat").read()
         except OSError:
             continue
-        if b"rtqual.epics.iocmain" in cmd and int(stat[stat.rindex(")") + 2 :].split()[1]) == parent:
+        if b"rtqual.measure.epics.iocmain" in cmd and int(stat[stat.rindex(")") + 2 :].split()[1]) == parent:
             out.append(int(d))
     return out
 
@@ -306,7 +306,7 @@ def test_a_bad_gpio_spec_is_one_line(tmp_path, spec):
 
 
 def test_gpio_lines_reach_the_ioc_and_the_harness(tmp_path):
-    from rtqual.epics.service import IocService
+    from rtqual.measure.epics.service import IocService
 
     svc = IocService({"type": "ioc", "gpio": "/dev/gpiochip7:17,27,22,23"})
     try:
@@ -374,7 +374,7 @@ def test_gpio_lines_reach_the_ioc_and_the_harness(tmp_path):
     ],
 )
 def test_iocresp_gpio_options_are_checked(tmp_path, args, words):
-    from rtqual import _native
+    from rtqual.measure import _native
 
     os.mkfifo(tmp_path / "out.fifo")
     args = [str(tmp_path / "out.fifo") if a == "OUT" else a for a in args]

@@ -12,7 +12,7 @@ from pathlib import Path
 import epicscorelibs.path
 import pytest
 
-from rtqual.epics.ioc import Ioc
+from rtqual.measure.epics.ioc import Ioc
 
 ROOT = Path(__file__).resolve().parents[2]
 ARCH = "linux-x86_64"

@@ -52,7 +52,8 @@ def test_version(rtqual_cmd):
 
 
 def test_an_option_given_as_zero_is_kept_not_taken_for_absent():
-    from rtqual import cli, single
+    from rtqual import cli
+    from rtqual.scenario import single
 
     a = cli.build_parser().parse_args(["run", "timer", "--warmup", "0"])
     assert single.probe_options_case("timer", a)["params"]["warmup"] == 0

@@ -5,8 +5,8 @@ import json
 import pytest
 
 from conftest import needs_probe
-from rtqual import compare
 from rtqual.errors import RtqError
+from rtqual.publish import compare
 
 pytestmark = needs_probe
 

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import needs_probe
-from rtqual import _native
-from rtqual.hist import HIGHEST_NS, PERCENTILES_PPM, Histogram
+from rtqual.measure import _native
+from rtqual.results.hist import HIGHEST_NS, PERCENTILES_PPM, Histogram
 
 pytestmark = needs_probe
 

@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 
 from conftest import needs_probe
-from rtqual import htmlreport
+from rtqual.publish import htmlreport
 from rtqual.util import rss_kb
 
 pytestmark = [needs_probe, pytest.mark.slow]

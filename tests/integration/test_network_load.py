@@ -12,8 +12,8 @@ import time
 import pytest
 
 from conftest import needs_probe
-from rtqual.loads import make_load
-from rtqual.loads.network import CAP_NET_ADMIN
+from rtqual.measure.loads import make_load
+from rtqual.measure.loads.network import CAP_NET_ADMIN
 from rtqual.util import has_capability
 
 needs_net_admin = pytest.mark.skipif(not has_capability(CAP_NET_ADMIN), reason="needs CAP_NET_ADMIN (root)")
@@ -38,7 +38,7 @@ def ours(pid: int | None = None) -> dict:
                     state = f.read().rsplit(")", 1)[1].split()[0]
             except OSError:
                 continue
-            if "rtqual.loads.netpeer" in cmd and state != "Z" and (pid is None or f"rq{pid}n" in cmd):
+            if "rtqual.measure.loads.netpeer" in cmd and state != "Z" and (pid is None or f"rq{pid}n" in cmd):
                 procs.append(int(d))
     return {"netns": netns, "links": links, "procs": procs}
 

@@ -3,9 +3,9 @@
 import json
 
 from conftest import needs_probe
-from rtqual import _native
 from rtqual.errors import RtqError
-from rtqual.scenario.probes import ALL_PROBES, NATIVE_TABLE, PROBES
+from rtqual.measure import _native
+from rtqual.probes.catalog import ALL_PROBES, NATIVE_TABLE, PROBES
 
 
 @needs_probe

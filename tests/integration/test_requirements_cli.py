@@ -6,9 +6,9 @@ import json
 import pytest
 
 from conftest import needs_probe
-from rtqual.hist import Histogram
-from rtqual.stats import summarize
-from rtqual.stream import read_stream
+from rtqual.results.hist import Histogram
+from rtqual.results.stats import summarize
+from rtqual.results.stream import read_stream
 
 pytestmark = needs_probe
 

@@ -42,7 +42,7 @@ def test_settle_only_with_a_load(rtqual_cmd, tmp_path):
 
 
 def test_load_values_follow_the_load_table():
-    from rtqual.loads.arg import parse_load
+    from rtqual.measure.loads.arg import parse_load
 
     assert parse_load("hackbench,groups=4,cpus=0,1") == {"type": "hackbench", "groups": 4, "cpus": "0,1"}
     assert parse_load("pi_stress,rr,groups=2") == {"type": "pi_stress", "rr": True, "groups": 2}
@@ -104,9 +104,9 @@ def not_startable(tmp_path):
 
 @needs_probe
 def test_a_load_that_fails_to_start_makes_its_case_inconclusive_and_later_cases_still_run(tmp_path):
-    from rtqual import bundle
-    from rtqual.run import run
-    from rtqual.scenario.probes import probe_case
+    from rtqual.measure.run import run
+    from rtqual.probes.catalog import probe_case
+    from rtqual.results import bundle
 
     s = script(tmp_path)
     first = probe_case("fake", {"script": str(s)}, [0], "001-bad-load")
@@ -140,7 +140,7 @@ def test_run_as_is_recorded_beside_probe(rtqual_cmd, tmp_path):
 
 
 def test_a_service_probe_runs_as_the_name_given():
-    from rtqual.scenario.probes import probe_case
+    from rtqual.probes.catalog import probe_case
 
     case = probe_case("ioc", {}, [0], "001-ioc")
     assert case["probe"] == "iocresp" and case["run_as"] == "ioc"

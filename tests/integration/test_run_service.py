@@ -5,7 +5,7 @@ from contextlib import contextmanager
 
 from conftest import needs_probe
 from rtqual import services
-from rtqual.scenario.fields import Field
+from rtqual.fields import Field
 
 EVENTS = []
 
@@ -50,9 +50,9 @@ services.register(
 
 @needs_probe
 def test_a_registered_service_runs_around_its_case(tmp_path):
-    from rtqual import bundle
-    from rtqual.run import run
-    from rtqual.scenario.probes import probe_case
+    from rtqual.measure.run import run
+    from rtqual.probes.catalog import probe_case
+    from rtqual.results import bundle
 
     script = tmp_path / "s.txt"
     script.write_text("sample 0 5000 0\n")

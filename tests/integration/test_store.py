@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from conftest import DATA, needs_probe
-from rtqual import store as store_mod
-from rtqual.store import WindowSink, open_store
-from rtqual.store.schema import MIGRATIONS
+from rtqual.publish import store as store_mod
+from rtqual.publish.store import WindowSink, open_store
+from rtqual.publish.store.schema import MIGRATIONS
 
 BUNDLES = DATA / "bundles"
 FROZEN = ["ioc", "scenario", "timer-raw"]
@@ -446,7 +446,7 @@ def test_store_commands_bad_input_one_line(rtqual_cmd, args, fragment):
 
 def test_a_newer_migration_is_applied_once(engine, monkeypatch):
     """Migrations are applied in order from the store's version: a store at 1 gets migration 2, once."""
-    from rtqual.store import schema
+    from rtqual.publish.store import schema
 
     with open_store(engine.url) as s:
         assert s.version() == 1

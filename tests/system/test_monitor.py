@@ -23,7 +23,7 @@ from monitoring import (
     unit_exec_start,
     wait_http,
 )
-from rtqual.monitor.metrics import BUCKET_ERROR
+from rtqual.publish.metrics import BUCKET_ERROR
 
 pytestmark = pytest.mark.slow
 needs_prometheus = pytest.mark.skipif(

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from conftest import needs_probe, needs_root, one, probe_records
-from rtqual import _native
+from rtqual.measure import _native
 
 pytestmark = [needs_probe, needs_root]
 

@@ -29,7 +29,7 @@ CLIENT_CPU, SERVER_CPU = CPUS[0], CPUS[-1]
 
 
 def probe() -> str:
-    from rtqual import _native
+    from rtqual.measure import _native
 
     return str(_native.probe_path())
 
@@ -297,10 +297,10 @@ def test_bad_options(args, text):
 
 def test_pipeline_run(tmp_path, rtqual_cmd):
     """Through `rtqual run msg` once the lead's generic runner knows the probe."""
-    from rtqual.scenario import probes
+    from rtqual.probes import catalog as probes
 
     if "msg" not in getattr(probes, "_native_probes", lambda: {})():
-        pytest.skip("rtqual run msg: msg not in scenario/native_probes.json yet (scripts/update-probe-table)")
+        pytest.skip("rtqual run msg: msg not in probes/native_probes.json yet (scripts/update-probe-table)")
     out = rtqual_cmd("run", "msg", "--transport", "udp", "--duration", "2s", "-o", tmp_path / "b", "-q")
     assert out.returncode == 0, out.stderr + out.stdout
     case = json.loads(rtqual_cmd("show", tmp_path / "b", "--json").stdout)["cases"][0]

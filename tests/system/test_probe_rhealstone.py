@@ -36,7 +36,7 @@ LOOPS, WARMUP = 200, 20
 
 
 def probe() -> str:
-    from rtqual import _native
+    from rtqual.measure import _native
 
     return str(_native.probe_path())
 

@@ -32,7 +32,7 @@ LOOPS, WARMUP = 500, 50
 
 
 def probe() -> str:
-    from rtqual import _native
+    from rtqual.measure import _native
 
     return str(_native.probe_path())
 
@@ -172,7 +172,7 @@ def test_more_than_two_cpus_rejected():
 
 
 def _pipeline_knows(name: str) -> bool:
-    from rtqual.scenario.probes import PROBES
+    from rtqual.probes.catalog import PROBES
 
     return name in PROBES
 

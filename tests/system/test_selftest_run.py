@@ -61,7 +61,7 @@ def test_without_cap_sys_nice_the_selftest_is_a_skip_saying_what_to_grant(tmp_pa
 
 @needs_setpriv
 def test_the_injector_without_cap_sys_nice_exits_3_naming_the_grant():
-    from rtqual import _native
+    from rtqual.measure import _native
 
     out = subprocess.run(
         [*UNPRIVILEGED, str(_native.probe_path()), "inject", "--stall", "1ms", "--count", "1"],

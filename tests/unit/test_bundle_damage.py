@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from rtqual import bundle as bundle_mod
-from rtqual import cli, htmlreport
-from rtqual.conditions import CHANGES_FILE, Conditions, restore_from_bundle
+from rtqual import cli
+from rtqual.measure.conditions import CHANGES_FILE, Conditions, restore_from_bundle
+from rtqual.publish import htmlreport
+from rtqual.results import bundle as bundle_mod
 
 FROZEN = Path(__file__).resolve().parents[1] / "data" / "bundles"
 

@@ -4,11 +4,12 @@ import json
 
 import pytest
 
-from rtqual import bundle, report
 from rtqual.errors import RtqError
-from rtqual.hist import Histogram
-from rtqual.runner import cpu_stats, summarize, worst
-from rtqual.stream import read_stream
+from rtqual.measure.runner import cpu_stats, summarize, worst
+from rtqual.publish import report
+from rtqual.results import bundle
+from rtqual.results.hist import Histogram
+from rtqual.results.stream import read_stream
 
 CASE = {
     "id": "001-timer",
@@ -121,7 +122,7 @@ def test_cli_scenario_text_is_a_valid_equivalent_scenario():
     """The bundle's scenario.toml for `rtqual run timer ...` plans back to the same case."""
     from rtqual import scenario
     from rtqual.cli import build_parser
-    from rtqual.single import probe_options_case, scenario_text
+    from rtqual.scenario.single import probe_options_case, scenario_text
 
     a = build_parser().parse_args(
         ["run", "timer", "--cpus", "0", "--interval", "2ms", "--loops", "50", "--max-latency", "1ms"]

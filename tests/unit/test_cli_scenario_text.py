@@ -2,7 +2,8 @@
 
 import pytest
 
-from rtqual import cli, scenario, single
+from rtqual import cli, scenario
+from rtqual.scenario import single
 
 KEYS = ("probe", "run_as", "args", "params", "requirements")
 

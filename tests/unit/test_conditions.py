@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from rtqual import conditions
-from rtqual.conditions import (
+from rtqual.errors import RtqError
+from rtqual.measure import conditions
+from rtqual.measure.conditions import (
     Conditions,
     Cpuset,
     cpuset_mount,
@@ -21,7 +22,6 @@ from rtqual.conditions import (
     restore_from_bundle,
     restore_from_records,
 )
-from rtqual.errors import RtqError
 
 CPUFREQ = {
     "scaling_governor": "schedutil",

@@ -12,13 +12,14 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rtqual import bundle as bundle_mod
-from rtqual import cli, htmlreport
+from rtqual import cli
+from rtqual.answers.requirements import judge
 from rtqual.errors import RtqError
-from rtqual.requirements import judge
-from rtqual.single import single_run
-from rtqual.stats import merged_hist, summarize
-from rtqual.stream import read_stream
+from rtqual.publish import htmlreport
+from rtqual.results import bundle as bundle_mod
+from rtqual.results.stats import merged_hist, summarize
+from rtqual.results.stream import read_stream
+from rtqual.scenario.single import single_run
 
 FROZEN = Path(__file__).resolve().parents[1] / "data" / "bundles"
 NAMES = ("timer-raw", "scenario")

@@ -3,7 +3,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rtqual.hist import (
+from rtqual.results.hist import (
     COUNTS_LEN,
     HIGHEST_NS,
     PERCENTILES_PPM,

@@ -6,8 +6,8 @@ import resource
 
 import pytest
 
-from rtqual.host import facts as hf
-from rtqual.report import host_rows
+from rtqual.measure.host import facts as hf
+from rtqual.publish.report import host_rows
 
 TOP_LEVEL_KEYS = {
     "time_utc",
@@ -328,12 +328,6 @@ def test_summary_rows_of_empty_or_old_snapshot():
     rows = host_rows({})
     assert [label for label, _ in rows] == SUMMARY_LABELS
     assert hf.tunables({}) == {}
-
-
-def test_summary_rows_old_name_prints_the_same(tmp_path):
-    fake_host(tmp_path)
-    facts = facts_of(tmp_path)
-    assert hf.summary_rows(facts) == host_rows(facts)
 
 
 # ---------------------------------------------------------------- capabilities and privileges

@@ -6,8 +6,8 @@ import random
 import shutil
 from pathlib import Path
 
-from rtqual import htmlreport
-from rtqual.hist import Histogram
+from rtqual.publish import htmlreport
+from rtqual.results.hist import Histogram
 
 BUNDLES = Path(__file__).resolve().parents[1] / "data" / "bundles"
 

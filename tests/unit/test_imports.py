@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rtqual.errors import RtqError
-from rtqual.imports import TOOLS, cyclictest, jitterdebugger, rteval, rtla, run
-from rtqual.imports.writer import Series, case_result, series_stats
+from rtqual.publish.imports import TOOLS, cyclictest, jitterdebugger, rteval, rtla, run
+from rtqual.publish.imports.writer import Series, case_result, series_stats
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "imports"
 CT = DATA / "cyclictest"

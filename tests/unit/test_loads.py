@@ -9,9 +9,9 @@ import time
 import pytest
 
 from rtqual.errors import EXIT_SKIP, RtqError
-from rtqual.loads import LOADS, LoadSet, make_load
-from rtqual.loads.base import _may_use_rt
-from rtqual.loads.hackbench import Hackbench
+from rtqual.measure.loads import LOADS, LoadSet, make_load
+from rtqual.measure.loads.base import _may_use_rt
+from rtqual.measure.loads.hackbench import Hackbench
 from rtqual.units import online_cpus
 
 ONLINE = online_cpus()
@@ -102,17 +102,17 @@ def test_load_options_are_fields():
 
 
 def test_loads_do_not_import_the_scenario_package():
-    code = "import sys, rtqual.loads; sys.exit('rtqual.scenario' in sys.modules)"
+    code = "import sys, rtqual.measure.loads; sys.exit('rtqual.scenario' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 
 def test_docs_loads_md_is_current():
     from pathlib import Path
 
-    from rtqual.loads import options_markdown
+    from rtqual.measure.loads import options_markdown
 
     committed = (Path(__file__).resolve().parents[2] / "docs/loads.md").read_text()
-    assert committed == options_markdown(), "regenerate: python -m rtqual.loads > docs/loads.md"
+    assert committed == options_markdown(), "regenerate: python -m rtqual.measure.loads > docs/loads.md"
 
 
 def test_unknown_key_is_rejected_with_its_name():
@@ -189,7 +189,7 @@ def test_command_missing_program_is_a_clear_error():
 
 
 def test_rt_without_permission_is_a_skip(monkeypatch):
-    monkeypatch.setattr("rtqual.loads.base._may_use_rt", lambda priority: False)
+    monkeypatch.setattr("rtqual.measure.loads.base._may_use_rt", lambda priority: False)
     with pytest.raises(RtqError, match="policy fifo needs root or CAP_SYS_NICE") as e:
         make_load({"type": "command", "argv": "true", "policy": "fifo", "cpus": "0"}).prepare()
     assert e.value.exit_code == EXIT_SKIP
@@ -384,7 +384,7 @@ def test_loadset_stops_started_loads_when_a_start_fails(loads, tmp_path):
 
 
 def test_respawn_passes_failures_on():
-    run = [sys.executable, "-m", "rtqual.loads.respawn", "sh", "-c"]
+    run = [sys.executable, "-m", "rtqual.measure.loads.respawn", "sh", "-c"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     assert subprocess.run(run + ["exit 5"], env=env, timeout=20).returncode == 5
     assert subprocess.run(run + ["kill -TERM $$"], env=env, timeout=20).returncode == -15

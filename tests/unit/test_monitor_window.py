@@ -5,9 +5,10 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rtqual.hist import Histogram, highest_equivalent, index_of
-from rtqual.monitor import metrics, pvs
-from rtqual.monitor.window import Windows, merged, public
+from rtqual.measure.monitor import pvs
+from rtqual.publish import metrics
+from rtqual.results.hist import Histogram, highest_equivalent, index_of
+from rtqual.results.window import Windows, merged, public
 
 S = 1_000_000_000
 IDENTITY = {"host": "h", "probe": "timer", "run_as": "timer", "kernel": "6.1", "preempt": "PREEMPT_RT"}

@@ -1,6 +1,7 @@
 """The network load's words in reports and the APS table, and its journal kinds: pure, no root."""
 
-from rtqual import conditions, report
+from rtqual.measure import conditions
+from rtqual.publish import report
 
 
 def net_load(mode="udp", pps=1980.0, asked=2000, drops=3, arp=0):

@@ -7,7 +7,7 @@ import pytest
 
 from rtqual import probes, services
 from rtqual.errors import RtqError
-from rtqual.scenario.probes import ALL_PROBES, PROBES, native_probe, with_service
+from rtqual.probes.catalog import ALL_PROBES, PROBES, native_probe, with_service
 
 NEW = {
     "name": "newprobe",
@@ -65,9 +65,9 @@ def test_unknown_service_is_one_line():
 
 def test_the_probe_table_imports_no_epics_until_a_case_needs_it():
     code = (
-        "import sys, rtqual.scenario.probes, rtqual.cli; "
-        "print(sorted(m for m in sys.modules if m.startswith('rtqual.epics') or m.startswith('epics')))"
+        "import sys, rtqual.probes.catalog, rtqual.cli; "
+        "print(sorted(m for m in sys.modules if m.startswith('rtqual.measure.epics') or m.startswith('epics')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "['rtqual.epics', 'rtqual.epics.probes']"
+    assert out.stdout.strip() == "['rtqual.measure.epics', 'rtqual.measure.epics.probes']"

@@ -2,9 +2,9 @@
 
 import pytest
 
-from rtqual import requirements as rq
+from rtqual.answers import requirements as rq
 from rtqual.errors import RtqError
-from rtqual.hist import Histogram
+from rtqual.results.hist import Histogram
 
 
 def case(values_ns, overruns=0):

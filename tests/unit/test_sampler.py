@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from rtqual.host.sampler import Sampler, cpuinfo_mhz, parse_stat, read_samples, rt_tasks, summarize, temp_sources
+from rtqual.measure.host.sampler import (
+    Sampler,
+    cpuinfo_mhz,
+    parse_stat,
+    read_samples,
+    rt_tasks,
+    summarize,
+    temp_sources,
+)
 
 
 def fake_host(root: Path) -> Path:

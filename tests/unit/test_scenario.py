@@ -8,9 +8,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rtqual import cli, scenario, single
+from rtqual import cli, scenario
 from rtqual.errors import RtqError
-from rtqual.scenario import model, plan, schema
+from rtqual.scenario import model, plan, schema, single
 
 ROOT = Path(__file__).resolve().parents[2]
 PRESETS = sorted((ROOT / "scenarios").glob("*.toml"))

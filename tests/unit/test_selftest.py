@@ -1,8 +1,8 @@
 """The selftest's pure checks on synthetic samples: stalls matched by time, the lie caught, natural spikes
 tolerated up to the measured rate, histograms and percentiles against their recomputation."""
 
-from rtqual import selftest
-from rtqual.hist import Histogram
+from rtqual.measure import selftest
+from rtqual.results.hist import Histogram
 
 MS, US = 1_000_000, 1_000
 
@@ -109,8 +109,8 @@ def test_the_inject_load_command_line_records_and_bad_options(tmp_path):
     import pytest
 
     from rtqual.errors import RtqError
-    from rtqual.loads import make_load
-    from rtqual.loads.inject import injector_records
+    from rtqual.measure.loads import make_load
+    from rtqual.measure.loads.inject import injector_records
 
     ld = make_load({"type": "inject", "cpu": 1, "stall": "10ms", "count": 3, "claim": "30ms"})
     ld.exe = "rtqual-probe"

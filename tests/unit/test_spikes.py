@@ -1,4 +1,5 @@
-"""Spike analysis (rtqual.spikes) and the tracer's pure helpers (rtqual.trace) on recorded tracefs text."""
+"""Spike analysis (rtqual.answers.spikes) and the tracer's pure helpers (rtqual.measure.trace) on recorded
+tracefs text."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from rtqual import report, spikes, trace
+from rtqual.answers import spikes
+from rtqual.measure import trace
+from rtqual.publish import report
 
 DATA = Path(__file__).parent.parent / "data" / "trace"
 S = 1_000_000_000
@@ -267,7 +270,7 @@ def test_window_lines_cut_by_time_with_the_losses_inside() -> None:
 
 
 def test_the_report_has_a_spikes_section_only_for_traced_cases() -> None:
-    from rtqual import htmlreport
+    from rtqual.publish import htmlreport
 
     culprit = spikes.Culprit("softirq", "NET_RX", duration_ns=150_000).to_record()
     traced = {"id": "001-timer", "trace": {"source": spikes.SOURCE, "timerlat": "not in this kernel", "spikes_seen": 1}}

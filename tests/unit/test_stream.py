@@ -5,7 +5,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rtqual.stream import read_stream
+from rtqual.results.stream import read_stream
 
 GOOD = [
     {"type": "header", "schema": 1, "probe": "timer", "params": {}},
@@ -57,7 +57,7 @@ def test_random_bytes_never_raise(data):
 
 
 def test_day_long_stream_keeps_bounded_lists_and_exact_counts():
-    from rtqual.stream import EVENTS_KEPT, MESSAGES_KEPT
+    from rtqual.results.stream import EVENTS_KEPT, MESSAGES_KEPT
 
     event, warning = LINES[2], LINES[3]
     s = read_stream([LINES[0], *[event] * (EVENTS_KEPT + 500), *[warning] * (MESSAGES_KEPT + 5), *["junk\n"] * 7])

@@ -1,6 +1,6 @@
 """The capability summary: sentences from known numbers only."""
 
-from rtqual.summary import capability
+from rtqual.answers.summary import capability
 
 
 def result(label, count, p999, p9999, mx, ioc=False):

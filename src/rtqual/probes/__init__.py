@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 from types import ModuleType
 
-NATIVE_TABLE = Path(__file__).resolve().parent.parent / "scenario" / "native_probes.json"
+NATIVE_TABLE = Path(__file__).resolve().parent / "native_probes.json"
 
 
 @cache

@@ -5,9 +5,9 @@ cases = scenario.expand(sc, scale=0.1)          # runner-ready case dicts
 print(scenario.plan_text(cases, scenario.plan_title(sc)))
 """
 
+from rtqual.probes.catalog import PROBES, check_params, probe_case
 from rtqual.scenario.model import load, loads, validate
 from rtqual.scenario.plan import expand, plan_json, plan_text, plan_title, total_ns
-from rtqual.scenario.probes import PROBES, check_params, probe_case
 
 __all__ = [
     "load",

@@ -13,11 +13,11 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from rtqual.answers.requirements import PROFILES
 from rtqual.errors import RtqError
-from rtqual.loads import LOADS
-from rtqual.requirements import PROFILES
-from rtqual.scenario.fields import Field, check, check_table, fail, key_path, suggest, type_name, unknown_key
-from rtqual.scenario.probes import DEFAULT_PROBE, PROBES, S, check_params, fields_of, overlay
+from rtqual.fields import Field, check, check_table, fail, key_path, suggest, type_name, unknown_key
+from rtqual.measure.loads import LOADS
+from rtqual.probes.catalog import DEFAULT_PROBE, PROBES, S, check_params, fields_of, overlay
 
 GOVERNORS = ("performance", "powersave", "ondemand", "conservative", "schedutil", "userspace")
 LOAD_TYPES = tuple(LOADS)  # the load registry's names, in its order
@@ -317,7 +317,7 @@ def _check_loadset(raw: Any, path: str) -> dict:
 
 
 def check_load_spec(spec: Any, path: str) -> dict:
-    """A load table: a `type` and the load's own options, validated by rtqual.loads when present."""
+    """A load table: a `type` and the load's own options, validated by rtqual.measure.loads when present."""
     if not isinstance(spec, dict):
         fail(path, f'expected a load table such as {{type = "hackbench"}}, got {type_name(spec)}')
     kind = spec.get("type")
@@ -341,10 +341,10 @@ def check_load_spec(spec: Any, path: str) -> dict:
 
 
 def _make_load():
-    """rtqual.loads.make_load when that module exists (it owns the load options), else None."""
-    if importlib.util.find_spec("rtqual.loads") is None:
+    """rtqual.measure.loads.make_load when that module exists (it owns the load options), else None."""
+    if importlib.util.find_spec("rtqual.measure.loads") is None:
         return None
-    from rtqual import loads as loads_mod
+    from rtqual.measure import loads as loads_mod
 
     return getattr(loads_mod, "make_load", None)
 

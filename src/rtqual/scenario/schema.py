@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from rtqual.scenario.fields import CPULIST_PATTERN, DURATION_PATTERN, FREQUENCY_PATTERN, MAX_CPU, NAME_PATTERN, Field
+from rtqual.fields import CPULIST_PATTERN, DURATION_PATTERN, FREQUENCY_PATTERN, MAX_CPU, NAME_PATTERN, Field
+from rtqual.probes.catalog import PROBES, fields_of
 from rtqual.scenario.model import AXIS_LOAD, BASE, CASE, CONDITIONS, LOAD_TYPES, MATRIX, TOP
-from rtqual.scenario.probes import PROBES, fields_of
 
 _REFS = {id(CASE): "case", id(BASE): "base", id(CONDITIONS): "conditions"}
 

@@ -1,0 +1,2 @@
+"""Answers: pure judgements of results. Verdicts, requirements and profiles, the capability summary, spike
+analysis."""

@@ -1,0 +1,263 @@
+"""Requirements and their verdicts: `--require EXPR`, `requirements = [...]`, `--profile NAME`.
+
+Grammar (docs/requirements.md):
+    STAT OP DURATION        STAT: min p50 mean p99 p99.9 p99.99 p99.999 max stddev
+    over(DURATION) OP PCT   share of samples above DURATION, in percent ("0.1%" or "0.1")
+    overruns OP N           missed periods
+    count OP N              samples measured
+    OP: <= < >= > ==
+
+Every function here is pure: a requirement and a case's statistics (and histogram) in, a verdict out.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from rtqual.errors import RtqError
+from rtqual.results.hist import Histogram
+from rtqual.units import format_ns, parse_duration_ns
+
+# STAT -> (stats key, percentile in parts per million or None)
+STATS = {
+    "min": ("min_ns", None),
+    "p50": ("p50_ns", 500_000),
+    "mean": ("mean_ns", None),
+    "p99": ("p99_ns", 990_000),
+    "p99.9": ("p999_ns", 999_000),
+    "p99.99": ("p9999_ns", 999_900),
+    "p99.999": ("p99999_ns", 999_990),
+    "max": ("max_ns", None),
+    "stddev": ("stddev_ns", None),
+}
+COUNTS = ("overruns", "count")
+OPS = {
+    "<=": lambda v, lim: v <= lim,
+    "<": lambda v, lim: v < lim,
+    ">=": lambda v, lim: v >= lim,
+    ">": lambda v, lim: v > lim,
+    "==": lambda v, lim: v == lim,
+}
+_EXPR = re.compile(
+    r"^\s*(?P<lhs>over\s*\(\s*(?P<over>[^)]*)\)|[a-z][a-z0-9.]*)\s*(?P<op><=|>=|==|<|>)\s*(?P<rhs>\S+)\s*$"
+)
+# A short run's maximum is what it saw, not a worst case: below this many samples the verdict says so.
+WORST_CASE_SAMPLES = 1_000_000
+
+# Named requirement sets (docs/requirements.md gives the reasoning of each limit).
+PROFILES = {
+    "kek-50hz": {
+        "help": "SuperKEKB injector linac (seeds 000/002): parameters switch every 20 ms (50 Hz pulse-to-pulse); "
+        "a response must land well inside one cycle",
+        "requirements": ["max < 20ms", "p99.99 <= 2ms", "overruns == 0"],
+    },
+    "aps-100us": {
+        "help": "APS IOCcore study (seed 001): the share of samples over 100 us, and a median under it",
+        "requirements": ["over(100us) <= 1%", "p50 <= 100us"],
+    },
+    "1khz-loop": {
+        "help": "a 1 kHz control loop: the worst wake-up inside half the 1 ms period, p99.99 within 10 % of it",
+        "requirements": ["max <= 500us", "p99.99 <= 100us", "overruns == 0"],
+    },
+    "10khz-loop": {
+        "help": "a 10 kHz control loop (100 us period): the worst wake-up inside half the period",
+        "requirements": ["max <= 50us", "p99.99 <= 20us", "overruns == 0"],
+    },
+}
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One parsed requirement. limit: ns for a STAT, percent for over(), a number for overruns/count."""
+
+    text: str
+    stat: str  # a STATS name, "over", "overruns" or "count"
+    op: str
+    limit: float
+    over_ns: int | None = None
+
+    @property
+    def unit(self) -> str:
+        return "ns" if self.stat in STATS else "%" if self.stat == "over" else "count"
+
+
+def parse(text: str, what: str = "--require") -> Requirement:
+    """'p99 <= 100us' -> Requirement; anything else: one line naming the expression and what is wrong."""
+    m = _EXPR.match(str(text))
+    where = f"{what} '{json.dumps(str(text), ensure_ascii=False)[1:-1]}'"  # one line, whatever the text holds
+    if not m:
+        raise RtqError(f"{where}: expected STAT OP LIMIT, e.g. 'p99 <= 100us', 'over(100us) <= 0.1%', 'overruns == 0'")
+    lhs, op, rhs = m["lhs"], m["op"], m["rhs"]
+    if m["over"] is not None:
+        over_ns = parse_duration_ns(m["over"].strip(), f"{where}: over()")
+        pct = rhs.removesuffix("%")
+        try:
+            limit = float(pct)
+        except ValueError:
+            raise RtqError(f"{where}: '{rhs}' is not a percentage (e.g. 0.1%)") from None
+        if not 0 <= limit <= 100:
+            raise RtqError(f"{where}: {rhs} is not between 0 and 100 %")
+        return Requirement(str(text).strip(), "over", op, limit, over_ns)
+    if lhs in STATS:
+        return Requirement(str(text).strip(), lhs, op, parse_duration_ns(rhs, f"{where}: limit"))
+    if lhs in COUNTS:
+        if not rhs.isdigit():
+            raise RtqError(f"{where}: '{rhs}' is not a whole number")
+        return Requirement(str(text).strip(), lhs, op, int(rhs))
+    names = ", ".join([*STATS, "over(DURATION)", *COUNTS])
+    raise RtqError(f"{where}: unknown statistic '{lhs}' (one of {names})")
+
+
+def profile(name: str) -> list[Requirement]:
+    """The requirements of a named profile; an unknown name is one line listing the known ones."""
+    if name not in PROFILES:
+        raise RtqError(f"--profile: unknown profile '{name}' (one of {', '.join(PROFILES)})")
+    return [parse(t, f"profile {name}") for t in PROFILES[name]["requirements"]]
+
+
+def legacy(requirements: dict) -> list[Requirement]:
+    """The old shorthands kept in a case ({"max_ns": N, "p99_ns": N} from --max-latency/--p99-latency) as
+    requirements: the case fails when the statistic exceeds the limit."""
+    names = {"max_ns": "max", "p99_ns": "p99"}
+    return [Requirement(f"{names[k]} <= {v}ns", names[k], "<=", v) for k, v in requirements.items() if k in names]
+
+
+def needed_samples(ppm: int) -> int:
+    """Samples a percentile needs before it means something: about 10 / (1 - p)."""
+    return -(-10 * 1_000_000 // (1_000_000 - ppm))
+
+
+def value_of(req: Requirement, stats: dict, hist: Histogram | None) -> float | None:
+    """The measured value a requirement speaks of (None when the case has no such statistic)."""
+    if req.stat == "over":
+        count = stats.get("count") or 0
+        if hist is None or not count:
+            return None
+        return 100.0 * hist.count_above(req.over_ns or 0) / count
+    if req.stat in COUNTS:
+        return stats.get(req.stat)
+    key, ppm = STATS[req.stat]
+    if stats.get(key) is None and ppm is not None and hist is not None and hist.count:
+        return hist.percentile_ns(ppm)
+    return stats.get(key)
+
+
+def evaluate(req: Requirement, stats: dict, hist: Histogram | None = None, run_ns: int | None = None) -> dict:
+    """The verdict of one requirement on one case: pass, fail or inconclusive, with the value, the limit,
+    the margin (positive: room left) and a note when the number cannot carry the claim."""
+    count = int(stats.get("count") or 0)
+    value = value_of(req, stats, hist)
+    out = {
+        "requirement": req.text,
+        "stat": req.stat,
+        "op": req.op,
+        "limit": req.limit,
+        "unit": req.unit,
+        "value": value,
+        "margin": None,
+        "margin_pct": None,
+        "verdict": "inconclusive",
+        "note": "",
+    }
+    if value is None:
+        out["note"] = "no samples" if not count else f"the case has no {req.stat}"
+        return out
+    upper = req.op in ("<", "<=")
+    if req.op != "==":
+        margin = (req.limit - value) if upper else (value - req.limit)
+        out["margin"] = margin
+        out["margin_pct"] = 100.0 * margin / req.limit if req.limit else None
+    ppm = STATS.get(req.stat, (None, None))[1]
+    if req.stat == "over" and req.limit > 0:
+        ppm = round(1_000_000 - req.limit * 10_000)
+    if ppm and req.stat != "p50" and count < needed_samples(ppm):
+        need = needed_samples(ppm)
+        if not (upper and _fails_anyway(req, hist, need, ppm)):
+            longer = f" ({_longer(need, count, run_ns)})" if count else ""
+            name = req.text if req.stat == "over" else req.stat
+            out["note"] = f"{name} needs at least {need:,} samples (10/(1-p)); the case has {count:,}{longer}"
+            return out
+    out["verdict"] = "pass" if OPS[req.op](value, req.limit) else "fail"
+    if req.stat == "max" and count < WORST_CASE_SAMPLES:
+        out["note"] = f"the largest of {count:,} samples: a short run's maximum, not a worst case"
+    return out
+
+
+def _fails_anyway(req: Requirement, hist: Histogram | None, need: int, ppm: int) -> bool:
+    """Too few samples to pass, but enough to fail: the samples already above the limit would break it
+    even in a run of `need` samples with no further one above it."""
+    if hist is None:
+        return False
+    threshold_ns = req.over_ns if req.stat == "over" else req.limit
+    allowed = (1_000_000 - ppm) * need / 1_000_000
+    return hist.count_above(int(threshold_ns or 0)) > allowed
+
+
+def _longer(need: int, count: int, run_ns: int | None) -> str:
+    factor = -(-need // count)
+    if run_ns:
+        return f"run about {format_ns(run_ns * factor)} at this rate"
+    return f"run {factor}x longer"
+
+
+def worst(verdicts: list[str]) -> str:
+    """fail beats inconclusive beats pass; no requirement: pass."""
+    for v in ("fail", "inconclusive"):
+        if v in verdicts:
+            return v
+    return "pass"
+
+
+def describe(r: dict) -> str:
+    """One line: 'p99 <= 100us: pass (55.5us, 44.5us to spare)'."""
+    if r["value"] is None:
+        return f"{r['requirement']}: {r['verdict']} ({r['note']})"
+    value = _fmt(r["value"], r["unit"])
+    words = [value]
+    if r["margin"] is not None and r["verdict"] != "inconclusive":
+        room = _fmt(abs(r["margin"]), r["unit"])
+        words.append(f"{room} to spare" if r["margin"] >= 0 else f"{room} over the limit")
+    if r["note"]:
+        words.append(r["note"])
+    return f"{r['requirement']}: {r['verdict']} ({', '.join(words)})"
+
+
+def _fmt(x: float, unit: str) -> str:
+    return format_ns(x) if unit == "ns" else f"{x:.3g}%" if unit == "%" else f"{x:g}"
+
+
+def gather(exprs: list[str] | None, profile_name: str | None, what: str = "--require") -> list[str]:
+    """The requirement texts of a case: a profile's, then the ones given; each checked now (one line
+    naming a bad one)."""
+    texts = list(PROFILES[profile_name]["requirements"]) if profile_name else []
+    if profile_name:
+        profile(profile_name)
+    for t in exprs or []:
+        parse(t, what)
+        texts.append(str(t).strip())
+    return texts
+
+
+def judge(result: dict, texts: list[str], hist: Histogram | None) -> dict:
+    """A case result with its requirements judged: "requirement_verdicts" added, and the verdict made the
+    worse of the run's own and the requirements' (an error, skip or interrupted run stays what it was)."""
+    if not texts:
+        return result
+    stats = result.get("stats") or {}
+    run_ns = (result.get("params") or {}).get("duration_ns")
+    verdicts = [evaluate(parse(t), stats, hist, run_ns) for t in texts]
+    out = dict(result, requirement_verdicts=verdicts)
+    if result.get("verdict") != "pass":
+        return out
+    failed = [v for v in verdicts if v["verdict"] == "fail"]
+    unsure = [v for v in verdicts if v["verdict"] == "inconclusive"]
+    if failed:
+        out["verdict"], out["reason"] = "fail", "requirement not met: " + "; ".join(describe(v) for v in failed)
+    elif unsure:
+        out["verdict"] = "inconclusive"
+        out["reason"] = "requirement undecided: " + "; ".join(describe(v) for v in unsure)
+    else:
+        out["reason"] = f"{result.get('reason') or 'completed'} ({len(verdicts)} requirement(s) met)"
+    return out

@@ -1,1 +1,0 @@
-"""Live displays of a running measurement."""

@@ -1,0 +1,240 @@
+"""The IOC as a service of one measured case (case["service"] for the runner): rtqual's EPICS IOC
+running just around the probe, and what the bundle records about it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+from rtqual.errors import RtqError
+from rtqual.measure.epics.ca import CaLoad, Repeater, ca_db
+from rtqual.measure.epics.ioc import Ioc
+from rtqual.results.bundle import write_json
+from rtqual.units import format_cpulist, online_cpus
+
+_POLICY = {0: "TS", 1: "FF", 2: "RR", 3: "B", 5: "IDL", 6: "DLN"}  # as ps -o cls
+
+
+def ioc_threads(pid: int) -> list[dict]:
+    """The process's threads like `ps -eLo tid,cls,rtprio,comm` (from /proc/PID/task/*/stat)."""
+    out = []
+    for task in sorted(Path(f"/proc/{pid}/task").iterdir(), key=lambda p: int(p.name)):
+        try:
+            stat = (task / "stat").read_text()
+        except OSError:
+            continue
+        comm = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2 :].split()  # fields[0] is stat field 3 (state)
+        rtprio, policy, cpu = int(fields[37]), int(fields[38]), int(fields[36])
+        out.append(
+            {
+                "tid": int(task.name),
+                "comm": comm,
+                "cls": _POLICY.get(policy, str(policy)),
+                "rtprio": rtprio if policy in (1, 2) else None,
+                "last_cpu": cpu,
+            }
+        )
+    return out
+
+
+def ioc_process_facts(pid: int) -> dict:
+    """Threads, locked memory and CPU affinity of the running IOC."""
+    status = {}
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            status[key] = value.strip()
+    except OSError:
+        pass
+    try:
+        affinity = sorted(os.sched_getaffinity(pid))
+    except OSError:
+        affinity = None
+    return {
+        "threads": ioc_threads(pid),
+        "vm_lck": status.get("VmLck"),
+        "cpus_allowed": status.get("Cpus_allowed_list"),
+        "affinity": affinity,
+    }
+
+
+class IocService:
+    """The "ioc" service (rtqual.services; registered by rtqual.measure.epics.probes): an IOC running around the
+    probe (started before it, always stopped after it), with its CA load clients if the spec asks for
+    them. The FIFOs exist from construction on, so the probe's options can name them ($(IOC_IN),
+    $(IOC_OUT), $(P): fill()) and be checked before anything runs; the IOC's console goes to the case folder."""
+
+    key = "ioc"
+
+    def __init__(self, spec: dict):
+        self.spec = dict(spec)
+        online = online_cpus()
+        wanted = list(spec.get("ioc_cpus") or []) + ([spec["reader_cpu"]] if spec.get("reader_cpu") is not None else [])
+        if not set(wanted) <= set(online):
+            raise RtqError(
+                f"IOC CPUs (--ioc-cpus, --reader-cpu): {format_cpulist(sorted(set(wanted) - set(online)))} "
+                f"not online (online: {format_cpulist(online)})"
+            )
+        extra_db = ca_db(spec.get("records") or 0, spec.get("scan") or ".1 second") + user_db(spec.get("ioc_db"))
+        self.gpio = gpio_lines(spec.get("gpio"))
+        gpio: dict[str, Any] = (
+            {"gpio_in": f"{self.gpio['in']} edge=both", "gpio_out": self.gpio["out"]} if self.gpio else {}
+        )
+        placement: dict[str, Any] = {
+            k: spec[s]
+            for k, s in (("cpus", "ioc_cpus"), ("rtprio", "ioc_rtprio"), ("reader_cpu", "reader_cpu"))
+            if spec.get(s) is not None
+        }
+        self.ioc = Ioc(
+            preset=spec.get("preset", "kek"),
+            mode=spec.get("mode", "callback"),
+            prio=spec.get("ioc_priority", 90),
+            prefix=spec.get("ioc_prefix"),
+            chain=spec.get("ioc_chain"),
+            extra_db=extra_db,
+            **gpio,
+            **placement,
+        )
+        for fifo in (self.ioc.fifo_in, self.ioc.fifo_out):  # in the Ioc's own temp folder
+            os.mkfifo(fifo, 0o600)
+        self.env = self.ioc.env  # the probe's too: a CA client (ca-rtt) finds the IOC on loopback
+
+    def fill(self, fixed: dict[str, str]) -> dict[str, str]:
+        """The probe options this IOC fills ({param: value}) from the table's `fixed` ones ({param: macro}):
+        macros $(P), $(IOC_IN), $(IOC_OUT) replaced; on GPIO lines the stimulus is not the input FIFO but
+        our line wired to the IOC's input (gpio_stim), and the response is timestamped on gpio_resp."""
+        macros = {"$(P)": self.ioc.prefix, "$(IOC_IN)": str(self.ioc.fifo_in), "$(IOC_OUT)": str(self.ioc.fifo_out)}
+        out: dict[str, str] = {}
+        for key, value in fixed.items():
+            if self.gpio and value == "$(IOC_IN)":
+                out.update(gpio_stim=self.gpio["stim"], gpio_resp=self.gpio["resp"])
+                continue
+            for macro, text in macros.items():
+                value = value.replace(macro, text)
+            out[key] = value
+        return out
+
+    def resolve(self, args: list[str]) -> list[str]:
+        """Probe options with the IOC's macros filled in: the options whose value holds a macro go
+        through fill(), the others stay as they are (after them)."""
+        fixed: dict[str, str] = {}
+        rest: list[str] = []
+        i = 0
+        while i < len(args):
+            if args[i].startswith("--") and i + 1 < len(args) and "$(" in args[i + 1]:
+                fixed[args[i][2:].replace("-", "_")] = args[i + 1]
+                i += 2
+            else:
+                rest.append(args[i])
+                i += 1
+        return [x for k, v in self.fill(fixed).items() for x in ("--" + k.replace("_", "-"), v)] + rest
+
+    def __call__(self, case_dir: Path):
+        @contextmanager
+        def running():
+            self.ioc.log = Path(case_dir) / "ioc.stderr"
+            info = {
+                "preset": self.ioc.preset,
+                "mode": self.ioc.mode,
+                "reader_priority": self.ioc.prio,
+                "prefix": self.ioc.prefix,
+                "spec": {k: v for k, v in self.spec.items() if k != "type"},
+            }
+            spec, load = self.spec, None
+            with ExitStack() as clients:
+                try:
+                    (Path(case_dir) / "ioc.db").write_text(self.ioc.database())  # kept, also if it fails to load
+                    self.ioc.start()
+                    r = self.ioc.ready
+                    info.update(
+                        {
+                            k: r.get(k)
+                            for k in (
+                                "pid",
+                                "epics_version",
+                                "epicscorelibs",
+                                "epics_libs",
+                                "ca_server_port",
+                                "pva_server_port",
+                                "rtprio",
+                                "reader_cpu",
+                            )
+                        }
+                    )
+                    assert self.ioc.proc is not None  # started
+                    info.update(ioc_process_facts(self.ioc.proc.pid))
+                    clients.enter_context(Repeater(self.ioc.env))  # epicscorelibs ships no caRepeater
+                    if spec.get("records") and (spec.get("put_rate") or spec.get("ca_monitor")):
+                        load = clients.enter_context(
+                            CaLoad(
+                                self.ioc.prefix,
+                                spec["records"],
+                                spec.get("put_rate", 0),
+                                bool(spec.get("ca_monitor")),
+                                env=self.ioc.env,
+                            )
+                        )
+                    write_json(Path(case_dir) / "ioc.json", info)  # ready, clients too: for displays
+                    pva = (
+                        f" and PVA on {self.ioc.env.get('EPICS_PVAS_INTF_ADDR_LIST')}:{info['pva_server_port']}"
+                        if info.get("pva_server_port")
+                        else ""
+                    )
+                    print(
+                        f"rtqual: IOC {self.ioc.prefix} serving CA on "
+                        f"{self.ioc.env.get('EPICS_CAS_INTF_ADDR_LIST')}:{info['ca_server_port']}{pva} "
+                        f"(operator PVs {self.ioc.prefix}stat:N, {self.ioc.prefix}lat:total:median, ...; "
+                        f"display rtqual/epics/rtqual.bob P={self.ioc.prefix})",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    yield info
+                    info["alive_at_end"] = self.ioc.alive()
+                finally:
+                    clients.close()  # the CA clients first, while the IOC still serves them
+                    if load:
+                        try:
+                            info["ca_load"] = load.result()
+                        except RtqError as e:
+                            info["ca_load"] = {"records": spec["records"], "error": str(e)}
+                    info["exit_code"] = self.ioc.stop()
+
+        return running()
+
+    def temp_paths(self) -> list[Path]:
+        """What this service made outside the bundle (its temp folder), for the run's change journal."""
+        return [self.ioc.dir] if self.ioc._own_dir else []
+
+    def discard(self) -> None:
+        """The case never ran: remove the FIFOs' folder."""
+        if self.ioc.proc is None:
+            shutil.rmtree(self.ioc.dir, ignore_errors=True)
+
+
+def gpio_lines(spec: str | None) -> dict[str, str] | None:
+    """--gpio CHIP:STIM,IN,OUT,RESP -> {"stim": "CHIP:STIM", "in": ..., "out": ..., "resp": ...}."""
+    if not spec:
+        return None
+    chip, _, lines = spec.rpartition(":")
+    names = ("stim", "in", "out", "resp")
+    offsets = lines.split(",")
+    if not chip or len(offsets) != 4 or not all(o.isdigit() for o in offsets) or len(set(offsets)) != 4:
+        raise RtqError(
+            f"--gpio {spec}: want CHIP:STIM,IN,OUT,RESP, four different line numbers (e.g. /dev/gpiochip0:17,27,22,23)"
+        )
+    return {name: f"{chip}:{o}" for name, o in zip(names, offsets)}
+
+
+def user_db(path: str | None) -> str:
+    """The text of a user's database file for the IOC ('' for none); a clear error if unreadable."""
+    if not path:
+        return ""
+    try:
+        return "\n" + Path(path).read_text() + "\n"
+    except (OSError, UnicodeDecodeError) as e:
+        raise RtqError(f"--ioc-db {path}: {getattr(e, 'strerror', None) or e}") from None

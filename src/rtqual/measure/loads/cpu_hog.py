@@ -1,0 +1,38 @@
+"""cpu-hog: the seed paper's `cat /dev/zero > /dev/null`, built in, one process pinned per CPU.
+
+Each instance is `python -m rtqual.measure.loads.zero_to_null`: read/write syscalls in a loop like cat
+(mostly kernel time), so it needs nothing installed.
+"""
+
+import sys
+
+from rtqual.fields import Field
+from rtqual.measure.loads.base import Load, python_env
+from rtqual.units import online_cpus
+
+
+class CpuHog(Load):
+    """One copier per selected CPU (all online CPUs by default), each pinned to its CPU."""
+
+    type = "cpu-hog"
+    OPTIONS = {
+        "block_size": Field(
+            "int", "bytes per read and write (cat uses 128 KiB)", lo=1, hi=64 * 1024 * 1024, default=128 * 1024
+        ),
+    }
+
+    def default_instances(self) -> int:
+        return len(self.cpus or online_cpus())
+
+    def instance_cpus(self, index: int) -> list[int]:
+        cpus = self.cpus or online_cpus()
+        return [cpus[index % len(cpus)]]
+
+    def find_tool(self) -> str:
+        return sys.executable
+
+    def argv(self, index: int) -> list[str]:
+        return [self.exe, "-m", "rtqual.measure.loads.zero_to_null", str(self.options["block_size"])]
+
+    def env(self) -> dict:
+        return python_env()

@@ -1,0 +1,312 @@
+"""The monitor's one owner: checks everything that can be wrong first (one line, exit 1), starts the
+outputs (metrics port, textfile folder, store, PVs), the service (an IOC) and the probe with an
+unbounded duration and --hist-delta, turns its stream into windows and hands each closed window to
+every output. SIGINT/SIGTERM stop the probe; its last records close the last window, which is
+written everywhere before the monitor exits 0."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import ExitStack, nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rtqual import services
+from rtqual.errors import RtqError
+from rtqual.measure import _native, trace
+from rtqual.probes.catalog import ALL_PROBES
+from rtqual.procs import signal_group, stop_group
+from rtqual.results.stream import Stream
+from rtqual.results.window import Windows, merged, public
+from rtqual.units import format_ns, online_cpus
+
+UNBOUNDED = "8760h"  # a year, the probes' longest --duration: a monitor is stopped by a signal long before
+STORE_FLUSH_S = 5.0
+
+
+@dataclass
+class Options:
+    """What `rtqual monitor` was asked, beyond the probe's own options (already in case["args"])."""
+
+    window_ns: int
+    listen: str | None = "127.0.0.1:9841"
+    textfile: str | None = None
+    use_store: bool = True
+    store: str | None = None  # its URL; None: RTQUAL_STORE or the default store; "off": none
+    pvs: str | None = None
+    json: bool = False
+    bounded: bool = False  # the user gave --duration or --loops: the probe ends by itself, then the monitor
+    every_progress: int = 0  # compressed time: a window per N progress records (hidden --window-progress)
+    trace: bool = False  # --trace: each spike's culprits (rtqual.measure.trace), printed and counted in /metrics
+
+
+def monitorable(name: str) -> bool:
+    """A probe the monitor can run without end: its --duration reaches a year (the latency probes), or
+    a hidden pipeline probe (fake)."""
+    p = ALL_PROBES[name]
+    duration = p.params.get("duration")
+    return p.hidden or (duration is not None and (duration.hi or 0) >= 365 * 86400 * 10**9)
+
+
+def progress_ms(window_ns: int) -> int:
+    """Period of the probe's progress (and hist_delta) records: 1 s, or a quarter window if shorter."""
+    return max(50, min(1000, window_ns // 4_000_000))
+
+
+def probe_args(case: dict, window_ns: int, bounded: bool) -> list[str]:
+    """The case's options, unbounded unless the user bounded it (--duration, --loops), with the
+    hist_delta records."""
+    from rtqual.measure.run import without_options
+
+    args = list(case["args"])
+    if not bounded and "duration" in ALL_PROBES[case.get("run_as") or case["probe"]].params:
+        args = [*without_options(args, ["duration"]), "--duration", UNBOUNDED]
+    from rtqual import probes as native_table
+
+    entry = next(e for e in native_table.table() if e["name"] == case["probe"])
+    paced = any(o["name"] == "--progress-ms" for o in entry["options"])  # fake paces its own progress
+    return [*args, "--hist-delta", *(["--progress-ms", str(progress_ms(window_ns))] if paced else [])]
+
+
+def check_listen(listen: str) -> None:
+    """--listen HOST:PORT, port 1..65535."""
+    host, sep, port = listen.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise RtqError(f"--listen {listen}: give HOST:PORT, e.g. 127.0.0.1:9841")
+
+
+def check_folder(path: str, option: str) -> Path:
+    """An existing folder we may write into."""
+    folder = Path(path)
+    if not folder.is_dir():
+        raise RtqError(f"{option} {path}: not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise RtqError(f"{option} {path}: not writable")
+    return folder
+
+
+def host_info() -> dict[str, str]:
+    """rtqual_host_info's labels: host name, kernel, preemption model, machine, rtqual version."""
+    from rtqual import __version__
+    from rtqual.measure.host import facts
+
+    f = facts.collect()
+    return {
+        "host": f["hostname"],
+        "kernel": f["kernel"]["release"],
+        "preempt": str(f["preempt"]["model"]),
+        "machine": f["kernel"]["machine"],
+        "rtqual_version": __version__,
+    }
+
+
+def window_line(w: dict) -> str:
+    """One window of one CPU for the terminal."""
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(w["start_unix_s"] + w["duration_s"]))
+    if not w["samples"]:
+        return f"{stamp} cpu{w['cpu']} {w['run_as']}: no samples in {w['duration_s']:.1f} s"
+    return (
+        f"{stamp} cpu{w['cpu']} {w['run_as']}: {w['samples']} samples, p99 {format_ns(w['p99_ns'])}, "
+        f"p99.99 {format_ns(w['p9999_ns'])}, max {format_ns(w['max_ns'])}, "
+        f"{w['over_threshold']} over {format_ns(w['threshold_ns'])}, {w['overruns']} overruns"
+    )
+
+
+class Monitor:
+    """One monitor run: outputs, service and probe; run() returns the exit code."""
+
+    def __init__(self, case: dict, opts: Options):
+        self.case, self.opts = case, opts
+        self.stop_signal = 0
+        self.proc: subprocess.Popen | None = None
+        self.metrics: Any = None
+        self.store: Any = None
+        self.store_warned = False
+        self.pvs: Any = None
+        self.textfile: Path | None = None
+        self.extra_info: dict[str, str] = {}  # rtqual_host_info labels beyond the window's identity
+
+    def _on_signal(self, signum: int, _frame: Any) -> None:
+        """SIGINT/SIGTERM: stop the probe (its last records close the last window)."""
+        self.stop_signal = signum
+        if self.proc and self.proc.poll() is None:
+            signal_group(self.proc.pid, signal.SIGINT)
+
+    def check(self) -> tuple[Any, list[str]]:
+        """Everything that can be known wrong before anything starts: the service (its options filled), the
+        probe's options and privileges, the outputs' arguments. Returns (service or None, probe args)."""
+        o = self.opts
+        if o.listen:
+            check_listen(o.listen)
+        if o.textfile:
+            self.textfile = check_folder(o.textfile, "--textfile")
+        svc, args = None, probe_args(self.case, o.window_ns, o.bounded)
+        if self.case.get("service"):
+            from rtqual.measure.run import option_pairs, without_options
+
+            svc = services.make(self.case["service"])
+            fixed = dict(ALL_PROBES[self.case["run_as"]].fixed or {})
+            args = option_pairs(svc.fill(fixed)) + without_options(args, list(fixed))
+        _native.check(self.case["probe"], args)
+        return svc, args
+
+    def start_outputs(self, identity: dict, work: Path) -> None:
+        """Metrics port (a port in use is one line), store, PVs."""
+        from rtqual.publish.metrics import Metrics, serve
+
+        self.metrics = Metrics({k: identity[k] for k in ("host", "kernel", "preempt")} | self.extra_info)
+        if self.opts.listen:
+            try:
+                serve(self.metrics, self.opts.listen)
+            except OSError as e:
+                raise RtqError(f"--listen {self.opts.listen}: {e.strerror or e}") from None
+        if self.opts.use_store:
+            from rtqual.publish.store import WindowSink
+
+            self.store = WindowSink(self.opts.store)
+        if self.opts.pvs:
+            from rtqual.measure.monitor.pvs import PvServer
+
+            self.pvs = PvServer(self.opts.pvs, identity["cpus"], self.case["params"].get("threshold_ns", 0), work)
+            self.pvs.start()
+
+    def publish(self, windows: list[dict]) -> None:
+        """A closed window (every CPU) to every output; a store that cannot be reached is said once."""
+        if not windows:
+            return
+        self.metrics.add_windows(windows)
+        for w in windows:
+            print(json.dumps(public(w)) if self.opts.json else window_line(w), flush=True)
+            if self.store is not None:
+                self.store.put(public(w))
+        if self.store is not None and self.store.warning and not self.store_warned:
+            print(f"rtqual: warning: --store: {self.store.warning}", file=sys.stderr, flush=True)
+            self.store_warned = True
+        if self.pvs is not None:
+            self.pvs.publish(merged(windows), windows)
+        self.write_textfile()
+
+    def write_textfile(self) -> None:
+        """The exposition for node_exporter, replaced atomically (a failure is a warning: measuring goes on)."""
+        if self.textfile is None:
+            return
+        from rtqual.publish.metrics import write_textfile
+
+        try:
+            write_textfile(self.metrics, self.textfile)
+        except OSError as e:
+            print(f"rtqual: warning: --textfile {self.textfile}: {e.strerror or e}", file=sys.stderr, flush=True)
+
+    def run(self) -> int:
+        """Check, start, measure until a signal (or the probe's own end), publish the last window; exit code."""
+        svc, args = self.check()
+        info = host_info()
+        self.extra_info = {"machine": info["machine"], "rtqual_version": info["rtqual_version"]}
+        params = self.case["params"]  # the probe's CPUs (per-CPU PVs); a probe that does not say: every online one
+        cpus = params.get("cpus") or ([params["cpu"]] if params.get("cpu") is not None else online_cpus())
+        identity = {
+            "host": info["host"],
+            "probe": self.case["probe"],
+            "run_as": self.case.get("run_as") or self.case["probe"],
+            "kernel": info["kernel"],
+            "preempt": info["preempt"],
+        }
+        old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            with ExitStack() as stack:
+                work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="rtqual-monitor-")))
+                stack.callback(lambda: svc.discard() if svc else None)
+                stack.callback(self.finish)
+                self.start_outputs({**identity, "cpus": cpus}, work)
+                with svc(work) if svc else nullcontext():
+                    if self.stop_signal:
+                        return 0
+                    tracer = self.start_trace(cpus)
+                    try:
+                        return self.measure(args, identity, work, getattr(svc, "env", None), tracer)
+                    finally:
+                        if tracer is not None:
+                            self.publish_spikes(tracer.stop(), identity["run_as"])
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+
+    def start_trace(self, cpus: list[int]) -> Any:
+        """--trace: rtqual's tracefs instance on the probe's CPUs; where tracing cannot run, one warning and the
+        monitor measures untraced."""
+        if not self.opts.trace:
+            return None
+        from rtqual.measure.trace import Tracer, TraceUnavailable
+
+        tracer = Tracer(cpus, max_spikes=sys.maxsize)  # a monitor never ends: spikes are taken as they come
+        try:
+            tracer.start()
+        except TraceUnavailable as e:
+            print(f"rtqual: warning: --trace: {e}; measuring without tracing", file=sys.stderr, flush=True)
+            return None
+        for note in tracer.notes:
+            print(f"rtqual: {note}", file=sys.stderr, flush=True)
+        return tracer
+
+    def publish_spikes(self, taken: list[dict], run_as: str) -> None:
+        """Each traced spike analysed (rtqual.answers.spikes): one line (or JSON line) and its culprits in /metrics."""
+        from rtqual.answers import spikes
+
+        for w in sorted(taken, key=lambda w: w["wake_ns"]):
+            analysis = spikes.analyze(
+                w["lines"], w["cpu"], w["deadline_ns"], w["wake_ns"], w["policies"], w["complete"]
+            )
+            rec = spikes.spike_record(w["cpu"], w["wake_ns"], w["latency_ns"], analysis, None)
+            print(json.dumps({"type": "spike", **rec}) if self.opts.json else spikes.spike_line(rec), flush=True)
+            if self.metrics is not None:
+                self.metrics.add_spike(run_as, rec)
+
+    def measure(self, args: list[str], identity: dict, work: Path, env: dict | None, tracer: Any = None) -> int:
+        """Run the probe and publish its windows; 0 when stopped by a signal or ended by its own bound."""
+        slack_ns = progress_ms(self.opts.window_ns) * 1_000_000 // 2
+        windows = Windows(self.opts.window_ns, identity, slack_ns, self.opts.every_progress)
+        stream = Stream()
+        with open(work / "probe.stderr", "w") as err:
+            self.proc = _native.spawn(self.case["probe"], args, err, env=env)
+            if self.stop_signal:
+                signal_group(self.proc.pid, signal.SIGINT)
+            try:
+                assert self.proc.stdout is not None
+                for line in self.proc.stdout:
+                    rec = stream.feed(line)
+                    if rec is not None:
+                        self.publish(windows.feed(rec))
+                        if tracer is not None:
+                            trace.feed(tracer, rec)
+                            self.publish_spikes(tracer.take(), identity["run_as"])
+            finally:
+                code = stop_group(self.proc)
+        self.publish(windows.close(None))  # a stream cut short still gives its last window
+        if self.stop_signal or code == 0:
+            return 0
+        tail = (work / "probe.stderr").read_text(errors="replace").strip().splitlines()[-1:]
+        end = stream.end or {}
+        why = end.get("message") or (tail[0] if tail else f"exit {code}")
+        raise RtqError(f"monitor: the probe stopped: {why}")
+
+    def finish(self) -> None:
+        """At exit: the last textfile, the store's buffer written (or said lost), the PV server stopped."""
+        if self.metrics is not None:
+            self.write_textfile()
+        if self.store is not None:
+            left = self.store.close(STORE_FLUSH_S)  # flush, then stop its writer thread
+            if left or self.store.dropped:
+                print(
+                    f"rtqual: warning: --store: {left} window(s) not written, {self.store.dropped} dropped "
+                    f"({self.store.warning or 'its bounded buffer was full: windows came faster than it wrote'})",
+                    file=sys.stderr,
+                )
+        if self.pvs is not None:
+            self.pvs.stop()

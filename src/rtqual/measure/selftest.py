@@ -1,0 +1,574 @@
+"""`rtqual selftest`: proof on this host that the probes catch a stall of known size.
+
+Each latency probe runs on one CPU while the `inject` load (rtqual-probe inject: a bounded SCHED_FIFO
+busy loop at priority 90, above the probes' 80) stalls that CPU K times for D. From the raw samples and
+the injector's stall records (both CLOCK_MONOTONIC) each stall is matched by time to the samples that
+woke in its window; the case passes when every stall is caught (its largest sample lies in [D-eps, D+delta]),
+the samples above D-eps number K plus at most the natural-spike tolerance, and the probe's histogram and
+percentiles agree exactly with a recomputation from its raw samples. Also: CLOCK_MONOTONIC sanity.
+docs/selftest.md gives the tolerances and why.
+
+The cases run as an ordinary run (rtqual.measure.run: bundle, loads, the IOC service, the signal guard); the
+analysis is pure (judge_stalls, hist_identity, percentile_identity, verdict) and is kept in the bundle
+as selftest.json, which `rtqual show` prints too.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rtqual import services
+from rtqual.errors import EXIT_ERROR, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_PASS, EXIT_SKIP, RtqError
+from rtqual.probes.catalog import ALL_PROBES, check_params, probe_case
+from rtqual.results import bundle as bundle_mod
+from rtqual.results import rawfile
+from rtqual.results.hist import Histogram
+from rtqual.units import format_ns, online_cpus
+
+US, MS, S = 1_000, 1_000_000, 1_000_000_000
+SELFTEST_FILE = "selftest.json"
+SCHEMA_VERSION = 1
+
+# Tolerances (docs/selftest.md says why these values)
+EPS_MARGIN_NS = 200 * US  # eps = the probe's sampling period + this (wake-up cost, timer slack)
+DELTA_FIXED_NS = 2 * MS  # delta = this + DELTA_SHARE of D (the wake after the stall, VM steal in it)
+DELTA_SHARE = 0.05
+NATURAL_SPIKES_ALLOWED = 1  # samples above D-eps outside every stall window, per case (+ K // 5)
+
+STALL_GAP_NS = 200 * MS  # between one stall's end and the next start
+START_DELAY_NS = 1 * S  # the injector waits this long (plus a service's start-up) for the probe
+TAIL_NS = 500 * MS  # the probe measures this long after the last stall
+NATURAL_NS = 5 * S  # the natural-spike baseline: the timer alone on the CPU
+
+SIZES_NS = (2 * MS, 10 * MS, 50 * MS)
+FULL = {"timer": SIZES_NS, "event": SIZES_NS, "switch": SIZES_NS, "msg": SIZES_NS, "ioc": SIZES_NS}
+QUICK = {"timer": SIZES_NS, "event": (10 * MS,), "switch": (10 * MS,), "msg": (10 * MS,), "ioc": (10 * MS,)}
+COUNT_FULL, COUNT_QUICK = 10, 5
+PCT_KEYS = ("count", "min_ns", "p50_ns", "p99_ns", "p999_ns", "p9999_ns", "max_ns")
+
+
+@dataclass(frozen=True)
+class Setup:
+    """How one probe is measured on CPU `cpu` (its other side on `other`): its params and sampling period."""
+
+    period_ns: int  # a stimulus/deadline every period (0: back to back)
+    params: Any  # (cpu, other, duration text) -> the probe's params
+
+
+SETUPS: dict[str, Setup] = {
+    # one thread sleeping to 200 us deadlines on the CPU: a stall delays the first deadline inside it
+    "timer": Setup(200 * US, lambda c, o, d: {"cpus": str(c), "interval": "200us", "duration": d}),
+    # eventfd stimuli at 5 kHz from the other CPU, the responder on the CPU
+    "event": Setup(
+        200 * US, lambda c, o, d: {"source": "eventfd", "rate": 5000, "cpu": c, "stimulus_cpu": o, "duration": d}
+    ),
+    # cross-CPU ping-pong, side B on the CPU: its wake-ups wait for the stall (one CPU would rest, blind)
+    "switch": Setup(0, lambda c, o, d: {"cpus": f"{o},{c}", "duration": d}),
+    # UDP round trips back to back, the client on the CPU, the server on the other
+    "msg": Setup(0, lambda c, o, d: {"transport": "udp", "client_cpu": c, "server_cpu": o, "duration": d}),
+    # rtqual's IOC pinned to the CPU, 1 kHz stimuli from the harness on the other
+    "ioc": Setup(MS, lambda c, o, d: {"rate": 1000, "cpu": o, "ioc_cpus": str(c), "duration": d}),
+}
+
+
+def eps_ns(period_ns: int) -> int:
+    """eps: a sample of a stall of D is at least D minus the sampling period (the stall may start just
+    before a deadline), minus nothing else; the margin covers timer slack."""
+    return period_ns + EPS_MARGIN_NS
+
+
+def delta_ns(stall_ns: int) -> int:
+    """delta: how far above D the stall's sample may be (the wake-up after the stall, VM steal)."""
+    return DELTA_FIXED_NS + int(DELTA_SHARE * stall_ns)
+
+
+def spikes_allowed(count: int, expected: float = 0.0) -> int:
+    """Natural spikes above D-eps tolerated outside the stall windows of a case of `count` stalls, when
+    the natural baseline lets `expected` of them fall in the stalls' span: a fixed allowance plus the
+    expected number and two of its (Poisson) standard deviations, so a host's measured noise never fails
+    the selftest, while a probe that reports spikes that were not injected does."""
+    return NATURAL_SPIKES_ALLOWED + count // 5 + math.ceil(expected + 2 * math.sqrt(expected))
+
+
+# -- the plan ------------------------------------------------------------------------------------------
+
+
+def measured_cpus() -> tuple[int, int]:
+    """The CPU stalled and measured (the last online one) and another for the probes' other side."""
+    cpus = online_cpus()
+    if len(cpus) < 2:
+        raise RtqError("selftest needs 2 online CPUs: the injector never stalls the only one", EXIT_SKIP)
+    return cpus[-1], cpus[0]
+
+
+def _case_id(n: int, probe: str, stall_ns: int) -> str:
+    return f"{n:03d}-{probe}-{stall_ns // MS}ms" if stall_ns else f"{n:03d}-{probe}-natural"
+
+
+def build_cases(
+    plan: dict[str, tuple[int, ...]], count: int, claim_ns: int | None = None, cpus: tuple[int, int] | None = None
+) -> list[dict]:
+    """The run's cases: the natural-spike baseline (the timer alone), then each probe under each stall
+    size, the injector on the measured CPU (claiming `claim_ns` if given: the lie of the tests)."""
+    cpu, other = cpus or measured_cpus()
+    for probe in plan:
+        if probe not in SETUPS:
+            raise RtqError(f"--probes: unknown probe '{probe}' (selftest knows: {', '.join(SETUPS)})")
+    cases = [_probe_case(0, "timer", 0, f"{NATURAL_NS}ns", cpu, other)]
+    n = 1
+    for probe, sizes in plan.items():
+        startup = _startup_ns(probe)
+        for stall in sizes:
+            start_delay = START_DELAY_NS + startup
+            run_ns = start_delay + count * (stall + STALL_GAP_NS) + TAIL_NS
+            case = _probe_case(n, probe, stall, f"{run_ns}ns", cpu, other)
+            spec = {"type": "inject", "cpu": cpu, "stall": f"{stall}ns", "count": count}
+            spec |= {"gap": f"{STALL_GAP_NS}ns", "start_delay": f"{start_delay}ns"}
+            if claim_ns is not None:
+                spec["claim"] = f"{claim_ns}ns"
+            case.update(loads=[spec], load_names=["inject"], conditions={"settle_ns": 0})
+            case["label"] += f" + {count} stalls of {format_ns(stall)}"
+            case["selftest"] = {"probe": probe, "stall_ns": stall, "count": count, "cpu": cpu}
+            cases.append(case)
+            n += 1
+    return cases
+
+
+def _startup_ns(probe: str) -> int:
+    """Time a probe's service takes to start before the probe (the IOC's), from its kind."""
+    svc = ALL_PROBES[probe].service
+    return services.kind("ioc").startup_ns if svc else 0
+
+
+def _probe_case(n: int, probe: str, stall_ns: int, duration: str, cpu: int, other: int) -> dict:
+    params = check_params(probe, SETUPS[probe].params(cpu, other, duration), f"selftest.{probe}")
+    case = probe_case(probe, params, [cpu], _case_id(n, probe, stall_ns))
+    if not stall_ns:
+        case["label"] = f"timer alone on CPU {cpu} (natural spikes)"
+        case["selftest"] = {"probe": probe, "stall_ns": 0, "count": 0, "cpu": cpu}
+    return case
+
+
+# -- pure checks ---------------------------------------------------------------------------------------
+
+
+def judge_stalls(
+    samples: list[tuple[int, int, int]],
+    stalls: list[dict],
+    stall_ns: int,
+    count: int,
+    period_ns: int,
+    natural_rate: Any = None,
+) -> dict:
+    """One case: samples (cpu, time_ns, latency_ns) against the injector's stall records. A stall's window
+    runs from its start to its end + delta + the period (its delayed sample wakes by then); its largest
+    sample there is what the probe saw of it, caught when in [claimed - eps, claimed + delta]. The samples
+    above D - eps must number K, plus at most spikes_allowed(K, expected) natural ones outside every window
+    in the stalls' span, where expected = the natural rate above D - eps (spikes per second: natural_rate's
+    from the baseline, or this case's own outside the span if higher) times that span."""
+    eps, problems = eps_ns(period_ns), []
+    claimed = [int(s.get("claimed_ns") or stall_ns) for s in stalls]
+    d = max(claimed) if claimed else stall_ns
+    delta = delta_ns(d)
+    windows = [(int(s["start_ns"]), int(s["end_ns"]) + delta + period_ns) for s in stalls]
+    first = min((t for _, t, _ in samples), default=0)
+    last = max((t for _, t, _ in samples), default=0)
+    seen, covered = [], 0
+    for lo, hi in windows:
+        if samples and first <= lo and hi <= last:
+            covered += 1
+        inside = [lat for _, t, lat in samples if lo <= t <= hi]
+        seen.append(max(inside) if inside else None)
+    caught = sum(1 for s, c in zip(seen, claimed) if s is not None and c - eps <= s <= c + delta)
+    span = (windows[0][0], windows[-1][1]) if windows else (0, 0)
+    above = [(t, lat) for _, t, lat in samples if lat > d - eps and span[0] <= t <= span[1]]
+    extra = [lat for t, lat in above if not any(lo <= t <= hi for lo, hi in windows)]
+    # the natural rate: the baseline's, or this case's own outside the stalls' span if higher (noise comes
+    # in bursts: the baseline may have missed one)
+    outside = sum(1 for _, t, lat in samples if lat > d - eps and not span[0] <= t <= span[1])
+    outside_s = max((last - first) - (span[1] - span[0]), 0) / S
+    rate = max(natural_rate(d - eps) if natural_rate else 0.0, outside / outside_s if outside_s > 0.5 else 0.0)
+    expected = rate * (span[1] - span[0]) / S
+    allowed = spikes_allowed(count, expected)
+    if len(stalls) != count:
+        problems.append(f"the injector made {len(stalls)} of {count} stalls")
+    if covered < len(stalls):
+        problems.append(f"{len(stalls) - covered} stall(s) outside the probe's measurement")
+    if caught < len(stalls):
+        problems.append(f"{len(stalls) - caught} stall(s) not seen in [D-eps, D+delta]")
+    if len(extra) > allowed:
+        problems.append(f"{len(extra)} samples above D-eps outside the stalls (tolerance {allowed})")
+    got = [s for s in seen if s is not None]
+    return {
+        "stall_ns": stall_ns,
+        "claimed_ns": d,
+        "count": count,
+        "stalls": len(stalls),
+        "covered": covered,
+        "caught": caught,
+        "above": len(above),
+        "natural_spikes": len(extra),
+        "natural_expected": round(expected, 3),
+        "natural_allowed": allowed,
+        "seen_min_ns": min(got) if got else None,
+        "seen_max_ns": max(got) if got else None,
+        "seen_ns": seen,
+        "eps_ns": eps,
+        "delta_ns": delta,
+        "window_ns": [d - eps, d + delta],
+        "ok": not problems,
+        "problems": problems,
+    }
+
+
+def raw_hists(samples: Iterable[tuple[int, int, int]]) -> dict[int, Histogram]:
+    """An exact histogram per CPU recomputed from raw samples (cpu, time_ns, latency_ns)."""
+    out: dict[int, Histogram] = {}
+    for cpu, _, lat in samples:
+        out.setdefault(cpu, Histogram()).record(lat)
+    return out
+
+
+def hist_identity(recomputed: dict[int, Histogram], stored: dict[str, dict]) -> list[str]:
+    """The probe's histograms (hist.json per CPU) against those recomputed from its raw samples: bucket
+    for bucket, count, min, max and the exact sums must be equal. The differences, or []."""
+    problems = []
+    for cpu in sorted(set(recomputed) | {int(c) for c in stored}):
+        mine = recomputed.get(cpu, Histogram())
+        theirs = Histogram.from_record(stored[str(cpu)]) if str(cpu) in stored else Histogram()
+        for key in ("count", "min_ns", "max_ns", "sum_ns", "sumsq_ns2"):
+            if getattr(mine, key) != getattr(theirs, key):
+                problems.append(f"CPU {cpu} {key}: raw {getattr(mine, key)}, histogram {getattr(theirs, key)}")
+        if mine.counts != theirs.counts:
+            diff = sorted(
+                i for i in set(mine.counts) | set(theirs.counts) if mine.counts.get(i) != theirs.counts.get(i)
+            )
+            problems.append(f"CPU {cpu}: {len(diff)} bucket(s) differ from the raw samples (first index {diff[0]})")
+    return problems
+
+
+def percentile_identity(summary_cpus: list[dict], stored: dict[str, dict]) -> list[str]:
+    """The C summary's statistics (the probe's summary record) against Python's from the same histogram
+    (hist.py, as stats.py reports them): equal, the mean and deviation within 1 ns of rounding."""
+    problems = []
+    for row in summary_cpus:
+        rec = stored.get(str(row.get("cpu")))
+        if rec is None:
+            problems.append(f"CPU {row.get('cpu')}: a summary but no histogram")
+            continue
+        py = Histogram.from_record(rec).stats()
+        for key in PCT_KEYS:
+            if int(row[key]) != int(py[key]):
+                problems.append(f"CPU {row['cpu']} {key}: C {row[key]}, Python {py[key]}")
+        for key in ("mean_ns", "stddev_ns"):
+            if abs(int(row[key]) - int(py[key])) > 1:
+                problems.append(f"CPU {row['cpu']} {key}: C {row[key]}, Python {py[key]}")
+    return problems
+
+
+def time_order(samples: list[tuple[int, int, int]]) -> int:
+    """Backward steps of the raw samples' times per CPU (each slot's samples are recorded in order)."""
+    back, last = 0, dict[int, int]()
+    for cpu, t, _ in samples:
+        if t < last.get(cpu, t):
+            back += 1
+        last[cpu] = t
+    return back
+
+
+def clock_sanity(reads: int = 200_000) -> dict:
+    """CLOCK_MONOTONIC read back to back: never backwards; its resolution and the step between reads."""
+    clk = time.CLOCK_MONOTONIC
+    res_ns = round(time.clock_getres(clk) * S)
+    prev, back, min_step, max_step = time.clock_gettime_ns(clk), 0, None, 0
+    for _ in range(reads):
+        now = time.clock_gettime_ns(clk)
+        step = now - prev
+        if step < 0:
+            back += 1
+        elif step > 0:
+            min_step = step if min_step is None else min(min_step, step)
+            max_step = max(max_step, step)
+        prev = now
+    ok = back == 0 and res_ns <= US and min_step is not None
+    return {
+        "clock": "CLOCK_MONOTONIC",
+        "resolution_ns": res_ns,
+        "reads": reads,
+        "backward_steps": back,
+        "min_step_ns": min_step,
+        "max_step_ns": max_step,
+        "ok": ok,
+    }
+
+
+def natural_spikes(samples: list[tuple[int, int, int]], thresholds_ns: Iterable[int], seconds: float) -> dict:
+    """The baseline's samples above each threshold, and their rate per second: what a case may meet."""
+    out = {}
+    for thr in sorted(set(thresholds_ns)):
+        n = sum(1 for _, _, lat in samples if lat > thr)
+        out[str(thr)] = {"above": n, "per_s": n / seconds if seconds else 0.0}
+    return out
+
+
+def verdict(clock: dict, cases: list[dict], interrupted: bool = False, missing: bool = False) -> str:
+    """pass: the clock is sane and every case is. Before that: inconclusive when the run was interrupted or
+    a probe's result is, skip when a case could not run for want of privileges, error when a probe failed
+    to run or a case is missing."""
+    probe = {c.get("probe_verdict") for c in cases}
+    if interrupted or "inconclusive" in probe:
+        return "inconclusive"
+    if "skip" in probe:
+        return "skip"
+    if "error" in probe or missing:
+        return "error"
+    return "pass" if clock["ok"] and all(c["ok"] for c in cases) else "fail"
+
+
+# -- reading a finished run ----------------------------------------------------------------------------
+
+
+def _raw(d: Path) -> list[tuple[int, int, int]]:
+    f = d / "raw.bin"
+    return [(cpu, t, lat) for cpu, t, lat, _ in rawfile.samples(f)] if f.is_file() else []
+
+
+def _stream_records(d: Path) -> dict[str, Any]:
+    """The header's clock, the summary's rows and the raw capture's state from the case's stream."""
+    out: dict[str, Any] = {"clock": None, "summary": [], "raw": None}
+    try:
+        lines = (d / "stream.jsonl").read_text(errors="replace").splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if rec.get("type") == "header":
+            out["clock"] = rec.get("clock")
+        elif rec.get("type") == "summary":
+            out["summary"], out["raw"] = rec.get("cpus") or [], rec.get("raw")
+    return out
+
+
+def analyse_case(bundle: Path, result: dict, plan_case: dict, natural_rate: Any = None) -> dict:
+    """One case of a finished selftest run, checked: stalls, histogram, percentiles, clocks, time order."""
+    d = bundle / "cases" / result["id"]
+    st = plan_case["selftest"]
+    samples = _raw(d)
+    stream = _stream_records(d)
+    try:
+        stored = bundle_mod.read_json(d / "hist.json").get("per_cpu", {})
+    except (OSError, ValueError):
+        stored = {}
+    load = next((ld for ld in result.get("loads") or [] if ld.get("type") == "inject"), None)
+    row: dict[str, Any] = {
+        "id": result["id"],
+        "probe": st["probe"],
+        "cpu": st["cpu"],
+        "probe_verdict": result["verdict"],
+    }
+    raw_whole = bool(stream["raw"]) and not stream["raw"].get("truncated") and not stream["raw"].get("dropped")
+    checks = {
+        "hist": hist_identity(raw_hists(samples), stored) if raw_whole else ["raw capture incomplete"],
+        "percentiles": percentile_identity(stream["summary"], stored),
+        "time_order": [f"{n} backward step(s)" for n in [time_order(samples)] if n],
+    }
+    if load is not None:
+        inj_clock = (load.get("injector_header") or {}).get("clock")
+        if inj_clock != stream["clock"]:
+            checks["clocks"] = [f"injector {inj_clock}, probe {stream['clock']}"]
+        row.update(
+            judge_stalls(
+                samples,
+                load.get("stalls") or [],
+                st["stall_ns"],
+                st["count"],
+                SETUPS[st["probe"]].period_ns,
+                natural_rate,
+            )
+        )
+    else:
+        row.update(
+            stall_ns=0,
+            count=0,
+            ok=True,
+            problems=[],
+            samples=len(samples),
+            max_ns=max((s[2] for s in samples), default=0),
+        )
+    row["checks"] = {k: v for k, v in checks.items()}
+    problems = [f"{k}: {p}" for k, v in checks.items() for p in v]
+    if result["verdict"] not in ("pass", "fail"):  # a probe verdict "fail" is a requirement; none here
+        problems.append(f"probe {result['verdict']}: {result.get('reason') or ''}".strip())
+    row["problems"] = row["problems"] + problems
+    row["ok"] = row["ok"] and not problems
+    return row
+
+
+def natural_rate_of(samples: list[tuple[int, int, int]], seconds: float) -> Any:
+    """The baseline's spikes per second above a threshold, as a function of the threshold (ns)."""
+    lats = sorted(lat for _, _, lat in samples)
+
+    def rate(threshold_ns: int) -> float:
+        above = len(lats) - next((i for i, lat in enumerate(lats) if lat > threshold_ns), len(lats))
+        return above / seconds if seconds else 0.0
+
+    return rate
+
+
+def analyse(bundle: Path, clock: dict, plan_cases: list[dict], count: int) -> dict:
+    """The selftest's answer from its finished bundle (selftest.json): the natural baseline first (its
+    spike rate sets each case's tolerance), then every injected case."""
+    data = bundle_mod.load(bundle)
+    by_id = {c["id"]: c for c in plan_cases}
+    results = [r for r in data["cases"] if r["id"] in by_id]
+    base = next((r for r in results if not by_id[r["id"]]["selftest"]["stall_ns"]), None)
+    seconds = NATURAL_NS / S
+    base_samples = _raw(bundle / "cases" / base["id"]) if base else []
+    rate = natural_rate_of(base_samples, seconds) if base else None
+    rows = [analyse_case(bundle, r, by_id[r["id"]], rate) for r in results]
+    missing = [c["id"] for c in plan_cases if c["id"] not in {r["id"] for r in rows}]
+    natural = next((r for r in rows if not r["stall_ns"]), None)
+    injected = [r for r in rows if r["stall_ns"]]
+    out = {
+        "schema_version": SCHEMA_VERSION,
+        "bundle": str(bundle),
+        "cpu": plan_cases[0]["selftest"]["cpu"] if plan_cases else None,
+        "count": count,
+        "tolerances": {
+            "eps_ns": f"sampling period + {EPS_MARGIN_NS}",
+            "delta_ns": f"{DELTA_FIXED_NS} + {DELTA_SHARE} x D",
+            "natural_spikes_allowed": f"{NATURAL_SPIKES_ALLOWED} + K // 5 + ceil(e + 2 sqrt(e)), e = the "
+            "natural spikes per second above D-eps (the baseline's or the case's own outside the stalls, the "
+            "higher) x the stalls' span",
+        },
+        "clock": clock,
+        "natural": None,
+        "cases": injected,
+        "missing": missing,
+    }
+    if natural is not None:
+        thresholds = [r["window_ns"][0] for r in injected]
+        out["natural"] = {**natural, "seconds": seconds, "above": natural_spikes(base_samples, thresholds, seconds)}
+    out["verdict"] = verdict(clock, rows, data["manifest"].get("status") == "interrupted", bool(missing))
+    return out
+
+
+# -- printing ------------------------------------------------------------------------------------------
+
+
+def _ms(ns: int | None) -> str:
+    return "-" if ns is None else f"{ns / MS:.2f}"
+
+
+def text(result: dict) -> str:
+    """The selftest as tables: the clock, the natural spikes, one table per probe, the verdict."""
+    c = result["clock"]
+    lines = [
+        f"rtqual selftest on CPU {result['cpu']}: {result['count']} stalls per case (bundle {result['bundle']})",
+        f"clock: {c['clock']} resolution {c['resolution_ns']} ns, {c['reads']} reads, {c['backward_steps']} "
+        f"backward, step {c['min_step_ns']}..{c['max_step_ns']} ns: {'ok' if c['ok'] else 'FAIL'}",
+    ]
+    nat = result.get("natural")
+    if nat:
+        above = ", ".join(f">{_ms(int(k))} ms: {v['above']}" for k, v in nat["above"].items())
+        checks = "ok" if nat["ok"] else "FAIL: " + "; ".join(nat["problems"])
+        lines.append(f"natural spikes (timer alone, {nat['seconds']:.0f} s, max {_ms(nat['max_ns'])} ms): {above}")
+        lines.append(f"  its histogram and percentiles against its raw samples: {checks}")
+    for probe in dict.fromkeys(r["probe"] for r in result["cases"]):
+        lines += [
+            "",
+            f"{probe}",
+            "  stall ms  caught  above  natural  seen min..max ms  window ms       hist  pct  verdict",
+        ]
+        for r in (r for r in result["cases"] if r["probe"] == probe):
+            chk = r["checks"]
+            lo, hi = r["window_ns"]
+            ok = {k: "ok" if not v else "FAIL" for k, v in chk.items()}
+            seen = f"{_ms(r['seen_min_ns'])}..{_ms(r['seen_max_ns'])}"
+            lines.append(
+                f"  {_ms(r['claimed_ns']):>8}  {r['caught']}/{r['count']:<4}  {r['above']:>5}  "
+                f"{r['natural_spikes']:>3}/{r['natural_allowed']:<3}  {seen:<16}  [{_ms(lo)}, {_ms(hi)}]  "
+                f"{ok['hist']:<4}  {ok['percentiles']:<3}  {'pass' if r['ok'] else 'FAIL'}"
+            )
+            lines += [f"    {p}" for p in r["problems"]]
+    if result.get("missing"):
+        lines.append(f"cases that did not run: {', '.join(result['missing'])}")
+    lines += [f"note: {n}" for n in result.get("notes") or []]
+    lines += ["", f"verdict: {result['verdict']}"]
+    return "\n".join(lines)
+
+
+VERDICT_EXIT = {
+    "pass": EXIT_PASS,
+    "fail": EXIT_FAIL,
+    "skip": EXIT_SKIP,
+    "error": EXIT_ERROR,
+    "inconclusive": EXIT_INCONCLUSIVE,
+}
+
+
+def run_selftest(
+    quick: bool,
+    probes: list[str] | None,
+    sizes_ns: list[int] | None,
+    count: int | None,
+    claim_ns: int | None,
+    output: str | None,
+    quiet: bool,
+    argv: list[str],
+) -> tuple[dict, int]:
+    """Check the clock, run the cases into a bundle (rtqual.measure.run), analyse it, keep selftest.json in it."""
+    from rtqual.measure.run import run
+
+    base = QUICK if quick else FULL
+    names = probes or list(base)
+    notes = []
+    why = None if probes else _ioc_missing()
+    if why:
+        names = [n for n in names if n != "ioc"]
+        notes.append(f"ioc left out: {why}")
+    plan = {p: tuple(sizes_ns) if sizes_ns else base.get(p, SIZES_NS) for p in names}
+    k = count or (COUNT_QUICK if quick else COUNT_FULL)
+    cases = build_cases(plan, k, claim_ns)
+    clock = clock_sanity()
+    path = run(cases, argv, output=output, quiet=quiet, raw_mb=64)
+    result = analyse(path, clock, cases, k)
+    result["notes"] = notes
+    bundle_mod.write_json(path / SELFTEST_FILE, result)
+    return result, VERDICT_EXIT[result["verdict"]]
+
+
+def _ioc_missing() -> str | None:
+    """Why rtqual's IOC cannot run here (no epicscorelibs, EPICS parts not built), or None."""
+    import importlib.util
+
+    from rtqual.measure import _native
+
+    if importlib.util.find_spec("epicscorelibs") is None:
+        return "epicscorelibs is not importable"
+    try:
+        _native.epics_devsup()
+    except RtqError as e:
+        return f"rtqual's EPICS parts are not built ({e})"
+    return None
+
+
+def stored(path: Path) -> dict | None:
+    """A bundle's selftest.json, if it is a selftest's."""
+    f = Path(path) / SELFTEST_FILE
+    try:
+        return bundle_mod.read_json(f) if f.is_file() else None
+    except (OSError, ValueError):
+        return None
+
+
+__all__ = ["analyse", "build_cases", "clock_sanity", "hist_identity", "judge_stalls", "percentile_identity", "text"]

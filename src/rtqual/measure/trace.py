@@ -1,0 +1,485 @@
+"""`--trace`: rtqual's own tracefs instance around a measurement, and the trace lines of each spike.
+
+Lifecycle (docs/trace.md): find tracefs (or mount it on a private folder, said in a note and journaled),
+create `instances/rtqual-<pid>-<n>` (journaled in the bundle's change journal before it is made, so
+`rtqual restore` removes it after a SIGKILL), set the "mono" trace clock (CLOCK_MONOTONIC, the probes'
+clock), a small per-CPU buffer, the measured CPUs, and the sched/irq events; a reader thread drains
+`per_cpu/cpuN/trace_pipe` every POLL_S (a consuming read: the bounded ring buffer never overwrites an
+event the reader has not seen, as long as the reader keeps up; the kernel's "[LOST N EVENTS]" lines say
+when it did not) and keeps the last KEEP_NS of text per CPU. Each threshold event (spike) fed with
+spike() gets the lines of its CPU from its deadline minus MARGIN_NS to its wake-up, once the reader has
+read past the wake-up. stop() removes the instance whatever happened (and unmounts a private mount).
+
+API for a caller that runs a probe (the runner; the monitor later):
+
+    tracer = Tracer(cpus=[1], journal=conditions)   # journal: anything with note() and save_state()
+    tracer.start()                                   # TraceUnavailable (one line) if tracing cannot run
+    tracer.spike(cpu, wake_ns, latency_ns)           # per threshold event, as the probe's stream gives it
+    windows = tracer.take()                          # spikes whose lines are in so far (long runs)
+    windows += tracer.stop()                         # the rest; the instance is gone after this
+    # each window: {"cpu", "wake_ns", "latency_ns", "deadline_ns", "lines", "policies", "complete"}
+    # rtqual.answers.spikes.analyze(w["lines"], w["cpu"], w["deadline_ns"], w["wake_ns"], w["policies"])
+"""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import os
+import re
+import subprocess
+import tempfile
+import threading
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from rtqual.answers.spikes import SOURCE
+from rtqual.errors import RtqError
+
+TRACEFS_CANDIDATES = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
+TRACEFS_ENV = "RTQUAL_TRACEFS"  # use this tracefs folder (tests point it at a read-only one)
+EVENTS = (
+    "sched/sched_switch",
+    "sched/sched_waking",  # (sched_wakeup says the same a moment later: left out, a sixth fewer events)
+    "irq/irq_handler_entry",
+    "irq/irq_handler_exit",
+    "irq/softirq_entry",
+    "irq/softirq_exit",
+    "irq_vectors",  # where present (x86): local_timer, reschedule, call_function, irq_work, ...
+)
+TRACE_CLOCK = "mono"  # ktime_get_mono_fast_ns: CLOCK_MONOTONIC, the time base of the probes' records
+BUFFER_KB = 2048  # per CPU: about 0.5 s of a 10 kHz timer's events, 10 POLL_S periods of slack
+READER_PRIORITY = 1  # SCHED_FIFO of the reader thread, on the CPUs not traced only
+POLL_S = 0.05
+MARGIN_NS = 1_000_000  # kept before the deadline: what ran on the CPU just before the wake-up was due
+KEEP_NS = 3_000_000_000  # text kept per CPU for spikes still to come (the probe reports within ~0.1 s)
+KEEP_BYTES = 64 << 20  # and never more than this per CPU
+WAIT_S = 1.0  # a spike whose wake-up the reader has not reached after this is taken with what there is
+MAX_SPIKES = 100  # spikes analysed per case (the first ones); the rest are counted
+READ_BYTES = 1 << 16  # one read (the kernel gives at most a page of text per read anyway)
+CHUNK_BYTES = 1 << 16  # kept text blocks of about this size: a spike parses only the blocks it overlaps
+DRAIN_BYTES = 8 << 20  # per CPU and pass, so a reader that cannot keep up still resolves spikes
+_LOST = re.compile(r"\[LOST (\d+) EVENTS\]")
+_TS = re.compile(r"\s(\d+)\.(\d+):\s")
+_PID = re.compile(r"(?:prev|next)_pid=(\d+)")
+_POLICIES = {0: "other", 1: "fifo", 2: "rr", 3: "batch", 5: "idle", 6: "deadline"}
+_COUNTER = itertools.count(1)
+
+
+class TraceUnavailable(RtqError):
+    """Tracing cannot run here (no tracefs, read-only, no permission): a warning, the run goes on."""
+
+
+def find_tracefs(mounts_text: str) -> Path | None:
+    """The tracefs mounted at a usual place (/sys/kernel/tracing, /sys/kernel/debug/tracing) in
+    /proc/self/mounts text; None when none. Mounts elsewhere are someone's own (another rtqual's private
+    mount may go away during the run): never used."""
+    points = {f[1] for f in map(str.split, mounts_text.splitlines()) if len(f) > 2 and f[2] == "tracefs"}
+    return next((Path(p) for p in TRACEFS_CANDIDATES if p in points), None)
+
+
+def line_ts(line: str) -> int | None:
+    """The time of one trace line in ns (None for lines without one, e.g. "[LOST N EVENTS]")."""
+    m = _TS.search(line)
+    return int(m.group(1)) * 1_000_000_000 + int(m.group(2).ljust(9, "0")[:9]) if m else None
+
+
+def text_range(text: str) -> tuple[int, int] | None:
+    """(first, last) line time of a block of whole trace lines; None when no line has a time."""
+    lines = text.splitlines()
+    first = next((t for t in map(line_ts, lines[:20]) if t is not None), None)
+    last = next((t for t in map(line_ts, reversed(lines[-20:])) if t is not None), None)
+    if first is None or last is None:
+        stamps = [t for t in map(line_ts, lines) if t is not None]
+        if not stamps:
+            return None
+        first, last = stamps[0], stamps[-1]
+    return first, last
+
+
+def window_lines(chunks: list[tuple[int, int, str]], start_ns: int, end_ns: int) -> list[str]:
+    """The lines of kept text blocks (first, last, text) from start_ns to end_ns, with the kernel's
+    "[LOST N EVENTS]" lines that fall inside (the lines around them overlap the window)."""
+    out: list[str] = []
+    lost: list[str] = []
+    prev = None
+    for first, last, text in chunks:
+        if last < start_ns or first > end_ns:
+            continue
+        for line in text.splitlines():
+            t = line_ts(line)
+            if t is None:
+                if "LOST" in line:
+                    lost.append(line)
+                continue
+            if lost and t >= start_ns and (prev is None or prev <= end_ns):
+                out += lost
+            lost = []
+            prev = t
+            if start_ns <= t <= end_ns:
+                out.append(line)
+    return out + (lost if prev is None or prev <= end_ns else [])
+
+
+def cpumask(cpus: list[int]) -> str:
+    """A CPU list as tracefs reads a mask: hex, 32-bit words separated by commas ("3", "1,00000000")."""
+    digits = f"{sum(1 << c for c in cpus):x}"
+    digits = digits.zfill(-(-len(digits) // 8) * 8)
+    return ",".join(digits[i : i + 8] for i in range(0, len(digits), 8)).lstrip("0") or "0"
+
+
+def _policies(lines: list[str]) -> dict[int, str]:
+    """The scheduling policy of the tasks switched in or out in a window, where they still exist."""
+    out = {}
+    for pid in {int(p) for line in lines for p in _PID.findall(line)} - {0}:
+        try:
+            out[pid] = _POLICIES.get(os.sched_getscheduler(pid), "other")
+        except OSError:
+            continue
+    return out
+
+
+def _write(path: Path, value: str) -> None:
+    """One write to a tracefs file."""
+    with open(path, "w") as f:
+        f.write(value)
+
+
+def _why(e: OSError) -> str:
+    """Short reason of a tracefs failure."""
+    if e.errno == errno.EROFS:
+        return "read-only file system"
+    if e.errno in (errno.EACCES, errno.EPERM):
+        return "permission denied (tracing needs root or CAP_SYS_ADMIN)"
+    return e.strerror or str(e)
+
+
+def is_mounted(path: str | os.PathLike) -> bool:
+    """Whether a tracefs is mounted on path."""
+    try:
+        text = Path("/proc/self/mounts").read_text()
+    except OSError:
+        return False
+    return any(len(f) > 2 and f[1] == str(path) and f[2] == "tracefs" for f in map(str.split, text.splitlines()))
+
+
+def unmount(path: str | os.PathLike) -> None:
+    """Unmount a private tracefs mount and remove its folder (gone already is fine)."""
+    if is_mounted(path):
+        p = subprocess.run(["umount", str(path)], capture_output=True, text=True, timeout=10)
+        if p.returncode != 0 and is_mounted(path):
+            raise RtqError(f"cannot unmount tracefs {path}: {p.stderr.strip()}")
+    try:
+        os.rmdir(path)
+    except FileNotFoundError:
+        pass
+
+
+def remove_instance(path: str | os.PathLike) -> None:
+    """Remove a tracefs instance (its buffers and settings go with it); absent is fine."""
+    try:
+        os.rmdir(path)
+    except FileNotFoundError:
+        pass
+
+
+def remove_orphan_instances(root: Path | None = None) -> list[Path]:
+    """Remove the instances rtqual-<pid>-N of rtqual processes that no longer run (a killed monitor keeps no
+    journal to restore from); the removed paths. Called when tracing starts and by `rtqual restore`."""
+    if root is None:
+        try:
+            root = find_tracefs(Path("/proc/self/mounts").read_text())
+        except OSError:
+            return []
+        if root is None:
+            return []
+    removed = []
+    for d in (root / "instances").glob("rtqual-*-*"):
+        pid = d.name.split("-")[1]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            try:
+                remove_instance(d)
+            except OSError:
+                continue
+            removed.append(d)
+    return removed
+
+
+def feed(tracer: Tracer, rec: dict) -> None:
+    """A probe's threshold event to the tracer (an event without integer cpu, mono_ns, latency_ns is skipped)."""
+    if rec.get("type") != "event" or rec.get("kind") != "threshold":
+        return
+    cpu, wake, lat = rec.get("cpu"), rec.get("mono_ns"), rec.get("latency_ns")
+    if all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in (cpu, wake, lat)):
+        tracer.spike(cpu, wake, lat)  # type: ignore[arg-type]
+
+
+class Tracer:
+    """rtqual's tracefs instance around one measurement, and the trace lines of its spikes."""
+
+    def __init__(
+        self,
+        cpus: list[int],
+        journal: Any = None,
+        buffer_kb: int = BUFFER_KB,
+        margin_ns: int = MARGIN_NS,
+        max_spikes: int = MAX_SPIKES,
+    ):
+        self.cpus = sorted(set(cpus))
+        self.journal, self.buffer_kb, self.margin_ns, self.max_spikes = journal, buffer_kb, margin_ns, max_spikes
+        self.notes: list[str] = []  # said to the user (a mount), kept in the case result
+        self.root: Path | None = None  # tracefs in use
+        self.mounted: Path | None = None  # our private mount, if we made one
+        self.instance: Path | None = None
+        self.events: list[str] = []
+        self.timerlat = False
+        self.spikes_seen = 0
+        self.lost_events = 0
+        self._records: list[dict] = []  # our journal records (marked restored when undone)
+        self._fds: dict[int, int] = {}
+        self._chunks: dict[int, deque] = {c: deque() for c in self.cpus}  # cpu -> (first, last, text)
+        self._tail: dict[int, str] = {c: "" for c in self.cpus}
+        self._newest: dict[int, int] = dict.fromkeys(self.cpus, 0)
+        self._bytes: dict[int, int] = dict.fromkeys(self.cpus, 0)
+        self._pending: list[tuple[dict, float]] = []
+        self._done: list[dict] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- journal
+
+    def _note(self, record: dict) -> dict:
+        """Journal a change before it is made (the bundle's host/changes.json)."""
+        self._records.append(record)
+        if self.journal is not None:
+            self.journal.note(record)
+        return record
+
+    def _undone(self, record: dict) -> None:
+        record["restored"] = True
+        if self.journal is not None:
+            self.journal.save_state()
+
+    # -- start
+
+    def _tracefs(self) -> Path:
+        """The tracefs to use: RTQUAL_TRACEFS, a mounted one, or a private mount made now (noted)."""
+        forced = os.environ.get(TRACEFS_ENV)
+        if forced:
+            if not (Path(forced) / "instances").is_dir():
+                raise TraceUnavailable(f"{TRACEFS_ENV}={forced}: not a tracefs folder (no instances/)")
+            return Path(forced)
+        try:
+            found = find_tracefs(Path("/proc/self/mounts").read_text())
+        except OSError:
+            found = None
+        if found is not None:
+            return found
+        folder = Path(tempfile.mkdtemp(prefix="rtqual-tracefs-"))
+        record = self._note({"knob": str(folder), "kind": "mount", "condition": "trace", "applied": True})
+        try:
+            p = subprocess.run(
+                ["mount", "-t", "tracefs", "nodev", str(folder)], capture_output=True, text=True, timeout=10
+            )
+            failed = p.stderr.strip() if p.returncode != 0 else ""
+        except (OSError, subprocess.TimeoutExpired) as e:
+            failed = str(e)
+        if failed:
+            os.rmdir(folder)
+            self._undone(record)
+            raise TraceUnavailable(f"tracefs is not mounted and mounting it failed: {failed}")
+        self.mounted = folder
+        self.notes.append(f"tracefs was not mounted: rtqual mounted it on {folder} for this case (unmounted after)")
+        return folder
+
+    def start(self) -> None:
+        """Make and arm the instance and start the reader; TraceUnavailable (nothing left behind) if not."""
+        try:
+            self._start()
+        except OSError as e:
+            self.stop()
+            raise TraceUnavailable(f"tracing not possible here: {_why(e)}") from None
+        except TraceUnavailable:
+            self.stop()
+            raise
+
+    def _start(self) -> None:
+        root = self.root = self._tracefs()
+        remove_orphan_instances(root)
+        self.timerlat = "timerlat" in (root / "available_tracers").read_text().split()
+        path = root / "instances" / f"rtqual-{os.getpid()}-{next(_COUNTER)}"
+        record = self._note({"knob": str(path), "kind": "trace-instance", "condition": "trace", "applied": True})
+        try:
+            path.mkdir()
+        except OSError as e:
+            self._undone(record)
+            raise TraceUnavailable(f"cannot create the tracefs instance {path}: {_why(e)}") from None
+        self.instance = path
+        _write(path / "tracing_on", "0")
+        clocks = (path / "trace_clock").read_text()
+        if TRACE_CLOCK not in clocks.replace("[", " ").replace("]", " ").split():
+            raise TraceUnavailable(f"trace clock {TRACE_CLOCK!r} not available (have: {clocks.strip()})")
+        _write(path / "trace_clock", TRACE_CLOCK)
+        _write(path / "buffer_size_kb", str(self.buffer_kb))
+        _write(path / "tracing_cpumask", cpumask(self.cpus))
+        for event in EVENTS:
+            enable = path / "events" / event / "enable"
+            if enable.exists():
+                _write(enable, "1")
+                self.events.append(event)
+        if "sched/sched_switch" not in self.events:
+            raise TraceUnavailable("no sched_switch event in this kernel's tracefs")
+        for cpu in self.cpus:
+            self._fds[cpu] = os.open(path / "per_cpu" / f"cpu{cpu}" / "trace_pipe", os.O_RDONLY | os.O_NONBLOCK)
+        _write(path / "tracing_on", "1")
+        self._thread = threading.Thread(target=self._run, name="rtqual-trace", daemon=True)
+        self._thread.start()
+
+    # -- spikes
+
+    def spike(self, cpu: int, wake_ns: int, latency_ns: int) -> None:
+        """A threshold event of the probe: its CPU's lines from deadline - margin to wake_ns are kept."""
+        self.spikes_seen += 1
+        if cpu not in self._chunks or self.spikes_seen > self.max_spikes:
+            return
+        w = {"cpu": cpu, "wake_ns": wake_ns, "latency_ns": latency_ns, "deadline_ns": wake_ns - latency_ns}
+        with self._lock:
+            self._pending.append((w, time.monotonic()))
+
+    def take(self) -> list[dict]:
+        """The spikes whose lines are in, since the last take()."""
+        with self._lock:
+            out, self._done = self._done, []
+        return out
+
+    # -- the reader
+
+    def _run(self) -> None:
+        """Drain the per-CPU pipes and resolve spikes until stopped; once more at the end. The reader runs
+        on the CPUs not traced where there are some (reading trace text costs kernel time, which a
+        preempt=none kernel does not preempt: on a traced CPU it would make spikes of its own)."""
+        others = set(os.sched_getaffinity(0)) - set(self.cpus)
+        if others:
+            os.sched_setaffinity(0, others)  # this thread only
+            try:  # above the busy SCHED_OTHER world, below every real-time task; each pass is bounded
+                os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(READER_PRIORITY))
+            except OSError:
+                pass
+        while not self._stop.is_set():
+            self._drain()
+            self._resolve(final=False)
+            self._stop.wait(POLL_S)
+        self._drain()
+        self._resolve(final=True)
+
+    def _drain(self) -> None:
+        """Read what each CPU's pipe holds (non-blocking, at most DRAIN_BYTES a pass) into its kept text,
+        in blocks of about CHUNK_BYTES (a spike parses only the blocks around it), oldest text dropped."""
+        for cpu, fd in self._fds.items():
+            got = 0
+            while got < DRAIN_BYTES:
+                try:
+                    data = os.read(fd, READ_BYTES)
+                except OSError:  # BlockingIOError: empty for now
+                    break
+                if not data:
+                    break
+                got += len(data)
+                self._tail[cpu] += data.decode(errors="replace")
+                if len(self._tail[cpu]) >= CHUNK_BYTES:
+                    self._keep(cpu)
+            self._keep(cpu)
+
+    def _keep(self, cpu: int) -> None:
+        """Move the whole lines read so far on a CPU into a kept block; drop blocks no spike can need."""
+        text = self._tail[cpu]
+        cut = text.rfind("\n") + 1
+        self._tail[cpu], text = text[cut:], text[:cut]
+        if not text:
+            return
+        self.lost_events += sum(int(n) for n in _LOST.findall(text))
+        rng = text_range(text)
+        if rng is None:
+            return
+        with self._lock:
+            chunks = self._chunks[cpu]
+            chunks.append((rng[0], rng[1], text))
+            self._bytes[cpu] += len(text)
+            self._newest[cpu] = max(self._newest[cpu], rng[1])
+            keep_from = self._newest[cpu] - KEEP_NS
+            if self._pending:
+                keep_from = min(keep_from, min(w["deadline_ns"] for w, _ in self._pending) - self.margin_ns)
+            while len(chunks) > 1 and (chunks[0][1] < keep_from or self._bytes[cpu] > KEEP_BYTES):
+                self._bytes[cpu] -= len(chunks.popleft()[2])
+
+    def _resolve(self, final: bool) -> None:
+        """Cut the lines of each pending spike the reader has read past (or waited for long enough)."""
+        now = time.monotonic()
+        with self._lock:
+            ready = [
+                (w, t) for w, t in self._pending if final or self._newest[w["cpu"]] >= w["wake_ns"] or now - t > WAIT_S
+            ]
+            self._pending = [p for p in self._pending if p not in ready]
+            chunks = {cpu: list(c) for cpu, c in self._chunks.items()}
+        for w, _ in ready:
+            cpu, start = w["cpu"], w["deadline_ns"] - self.margin_ns
+            lines = window_lines(chunks[cpu], start, w["wake_ns"])
+            first = chunks[cpu][0][0] if chunks[cpu] else None
+            complete = first is not None and first <= start and self._newest[cpu] >= w["wake_ns"]
+            done = {**w, "lines": lines, "policies": _policies(lines), "complete": complete}
+            with self._lock:
+                self._done.append(done)
+
+    # -- stop
+
+    def stop(self) -> list[dict]:
+        """Stop tracing, resolve the spikes left and remove the instance (and a private mount): always,
+        whatever failed before. The spikes not taken yet."""
+        if self.instance is not None:
+            try:
+                _write(self.instance / "tracing_on", "0")
+            except OSError:
+                pass
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._thread = None
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds = {}
+        for record in reversed(self._records):
+            if record.get("restored"):
+                continue
+            try:
+                if record["kind"] == "trace-instance":
+                    remove_instance(record["knob"])
+                else:
+                    unmount(record["knob"])
+            except (OSError, RtqError) as e:
+                reason = _why(e) if isinstance(e, OSError) else str(e)
+                self.notes.append(f"could not remove {record['knob']}: {reason} (rtqual restore tries again)")
+                continue
+            self._undone(record)
+        return self.take()
+
+    def info(self) -> dict:
+        """What was traced, for the case result ("trace")."""
+        return {
+            "source": SOURCE,
+            "timerlat": "available, not used (docs/trace.md)" if self.timerlat else "not in this kernel",
+            "tracefs": str(self.root) if self.root else None,
+            "mounted_by_rtqual": self.mounted is not None,
+            "instance": self.instance.name if self.instance else None,
+            "trace_clock": TRACE_CLOCK,
+            "buffer_size_kb": self.buffer_kb,
+            "cpus": self.cpus,
+            "events": self.events,
+            "margin_ns": self.margin_ns,
+            "spikes_seen": self.spikes_seen,
+            "spikes_analysed": min(self.spikes_seen, self.max_spikes),
+            "lost_events": self.lost_events,
+            "notes": self.notes,
+        }

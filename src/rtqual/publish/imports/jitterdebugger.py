@@ -1,0 +1,156 @@
+"""jitterdebugger (0.3, Debian's package): its output folder (`-o DIR`), or a results.json file; one case each.
+
+Facts this relies on (its MIT source and a run here): results.json has "version", "sysinfo"
+(with "resolution_in_ns": 1000 for µs, 1 with -N) and per measuring thread "cpu": {"N":
+{"histogram": {value: count}, "count", "min", "max", "avg"}}; latencies are truncated to the unit;
+the histogram has a fixed range (values beyond it are counted but not bucketed), so overflow =
+count − Σ histogram. The threads are numbered 0.. over the CPUs of its affinity (-a): without -a
+thread N is CPU N. `-s` adds samples.raw, packed little-endian records of 28 bytes: u32 thread,
+i64 tv_sec, i64 tv_nsec (CLOCK_MONOTONIC wake-up time), u64 latency in the unit; its writer may
+miss the last samples of a run. A sample larger than every bucket of its thread's histogram lies
+beyond the range, so samples.raw gives the exact values of overflowed samples where it holds them.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+from rtqual.errors import RtqError
+from rtqual.publish.imports.common import count, histogram, number, obj, read_json, uint
+from rtqual.publish.imports.writer import Case, Series, check_series
+
+TOOL = "jitterdebugger"
+SAMPLE = struct.Struct("<IqqQ")  # thread, tv_sec, tv_nsec, latency (units); 28 bytes, packed
+CHUNK_RECORDS = 1 << 16
+
+
+def parse(path: Path) -> list[Case]:
+    """One case from an output folder (results.json, samples.raw if present) or a results.json file."""
+    if path.is_dir():
+        results, samples = path / "results.json", path / "samples.raw"
+        if not results.exists():
+            raise RtqError(f"{path}: no results.json (not a jitterdebugger -o folder)")
+    else:
+        results, samples = path, path.with_name("samples.raw")
+    data = read_json(results)
+    if "cpu" not in data:
+        raise RtqError(f"{results}: not jitterdebugger results (no 'cpu' key)")
+    threads = obj(f"{results}: cpu", data["cpu"])
+    if not threads:
+        raise RtqError(f"{results}: no threads")
+    sysinfo: dict = data["sysinfo"] if isinstance(data.get("sysinfo"), dict) else {}
+    unit_ns = 1 if sysinfo.get("resolution_in_ns") == 1 else 1000
+    series: dict[str, Series] = {}
+    for tid, t in threads.items():
+        where = f"{results}: cpu {str(tid)[:20]}"
+        if uint(tid) is None:
+            raise RtqError(f"{where}: thread number is not a non-negative integer")
+        t = obj(where, t)
+        for key in ("count", "min", "max", "avg"):
+            if key not in t:
+                raise RtqError(f"{where}: no '{key}'")
+        n = count(f"{where}.count", t["count"])
+        s = Series(
+            n,
+            unit_ns,
+            count(f"{where}.min", t["min"]) if n else None,
+            count(f"{where}.max", t["max"]) if n else None,
+            number(f"{where}.avg", t["avg"]) if n else None,
+            histogram(f"{where}.histogram", t.get("histogram", {})),
+        )
+        check_series(where, s)
+        series[str(uint(tid))] = s
+    warnings = [
+        "jitterdebugger numbers its threads over the CPUs of its affinity (-a): without -a thread N is CPU N",
+        f"jitterdebugger records whole {'microseconds' if unit_ns == 1000 else 'nanoseconds'}: values are "
+        f"bucket upper edges, percentiles carry +-1 {'us' if unit_ns == 1000 else 'ns'}",
+    ]
+    raw_info = None
+    extra = []
+    if samples.is_file():
+        raw_info, more = _fill_overflow(samples, series, unit_ns)
+        warnings += more
+        extra.append(samples)
+    else:
+        warnings.append("no samples.raw (run without -s): overflowed samples keep unknown values")
+    case = Case(
+        slug="jitterdebugger",
+        label="jitterdebugger",
+        probe="jitterdebugger",
+        tool=TOOL,
+        version=f"results version {data['version']}" if "version" in data else None,
+        path=results,
+        series=series,
+        params={"cpus": sorted(int(k) for k in series)},
+        warnings=warnings,
+        hostname=sysinfo.get("nodename") if isinstance(sysinfo.get("nodename"), str) else None,
+        extra_inputs=extra,
+    )
+    case.source = {
+        "format": "jitterdebugger results.json" + (" + samples.raw" if raw_info else ""),
+        "sysinfo": sysinfo or None,
+        "resolution_ns": unit_ns,
+        "samples": raw_info,
+        "values": "upper edge of jitterdebugger's bucket (value*unit + unit - 1 ns): at most one unit above, "
+        "never below",
+        "mean": "jitterdebugger's avg over all samples (truncated latencies) plus one unit minus 1 ns",
+        "overflow": "count - sum(histogram), less the overflowed samples found in samples.raw; counted as out_of_range",
+        "stddev": "from the histogram at the unit's resolution when nothing overflowed, else unknown",
+        "missing": ["overruns", "threshold counts", "interval and priority (not recorded)", "start time"],
+    }
+    return [case]
+
+
+def _fill_overflow(samples: Path, series: dict[str, Series], unit_ns: int) -> tuple[dict, list[str]]:
+    """Read samples.raw: per thread, the samples above every histogram bucket give the exact values of
+    overflowed samples. Streamed in chunks (a day of samples is gigabytes), and not read at all when
+    nothing overflowed. Returns the file's summary and warnings."""
+    try:
+        size = samples.stat().st_size
+    except OSError as e:
+        raise RtqError(f"{samples}: unreadable ({e.strerror})") from None
+    whole = size // SAMPLE.size
+    if not any(s.overflow() for s in series.values()):
+        info = {"file": str(samples), "records": whole, "record_bytes": SAMPLE.size, "read": False}
+        return info, ["samples.raw not read: nothing overflowed, results.json's histograms are complete"]
+    per_thread: dict[str, int] = {}
+    over: dict[str, list[int]] = {k: [] for k in series}
+    top = {k: max(s.buckets) if s.buckets else -1 for k, s in series.items()}
+    try:
+        with open(samples, "rb") as f:
+            for _ in range(0, whole, CHUNK_RECORDS):
+                chunk = f.read(CHUNK_RECORDS * SAMPLE.size)
+                for tid, _sec, _nsec, value in SAMPLE.iter_unpack(chunk[: len(chunk) // SAMPLE.size * SAMPLE.size]):
+                    key = str(tid)
+                    if key not in series:
+                        raise RtqError(
+                            f"{samples}: a sample of thread {tid}, which results.json does not have: not the same run"
+                        )
+                    per_thread[key] = per_thread.get(key, 0) + 1
+                    if value > top[key]:
+                        over[key].append(value)
+    except OSError as e:
+        raise RtqError(f"{samples}: unreadable ({e.strerror})") from None
+    warnings = []
+    if size % SAMPLE.size:
+        warnings.append(f"samples.raw ends with a partial record ({size % SAMPLE.size} bytes), ignored")
+    for key, s in series.items():
+        if per_thread.get(key, 0) > s.count:
+            raise RtqError(
+                f"{samples}: thread {key} has {per_thread[key]} samples but results.json counts {s.count}: "
+                "not the same run"
+            )
+        if len(over[key]) > s.overflow():
+            raise RtqError(
+                f"{samples}: thread {key} has more samples beyond the histogram than results.json: not the same run"
+            )
+        s.exact_ns = [v * unit_ns + unit_ns - 1 for v in over[key]]
+        check_series(f"{samples}: thread {key}", s)
+        if per_thread.get(key, 0) < s.count:
+            warnings.append(
+                f"samples.raw holds {per_thread.get(key, 0)} of thread {key}'s {s.count} samples "
+                "(jitterdebugger's writer stops before the last ones)"
+            )
+    info = {"file": str(samples), "records": whole, "record_bytes": SAMPLE.size, "read": True, "per_thread": per_thread}
+    return info, warnings

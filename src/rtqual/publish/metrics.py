@@ -1,0 +1,149 @@
+"""Prometheus exposition of the monitor's windows (prometheus-client): /metrics on a loopback port
+and the same text for node_exporter's textfile collector (docs/monitoring.md).
+
+Everything is updated once per closed window, under one lock: a scrape between two windows sees the
+sum of all closed windows, so Prometheus's histogram of one window equals rtqual's. Buckets are
+log-spaced, 24 per decade from 1 µs to 1 s (BUCKETS_S): neighbours differ by a factor of
+10^(1/24) = 1.1007, so histogram_quantile, which interpolates inside the bucket holding the
+quantile, is within 10.07 % of the true value (both lie in the same bucket).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from rtqual.results.hist import Histogram, highest_equivalent
+
+PER_DECADE = 24
+BUCKETS_S = tuple(round(1e-6 * 10 ** (k / PER_DECADE), 12) for k in range(6 * PER_DECADE + 1))  # 1 µs .. 1 s
+BUCKETS_NS = tuple(round(b * 1e9) for b in BUCKETS_S)
+BUCKET_ERROR = 10 ** (1 / PER_DECADE) - 1  # 0.1007: histogram_quantile's worst relative error
+TEXTFILE_NAME = "rtqual.prom"
+
+
+def bucket_of(value_ns: int) -> int:
+    """Index of the first bucket whose upper bound holds value_ns (len(BUCKETS_NS): +Inf), by bisection."""
+    lo, hi = 0, len(BUCKETS_NS)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if BUCKETS_NS[mid] >= value_ns:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+class Series:
+    """One (cpu, probe) series: cumulative bucket counts (+Inf last), sum, counters, the last window's max."""
+
+    def __init__(self) -> None:
+        self.buckets = [0] * (len(BUCKETS_NS) + 1)
+        self.sum_s = 0.0
+        self.samples = self.overruns = self.over_threshold = 0
+        self.window_max_s: float | None = None
+
+    def add(self, window: dict, hist: Histogram) -> None:
+        """Add one closed window (its histogram by each HDR bucket's highest value, capped at the max:
+        rtqual's conservative rule, within 0.1 %)."""
+        top = window["max_ns"] or 0
+        for index, n in hist.counts.items():
+            self.buckets[bucket_of(min(highest_equivalent(index), top))] += n
+        self.sum_s += hist.sum_ns / 1e9
+        self.samples += window["samples"]
+        self.overruns += window["overruns"]
+        self.over_threshold += window["over_threshold"]
+        if window["max_ns"] is not None:
+            self.window_max_s = window["max_ns"] / 1e9
+
+
+class Metrics:
+    """The monitor's metric state and its prometheus-client collector (registered in its own registry)."""
+
+    def __init__(self, host_info: dict[str, str]) -> None:
+        from prometheus_client import CollectorRegistry
+
+        self.host_info = host_info
+        self.series: dict[tuple[str, str], Series] = {}
+        self.culprit_s: dict[tuple[str, str, str, str], float] = {}  # (cpu, probe, kind, name) -> seconds held
+        self.lock = threading.Lock()
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(self)
+
+    def add_windows(self, windows: list[dict]) -> None:
+        """One closed window of every CPU, all at once (a scrape sees none or all of them)."""
+        with self.lock:
+            for w in windows:
+                key = (str(w["cpu"]), str(w["run_as"]))  # the name users give (ioc, not iocresp)
+                self.series.setdefault(key, Series()).add(w, w["hist"])
+
+    def add_spike(self, probe: str, spike: dict) -> None:
+        """A traced spike (monitor --trace): each culprit's time on the CPU, summed per kind and name."""
+        with self.lock:
+            for c in spike.get("culprits") or []:
+                key = (str(spike["cpu"]), probe, str(c.get("kind")), str(c.get("name")))
+                self.culprit_s[key] = self.culprit_s.get(key, 0.0) + int(c.get("duration_ns") or 0) / 1e9
+
+    def collect(self) -> Iterator:
+        """prometheus-client's collector hook: the metric families from the current state."""
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+        from prometheus_client.metrics_core import InfoMetricFamily
+
+        labels = ["cpu", "probe"]
+        lat = HistogramMetricFamily(
+            "rtqual_latency_seconds", "latency of each sample (rtqual monitor, closed windows)", labels=labels
+        )
+        wmax = GaugeMetricFamily(
+            "rtqual_latency_window_max_seconds", "maximum latency of the last window", labels=labels
+        )
+        samples = CounterMetricFamily("rtqual_samples", "samples measured", labels=labels)
+        overruns = CounterMetricFamily("rtqual_overruns", "periods missed (overruns)", labels=labels)
+        over = CounterMetricFamily("rtqual_over_threshold", "samples above the probe's threshold", labels=labels)
+        with self.lock:
+            for key, s in sorted(self.series.items()):
+                cum, rows = 0, []
+                for bound, n in zip([*(f"{b:.12g}" for b in BUCKETS_S), "+Inf"], s.buckets):
+                    cum += n
+                    rows.append((bound, cum))
+                lat.add_metric(list(key), rows, s.sum_s)
+                if s.window_max_s is not None:
+                    wmax.add_metric(list(key), s.window_max_s)
+                samples.add_metric(list(key), s.samples)
+                overruns.add_metric(list(key), s.overruns)
+                over.add_metric(list(key), s.over_threshold)
+        held = CounterMetricFamily(
+            "rtqual_spike_culprit_seconds",
+            "time traced spikes were held by each culprit (monitor --trace; kind task, irq, softirq, unaccounted)",
+            labels=[*labels, "kind", "name"],
+        )
+        with self.lock:
+            for ckey, seconds in sorted(self.culprit_s.items()):
+                held.add_metric(list(ckey), seconds)
+        info = InfoMetricFamily("rtqual_host", "the monitored host (value 1)")
+        info.add_metric([], self.host_info)
+        yield from (lat, wmax, samples, overruns, over, held, info)
+
+    def text(self) -> str:
+        """The exposition text (Prometheus text format 0.0.4)."""
+        from prometheus_client import generate_latest
+
+        return generate_latest(self.registry).decode()
+
+
+def serve(metrics: Metrics, listen: str) -> object:
+    """Serve /metrics on HOST:PORT in a daemon thread; OSError (e.g. the port in use) goes to the caller."""
+    from prometheus_client import start_http_server
+
+    host, _, port = listen.rpartition(":")
+    return start_http_server(int(port), addr=host.strip("[]"), registry=metrics.registry)
+
+
+def write_textfile(metrics: Metrics, folder: Path) -> Path:
+    """DIR/rtqual.prom for node_exporter's textfile collector: written beside it, then renamed (atomic)."""
+    path = folder / TEXTFILE_NAME
+    tmp = folder / f".{TEXTFILE_NAME}.{os.getpid()}.tmp"
+    tmp.write_text(metrics.text())
+    os.replace(tmp, path)
+    return path

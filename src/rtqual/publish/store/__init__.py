@@ -1,0 +1,405 @@
+"""The history store (docs/store.md): every run's case summaries and every monitor window, in SQLite (default,
+one file) or PostgreSQL (`postgresql://…`, psycopg 3), one schema with versioned migrations (schema.py).
+Store methods raise StoreError (one line) on any trouble of the store; WindowSink (sink.py) never raises."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from rtqual.answers.requirements import describe
+from rtqual.errors import RtqError
+from rtqual.publish.store.schema import MIGRATIONS, SCHEMA_VERSION_TABLE, statements
+from rtqual.results import bundle as bundle_mod
+
+ENV = "RTQUAL_STORE"
+OFF = "off"  # --store off / RTQUAL_STORE=off: runs are not stored
+BUSY_TIMEOUT_MS = 30_000  # SQLite: how long a writer waits for another one's transaction
+CONNECT_TIMEOUT_S = 5  # PostgreSQL: how long an unreachable server may delay a run's end
+STAT_KEYS = ("count", "min_ns", "p50_ns", "mean_ns", "p99_ns", "p999_ns", "p9999_ns", "max_ns", "stddev_ns")
+COUNT_KEYS = ("overruns", "over_threshold", "out_of_range")
+WINDOW_KEYS = (
+    "probe", "run_as", "cpu", "start_unix_s", "duration_s", "samples", "min_ns", "mean_ns", "p50_ns", "p99_ns",
+    "p9999_ns", "max_ns", "over_threshold", "overruns", "threshold_ns", "kernel", "preempt",
+)  # fmt: skip
+
+
+class StoreError(RtqError):
+    """The store cannot be opened, read or written: one line saying which store and why."""
+
+
+def default_url() -> str:
+    """The default store: /var/lib/rtqual/history.sqlite as root, $XDG_DATA_HOME/rtqual/history.sqlite
+    (~/.local/share/…) otherwise."""
+    if os.geteuid() == 0:
+        return "/var/lib/rtqual/history.sqlite"
+    data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return os.path.join(data, "rtqual", "history.sqlite")
+
+
+def resolve_url(url: str | None) -> str:
+    """The store to use: the given URL, else $RTQUAL_STORE, else the default path."""
+    return url or os.environ.get(ENV) or default_url()
+
+
+def is_off(url: str | None) -> bool:
+    """True when storing is switched off (`--store off` or RTQUAL_STORE=off)."""
+    return resolve_url(url) == OFF
+
+
+def open_store(url: str | None = None) -> Store:
+    """Open (and migrate to the newest schema) the store at url (None: $RTQUAL_STORE, else the default path):
+    "sqlite:///path", a plain path, or "postgresql://…"."""
+    where = resolve_url(url)
+    if where == OFF:
+        raise StoreError(f"the history store is switched off ({ENV}=off or --store off)")
+    if where.startswith(("postgresql://", "postgres://")):
+        return Store(_connect_postgresql(where), "postgresql", _redact(where))
+    path = Path(where.removeprefix("sqlite://"))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+    except (OSError, sqlite3.Error) as e:
+        raise StoreError(f"history store {path}: cannot open ({_first_line(e)})") from None
+    return Store(conn, "sqlite", str(path))
+
+
+def _connect_postgresql(url: str) -> Any:
+    """A psycopg 3 connection in autocommit mode (transactions are explicit), or StoreError."""
+    try:
+        import psycopg
+    except ImportError:
+        raise StoreError("postgresql:// stores need psycopg 3: pip install 'rtqual[postgresql]'") from None
+    try:
+        return psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
+    except psycopg.Error as e:
+        raise StoreError(f"history store {_redact(url)}: cannot connect ({_first_line(e)})") from None
+
+
+def _redact(url: str) -> str:
+    """A URL without its password, for messages."""
+    head, sep, tail = url.partition("@")
+    if not sep or ":" not in head.split("//", 1)[-1]:
+        return url
+    scheme, _, user = head.partition("//")
+    return f"{scheme}//{user.split(':', 1)[0]}:***@{tail}"
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def _parse_time(text: Any) -> float | None:
+    """Unix seconds of a manifest time ("2026-11-25T01:40:12+0000"), None if absent or unreadable."""
+    if not isinstance(text, str):
+        return None
+    for parse in (lambda s: datetime.strptime(s, "%Y-%m-%dT%H:%M:%S%z"), datetime.fromisoformat):
+        try:
+            return parse(text).timestamp()
+        except ValueError:
+            continue
+    return None
+
+
+def run_record(bundle_dir: Path) -> tuple[dict, list[dict]]:
+    """What the store keeps of a bundle: the run (host, kernel, preempt, scenario, times, state, verdict) and
+    its case rows (overall: cpu None, then one per CPU). A damaged manifest is an RtqError; damaged cases are
+    left out (bundle.load names them)."""
+    data = bundle_mod.load(bundle_dir)
+    m = data["manifest"]
+    path = Path(bundle_dir)
+    facts: dict = {}
+    for name in ("facts-before.json", "facts-after.json"):
+        try:
+            facts = bundle_mod.read_json(path / "host" / name)
+            break
+        except (OSError, ValueError):
+            continue
+    facts = facts if isinstance(facts, dict) else {}
+    kernel = facts["kernel"].get("release") if isinstance(facts.get("kernel"), dict) else None
+    pre: dict = facts["preempt"] if isinstance(facts.get("preempt"), dict) else {}
+    preempt = pre.get("model")
+    if preempt and pre.get("dynamic_mode"):
+        preempt = f"{preempt} ({pre['dynamic_mode']})"
+    try:
+        plan = bundle_mod.read_json(path / "plan.json")
+        scenario = plan.get("name") if isinstance(plan, dict) else None
+    except (OSError, ValueError):
+        scenario = None
+    source = m.get("source") if isinstance(m.get("source"), dict) else {}
+    run = {
+        "bundle": str(path.resolve()),
+        "host": str(m.get("hostname") or "unknown"),
+        "kernel": kernel,
+        "preempt": preempt,
+        "scenario": scenario if isinstance(scenario, str) else None,
+        "source": source.get("tool"),
+        "started": m.get("start"),
+        "started_unix_s": _parse_time(m.get("start")),
+        "ended": m.get("end"),
+        "state": str(m.get("status") or "unknown"),
+        "verdict": m.get("verdict"),
+    }
+    rows = []
+    for r in data["cases"]:
+        try:
+            run_as = bundle_mod.read_json(path / "cases" / r["id"] / "params.json").get("run_as")
+        except (OSError, ValueError, AttributeError):
+            run_as = None
+        judged = r.get("requirement_verdicts") or []
+        requirement = "; ".join(describe(v) for v in judged) if judged else None
+        base = {
+            "case_id": r["id"],
+            "label": r["label"],
+            "probe": r["probe"],
+            "run_as": run_as if isinstance(run_as, str) else r["probe"],
+            "verdict": r["verdict"],
+            "requirement": requirement,
+        }
+        per_cpu = sorted(((int(c), s) for c, s in r["per_cpu"].items() if str(c).isdigit()), key=lambda x: x[0])
+        for cpu, stats in [(None, r["stats"]), *per_cpu]:
+            rows.append({**base, "cpu": cpu, **{k: stats.get(k) for k in STAT_KEYS + COUNT_KEYS}})
+    return run, rows
+
+
+class Store:
+    """An open history store. Every method is one transaction; trouble is a StoreError."""
+
+    def __init__(self, conn: Any, engine: str, where: str):
+        self.conn, self.engine, self.where = conn, engine, where
+        self.migrate()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        try:
+            self.conn.close()
+        except Exception:  # noqa: BLE001 - closing a broken connection: nothing left to lose
+            pass
+
+    def _q(self, sql: str) -> str:
+        """The SQL with the engine's parameter marks (the SQL text uses ?, psycopg wants %s)."""
+        return sql.replace("?", "%s") if self.engine == "postgresql" else sql
+
+    @contextmanager
+    def tx(self, write: bool = True) -> Iterator[Any]:
+        """One transaction (SQLite: a writer's is BEGIN IMMEDIATE, so writers queue instead of deadlocking, a
+        reader's plain BEGIN does not wait for them); a cursor. Any engine error becomes a StoreError."""
+        cur = None
+        try:
+            cur = self.conn.cursor()
+            cur.execute("BEGIN IMMEDIATE" if self.engine == "sqlite" and write else "BEGIN")
+            yield cur
+            cur.execute("COMMIT")
+        except Exception as e:
+            if cur is not None:
+                try:
+                    cur.execute("ROLLBACK")
+                except Exception:  # noqa: BLE001 - the connection may be gone; the error below says why
+                    pass
+            if isinstance(e, RtqError):
+                raise
+            if isinstance(e, sqlite3.Error) or type(e).__module__.startswith("psycopg"):
+                raise StoreError(f"history store {self.where}: {_first_line(e)}") from None
+            raise
+
+    def _exec(self, cur: Any, sql: str, params: tuple = ()) -> Any:
+        cur.execute(self._q(sql), params)
+        return cur
+
+    def migrate(self) -> int:
+        """Apply every migration newer than the store's schema_version, in order, under a lock (two
+        processes opening a new store at once); the version now."""
+        with self.tx() as cur:
+            if self.engine == "postgresql":
+                cur.execute("SELECT pg_advisory_xact_lock(1515)")  # serialises migrations between processes
+            cur.execute(SCHEMA_VERSION_TABLE)
+            have = cur.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()[0]
+            for n, migration in enumerate(MIGRATIONS, 1):
+                if n <= have:
+                    continue
+                for statement in statements(migration, self.engine):
+                    cur.execute(statement)
+                self._exec(cur, "INSERT INTO schema_version (version, applied_unix_s) VALUES (?, ?)", (n, time.time()))
+            return max(have, len(MIGRATIONS))
+
+    def version(self) -> int:
+        with self.tx(write=False) as cur:
+            return int(cur.execute("SELECT MAX(version) FROM schema_version").fetchone()[0])
+
+    def _host_id(self, cur: Any, name: str) -> int:
+        self._exec(cur, "INSERT INTO hosts (name) VALUES (?) ON CONFLICT (name) DO NOTHING", (name,))
+        return int(self._exec(cur, "SELECT id FROM hosts WHERE name = ?", (name,)).fetchone()[0])
+
+    def add_window(self, window: dict) -> None:
+        """One monitor window (one CPU, keys as in docs/store.md)."""
+        self.add_windows([window])
+
+    def add_windows(self, windows: list[dict]) -> None:
+        """Monitor windows in one transaction: all are stored or none."""
+        if not windows:
+            return
+        cols = ", ".join(("host_id", *WINDOW_KEYS))
+        marks = ", ".join("?" * (1 + len(WINDOW_KEYS)))
+        with self.tx() as cur:
+            hosts = {name: self._host_id(cur, name) for name in sorted({str(w["host"]) for w in windows})}
+            rows = [(hosts[str(w["host"])], *(w.get(k) for k in WINDOW_KEYS)) for w in windows]
+            cur.executemany(self._q(f"INSERT INTO windows ({cols}) VALUES ({marks})"), rows)
+
+    def add_run(self, bundle_dir: Path) -> int:
+        """Store a finished (or cut) bundle; storing the same bundle again replaces its rows. The run's id.
+        Tried twice: two processes storing the same new bundle at once (PostgreSQL) collide on its key once."""
+        run, rows = run_record(Path(bundle_dir))
+        try:
+            return self._add_run(run, rows)
+        except StoreError:
+            return self._add_run(run, rows)
+
+    def _add_run(self, run: dict, rows: list[dict]) -> int:
+        """add_run's one transaction: the run row inserted or updated, its case rows replaced."""
+        run_cols = ("kernel", "preempt", "scenario", "source", "started", "started_unix_s", "ended", "state", "verdict")
+        with self.tx() as cur:
+            host_id = self._host_id(cur, run["host"])
+            found = self._exec(
+                cur, "SELECT id FROM runs WHERE host_id = ? AND bundle = ?", (host_id, run["bundle"])
+            ).fetchone()
+            values = tuple(run[k] for k in run_cols) + (time.time(),)
+            if found:
+                run_id = int(found[0])
+                sets = ", ".join(f"{k} = ?" for k in (*run_cols, "stored_unix_s"))
+                self._exec(cur, f"UPDATE runs SET {sets} WHERE id = ?", (*values, run_id))
+                self._exec(cur, "DELETE FROM cases WHERE run_id = ?", (run_id,))
+            else:
+                cols = ", ".join(("host_id", "bundle", *run_cols, "stored_unix_s"))
+                marks = ", ".join("?" * (len(run_cols) + 3))
+                run_id = int(
+                    self._exec(
+                        cur,
+                        f"INSERT INTO runs ({cols}) VALUES ({marks}) RETURNING id",
+                        (host_id, run["bundle"], *values),
+                    ).fetchone()[0]
+                )
+            keys = ("case_id", "label", "probe", "run_as", "cpu", *STAT_KEYS, *COUNT_KEYS, "verdict", "requirement")
+            marks = ", ".join("?" * (len(keys) + 1))
+            cur.executemany(
+                self._q(f"INSERT INTO cases (run_id, {', '.join(keys)}) VALUES ({marks})"),
+                [(run_id, *(r[k] for k in keys)) for r in rows],
+            )
+        return run_id
+
+    def set_baseline(self, name: str, run_id: int) -> None:
+        """Name a stored run as a baseline (an existing name is moved to it)."""
+        with self.tx() as cur:
+            self._exec(
+                cur,
+                "INSERT INTO baselines (name, run_id, set_unix_s) VALUES (?, ?, ?) ON CONFLICT (name) "
+                "DO UPDATE SET run_id = excluded.run_id, set_unix_s = excluded.set_unix_s",
+                (name, run_id, time.time()),
+            )
+
+    def _rows(self, sql: str, params: tuple = ()) -> list[dict]:
+        with self.tx(write=False) as cur:
+            self._exec(cur, sql, params)
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, row)) for row in cur.fetchall()]
+
+    def baselines(self) -> list[dict]:
+        """Every baseline: name, when set, and its run (bundle, host, kernel, preempt, started, verdict)."""
+        return self._rows(
+            "SELECT b.name, b.set_unix_s, r.id AS run_id, r.bundle, h.name AS host, r.kernel, r.preempt, "
+            "r.started, r.verdict FROM baselines b JOIN runs r ON r.id = b.run_id JOIN hosts h ON h.id = r.host_id "
+            "ORDER BY b.name"
+        )
+
+    def baseline(self, name: str) -> dict:
+        """A baseline's run shaped like rtqual.results.bundle.load's answer (path, manifest, overall stats per case),
+        for compare.matches; StoreError when there is no such baseline."""
+        found = [b for b in self.baselines() if b["name"] == name]
+        if not found:
+            names = ", ".join(b["name"] for b in self.baselines()) or "none"
+            raise StoreError(f"no baseline named {name!r} in {self.where} (known: {names}; rtqual baseline set)")
+        b = found[0]
+        cases = self._rows("SELECT * FROM cases WHERE run_id = ? AND cpu IS NULL ORDER BY id", (b["run_id"],))
+        return {
+            "path": b["bundle"],
+            "manifest": {"hostname": b["host"], "start": b["started"], "verdict": b["verdict"]},
+            "baseline": b,
+            "cases": [
+                {
+                    "id": c["case_id"],
+                    "label": c["label"],
+                    "probe": c["probe"],
+                    "verdict": c["verdict"],
+                    "stats": {k: c[k] for k in STAT_KEYS + COUNT_KEYS},
+                }
+                for c in cases
+            ],
+        }
+
+    def history(self, host: str | None = None, case: str | None = None, since_unix_s: float | None = None) -> list:
+        """One row per stored run and case (overall statistics), oldest first, filtered by host, case label
+        (or id) and start time."""
+        where, params = ["c.cpu IS NULL"], list[Any]()
+        if host:
+            where.append("h.name = ?")
+            params.append(host)
+        if case:
+            where += ["(c.label = ? OR c.case_id = ?)"]
+            params += [case, case]
+        if since_unix_s is not None:
+            where.append("r.started_unix_s >= ?")
+            params.append(since_unix_s)
+        return self._rows(
+            "SELECT r.id AS run_id, r.started, r.started_unix_s, h.name AS host, r.kernel, r.preempt, r.scenario, "
+            "r.source, r.bundle, r.state, c.case_id, c.label, c.probe, c.run_as, c.count, c.p99_ns, c.p9999_ns, "
+            "c.max_ns, c.verdict FROM cases c JOIN runs r ON r.id = c.run_id JOIN hosts h ON h.id = r.host_id "
+            f"WHERE {' AND '.join(where)} ORDER BY r.started_unix_s, r.id, c.id",
+            tuple(params),
+        )
+
+    def windows(self, host: str | None = None, since_unix_s: float | None = None) -> list[dict]:
+        """Monitor windows (host name included), oldest first, filtered by host and start time."""
+        where, params = ["1 = 1"], list[Any]()
+        if host:
+            where.append("h.name = ?")
+            params.append(host)
+        if since_unix_s is not None:
+            where.append("w.start_unix_s >= ?")
+            params.append(since_unix_s)
+        cols = ", ".join(f"w.{k}" for k in WINDOW_KEYS)
+        return self._rows(
+            f"SELECT h.name AS host, {cols} FROM windows w JOIN hosts h ON h.id = w.host_id "
+            f"WHERE {' AND '.join(where)} ORDER BY w.start_unix_s, w.id",
+            tuple(params),
+        )
+
+    def count(self, table: str) -> int:
+        """Rows in one of the store's tables (tests, the benchmark)."""
+        if table not in ("hosts", "runs", "cases", "windows", "baselines"):
+            raise StoreError(f"no table {table!r}")
+        return int(self._rows(f"SELECT COUNT(*) AS n FROM {table}")[0]["n"])
+
+
+def dumps(rows: list[dict]) -> str:
+    """Rows as JSON (for --json printers)."""
+    return json.dumps(rows, indent=1)
+
+
+from rtqual.publish.store.sink import WindowSink  # noqa: E402 - the sink uses open_store above
+
+__all__ = ["Store", "StoreError", "WindowSink", "open_store", "default_url", "resolve_url", "run_record"]
