@@ -15,7 +15,7 @@ from rtqual.errors import EXIT_ERROR, EXIT_INCONCLUSIVE, EXIT_SKIP, VERDICT_EXIT
 from rtqual.measure import _native
 from rtqual.measure.conditions import restore_from_bundle
 from rtqual.probes.catalog import ALL_PROBES, Probe, fields_of
-from rtqual.publish import report
+from rtqual.publish import report, views
 from rtqual.results import bundle as bundle_mod
 from rtqual.results import rawfile
 from rtqual.scenario.single import SETTLE_DEFAULT, single_run
@@ -81,7 +81,7 @@ def build_parser() -> Parser:
     s.add_argument("--json", action="store_true", help="machine-readable statistics")
     s.add_argument(
         "--table",
-        choices=["cases", *report.PAPER_TABLES],
+        choices=["cases", *views.PAPER_TABLES],
         help="summary layout: one row per case, or a seed paper's columns (default: the scenario's)",
     )
 
@@ -526,7 +526,7 @@ def cmd_baseline(a) -> int:
         print("no baselines (rtqual baseline set BUNDLE)")
     else:
         rows = [[b["name"], b["bundle"], b["host"], b["kernel"] or "-", b["started"] or "-"] for b in found]
-        print(report.format_table(["name", "bundle", "host", "kernel", "started"], rows, left=5))
+        print(views.format_table(["name", "bundle", "host", "kernel", "started"], rows, left=5))
     return 0
 
 

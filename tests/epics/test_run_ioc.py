@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from helpers import gone, processes_naming, rtqual
 
-from rtqual.publish.report import stage_table
+from rtqual.publish.views import stage_table
 
 
 # (preset, mode, timer baseline): the IOC case is 002-ioc after a baseline, else 001-ioc.

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from conftest import needs_probe
+from rtqual.answers.compare import pairs
 from rtqual.errors import RtqError
 from rtqual.publish import compare
 
@@ -49,10 +50,10 @@ def data(path, *cases):
 def test_pairs_by_id_then_by_label_and_lists_the_rest():
     a = data("A", case("001-timer-baseline", "timer", 10), case("002-ioc", "ioc kek", 100), case("003-x", "x", 1))
     b = data("B", case("001-ioc", "ioc kek", 50), case("003-x", "y", 2), case("004-z", "z", 3))
-    both, only_a, only_b = compare.pairs(a, b)
+    both, only_a, only_b = pairs(a, b)
     assert [(ra["id"], rb["id"]) for ra, rb in both] == [("002-ioc", "001-ioc"), ("003-x", "003-x")]
     assert only_a == ["001-timer-baseline"] and only_b == ["004-z"]
     j = compare.compare_json(a, b)
     assert j["pairs"][0]["ratio_b_a"]["p50_ns"] == 0.5 and j["pairs"][0]["ratio_b_a"]["max_ns"] is None  # 0: no ratio
     with pytest.raises(RtqError, match="no case in common"):
-        compare.pairs(data("A", case("001-a", "a", 1)), data("B", case("001-b", "b", 1)))
+        pairs(data("A", case("001-a", "a", 1)), data("B", case("001-b", "b", 1)))

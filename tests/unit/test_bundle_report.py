@@ -6,7 +6,7 @@ import pytest
 
 from rtqual.errors import RtqError
 from rtqual.measure.runner import cpu_stats, summarize, worst
-from rtqual.publish import report
+from rtqual.publish import report, views
 from rtqual.results import bundle
 from rtqual.results.hist import Histogram
 from rtqual.results.stream import read_stream
@@ -110,7 +110,7 @@ def test_bundle_refuses_nonempty_and_reads_only_known_schema(tmp_path):
 
 
 def test_format_table_alignment():
-    t = report.format_table(["a", "bb"], [["x", "1"], ["yyy", "22"]]).splitlines()
+    t = views.format_table(["a", "bb"], [["x", "1"], ["yyy", "22"]]).splitlines()
     assert t[0] == "a    bb" and t[2] == "x     1" and t[3] == "yyy  22"
 
 
@@ -136,25 +136,25 @@ def test_cli_scenario_text_is_a_valid_equivalent_scenario():
 
 def test_paper_tables():
     r = summarize(CASE, stream_of([10_000, 20_000, 300_000]), 0, "")
-    aps = report.paper_table([r], "aps").splitlines()
+    aps = views.paper_table([r], "aps").splitlines()
     assert aps[1].split() == ["case", "Minimum", "Median", "Maximum", "%", ">", "100us"]
     assert aps[3].split()[-4:] == ["10us", "20us", "300us", "33.3%"]
-    kek = report.paper_table([r], "kek").splitlines()
+    kek = views.paper_table([r], "kek").splitlines()
     assert kek[1].split() == ["case", "Average", "Standard", "deviation", "Maximum"]
     assert kek[3].split()[-3:] == ["110us", "134us", "300us"]
-    madoca = report.paper_table([r], "madoca").splitlines()
+    madoca = views.paper_table([r], "madoca").splitlines()
     assert "Standard deviation" in madoca[1] and madoca[3].split()[-5:-2] == ["10us", "300us", "110us"]
-    vme = report.paper_table([r], "vme").splitlines()
+    vme = views.paper_table([r], "vme").splitlines()
     assert vme[3].split()[-3:] == ["110us", "(134us)", "-"]
     r["probe_summary"] = {"cpus": [{"cpu": 0, "throughput_mb_s": 2809.5}]}
-    assert report.paper_table([r], "vme").splitlines()[3].endswith("2809.5")
+    assert views.paper_table([r], "vme").splitlines()[3].endswith("2809.5")
 
 
 def test_aps_table_lists_each_ioc_stage_then_the_total_and_the_baseline_line():
     timer = summarize(dict(CASE, id="001-t", label="baseline"), stream_of([10_000, 20_000]), 0, "")
     r = summarize(dict(CASE, id="002-ioc", label="ioc"), stream_of([10_000, 20_000, 300_000]), 0, "")
     stage = {"count": 3, "min_ns": 1_000, "p50_ns": 2_000, "max_ns": 150_000, "over_threshold": 1}
-    r["probe_summary"] = {"stages": {name: stage for name in report.STAGES}}
+    r["probe_summary"] = {"stages": {name: stage for name in views.STAGES}}
     r["ioc"] = {
         "preset": "kek",
         "threads": [],
@@ -164,15 +164,15 @@ def test_aps_table_lists_each_ioc_stage_then_the_total_and_the_baseline_line():
             "monitor": {"rate_hz": 1000.0, "connected": 10},
         },
     }
-    rows = report.paper_table([timer, r], "aps").splitlines()[3:]
+    rows = views.paper_table([timer, r], "aps").splitlines()[3:]
     assert [row.split(":")[0].split()[0] for row in rows] == ["baseline"] + ["ioc"] * 6
     assert [row.split()[1] for row in rows[1:]] == ["drive", "wake", "dispatch", "chain", "return", "total"]
     assert rows[1].split()[-4:] == ["1us", "2us", "150us", "33.3%"]
     assert rows[-1].split()[-4:] == ["10us", "20us", "300us", "33.3%"]
-    assert report.paper_table([timer, r], "madoca").count("\n") == 4  # one row a case
+    assert views.paper_table([timer, r], "madoca").count("\n") == 4  # one row a case
     # a FIFO run has no drive stage (t_stim is the stimulus itself): the others, in order
     del r["probe_summary"]["stages"]["drive"]
-    assert [row.split()[0] for row in report.stage_table(r).splitlines()[2:]] == [
+    assert [row.split()[0] for row in views.stage_table(r).splitlines()[2:]] == [
         "wake",
         "dispatch",
         "chain",
@@ -182,7 +182,7 @@ def test_aps_table_lists_each_ioc_stage_then_the_total_and_the_baseline_line():
     line = report.baseline_line(r, [timer, r])
     assert line.startswith("vs timer baseline (case 001-t") and "max 300us vs 20us" in line
     assert report.baseline_line(timer, [timer, r]) is None
-    assert "put 100/s (asked 100, 0 errors), monitor 1000 events/s on 10 channels" in report.ioc_lines(r)[1]
+    assert "put 100/s (asked 100, 0 errors), monitor 1000 events/s on 10 channels" in views.ioc_lines(r)[1]
 
 
 def test_baseline_is_the_timer_case_under_the_same_loads():

@@ -7,7 +7,7 @@ import resource
 import pytest
 
 from rtqual.measure.host import facts as hf
-from rtqual.publish.report import host_rows
+from rtqual.publish.hostview import host_rows
 
 TOP_LEVEL_KEYS = {
     "time_utc",

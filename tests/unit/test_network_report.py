@@ -1,7 +1,7 @@
 """The network load's words in reports and the APS table, and its journal kinds: pure, no root."""
 
 from rtqual.measure import conditions
-from rtqual.publish import report
+from rtqual.publish import views
 
 
 def net_load(mode="udp", pps=1980.0, asked=2000, drops=3, arp=0):
@@ -25,26 +25,26 @@ def case(label, loads):
 
 
 def test_network_text_gives_achieved_against_asked():
-    assert report.network_text(case("x", [net_load()])) == "udp 1980/s of 2000 1.01MB/s 3 drops"
-    bcast = report.network_text(case("x", [net_load("broadcast", 200.0, 200, 0, arp=50)]))
+    assert views.network_text(case("x", [net_load()])) == "udp 1980/s of 2000 1.01MB/s 3 drops"
+    bcast = views.network_text(case("x", [net_load("broadcast", 200.0, 200, 0, arp=50)]))
     assert bcast.startswith("broadcast 200/s of 200") and "ARP 50/s" in bcast
-    assert report.network_text(case("x", [{"name": "hb", "type": "hackbench"}])) is None
+    assert views.network_text(case("x", [{"name": "hb", "type": "hackbench"}])) is None
 
 
 def test_aps_table_shows_private_and_public_side_by_side():
-    text = report.paper_table([case("interrupt busy", []), case("interrupt busy+public", [net_load()])], "aps")
+    text = views.paper_table([case("interrupt busy", []), case("interrupt busy+public", [net_load()])], "aps")
     lines = text.splitlines()
     assert "network achieved" in lines[1]
     assert "private (none)" in lines[3] and "udp 1980/s of 2000" in lines[4]
 
 
 def test_aps_table_without_network_loads_is_unchanged():
-    text = report.paper_table([case("interrupt busy", [])], "aps")
+    text = views.paper_table([case("interrupt busy", [])], "aps")
     assert "network" not in text
 
 
 def test_network_lines_name_the_receiving_cpu_softirqs():
-    (line,) = report.network_lines(case("x", [net_load()]))
+    (line,) = views.network_lines(case("x", [net_load()]))
     assert "private veth pair" in line and "CPU 1: +10 interrupts, +4000 NET_RX softirqs" in line
 
 

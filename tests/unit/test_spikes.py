@@ -9,7 +9,7 @@ import pytest
 
 from rtqual.answers import spikes
 from rtqual.measure import trace
-from rtqual.publish import report
+from rtqual.publish import report, views
 
 DATA = Path(__file__).parent.parent / "data" / "trace"
 S = 1_000_000_000
@@ -232,8 +232,8 @@ def test_show_puts_spikes_in_words_and_json_only_for_traced_cases() -> None:
     doc = report.show_json(data)
     assert "spikes" not in doc["cases"][0] and "trace" not in doc["cases"][0]
     assert doc["cases"][1]["spikes"][0]["culprits"] == [] and doc["cases"][1]["spikes"][0]["latency_ns"] == 200_000
-    assert report.spike_lines(base) == []
-    words = report.spike_lines(traced)
+    assert views.spike_lines(base) == []
+    words = views.spike_lines(traced)
     assert words[0].startswith("trace: 1 spikes over the threshold (source: sched/irq events")
     assert "no culprit found" in words[1]
 

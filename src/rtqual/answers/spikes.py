@@ -18,7 +18,7 @@ timestamps have microsecond resolution (the kernel prints mono-clock times as se
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 SOURCE = "sched/irq events"  # where the culprits come from (the timerlat tracer would be "timerlat")
 KINDS = ("task", "irq", "softirq", "unaccounted")
@@ -66,14 +66,8 @@ class Culprit:
     duration_ns: int = 0
 
     def to_record(self) -> dict:
-        return {
-            "kind": self.kind,
-            "name": self.name,
-            "pid": self.pid,
-            "policy": self.policy,
-            "priority": self.priority,
-            "duration_ns": self.duration_ns,
-        }
+        """The culprit as stored in a spike's record (its fields by name)."""
+        return asdict(self)
 
 
 @dataclass

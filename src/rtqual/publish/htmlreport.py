@@ -12,10 +12,11 @@ import json
 from html import escape
 from pathlib import Path
 
-from rtqual.answers import spikes, summary
+from rtqual.answers import compare, spikes, summary
 from rtqual.answers.requirements import describe
 from rtqual.errors import RtqError
-from rtqual.publish import report
+from rtqual.publish import views
+from rtqual.publish.hostview import host_rows
 from rtqual.publish.svgplot import Axis, Figure, Series, chart
 from rtqual.results import bundle as bundle_mod
 from rtqual.results.hist import Histogram, highest_equivalent
@@ -257,16 +258,16 @@ def _table(headers: list[str], rows: list[list[str]], cls: str = "") -> str:
 def _stat_td(key: str, value) -> str:
     """A statistics cell: the formatted value, the exact one in data-value for tests and tools."""
     raw = "" if value is None else json.dumps(value)
-    return f'<span data-key="{key}" data-value="{escape(raw)}">{escape(report.format_cell(key, value))}</span>'
+    return f'<span data-key="{key}" data-value="{escape(raw)}">{escape(views.format_cell(key, value))}</span>'
 
 
 def stats_table(r: dict) -> str:
     rows = [
-        [f"cpu{cpu}", *(_stat_td(k, s.get(k)) for _, k in report.STAT_COLUMNS)]
+        [f"cpu{cpu}", *(_stat_td(k, s.get(k)) for _, k in views.STAT_COLUMNS)]
         for cpu, s in sorted((r.get("per_cpu") or {}).items(), key=lambda kv: int(kv[0]))
     ]
-    rows.append(["all", *(_stat_td(k, (r.get("stats") or {}).get(k)) for _, k in report.STAT_COLUMNS)])
-    return _table(["", *(h for h, _ in report.STAT_COLUMNS)], rows, "stats")
+    rows.append(["all", *(_stat_td(k, (r.get("stats") or {}).get(k)) for _, k in views.STAT_COLUMNS)])
+    return _table(["", *(h for h, _ in views.STAT_COLUMNS)], rows, "stats")
 
 
 def case_figures(r: dict) -> list[Figure]:
@@ -310,7 +311,7 @@ def case_figures(r: dict) -> list[Figure]:
         )
     stages = (r.get("probe_summary") or {}).get("stages") or {}
     if stages:
-        names = [n for n in report.STAGES if n in stages]
+        names = [n for n in views.STAGES if n in stages]
         series = [
             Series(stat, list(range(len(names) + 1)), [stages[n].get(key, 0) / 1000 for n in names] + [0], step=True)
             for stat, key in (("p50", "p50_ns"), ("p99", "p99_ns"), ("max", "max_ns"))
@@ -337,10 +338,10 @@ def case_section(r: dict) -> str:
     if r.get("requirement_verdicts"):
         out.append(requirements_table(r["requirement_verdicts"]))
     out.append(stats_table(r))
-    stages = report.stage_table(r)
+    stages = views.stage_table(r)
     if stages:
         out.append(f"<pre>{escape(stages)}</pre>")
-    lines = report.ioc_lines(r) + report.network_lines(r)
+    lines = views.ioc_lines(r) + views.network_lines(r)
     if lines:
         out.append("<pre>" + escape("\n".join(lines)) + "</pre>")
     out.append(spikes_html(r))
@@ -360,7 +361,7 @@ def case_section(r: dict) -> str:
 def spikes_html(r: dict, shown: int = 50) -> str:
     """A traced case's spikes: what was traced, then a table of the first `shown` spikes with what held the
     CPU in words, largest first ("" for a case run without --trace)."""
-    lines = report.spike_lines(r, shown=0)
+    lines = views.spike_lines(r, shown=0)
     if not lines:
         return ""
     found = r.get("spikes") or []
@@ -433,7 +434,7 @@ def throughput_figure(cases: list[dict]) -> Figure | None:
     """Transfer speed per case normalised to the first (seed 004 Fig. 1), where cases report one."""
     rates: list[tuple[str, float]] = []
     for r in cases:
-        x = report.throughput_mb_s(r)
+        x = views.throughput_mb_s(r)
         if x:
             rates.append((r["label"], x))
     if not rates:
@@ -473,7 +474,7 @@ def summary_table(data: dict) -> str:
     """The bundle's summary table: one row per case, or the seed paper's layout its scenario names."""
     cases = [r for r in data["cases"] if "missing" not in r or r.get("stats")]
     table = data.get("table") or "cases"
-    return report.cases_table(cases) if table == "cases" else report.paper_table(cases, table)
+    return views.cases_table(cases) if table == "cases" else views.paper_table(cases, table)
 
 
 def bundle_section(data: dict) -> str:
@@ -500,14 +501,14 @@ def bundle_section(data: dict) -> str:
     out.append("<h2>Host</h2>")
     facts = data.get("facts")
     if facts:
-        out.append(_table(["fact", "value"], [[escape(a), escape(b)] for a, b in report.host_rows(facts)], "host"))
+        out.append(_table(["fact", "value"], [[escape(a), escape(b)] for a, b in host_rows(facts)], "host"))
     else:
         out.append('<p class="missing">missing: host/facts-before.json</p>')
     out.append("<h2>How to reproduce</h2><pre>" + escape(" ".join(map(str, m.get("argv") or []))) + "</pre>")
     if data.get("scenario_toml"):
         out.append("<pre>" + escape(data["scenario_toml"]) + "</pre>")
     out += [case_section(r) for r in data["cases"]]
-    out.append(f"<p><small>{escape(report.PERCENTILE_NOTE)}</small></p>")
+    out.append(f"<p><small>{escape(views.PERCENTILE_NOTE)}</small></p>")
     return "\n".join(out)
 
 
@@ -608,8 +609,6 @@ def compare_figures(row: list[dict | None], names: list[str]) -> list[Figure]:
 def render_compare(bundles: list[dict]) -> str:
     """`rtqual compare ... --report FILE`: every matched case overlaid across the bundles, with the
     statistics of each and their ratio to the first bundle."""
-    from rtqual.publish import compare
-
     names = [chr(ord("A") + i) if i < 26 else str(i + 1) for i in range(len(bundles))]
     out = ["<h1>rtqual comparison</h1><ul>"]
     out += [
@@ -621,21 +620,21 @@ def render_compare(bundles: list[dict]) -> str:
         assert first is not None
         out.append(f'<section class="case" id="case-{escape(first["id"])}">')
         out.append(f"<h2>Case {escape(first['id'])}: {escape(first['label'])}</h2>")
-        head = ["", *(h for h, _ in compare.COLUMNS), "verdict"]
+        head = ["", *(h for h, _ in views.COMPARE_COLUMNS), "verdict"]
         rows = [
-            [n, *(_stat_td(k, r["stats"].get(k)) for _, k in compare.COLUMNS), escape(str(r.get("verdict")))]
+            [n, *(_stat_td(k, r["stats"].get(k)) for _, k in views.COMPARE_COLUMNS), escape(str(r.get("verdict")))]
             for n, r in zip(names, row)
             if r
         ]
         rows += [
-            [f"{n}/A", *(escape(compare.ratio_cell(first["stats"], r["stats"], k)) for _, k in compare.COLUMNS), ""]
+            [f"{n}/A", *(escape(views.ratio_cell(first["stats"], r["stats"], k)) for _, k in views.COMPARE_COLUMNS), ""]
             for n, r in zip(names[1:], row[1:])
             if r
         ]
         out.append(_table(head, rows, "stats"))
         out.append('<div class="figs">' + "".join(chart(f) for f in compare_figures(row, names)) + "</div>")
         out.append("</section>")
-    out.append(f"<p><small>{escape(report.PERCENTILE_NOTE)}</small></p>")
+    out.append(f"<p><small>{escape(views.PERCENTILE_NOTE)}</small></p>")
     body = "\n".join(out)
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>rtqual comparison</title>'

@@ -16,7 +16,7 @@ from rtqual.answers.requirements import gather
 from rtqual.errors import RtqError
 from rtqual.fields import defaults_of, format_khz, format_value
 from rtqual.probes.catalog import DEFAULT_PROBE, PROBES, S, full_params, probe_case
-from rtqual.publish.report import format_table
+from rtqual.publish.views import format_table
 from rtqual.scenario.model import AXIS_LOAD, CONDITIONS, IDLE, axes, load_specs, merge
 from rtqual.units import format_cpulist, format_duration, online_cpus
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 import time
 
+from rtqual.answers import compare
 from rtqual.errors import RtqError
-from rtqual.publish import compare
-from rtqual.publish.report import format_table
+from rtqual.publish.views import format_table
 from rtqual.units import format_ns
 
 SUMMARY_S = 3600  # monitor windows are summarised per host, CPU and this many seconds
@@ -104,7 +104,7 @@ def parse_tolerance(text: str) -> float:
 
 
 def check(baseline: dict, current: dict, tolerance: float) -> list[dict]:
-    """Each statistic of each case of `current` that a baseline case matches (compare.matches: same id, else
+    """Each statistic of each case of `current` that a baseline case matches (answers.compare.matches: same id, else
     label): baseline value, current value, limit = baseline × (1 + tolerance), and a verdict: "regressed"
     above the limit, "ok", or "not judged" (missing in either, or too few samples for the percentile to be
     more than the maximum: p99 needs 100, p99.99 needs 10 000 samples in both runs)."""
