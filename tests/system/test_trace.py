@@ -44,6 +44,24 @@ def overlap(a: tuple[int, int], b: tuple[int, int]) -> int:
     return max(0, min(a[1], b[1]) - max(a[0], b[0]))
 
 
+def traced_timer(b: Path, cpu: int, interval: str, duration: str, threshold: str) -> list[str]:
+    """argv of `rtqual run timer --trace` on one CPU into bundle B, spikes above THRESHOLD."""
+    return rtqual("run", "timer", "--trace", "--cpus", cpu, "--interval", interval, "--duration", duration,
+                  "--threshold", threshold, "-o", b, "-q")  # fmt: skip
+
+
+def start_traced_timer(b: Path, cpu: int, interval: str, duration: str, threshold: str) -> subprocess.Popen:
+    """traced_timer started, returned once its probe runs (killed if it never does)."""
+    argv = traced_timer(b, cpu, interval, duration, threshold)
+    run = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: started(b), proc=run)
+    except BaseException:
+        run.kill()
+        raise
+    return run
+
+
 def started(bundle: Path) -> bool:
     """The probe of the run's case has written its header (tracing is armed before the probe starts)."""
     streams = list((bundle / "cases").glob("*/stream.jsonl")) if (bundle / "cases").is_dir() else []
@@ -57,13 +75,8 @@ def test_injected_stalls_are_blamed_on_the_injecting_task(tmp_path):
     of the gap."""
     cpu = max(os.sched_getaffinity(0))
     b = tmp_path / "b"
-    run = subprocess.Popen(
-        rtqual("run", "timer", "--trace", "--cpus", cpu, "--interval", "1ms", "--duration", "7s",
-               "--threshold", "2ms", "-o", b, "-q"),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    run = start_traced_timer(b, cpu, "1ms", "7s", "2ms")
     try:
-        wait_for(lambda: started(b), proc=run)
         time.sleep(0.5)
         stalls = inject_stalls(cpu, 8)
         out, err = run.communicate(timeout=120)
@@ -105,13 +118,8 @@ def test_an_irq_storm_is_blamed_on_the_timer_interrupt(tmp_path):
     millisecond or more; the spikes that overlap a burst name the interrupt (local_timer) first."""
     cpu = max(os.sched_getaffinity(0))
     b = tmp_path / "b"
-    run = subprocess.Popen(
-        rtqual("run", "timer", "--trace", "--cpus", cpu, "--interval", "200us", "--duration", "5s",
-               "--threshold", "500us", "-o", b, "-q"),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    run = start_traced_timer(b, cpu, "200us", "5s", "500us")
     try:
-        wait_for(lambda: started(b), proc=run)
         storm = subprocess.run(
             [sys.executable, HERE / "irqstorm.py", str(cpu), "19000", "12", "150"],
             capture_output=True, text=True, timeout=60,
@@ -140,11 +148,7 @@ def test_spikes_on_an_idle_vcpu_are_unaccounted(tmp_path):
     attribution itself is unit-tested on recorded text)."""
     cpu = max(os.sched_getaffinity(0))
     b = tmp_path / "b"
-    out = subprocess.run(
-        rtqual("run", "timer", "--trace", "--cpus", cpu, "--interval", "1ms", "--duration", "15s",
-               "--threshold", "1500us", "-o", b, "-q"),
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    out = subprocess.run(traced_timer(b, cpu, "1ms", "15s", "1500us"), capture_output=True, text=True, timeout=120)
     assert out.returncode in (0, 2), out.stderr
     r = result(b)
     for s in r["spikes"]:
