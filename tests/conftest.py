@@ -46,11 +46,14 @@ def _own_history_store(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("RTQUAL_STORE", str(tmp_path_factory.mktemp("store") / "history.sqlite"))
 
 
+def rtqual_argv(*args) -> list[str]:
+    """The command line of the installed rtqual CLI with ARGS (as strings), for Popen and rtqual_run."""
+    return [sys.executable, "-m", "rtqual", *map(str, args)]
+
+
 def rtqual_run(*args, timeout=120, **kw) -> subprocess.CompletedProcess:
-    """Run the installed rtqual CLI as a user would (ARGS as strings); its CompletedProcess."""
-    return subprocess.run(
-        [sys.executable, "-m", "rtqual", *map(str, args)], capture_output=True, text=True, timeout=timeout, **kw
-    )
+    """Run the installed rtqual CLI as a user would; its CompletedProcess."""
+    return subprocess.run(rtqual_argv(*args), capture_output=True, text=True, timeout=timeout, **kw)
 
 
 @pytest.fixture

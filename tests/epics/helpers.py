@@ -11,14 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import rtqual_argv
+
 needs_pyepics = pytest.mark.skipif(
     importlib.util.find_spec("epics") is None, reason="pyepics not installed (pip install .[test])"
 )
-
-
-def rtqual_argv(*args) -> list[str]:
-    """The command line of the installed rtqual CLI with ARGS (for Popen and for rtqual below)."""
-    return [sys.executable, "-m", "rtqual", *map(str, args)]
 
 
 def rtqual(*args, timeout=180, env=None) -> subprocess.CompletedProcess:

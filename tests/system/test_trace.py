@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import needs_probe, needs_root
+from conftest import needs_probe, needs_root, rtqual_argv, rtqual_run, show_json
 from tracing import inject_stalls, ours, wait_for
 
 HERE = Path(__file__).parent
@@ -26,10 +26,6 @@ def private_mounts(pid_journal: list[dict]) -> list[str]:
     """The private tracefs mounts of a run's journal that are still mounted."""
     mounts = Path("/proc/self/mounts").read_text()
     return [r["knob"] for r in pid_journal if r["kind"] == "mount" and f" {r['knob']} " in mounts]
-
-
-def rtqual(*args: object) -> list[str]:
-    return [sys.executable, "-m", "rtqual", *map(str, args)]
 
 
 def result(bundle: Path) -> dict:
@@ -46,8 +42,8 @@ def overlap(a: tuple[int, int], b: tuple[int, int]) -> int:
 
 def traced_timer(b: Path, cpu: int, interval: str, duration: str, threshold: str) -> list[str]:
     """argv of `rtqual run timer --trace` on one CPU into bundle B, spikes above THRESHOLD."""
-    return rtqual("run", "timer", "--trace", "--cpus", cpu, "--interval", interval, "--duration", duration,
-                  "--threshold", threshold, "-o", b, "-q")  # fmt: skip
+    return rtqual_argv("run", "timer", "--trace", "--cpus", cpu, "--interval", interval, "--duration", duration,
+                       "--threshold", threshold, "-o", b, "-q")  # fmt: skip
 
 
 def start_traced_timer(b: Path, cpu: int, interval: str, duration: str, threshold: str) -> subprocess.Popen:
@@ -99,16 +95,16 @@ def test_injected_stalls_are_blamed_on_the_injecting_task(tmp_path):
     assert hits >= 0.9 * len(stalls), (hits, r["spikes"])
     assert good >= 0.9 * hits, [s["culprits"][:2] for s in r["spikes"]]
     assert (b / "cases/001-timer" / r["spikes"][0]["trace_file"]).is_file()
-    shown = subprocess.run(rtqual("show", b), capture_output=True, text=True, timeout=60).stdout
+    shown = rtqual_run("show", b, timeout=60).stdout
     assert "held by task rtqual-stall (pid" in shown and "fifo 90)" in shown, shown
-    doc = json.loads(subprocess.run(rtqual("show", b, "--json"), capture_output=True, text=True, timeout=60).stdout)
+    doc = show_json(b)
     spikes = doc["cases"][0]["spikes"]
     assert spikes and set(spikes[0]) >= {"cpu", "time_ns", "latency_ns", "culprits"}
     for s in spikes:
         durations = [c["duration_ns"] for c in s["culprits"]]
         assert durations == sorted(durations, reverse=True)
         assert abs(sum(durations) - s["latency_ns"]) <= 1_000  # every ns of the gap goes to one culprit
-    verify = subprocess.run(rtqual("verify", b), capture_output=True, text=True, timeout=60)
+    verify = rtqual_run("verify", b, timeout=60)
     assert verify.returncode == 0, verify.stdout + verify.stderr
 
 
@@ -163,9 +159,7 @@ def test_spikes_on_an_idle_vcpu_are_unaccounted(tmp_path):
 
 def test_the_instance_is_gone_after_a_normal_end(tmp_path, tracefs_view):
     b = tmp_path / "b"
-    out = subprocess.run(
-        rtqual("run", "timer", "--trace", "--duration", "1s", "-o", b, "-q"), capture_output=True, text=True, timeout=60
-    )
+    out = rtqual_run("run", "timer", "--trace", "--duration", "1s", "-o", b, "-q", timeout=60)
     assert out.returncode in (0, 2), out.stderr
     journal = json.loads((b / "host/changes.json").read_text())
     records = [c for c in journal["changes"] if c["condition"] == "trace"]
@@ -178,7 +172,7 @@ def test_the_instance_is_gone_after_a_normal_end(tmp_path, tracefs_view):
 def test_the_instance_is_gone_after_sigint_and_after_sigkill_plus_restore(tmp_path, tracefs_view, sig):
     b = tmp_path / "b"
     proc = subprocess.Popen(
-        rtqual("run", "timer", "--trace", "--duration", "60s", "-o", b, "-q"),
+        rtqual_argv("run", "timer", "--trace", "--duration", "60s", "-o", b, "-q"),
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
@@ -194,10 +188,10 @@ def test_the_instance_is_gone_after_sigint_and_after_sigkill_plus_restore(tmp_pa
         assert all(c["restored"] for c in records)
         return
     assert ours(tracefs_view, proc.pid) == names  # killed: nothing could remove it
-    out = subprocess.run(rtqual("restore", b), capture_output=True, text=True, timeout=60)
+    out = rtqual_run("restore", b, timeout=60)
     assert out.returncode == 0, out.stderr
     assert ours(tracefs_view, proc.pid) == [] and private_mounts(records) == []
-    again = subprocess.run(rtqual("restore", b), capture_output=True, text=True, timeout=60)
+    again = rtqual_run("restore", b, timeout=60)
     assert again.returncode == 0, again.stderr
 
 
@@ -212,10 +206,8 @@ def test_an_unwritable_tracefs_is_one_warning_and_the_run_goes_on(tmp_path, trac
         ro = tmp_path / "nowhere"
     try:
         b = tmp_path / "b"
-        out = subprocess.run(
-            rtqual("run", "timer", "--trace", "--duration", "1s", "-o", b, "-q"),
-            capture_output=True, text=True, timeout=60, env={**os.environ, "RTQUAL_TRACEFS": str(ro)},
-        )  # fmt: skip
+        env = {**os.environ, "RTQUAL_TRACEFS": str(ro)}
+        out = rtqual_run("run", "timer", "--trace", "--duration", "1s", "-o", b, "-q", timeout=60, env=env)
     finally:
         if where == "read-only":
             subprocess.run(["umount", str(ro)], check=False)
