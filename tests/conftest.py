@@ -46,16 +46,35 @@ def _own_history_store(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("RTQUAL_STORE", str(tmp_path_factory.mktemp("store") / "history.sqlite"))
 
 
+def rtqual_argv(*args) -> list[str]:
+    """The command line of the installed rtqual CLI with ARGS (as strings), for Popen and rtqual_run."""
+    return [sys.executable, "-m", "rtqual", *map(str, args)]
+
+
+def rtqual_run(*args, timeout=120, **kw) -> subprocess.CompletedProcess:
+    """Run the installed rtqual CLI as a user would; its CompletedProcess."""
+    return subprocess.run(rtqual_argv(*args), capture_output=True, text=True, timeout=timeout, **kw)
+
+
 @pytest.fixture
 def rtqual_cmd():
     """Run the installed rtqual CLI as a user would; returns CompletedProcess."""
+    return rtqual_run
 
-    def run(*args, timeout=120, **kw):
-        return subprocess.run(
-            [sys.executable, "-m", "rtqual", *map(str, args)], capture_output=True, text=True, timeout=timeout, **kw
-        )
 
-    return run
+def show_json(bundle) -> dict:
+    """`rtqual show BUNDLE --json`, loaded: what a script reading a bundle sees."""
+    import json
+
+    return json.loads(rtqual_run("show", bundle, "--json").stdout)
+
+
+def run_case(bundle, *args, timeout=120) -> dict:
+    """`rtqual run ARGS -o BUNDLE -q`, which must exit 0 (its output the message otherwise); the first
+    case as `show --json` gives it."""
+    out = rtqual_run("run", *args, "-o", bundle, "-q", timeout=timeout)
+    assert out.returncode == 0, out.stderr + out.stdout
+    return show_json(bundle)["cases"][0]
 
 
 def probe_available() -> bool:
@@ -85,6 +104,43 @@ def probe_records(probe: str, *args, timeout: float = 60):
         [str(_native.probe_path()), probe, *map(str, args)], capture_output=True, text=True, timeout=timeout
     )
     return out, [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+
+
+def start_probe(probe: str, *args) -> tuple[subprocess.Popen, dict]:
+    """`rtqual-probe PROBE ARGS` started with text pipes; (the process, its header record)."""
+    import json
+
+    from rtqual.measure import _native
+
+    proc = subprocess.Popen(
+        [str(_native.probe_path()), probe, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    header = json.loads(proc.stdout.readline())
+    assert header["type"] == "header"
+    return proc, header
+
+
+def wait_measured(proc: subprocess.Popen, timeout_s: float = 20.0) -> None:
+    """Read a started probe's records until a progress record shows measured samples (or TIMEOUT_S passed)."""
+    import json
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        rec = json.loads(proc.stdout.readline())
+        if rec["type"] == "progress" and rec["cpus"][0]["count"] > 0:
+            return
+
+
+def interrupt(proc: subprocess.Popen) -> list[dict]:
+    """SIGINT to a running probe, which must end inconclusive (exit 4); the records it wrote after."""
+    import json
+    import signal
+
+    proc.send_signal(signal.SIGINT)
+    rest, err = proc.communicate(timeout=30)
+    assert proc.returncode == 4, err
+    return [json.loads(line) for line in rest.splitlines() if line.strip()]
 
 
 def one(recs: list[dict], kind: str) -> dict:

@@ -7,19 +7,45 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+from conftest import rtqual_argv
 
 needs_pyepics = pytest.mark.skipif(
     importlib.util.find_spec("epics") is None, reason="pyepics not installed (pip install .[test])"
 )
 
 
-def rtqual(*args, timeout=180) -> subprocess.CompletedProcess:
-    """The installed rtqual CLI, as a user runs it."""
-    return subprocess.run(
-        [sys.executable, "-m", "rtqual", *map(str, args)], capture_output=True, text=True, timeout=timeout
-    )
+def rtqual(*args, timeout=180, env=None) -> subprocess.CompletedProcess:
+    """The installed rtqual CLI, as a user runs it (in ENV when given, else ours)."""
+    return subprocess.run(rtqual_argv(*args), capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def run_args(probe: str, out, *options, baseline="0", degraded=True) -> list:
+    """`run PROBE OPTIONS --baseline 0 --allow-degraded -o OUT -q`: the tail of every EPICS run test
+    (no timer baseline unless asked; a VM may not give everything asked for)."""
+    tail = ["--allow-degraded"] if degraded else []
+    return ["run", probe, *options, "--baseline", baseline, *tail, "-o", out, "-q"]
+
+
+def results(out: Path) -> list[dict]:
+    """Every case's result.json of bundle OUT, in case order."""
+    return [json.loads(p.read_text()) for p in sorted(out.glob("cases/*/result.json"))]
+
+
+def case_result(out: Path, case: str = "001-ioc") -> dict:
+    """The result.json of one case of bundle OUT."""
+    return json.loads((out / "cases" / case / "result.json").read_text())
+
+
+def run_unknown_pv(probe: str, out: Path) -> subprocess.CompletedProcess:
+    """`rtqual run PROBE --put nosuch:pv` where no IOC listens (loopback env, a port nobody serves)."""
+    from rtqual.measure.epics import env as epics_env
+
+    args = run_args(probe, out, "--put", "nosuch:pv", "--loops", "5", "--timeout", "1s")
+    return rtqual(*args, timeout=60, env=epics_env.epics_env())
 
 
 def gone(pid: int) -> bool:

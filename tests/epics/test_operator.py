@@ -19,7 +19,7 @@ from rtqual.measure.epics.service import ioc_threads
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (SCHED_FIFO)")
 
-from helpers import CaClient, needs_pyepics  # noqa: E402
+from helpers import CaClient, needs_pyepics, rtqual_argv, run_args  # noqa: E402
 
 
 def scalar(v):
@@ -148,6 +148,12 @@ def test_cpus_rtprio_and_reader_cpu():
         assert len(stimuli(ioc, 5)) == 5
 
 
+def iocmain_argv(tmp_path: Path, *args: str) -> list[str]:
+    """The IOC process's own command line (a database and FIFO names that need not exist) with ARGS."""
+    ioc = [sys.executable, "-m", "rtqual.measure.epics.iocmain", "--db", str(tmp_path / "x.db")]
+    return [*ioc, "--fifo-in", "a", "--fifo-out", "b", *args]
+
+
 @pytest.mark.parametrize(
     "args, words",
     [
@@ -158,23 +164,7 @@ def test_cpus_rtprio_and_reader_cpu():
     ],
 )
 def test_bad_cpus_or_rtprio_is_one_line(tmp_path, args, words):
-    p = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rtqual.measure.epics.iocmain",
-            "--db",
-            str(tmp_path / "x.db"),
-            "--fifo-in",
-            "a",
-            "--fifo-out",
-            "b",
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    p = subprocess.run(iocmain_argv(tmp_path, *args), capture_output=True, text=True, timeout=30)
     assert p.returncode == 1 and p.stderr.count("\n") == 1 and words in p.stderr, p.stderr
     assert "Traceback" not in p.stderr
 
@@ -182,25 +172,9 @@ def test_bad_cpus_or_rtprio_is_one_line(tmp_path, args, words):
 @needs_root
 @pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv (util-linux) missing")
 def test_rtprio_not_permitted_is_one_line(tmp_path):
+    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"]
     p = subprocess.run(
-        [
-            "setpriv",
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--inh-caps=-all",
-            sys.executable,
-            "-m",
-            "rtqual.measure.epics.iocmain",
-            "--db",
-            str(tmp_path / "x.db"),
-            "--fifo-in",
-            "a",
-            "--fifo-out",
-            "b",
-            "--rtprio",
-            "10",
-        ],
+        [*nobody, *iocmain_argv(tmp_path, "--rtprio", "10")],
         capture_output=True,
         text=True,
         timeout=30,
@@ -226,8 +200,7 @@ def test_run_ioc_operator_pvs_show_running_values_before_stat_n_events(tmp_path)
 
     env = epics_env()
     prefix = f"rtqop{os.getpid()}:"
-    cmd = [sys.executable, "-m", "rtqual", "run", "ioc", "--duration", "6s", "--rate", "50", "--baseline", "0"]
-    cmd += ["--ioc-prefix", prefix, "--allow-degraded", "-o", str(tmp_path / "b"), "-q"]
+    cmd = rtqual_argv(*run_args("ioc", tmp_path / "b", "--duration", "6s", "--rate", "50", "--ioc-prefix", prefix))
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     ca = None
     try:

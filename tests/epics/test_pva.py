@@ -4,16 +4,13 @@
 import importlib.util
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from helpers import gone, rtqual
-from test_run_ca import processes_naming, results
+from helpers import gone, processes_naming, results, rtqual, run_args, run_unknown_pv
 
 from rtqual.errors import RtqError
 from rtqual.measure import _native
-from rtqual.measure.epics import env as epics_env
 from rtqual.measure.epics.ca import RTT_ECHO, RTT_PUT, ca_db
 from rtqual.measure.epics.ioc import Ioc
 
@@ -68,24 +65,7 @@ def test_iocs_pva_server_listens_on_loopback_only():
 
 def test_pva_rtt_every_put_gets_exactly_one_echo_and_leaves_nothing(tmp_path):
     out = tmp_path / "b"
-    p = rtqual(
-        "run",
-        "pva-rtt",
-        "--duration",
-        "2s",
-        "--rate",
-        50,
-        "--records",
-        10,
-        "--put-rate",
-        100,
-        "--baseline",
-        "0",
-        "--allow-degraded",
-        "-o",
-        out,
-        "-q",
-    )
+    p = rtqual(*run_args("pva-rtt", out, "--duration", "2s", "--rate", 50, "--records", 10, "--put-rate", 100))
     assert p.returncode == 0, p.stderr
     assert " and PVA on 127.0.0.1:" in p.stderr
     (r,) = results(out)
@@ -99,61 +79,23 @@ def test_pva_rtt_every_put_gets_exactly_one_echo_and_leaves_nothing(tmp_path):
 
 
 def test_pva_rtt_unknown_pv_is_one_clear_line(tmp_path):
-    env = epics_env.epics_env()  # loopback, and a port where no IOC listens
-    p = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rtqual",
-            "run",
-            "pva-rtt",
-            "--put",
-            "nosuch:pv",
-            "--loops",
-            "5",
-            "--timeout",
-            "1s",
-            "--baseline",
-            "0",
-            "--allow-degraded",
-            "-o",
-            str(tmp_path / "b"),
-            "-q",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-    )
+    p = run_unknown_pv("pva-rtt", tmp_path / "b")
     assert p.returncode == 1
     assert "Traceback" not in p.stderr
     (r,) = results(tmp_path / "b")
     assert r["verdict"] == "error" and "nosuch:pv" in r["reason"] and "\n" not in r["reason"]
 
 
+def rtt_alone_argv(tool, probe: str, ioc: Ioc, *options: str) -> list[str]:
+    """The RTT client TOOL run alone against the IOC's rtt records (SCHED_OTHER, degraded allowed)."""
+    pvs = ["--put", ioc.pv(RTT_PUT), "--monitor", ioc.pv(RTT_ECHO)]
+    return [str(tool), probe, *pvs, *options, "--policy", "other", "--allow-degraded"]
+
+
 def test_pva_rtt_alone_against_the_ioc():
     with Ioc(extra_db=ca_db(0)) as ioc:
-        p = subprocess.run(
-            [
-                str(_native.pva_path()),
-                "pva-rtt",
-                "--put",
-                ioc.pv(RTT_PUT),
-                "--monitor",
-                ioc.pv(RTT_ECHO),
-                "--loops",
-                "20",
-                "--rate",
-                "100",
-                "--policy",
-                "other",
-                "--allow-degraded",
-            ],
-            env=ioc.env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        args = rtt_alone_argv(_native.pva_path(), "pva-rtt", ioc, "--loops", "20", "--rate", "100")
+        p = subprocess.run(args, env=ioc.env, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     recs = [json.loads(line) for line in p.stdout.splitlines()]
     header, summary = recs[0], next(r for r in recs if r["type"] == "summary")
@@ -176,21 +118,7 @@ def test_searches_to_the_hosts_own_address_find_nothing():
             (_native.pva_path(), "pva-rtt", "EPICS_PVA_ADDR_LIST"),
             (_native.ca_path(), "ca-rtt", "EPICS_CA_ADDR_LIST"),
         ):
-            args = [
-                str(tool),
-                probe,
-                "--put",
-                ioc.pv(RTT_PUT),
-                "--monitor",
-                ioc.pv(RTT_ECHO),
-                "--loops",
-                "2",
-                "--timeout",
-                "1s",
-                "--policy",
-                "other",
-                "--allow-degraded",
-            ]
+            args = rtt_alone_argv(tool, probe, ioc, "--loops", "2", "--timeout", "1s")
             assert subprocess.run(args, env=ioc.env, capture_output=True, timeout=60).returncode == 0, probe
             p = subprocess.run(
                 args, env={**ioc.env, var: host_addresses()[0]}, capture_output=True, text=True, timeout=60

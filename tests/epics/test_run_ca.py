@@ -4,46 +4,30 @@ independent CA client (pyepics) using the operator PVs while `rtqual run ioc` me
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from helpers import CaClient, needs_pyepics, processes_naming, rtqual
+from helpers import (
+    CaClient,
+    needs_pyepics,
+    processes_naming,
+    results,
+    rtqual,
+    rtqual_argv,
+    run_args,
+    run_unknown_pv,
+)
 
 from rtqual.measure.epics import env as epics_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def results(out: Path) -> list[dict]:
-    return [json.loads(p.read_text()) for p in sorted(out.glob("cases/*/result.json"))]
-
-
 def test_ioc_with_ca_load_records_achieved_rates_and_leaves_nothing(tmp_path):
     out = tmp_path / "b"
-    p = rtqual(
-        "run",
-        "ioc",
-        "--preset",
-        "aps",
-        "--records",
-        50,
-        "--put-rate",
-        200,
-        "--scan",
-        ".5 second",
-        "--duration",
-        "2s",
-        "--baseline",
-        "0",
-        "--ioc-prefix",
-        "rtqtest1:",
-        "--allow-degraded",
-        "-o",
-        out,
-        "-q",
-    )
+    load = ["--preset", "aps", "--records", 50, "--put-rate", 200, "--scan", ".5 second"]
+    p = rtqual(*run_args("ioc", out, *load, "--duration", "2s", "--ioc-prefix", "rtqtest1:"))
     assert p.returncode == 0, p.stderr
     (r,) = results(out)
     load = r["ioc"]["ca_load"]
@@ -57,7 +41,7 @@ def test_ioc_with_ca_load_records_achieved_rates_and_leaves_nothing(tmp_path):
 
 def test_ca_rtt_through_rtquals_ioc(tmp_path):
     out = tmp_path / "b"
-    p = rtqual("run", "ca-rtt", "--loops", 100, "--rate", 100, "--baseline", "0", "--allow-degraded", "-o", out, "-q")
+    p = rtqual(*run_args("ca-rtt", out, "--loops", 100, "--rate", 100))
     assert p.returncode == 0, p.stderr
     (r,) = results(out)
     assert r["probe"] == "ca-rtt" and r["stats"]["count"] == 100 and r["stats"]["min_ns"] > 0
@@ -66,32 +50,7 @@ def test_ca_rtt_through_rtquals_ioc(tmp_path):
 
 
 def test_ca_rtt_unknown_external_pv_is_one_clear_line(tmp_path):
-    env = epics_env.epics_env()  # loopback, and a port where no IOC listens
-    p = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rtqual",
-            "run",
-            "ca-rtt",
-            "--put",
-            "nosuch:pv",
-            "--loops",
-            "5",
-            "--timeout",
-            "1s",
-            "--baseline",
-            "0",
-            "--allow-degraded",
-            "-o",
-            str(tmp_path / "b"),
-            "-q",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-    )
+    p = run_unknown_pv("ca-rtt", tmp_path / "b")
     assert p.returncode == 1
     (r,) = results(tmp_path / "b")
     assert r["verdict"] == "error" and "nosuch:pv" in r["reason"] and "\n" not in r["reason"]
@@ -129,34 +88,10 @@ def without_epics_vars() -> dict:
 def test_pyepics_reads_operator_pvs_and_sets_the_sample_count_during_a_run(tmp_path):
     out, user_db = tmp_path / "b", tmp_path / "user.db"
     user_db.write_text('record(ai, "$(P)user:x") {\n    field(VAL, "42")\n    field(PINI, "YES")\n}\n')
+    load = ["--records", "20", "--put-rate", "50", "--ioc-chain", "3"]
+    ioc = ["--ioc-db", user_db, "--ioc-prefix", "rtqtest2:"]
     p = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "rtqual",
-            "run",
-            "ioc",
-            "--duration",
-            "30s",
-            "--rate",
-            "200",
-            "--records",
-            "20",
-            "--put-rate",
-            "50",
-            "--ioc-chain",
-            "3",
-            "--ioc-db",
-            str(user_db),
-            "--baseline",
-            "0",
-            "--ioc-prefix",
-            "rtqtest2:",
-            "--allow-degraded",
-            "-o",
-            str(out),
-            "-q",
-        ],
+        rtqual_argv(*run_args("ioc", out, "--duration", "30s", "--rate", "200", *load, *ioc)),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

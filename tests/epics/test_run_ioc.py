@@ -4,11 +4,10 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from helpers import gone, processes_naming, rtqual
+from helpers import case_result, gone, processes_naming, rtqual, rtqual_argv, run_args
 
 from rtqual.publish.views import stage_table
 
@@ -20,24 +19,8 @@ from rtqual.publish.views import stage_table
 def run(request, tmp_path_factory):
     preset, mode, baseline = request.param
     out = tmp_path_factory.mktemp("ioc") / "bundle"
-    p = rtqual(
-        "run",
-        "ioc",
-        "--preset",
-        preset,
-        "--mode",
-        mode,
-        "--duration",
-        "2s",
-        "--rate",
-        "200",
-        "--baseline",
-        baseline,
-        "--allow-degraded",
-        "-o",
-        str(out),
-        "-q",
-    )
+    ioc = ["--preset", preset, "--mode", mode]
+    p = rtqual(*run_args("ioc", out, *ioc, "--duration", "2s", "--rate", "200", baseline=baseline))
     case = out / "cases" / ("001-ioc" if baseline == "0" else "002-ioc")
     result = json.loads((case / "result.json").read_text()) if (case / "result.json").exists() else None
     return p, out, result
@@ -118,26 +101,8 @@ def start_and_wait_for_ioc(tmp_path):
     import time
 
     out = tmp_path / "bundle"
-    p = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "rtqual",
-            "run",
-            "ioc",
-            "--duration",
-            "60s",
-            "--baseline",
-            "0",
-            "--allow-degraded",
-            "-o",
-            str(out),
-            "-q",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    argv = rtqual_argv(*run_args("ioc", out, "--duration", "60s"))
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     stream = out / "cases" / "001-ioc" / "stream.jsonl"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -157,7 +122,7 @@ def test_sigint_keeps_the_measured_part_and_stops_the_ioc(tmp_path):
     p.send_signal(2)
     _, err = p.communicate(timeout=60)
     assert p.returncode == 4, err  # inconclusive: interrupted
-    result = json.loads((out / "cases" / "001-ioc" / "result.json").read_text())
+    result = case_result(out)
     assert result["verdict"] == "inconclusive" and result["stats"]["count"] > 0
     assert result["ioc"]["exit_code"] is not None
     assert gone(ioc_pid)
@@ -187,7 +152,7 @@ def test_sigkill_of_rtqual_still_stops_the_ioc(tmp_path):
 def test_a_bad_user_database_is_a_clear_error(tmp_path):
     db = tmp_path / "user.db"
     db.write_text('record(ai, "$(P)x") {\n    field(NOSUCH, "1")\n}\n')
-    p = rtqual("run", "ioc", "--ioc-db", db, "--duration", "1s", "--baseline", "0", "-o", tmp_path / "b", "-q")
+    p = rtqual(*run_args("ioc", tmp_path / "b", "--ioc-db", db, "--duration", "1s", degraded=False))
     assert p.returncode == 1
     assert "doesn't have a field 'NOSUCH'" in p.stdout + p.stderr
     assert "Traceback" not in p.stdout + p.stderr
@@ -232,33 +197,14 @@ def fake_gpio(tmp_path_factory):
     return env
 
 
-def rtqual_env(env: dict, *args) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "rtqual", *map(str, args)], capture_output=True, text=True, timeout=180, env=env
-    )
+GPIO = ["--gpio", "/dev/gpiochip0:17,27,22,23", "--duration", "2s"]  # the lines fake_gpio wires
 
 
 def test_gpio_wired_run_answers_every_stimulus_with_the_drive_stage(tmp_path, fake_gpio):
     out = tmp_path / "b"
-    p = rtqual_env(
-        fake_gpio("17:27,22:23", tmp_path / "wires"),
-        "run",
-        "ioc",
-        "--gpio",
-        "/dev/gpiochip0:17,27,22,23",
-        "--duration",
-        "2s",
-        "--rate",
-        "100",
-        "--baseline",
-        "0",
-        "--allow-degraded",
-        "-o",
-        out,
-        "-q",
-    )
+    p = rtqual(*run_args("ioc", out, *GPIO, "--rate", "100"), env=fake_gpio("17:27,22:23", tmp_path / "wires"))
     assert p.returncode == 0, p.stdout + p.stderr
-    result = json.loads((out / "cases" / "001-ioc" / "result.json").read_text())
+    result = case_result(out)
     assert result["label"] == "ioc kek callback gpio 100 Hz" and result["params"]["gpio_stim"] == "/dev/gpiochip0:17"
     st, stages, total = result["probe_summary"]["stimuli"], result["probe_summary"]["stages"], result["stats"]
     assert total["count"] == 200 and st["sent"] == st["answered"] == 200 + st["warmup"]
@@ -271,25 +217,9 @@ def test_gpio_wired_run_answers_every_stimulus_with_the_drive_stage(tmp_path, fa
 
 def test_gpio_response_not_wired_is_one_clear_error(tmp_path, fake_gpio):
     out = tmp_path / "b"
-    p = rtqual_env(
-        fake_gpio("17:27,22:24", tmp_path / "wires"),
-        "run",
-        "ioc",
-        "--gpio",
-        "/dev/gpiochip0:17,27,22,23",
-        "--duration",
-        "2s",
-        "--timeout",
-        "1s",
-        "--baseline",
-        "0",
-        "--allow-degraded",
-        "-o",
-        out,
-        "-q",
-    )
+    p = rtqual(*run_args("ioc", out, *GPIO, "--timeout", "1s"), env=fake_gpio("17:27,22:24", tmp_path / "wires"))
     assert p.returncode == 1 and "Traceback" not in p.stdout + p.stderr
-    result = json.loads((out / "cases" / "001-ioc" / "result.json").read_text())
+    result = case_result(out)
     assert result["verdict"] == "error" and "\n" not in result["reason"]
     assert (
         "(are /dev/gpiochip0:17 -> the IOC's input and the IOC's output -> /dev/gpiochip0:23 wired?)"
@@ -301,7 +231,7 @@ def test_gpio_response_not_wired_is_one_clear_error(tmp_path, fake_gpio):
     "spec", ["/dev/gpiochip0:1,2,3", "/dev/gpiochip0:1,2,3,3", "1,2,3,4", "/dev/gpiochip0:a,2,3,4"]
 )
 def test_a_bad_gpio_spec_is_one_line(tmp_path, spec):
-    p = rtqual("run", "ioc", "--gpio", spec, "--duration", "1s", "--baseline", "0", "-o", tmp_path / "b", "-q")
+    p = rtqual(*run_args("ioc", tmp_path / "b", "--gpio", spec, "--duration", "1s", degraded=False))
     assert p.returncode == 1 and p.stderr.count("\n") == 1 and "CHIP:STIM,IN,OUT,RESP" in p.stderr, p.stderr
 
 
@@ -325,23 +255,10 @@ def test_gpio_lines_reach_the_ioc_and_the_harness(tmp_path):
     finally:
         svc.discard()
     # a chip that is not there: the IOC says so, one verdict, nothing left running
-    p = rtqual(
-        "run",
-        "ioc",
-        "--gpio",
-        "/dev/gpiochip99:17,27,22,23",
-        "--duration",
-        "1s",
-        "--baseline",
-        "0",
-        "--ioc-prefix",
-        "rtqgpio:",
-        "-o",
-        tmp_path / "b",
-        "-q",
-    )
+    gpio = ["--gpio", "/dev/gpiochip99:17,27,22,23", "--ioc-prefix", "rtqgpio:"]
+    p = rtqual(*run_args("ioc", tmp_path / "b", *gpio, "--duration", "1s", degraded=False))
     assert p.returncode == 1 and "Traceback" not in p.stdout + p.stderr
-    result = json.loads((tmp_path / "b" / "cases" / "001-ioc" / "result.json").read_text())
+    result = case_result(tmp_path / "b")
     assert result["verdict"] == "error" and "/dev/gpiochip99: No such file or directory" in result["reason"]
     assert result["label"] == "ioc kek callback gpio 50 Hz"
     assert processes_naming("rtqgpio:") == []

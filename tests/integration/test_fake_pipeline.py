@@ -9,7 +9,7 @@ import time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import needs_probe
+from conftest import needs_probe, show_json
 from rtqual.measure import _native
 from rtqual.results.hist import HIGHEST_NS, PERCENTILES_PPM, Histogram
 
@@ -74,7 +74,7 @@ def test_out_of_range_is_inconclusive(tmp_path, rtqual_cmd):
     script = write_script(tmp_path / "s.txt", [(0, 5, 0), (0, HIGHEST_NS + 1, 0)])
     out = rtqual_cmd("run", "fake", "--script", script, "-o", tmp_path / "b", "-q")
     assert out.returncode == 4
-    case = json.loads(rtqual_cmd("show", tmp_path / "b", "--json").stdout)["cases"][0]
+    case = show_json(tmp_path / "b")["cases"][0]
     assert case["verdict"] == "inconclusive" and any("histogram range" in w for w in case["warnings"])
 
 
@@ -82,7 +82,7 @@ def test_crash_keeps_partial_result(tmp_path, rtqual_cmd):
     script = write_script(tmp_path / "s.txt", SAMPLES, "progress\ncrash\n")
     out = rtqual_cmd("run", "fake", "--script", script, "-o", tmp_path / "b", "-q")
     assert out.returncode == 1, out.stderr
-    case = json.loads(rtqual_cmd("show", tmp_path / "b", "--json").stdout)["cases"][0]
+    case = show_json(tmp_path / "b")["cases"][0]
     assert case["verdict"] == "error" and "SIGABRT" in case["reason"] and case["stats"]["count"] == 6
 
 

@@ -49,22 +49,7 @@ def script(tmp_path, n=200):
     return path
 
 
-@pytest.mark.parametrize(
-    "load,fragment",
-    [
-        ("network,mode=smtp", "option 'mode' must be one of udp, tcp, broadcast"),
-        ("network,rate=0", "rate 0 (unpaced) is for mode tcp only"),
-        ("network,peer=192.0.2.1", "interface and peer go together"),
-        ("network,instances=3", "option 'instances' does not apply"),
-        ("network,mode=udp,arp_rate=5", "arp_rate applies to mode broadcast only"),
-        ("network,rate=2000000", "option 'rate' must be in 0..1000000"),
-    ],
-)
-def test_a_bad_network_option_is_one_line(rtqual_cmd, tmp_path, load, fragment):
-    out = rtqual_cmd("run", "timer", "--duration", "1s", "--load", load, "-o", tmp_path / "b", "-q")
-    lines = out.stderr.strip().splitlines()
-    assert out.returncode == 1 and len(lines) == 1 and fragment in lines[0], out.stderr
-    assert not (tmp_path / "b").exists()
+# A bad network option is one line before anything runs: tests/integration/test_run_loads.py.
 
 
 @needs_net_admin

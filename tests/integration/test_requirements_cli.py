@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import needs_probe
+from conftest import needs_probe, show_json
 from rtqual.results.hist import Histogram
 from rtqual.results.stats import summarize
 from rtqual.results.stream import read_stream
@@ -36,7 +36,7 @@ def test_require_gives_the_verdict_and_exit_code(tmp_path, rtqual_cmd, require, 
     args = [x for r in require for x in ("--require", r)]
     out = run_fake(rtqual_cmd, tmp_path, [10_000] * 2000, *args)
     assert out.returncode == code, out.stderr
-    shown = json.loads(rtqual_cmd("show", tmp_path / "b", "--json").stdout)
+    shown = show_json(tmp_path / "b")
     (case,) = shown["cases"]
     assert case["verdict"] == verdict == shown["verdict"]
     assert [v["requirement"] for v in case["requirements_judged"]] == require
@@ -46,7 +46,7 @@ def test_require_gives_the_verdict_and_exit_code(tmp_path, rtqual_cmd, require, 
 def test_profile_and_a_bad_requirement(tmp_path, rtqual_cmd):
     out = run_fake(rtqual_cmd, tmp_path, [10_000] * 50, "--profile", "kek-50hz")
     assert out.returncode == 4  # p99.99 of 50 samples: undecided
-    judged = json.loads(rtqual_cmd("show", tmp_path / "b", "--json").stdout)["cases"][0]["requirements_judged"]
+    judged = show_json(tmp_path / "b")["cases"][0]["requirements_judged"]
     assert [v["verdict"] for v in judged] == ["pass", "inconclusive", "pass"]
     for bad in (["--require", "p98 < 1ms"], ["--require", "max < 10"], ["--profile", "nope"]):
         out = run_fake(rtqual_cmd, tmp_path, [1], *bad, out="c")

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from conftest import needs_probe
+from conftest import needs_probe, show_json
 from rtqual.errors import RtqError
 
 
@@ -26,6 +26,12 @@ def script(tmp_path, samples=((0, 5_000, 0), (1, 7_000, 0))):
         ("cpu-hog,policy=fifo,force=maybe", "--load cpu-hog: force: expected true or false, got 'maybe'"),
         ("command", "--load command: option 'argv' is required"),
         ("command,argv=/nonexistent/prog", "program '/nonexistent/prog' is not an executable file"),
+        ("network,mode=smtp", "option 'mode' must be one of udp, tcp, broadcast"),
+        ("network,rate=0", "rate 0 (unpaced) is for mode tcp only"),
+        ("network,peer=192.0.2.1", "interface and peer go together"),
+        ("network,instances=3", "option 'instances' does not apply"),
+        ("network,mode=udp,arp_rate=5", "arp_rate applies to mode broadcast only"),
+        ("network,rate=2000000", "option 'rate' must be in 0..1000000"),
     ],
 )
 def test_a_bad_load_is_one_line_before_anything_runs(rtqual_cmd, tmp_path, load, fragment):
@@ -90,7 +96,7 @@ def test_a_load_that_dies_at_once_makes_the_case_inconclusive_and_the_exit_code_
     assert out.returncode == 4, out.stderr
     manifest = json.loads((tmp_path / "b" / "manifest.json").read_text())
     assert manifest["verdict"] == "inconclusive" and manifest["status"] == "complete"
-    case = json.loads(rtqual_cmd("show", tmp_path / "b", "--json").stdout)["cases"][0]
+    case = show_json(tmp_path / "b")["cases"][0]
     assert case["verdict"] == "inconclusive" and case["reason"].startswith("load not running: command exited")
 
 
@@ -135,7 +141,7 @@ def test_run_as_is_recorded_beside_probe(rtqual_cmd, tmp_path):
     for f in ("params.json", "result.json"):
         doc = json.loads((d / f).read_text())
         assert doc["probe"] == "fake" and doc["run_as"] == "fake", f
-    case = json.loads(rtqual_cmd("show", tmp_path / "b", "--json").stdout)["cases"][0]
+    case = show_json(tmp_path / "b")["cases"][0]
     assert case["probe"] == "fake" and case["run_as"] == "fake"
 
 

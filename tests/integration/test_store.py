@@ -3,6 +3,7 @@ migrations from empty, real bundles and a fresh fake-probe run, history filters,
 sinks and a run writing at once, an unreachable store (a run still completes with one warning; the sink
 buffers, writes when the store is back, drops the oldest beyond its bound)."""
 
+import contextlib
 import hashlib
 import json
 import os
@@ -126,6 +127,16 @@ class Engine:
             self.pg.start()
         else:
             self.blocker.unlink()
+
+    @contextlib.contextmanager
+    def made_then_down(self):
+        """The store made (its schema in place), then unreachable for the with block, back after it."""
+        open_store(self.url).close()
+        self.down()
+        try:
+            yield
+        finally:
+            self.up()
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -322,13 +333,9 @@ def test_sinks_in_threads(engine):
 
 @needs_probe
 def test_store_down_run_completes_with_one_warning(engine, rtqual_cmd, tmp_path):
-    open_store(engine.url).close()
-    engine.down()
-    try:
+    with engine.made_then_down():
         out, bundle = fake_run(rtqual_cmd, tmp_path, "down", "--store", engine.url)
         env_out, env_bundle = fake_run(rtqual_cmd, tmp_path, "down-env", env={**os.environ, "RTQUAL_STORE": engine.url})
-    finally:
-        engine.up()
     for o, b in ((out, bundle), (env_out, env_bundle)):
         assert o.returncode == 0 and o.stdout.strip().splitlines()[-1] == str(b)
         assert o.stderr.count("warning") == 1 and "not stored in the history" in o.stderr, o.stderr
@@ -341,18 +348,14 @@ def test_store_down_run_completes_with_one_warning(engine, rtqual_cmd, tmp_path)
 
 
 def test_sink_buffers_and_writes_when_back(engine):
-    open_store(engine.url).close()
-    engine.down()
-    sink = WindowSink(engine.url, limit_windows=100)
-    try:
+    with engine.made_then_down():
+        sink = WindowSink(engine.url, limit_windows=100)
         for i in range(30):
             sink.put(window(start=float(i)))
         deadline = time.monotonic() + 30
         while sink.warning is None and time.monotonic() < deadline:
             time.sleep(0.05)
         assert sink.warning and "\n" not in sink.warning and sink.sent == 0
-    finally:
-        engine.up()
     assert sink.flush(60) == 0
     assert sink.sent == 30 and sink.dropped == 0 and sink.warning is None
     sink.put(window(start=30.0))
@@ -362,15 +365,11 @@ def test_sink_buffers_and_writes_when_back(engine):
 
 
 def test_sink_bound_drops_oldest_and_counts(engine):
-    open_store(engine.url).close()
-    engine.down()
-    sink = WindowSink(engine.url, limit_windows=10)
-    try:
+    with engine.made_then_down():
+        sink = WindowSink(engine.url, limit_windows=10)
         for i in range(25):
             sink.put(window(start=float(i)))
         assert sink.dropped == 15 and sink.unsent() == 10
-    finally:
-        engine.up()
     assert sink.close(60) == 0
     with open_store(engine.url) as s:
         assert [w["start_unix_s"] for w in s.windows()] == [float(i) for i in range(15, 25)]

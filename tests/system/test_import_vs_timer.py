@@ -3,7 +3,6 @@ each): `rtqual compare` pairs the two cases by id and label. Invariants only, ne
 
 import json
 import subprocess
-import sys
 
 from conftest import needs_cyclictest, needs_probe, needs_root
 
@@ -19,28 +18,10 @@ def test_imported_cyclictest_compares_with_rtqual_timer(tmp_path, rtqual_cmd):
         capture_output=True,
         timeout=60,
     )
-    imp = subprocess.run(
-        [sys.executable, "-m", "rtqual", "import", "cyclictest", str(ct), "--output", str(tmp_path / "imported")],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    imp = rtqual_cmd("import", "cyclictest", ct, "--output", tmp_path / "imported", timeout=60)
     assert imp.returncode == 0, imp.stderr
-    run = rtqual_cmd(
-        "run",
-        "timer",
-        "--cpus",
-        "0",
-        "--interval",
-        "1ms",
-        "--loops",
-        "300",
-        "--priority",
-        "80",
-        "-o",
-        tmp_path / "rt",
-        "-q",
-    )
+    timer = ["--cpus", "0", "--interval", "1ms", "--loops", "300", "--priority", "80"]  # cyclictest's settings
+    run = rtqual_cmd("run", "timer", *timer, "-o", tmp_path / "rt", "-q")
     assert run.returncode in (0, 4), run.stderr
     out = rtqual_cmd("compare", tmp_path / "imported", tmp_path / "rt", "--json")
     assert out.returncode == 0, out.stderr

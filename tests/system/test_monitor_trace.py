@@ -7,26 +7,21 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 
 import pytest
 
-from conftest import needs_probe, needs_root
+from conftest import needs_probe, needs_root, rtqual_argv, rtqual_run
 from tracing import inject_stalls, ours, wait_for
 
 pytestmark = [needs_root, needs_probe, pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs")]
 
 
-def rtqual(*args: object) -> list[str]:
-    return [sys.executable, "-m", "rtqual", *map(str, args)]
-
-
 def test_monitor_trace_blames_the_injected_task(tmp_path, tracefs_view):
     cpu = max(os.sched_getaffinity(0))
     mon = subprocess.Popen(
-        rtqual("monitor", "--trace", "--cpus", cpu, "--interval", "1ms", "--threshold", "2ms", "--duration", "6s",
-               "--window", "1s", "--json", "--listen", "off", "--store", "off", "--textfile", tmp_path),
+        rtqual_argv("monitor", "--trace", "--cpus", cpu, "--interval", "1ms", "--threshold", "2ms", "--duration", "6s",
+                    "--window", "1s", "--json", "--listen", "off", "--store", "off", "--textfile", tmp_path),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
@@ -55,7 +50,7 @@ def test_monitor_trace_blames_the_injected_task(tmp_path, tracefs_view):
 
 def test_a_killed_monitors_instance_is_removed_by_the_next_traced_run(tmp_path, tracefs_view):
     mon = subprocess.Popen(
-        rtqual("monitor", "--trace", "--duration", "60s", "--listen", "off", "--store", "off"),
+        rtqual_argv("monitor", "--trace", "--duration", "60s", "--listen", "off", "--store", "off"),
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
@@ -65,11 +60,6 @@ def test_a_killed_monitors_instance_is_removed_by_the_next_traced_run(tmp_path, 
         mon.wait(timeout=30)
     time.sleep(0.5)  # its probe dies with it (PDEATHSIG)
     assert ours(tracefs_view, mon.pid) == left  # killed: nothing could remove it
-    out = subprocess.run(
-        rtqual("run", "timer", "--trace", "--duration", "1s", "-o", tmp_path / "b", "-q"),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    out = rtqual_run("run", "timer", "--trace", "--duration", "1s", "-o", tmp_path / "b", "-q", timeout=60)
     assert out.returncode in (0, 2), out.stderr
     assert ours(tracefs_view, mon.pid) == []

@@ -1,10 +1,8 @@
 """Short real `event` probe runs (root): stimulus -> epoll wake-up response. Invariants only."""
 
-import json
-
 import pytest
 
-from conftest import needs_probe, needs_root, one, probe_records
+from conftest import needs_probe, needs_root, one, probe_records, run_case
 from rtqual.measure import _native
 
 pytestmark = [needs_probe, needs_root]
@@ -71,12 +69,8 @@ def test_list_marks_event_supported():
     assert rows["event"]["supported"] is True
 
 
-def test_through_pipeline(tmp_path, rtqual_cmd):
-    out = rtqual_cmd("run", "event", "--duration", "2s", "--rate", "500", "--warmup", "0", "-o", tmp_path / "b", "-q")
-    if out.returncode != 0 and "invalid choice" in out.stderr:
-        pytest.skip("`rtqual run` does not drive the event probe yet")
-    assert out.returncode == 0, out.stderr + out.stdout
-    case = json.loads(rtqual_cmd("show", tmp_path / "b", "--json").stdout)["cases"][0]
+def test_through_pipeline(tmp_path):
+    case = run_case(tmp_path / "b", "event", "--duration", "2s", "--rate", "500", "--warmup", "0")
     s = case["stats"]
     assert s["count"] + s["overruns"] == 1000
     assert s["min_ns"] <= s["p50_ns"] <= s["p99_ns"] <= s["max_ns"]

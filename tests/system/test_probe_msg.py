@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import needs_probe, needs_root, one, probe_records
+from conftest import interrupt, needs_probe, needs_root, one, probe_records, run_case, start_probe
 
 pytestmark = [needs_probe, needs_root]
 
@@ -26,6 +26,7 @@ ZMQ = ("zmq-tcp", "zmq-ipc")
 BARE = ("udp", "tcp", "unix-stream", "unix-dgram")
 CPUS = sorted(os.sched_getaffinity(0))
 CLIENT_CPU, SERVER_CPU = CPUS[0], CPUS[-1]
+LOOPS_300 = ("--loops", 300, "--warmup", 20, "--client-cpu", CLIENT_CPU)  # 320 round trips, the client placed
 
 
 def probe() -> str:
@@ -101,20 +102,7 @@ def assert_placed(proc, cpu, policy="fifo", priority=80):
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_transport_loops(transport):
-    out, recs = run(
-        "--transport",
-        transport,
-        "--loops",
-        300,
-        "--warmup",
-        20,
-        "--client-cpu",
-        CLIENT_CPU,
-        "--server-cpu",
-        SERVER_CPU,
-        "--size",
-        100,
-    )
+    out, recs = run("--transport", transport, *LOOPS_300, "--server-cpu", SERVER_CPU, "--size", 100)
     assert out.returncode == 0, out.stderr
     head = one(recs, "header")
     assert one(recs, "end")["status"] == 0
@@ -135,23 +123,8 @@ def test_transport_loops(transport):
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_chain(transport):
-    out, recs = run(
-        "--transport",
-        transport,
-        "--chain",
-        "--loops",
-        300,
-        "--warmup",
-        20,
-        "--client-cpu",
-        CLIENT_CPU,
-        "--broker-cpu",
-        SERVER_CPU,
-        "--server-cpu",
-        SERVER_CPU,
-        "--server-priority",
-        70,
-    )
+    servers = ["--broker-cpu", SERVER_CPU, "--server-cpu", SERVER_CPU, "--server-priority", 70]
+    out, recs = run("--transport", transport, "--chain", *LOOPS_300, *servers)
     assert out.returncode == 0, out.stderr
     head = one(recs, "header")
     assert_invariants(recs, 300)
@@ -188,21 +161,8 @@ def test_broker_options_ignored_without_chain():
 
 def test_mixed_policies():
     """The paper's case 1 shape: RT everywhere, only the broker (message server) bound."""
-    out, recs = run(
-        "--transport",
-        "tcp",
-        "--chain",
-        "--broker-cpu",
-        SERVER_CPU,
-        "--client-policy",
-        "rr",
-        "--client-priority",
-        60,
-        "--server-policy",
-        "other",
-        "--loops",
-        200,
-    )
+    policies = ["--client-policy", "rr", "--client-priority", 60, "--server-policy", "other"]
+    out, recs = run("--transport", "tcp", "--chain", "--broker-cpu", SERVER_CPU, *policies, "--loops", 200)
     assert out.returncode == 0, out.stderr
     procs = one(recs, "header")["params"]["processes"]
     assert_placed(procs["client"], None, policy="rr", priority=60)
@@ -229,23 +189,13 @@ def test_duration_mode():
     assert_invariants(recs, s["count"])
 
 
-def _start(*args):
-    p = subprocess.Popen([probe(), "msg", *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    header = json.loads(p.stdout.readline())
-    assert header["type"] == "header"
-    return p, header
-
-
 @pytest.mark.parametrize("transport", [transport_param("zmq-tcp"), transport_param("unix-dgram")])
 def test_sigint_stops_everything(transport):
-    p, header = _start("--transport", transport, "--chain", "--duration", "60s")
+    p, header = start_probe("msg", "--transport", transport, "--chain", "--duration", "60s")
     pids = child_pids(header)
     assert len(pids) == 2
     time.sleep(0.3)
-    p.send_signal(signal.SIGINT)
-    rest, err = p.communicate(timeout=30)
-    assert p.returncode == 4, err
-    recs = [json.loads(line) for line in rest.splitlines()]
+    recs = interrupt(p)
     end = one(recs, "end")
     assert (end["status"], end["reason"]) == (4, "interrupted")
     assert one(recs, "summary")["cpus"][0]["count"] > 0
@@ -253,7 +203,7 @@ def test_sigint_stops_everything(transport):
 
 
 def test_server_death_is_an_error():
-    p, header = _start("--transport", "udp", "--duration", "60s", "--timeout", "200ms")
+    p, header = start_probe("msg", "--transport", "udp", "--duration", "60s", "--timeout", "200ms")
     server = header["params"]["processes"]["server"]["pid"]
     time.sleep(0.2)
     os.kill(server, signal.SIGKILL)
@@ -267,7 +217,7 @@ def test_server_death_is_an_error():
 
 def test_probe_killed_children_follow():
     """SIGKILL of the probe: the children die with it (PR_SET_PDEATHSIG)."""
-    p, header = _start("--transport", "tcp", "--chain", "--duration", "60s")
+    p, header = start_probe("msg", "--transport", "tcp", "--chain", "--duration", "60s")
     pids = child_pids(header)
     p.kill()
     p.wait(timeout=10)
@@ -295,15 +245,9 @@ def test_bad_options(args, text):
     assert out.stderr.count("\n") == 1 and text in out.stderr
 
 
-def test_pipeline_run(tmp_path, rtqual_cmd):
-    """Through `rtqual run msg` once the lead's generic runner knows the probe."""
-    from rtqual.probes import catalog as probes
-
-    if "msg" not in getattr(probes, "_native_probes", lambda: {})():
-        pytest.skip("rtqual run msg: msg not in probes/native_probes.json yet (scripts/update-probe-table)")
-    out = rtqual_cmd("run", "msg", "--transport", "udp", "--duration", "2s", "-o", tmp_path / "b", "-q")
-    assert out.returncode == 0, out.stderr + out.stdout
-    case = json.loads(rtqual_cmd("show", tmp_path / "b", "--json").stdout)["cases"][0]
+def test_pipeline_run(tmp_path):
+    """Through `rtqual run msg` (the probe catalog drives it)."""
+    case = run_case(tmp_path / "b", "msg", "--transport", "udp", "--duration", "2s")
     s = case["stats"]
     assert s["count"] > 0
     assert s["min_ns"] <= s["p50_ns"] <= s["p99_ns"] <= s["max_ns"]

@@ -1,10 +1,8 @@
 """Short real `pio` probe runs (root): programmed-I/O sweeps over shared memory. Invariants only."""
 
-import json
-
 import pytest
 
-from conftest import needs_probe, needs_root, probe_records
+from conftest import needs_probe, needs_root, probe_records, run_case
 
 pytestmark = [needs_probe, needs_root]
 
@@ -64,10 +62,6 @@ def test_bad_map_is_an_error():
     assert out.returncode == 1 and out.stderr.startswith("rtqual-probe: error: --map")
 
 
-def test_through_pipeline(tmp_path, rtqual_cmd):
-    out = rtqual_cmd("run", "pio", "--duration", "1s", "--width", "16", "--size", "65536", "-o", tmp_path / "b", "-q")
-    if out.returncode != 0 and "invalid choice" in out.stderr:
-        pytest.skip("`rtqual run` does not drive the pio probe yet")
-    assert out.returncode == 0, out.stderr + out.stdout
-    case = json.loads(rtqual_cmd("show", tmp_path / "b", "--json").stdout)["cases"][0]
+def test_through_pipeline(tmp_path):
+    case = run_case(tmp_path / "b", "pio", "--duration", "1s", "--width", "16", "--size", "65536")
     assert case["stats"]["count"] > 0

@@ -5,15 +5,12 @@ one slot (the measured CPU), histogram and summary agree, one response per stimu
 for interrupt-latency, and the priority-inheritance semantics of deadlock-break.
 """
 
-import json
 import os
-import signal
 import subprocess
-import time
 
 import pytest
 
-from conftest import needs_probe, needs_root, one, probe_records
+from conftest import interrupt, needs_probe, needs_root, one, probe_records, start_probe, wait_measured
 
 pytestmark = [needs_probe, needs_root]
 
@@ -125,22 +122,9 @@ def test_deadlock_break_priority_inheritance(pi):
 
 @TWO_CPUS
 def test_sigint_is_inconclusive():
-    proc = subprocess.Popen(
-        [probe(), "rhealstone", "--component", "preemption", "--duration", "60s", "--progress-ms", "100"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert json.loads(proc.stdout.readline())["type"] == "header"
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:  # until a progress record shows measured samples
-        rec = json.loads(proc.stdout.readline())
-        if rec["type"] == "progress" and rec["cpus"][0]["count"] > 0:
-            break
-    proc.send_signal(signal.SIGINT)
-    rest, err = proc.communicate(timeout=30)
-    assert proc.returncode == 4, err
-    recs = [json.loads(line) for line in rest.splitlines() if line.strip()]
+    proc, _ = start_probe("rhealstone", "--component", "preemption", "--duration", "60s", "--progress-ms", "100")
+    wait_measured(proc)
+    recs = interrupt(proc)
     assert one(recs, "end")["reason"] == "interrupted"
     assert one(recs, "summary")["cpus"][0]["count"] > 0
 

@@ -1,12 +1,11 @@
 """The runaway RT loop test (root), bounded: one spinner on one CPU of N >= 2. Invariants only."""
 
-import json
 import os
 import time
 
 import pytest
 
-from conftest import needs_probe, needs_root, probe_records
+from conftest import needs_probe, needs_root, probe_records, show_json
 
 pytestmark = [
     needs_probe,
@@ -83,5 +82,5 @@ def test_through_pipeline(tmp_path, rtqual_cmd):
         pytest.skip("`rtqual run` does not drive the rtsafety probe yet")
     assert out.returncode == 0, out.stderr + out.stdout
     assert time.monotonic() - t0 < 30
-    case = json.loads(rtqual_cmd("show", tmp_path / "b", "--json").stdout)["cases"][0]
+    case = show_json(tmp_path / "b")["cases"][0]
     assert len(case["per_cpu"]) == 2  # the stall slot and the login slot

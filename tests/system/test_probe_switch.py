@@ -5,15 +5,12 @@ woken side's CPU, histogram and summary agree, the round-trip mean is reported, 
 no side-B process outlives the probe.
 """
 
-import json
 import os
-import signal
 import subprocess
-import time
 
 import pytest
 
-from conftest import needs_probe, needs_root, one, probe_records
+from conftest import interrupt, needs_probe, needs_root, one, probe_records, run_case, start_probe, wait_measured
 
 pytestmark = [needs_probe, needs_root]
 
@@ -108,38 +105,12 @@ def _children_of(pid: int) -> list[int]:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_sigint_is_inconclusive_and_leaves_no_process(mode):
-    proc = subprocess.Popen(
-        [
-            probe(),
-            "switch",
-            "--mode",
-            mode,
-            "--ipc",
-            "sem",
-            "--cpus",
-            str(CPUS[-1]),
-            "--duration",
-            "60s",
-            "--progress-ms",
-            "100",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    first = proc.stdout.readline()
-    assert json.loads(first)["type"] == "header"
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:  # until a progress record shows measured samples
-        rec = json.loads(proc.stdout.readline())
-        if rec["type"] == "progress" and rec["cpus"][0]["count"] > 0:
-            break
+    args = ["--mode", mode, "--ipc", "sem", "--cpus", CPUS[-1], "--duration", "60s", "--progress-ms", "100"]
+    proc, _ = start_probe("switch", *args)
+    wait_measured(proc)
     kids = _children_of(proc.pid)
     assert len(kids) == (1 if mode == "process" else 0)
-    proc.send_signal(signal.SIGINT)
-    rest, err = proc.communicate(timeout=30)
-    assert proc.returncode == 4, err
-    recs = [json.loads(line) for line in rest.splitlines() if line.strip()]
+    recs = interrupt(proc)
     assert one(recs, "end")["reason"] == "interrupted"
     assert one(recs, "summary")["cpus"][0]["count"] > 0
     for k in kids:
@@ -180,23 +151,9 @@ def _pipeline_knows(name: str) -> bool:
 @pytest.mark.skipif(
     not _pipeline_knows("switch"), reason="`rtqual run switch` not wired yet (scripts/update-probe-table)"
 )
-def test_through_the_pipeline(tmp_path, rtqual_cmd):
-    out = rtqual_cmd(
-        "run",
-        "switch",
-        "--cpus",
-        CPUS[-1],
-        "--ipc",
-        "pipe",
-        "--mode",
-        "process",
-        "--duration",
-        "2s",
-        "-o",
-        tmp_path / "b",
-        "-q",
+def test_through_the_pipeline(tmp_path):
+    case = run_case(
+        tmp_path / "b", "switch", "--cpus", CPUS[-1], "--ipc", "pipe", "--mode", "process", "--duration", "2s"
     )
-    assert out.returncode == 0, out.stderr + out.stdout
-    case = json.loads(rtqual_cmd("show", tmp_path / "b", "--json").stdout)["cases"][0]
     s = case["stats"]
     assert s["count"] > 0 and s["min_ns"] <= s["p50_ns"] <= s["p99_ns"] <= s["max_ns"]

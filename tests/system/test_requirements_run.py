@@ -1,9 +1,7 @@
 """A scenario's requirements judged on real timer cases (invariants only: a count that must be met and a
 minimum no host reaches)."""
 
-import json
-
-from conftest import needs_probe, needs_root
+from conftest import needs_probe, needs_root, show_json
 
 pytestmark = [needs_probe, needs_root]
 
@@ -15,6 +13,6 @@ def test_scenario_requirements_pass_and_fail(tmp_path, rtqual_cmd):
     )
     out = rtqual_cmd("run", tmp_path / "sc.toml", "-o", tmp_path / "b", "-q")
     assert out.returncode == 2, out.stderr
-    cases = json.loads(rtqual_cmd("show", tmp_path / "b", "--json").stdout)["cases"]
+    cases = show_json(tmp_path / "b")["cases"]
     assert [(c["label"], c["verdict"]) for c in cases] == [("a", "pass"), ("b", "fail")]
     assert cases[1]["reason"].startswith("requirement not met: min > 1h: fail")

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from conftest import needs_probe, needs_root
+from conftest import needs_probe, needs_root, show_json
 
 pytestmark = [needs_probe, needs_root]
 
@@ -52,7 +52,7 @@ def test_scenario_with_loads_and_dead_load(tmp_path, rtqual_cmd):
     f.write_text(SCENARIO)
     out = rtqual_cmd("run", f, "-o", tmp_path / "b", "-q")
     assert out.returncode == 4, out.stderr + out.stdout
-    cases = {c["label"]: c for c in json.loads(rtqual_cmd("show", tmp_path / "b", "--json").stdout)["cases"]}
+    cases = {c["label"]: c for c in show_json(tmp_path / "b")["cases"]}
     assert cases["hog"]["verdict"] == "pass" and cases["hog"]["stats"]["count"] > 0
     assert cases["dying load"]["verdict"] == "inconclusive"
     assert "exited with code 3" in cases["dying load"]["reason"]

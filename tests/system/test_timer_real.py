@@ -6,30 +6,15 @@ import subprocess
 import sys
 import time
 
-from conftest import needs_probe, needs_root
+from conftest import needs_probe, needs_root, run_case
 
 pytestmark = [needs_probe, needs_root]
 
 
 def test_two_second_run_invariants(tmp_path, rtqual_cmd):
-    out = rtqual_cmd(
-        "run",
-        "timer",
-        "--cpus",
-        "0",
-        "--interval",
-        "1ms",
-        "--duration",
-        "2s",
-        "--warmup",
-        "50",
-        "--raw",
-        "-o",
-        tmp_path / "b",
-        "-q",
+    case = run_case(
+        tmp_path / "b", "timer", "--cpus", "0", "--interval", "1ms", "--duration", "2s", "--warmup", "50", "--raw"
     )
-    assert out.returncode == 0, out.stderr + out.stdout
-    case = json.loads(rtqual_cmd("show", tmp_path / "b", "--json").stdout)["cases"][0]
     s = case["stats"]
     # every period of the 2 s is either a sample or an overrun
     assert abs(s["count"] + s["overruns"] - 2000) <= 2
@@ -47,10 +32,8 @@ def test_two_second_run_invariants(tmp_path, rtqual_cmd):
     assert lat[0] == s["min_ns"] and lat[-1] == s["max_ns"]  # raw and histogram saw the same samples
 
 
-def test_all_cpus_loops(tmp_path, rtqual_cmd):
-    out = rtqual_cmd("run", "timer", "--interval", "2ms", "--loops", "300", "--warmup", "0", "-o", tmp_path / "b", "-q")
-    assert out.returncode == 0, out.stderr
-    case = json.loads(rtqual_cmd("show", tmp_path / "b", "--json").stdout)["cases"][0]
+def test_all_cpus_loops(tmp_path):
+    case = run_case(tmp_path / "b", "timer", "--interval", "2ms", "--loops", "300", "--warmup", "0")
     import os
 
     assert sorted(map(int, case["per_cpu"])) == sorted(os.sched_getaffinity(0))

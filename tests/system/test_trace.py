@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import needs_probe, needs_root
+from conftest import needs_probe, needs_root, rtqual_argv, rtqual_run, show_json
 from tracing import inject_stalls, ours, wait_for
 
 HERE = Path(__file__).parent
@@ -28,10 +28,6 @@ def private_mounts(pid_journal: list[dict]) -> list[str]:
     return [r["knob"] for r in pid_journal if r["kind"] == "mount" and f" {r['knob']} " in mounts]
 
 
-def rtqual(*args: object) -> list[str]:
-    return [sys.executable, "-m", "rtqual", *map(str, args)]
-
-
 def result(bundle: Path) -> dict:
     return json.loads(next((bundle / "cases").glob("*/result.json")).read_text())
 
@@ -42,6 +38,24 @@ def gap(s: dict) -> tuple[int, int]:
 
 def overlap(a: tuple[int, int], b: tuple[int, int]) -> int:
     return max(0, min(a[1], b[1]) - max(a[0], b[0]))
+
+
+def traced_timer(b: Path, cpu: int, interval: str, duration: str, threshold: str) -> list[str]:
+    """argv of `rtqual run timer --trace` on one CPU into bundle B, spikes above THRESHOLD."""
+    return rtqual_argv("run", "timer", "--trace", "--cpus", cpu, "--interval", interval, "--duration", duration,
+                       "--threshold", threshold, "-o", b, "-q")  # fmt: skip
+
+
+def start_traced_timer(b: Path, cpu: int, interval: str, duration: str, threshold: str) -> subprocess.Popen:
+    """traced_timer started, returned once its probe runs (killed if it never does)."""
+    argv = traced_timer(b, cpu, interval, duration, threshold)
+    run = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: started(b), proc=run)
+    except BaseException:
+        run.kill()
+        raise
+    return run
 
 
 def started(bundle: Path) -> bool:
@@ -57,13 +71,8 @@ def test_injected_stalls_are_blamed_on_the_injecting_task(tmp_path):
     of the gap."""
     cpu = max(os.sched_getaffinity(0))
     b = tmp_path / "b"
-    run = subprocess.Popen(
-        rtqual("run", "timer", "--trace", "--cpus", cpu, "--interval", "1ms", "--duration", "7s",
-               "--threshold", "2ms", "-o", b, "-q"),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    run = start_traced_timer(b, cpu, "1ms", "7s", "2ms")
     try:
-        wait_for(lambda: started(b), proc=run)
         time.sleep(0.5)
         stalls = inject_stalls(cpu, 8)
         out, err = run.communicate(timeout=120)
@@ -86,16 +95,16 @@ def test_injected_stalls_are_blamed_on_the_injecting_task(tmp_path):
     assert hits >= 0.9 * len(stalls), (hits, r["spikes"])
     assert good >= 0.9 * hits, [s["culprits"][:2] for s in r["spikes"]]
     assert (b / "cases/001-timer" / r["spikes"][0]["trace_file"]).is_file()
-    shown = subprocess.run(rtqual("show", b), capture_output=True, text=True, timeout=60).stdout
+    shown = rtqual_run("show", b, timeout=60).stdout
     assert "held by task rtqual-stall (pid" in shown and "fifo 90)" in shown, shown
-    doc = json.loads(subprocess.run(rtqual("show", b, "--json"), capture_output=True, text=True, timeout=60).stdout)
+    doc = show_json(b)
     spikes = doc["cases"][0]["spikes"]
     assert spikes and set(spikes[0]) >= {"cpu", "time_ns", "latency_ns", "culprits"}
     for s in spikes:
         durations = [c["duration_ns"] for c in s["culprits"]]
         assert durations == sorted(durations, reverse=True)
         assert abs(sum(durations) - s["latency_ns"]) <= 1_000  # every ns of the gap goes to one culprit
-    verify = subprocess.run(rtqual("verify", b), capture_output=True, text=True, timeout=60)
+    verify = rtqual_run("verify", b, timeout=60)
     assert verify.returncode == 0, verify.stdout + verify.stderr
 
 
@@ -105,13 +114,8 @@ def test_an_irq_storm_is_blamed_on_the_timer_interrupt(tmp_path):
     millisecond or more; the spikes that overlap a burst name the interrupt (local_timer) first."""
     cpu = max(os.sched_getaffinity(0))
     b = tmp_path / "b"
-    run = subprocess.Popen(
-        rtqual("run", "timer", "--trace", "--cpus", cpu, "--interval", "200us", "--duration", "5s",
-               "--threshold", "500us", "-o", b, "-q"),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    run = start_traced_timer(b, cpu, "200us", "5s", "500us")
     try:
-        wait_for(lambda: started(b), proc=run)
         storm = subprocess.run(
             [sys.executable, HERE / "irqstorm.py", str(cpu), "19000", "12", "150"],
             capture_output=True, text=True, timeout=60,
@@ -140,11 +144,7 @@ def test_spikes_on_an_idle_vcpu_are_unaccounted(tmp_path):
     attribution itself is unit-tested on recorded text)."""
     cpu = max(os.sched_getaffinity(0))
     b = tmp_path / "b"
-    out = subprocess.run(
-        rtqual("run", "timer", "--trace", "--cpus", cpu, "--interval", "1ms", "--duration", "15s",
-               "--threshold", "1500us", "-o", b, "-q"),
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    out = subprocess.run(traced_timer(b, cpu, "1ms", "15s", "1500us"), capture_output=True, text=True, timeout=120)
     assert out.returncode in (0, 2), out.stderr
     r = result(b)
     for s in r["spikes"]:
@@ -159,9 +159,7 @@ def test_spikes_on_an_idle_vcpu_are_unaccounted(tmp_path):
 
 def test_the_instance_is_gone_after_a_normal_end(tmp_path, tracefs_view):
     b = tmp_path / "b"
-    out = subprocess.run(
-        rtqual("run", "timer", "--trace", "--duration", "1s", "-o", b, "-q"), capture_output=True, text=True, timeout=60
-    )
+    out = rtqual_run("run", "timer", "--trace", "--duration", "1s", "-o", b, "-q", timeout=60)
     assert out.returncode in (0, 2), out.stderr
     journal = json.loads((b / "host/changes.json").read_text())
     records = [c for c in journal["changes"] if c["condition"] == "trace"]
@@ -174,7 +172,7 @@ def test_the_instance_is_gone_after_a_normal_end(tmp_path, tracefs_view):
 def test_the_instance_is_gone_after_sigint_and_after_sigkill_plus_restore(tmp_path, tracefs_view, sig):
     b = tmp_path / "b"
     proc = subprocess.Popen(
-        rtqual("run", "timer", "--trace", "--duration", "60s", "-o", b, "-q"),
+        rtqual_argv("run", "timer", "--trace", "--duration", "60s", "-o", b, "-q"),
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
@@ -190,10 +188,10 @@ def test_the_instance_is_gone_after_sigint_and_after_sigkill_plus_restore(tmp_pa
         assert all(c["restored"] for c in records)
         return
     assert ours(tracefs_view, proc.pid) == names  # killed: nothing could remove it
-    out = subprocess.run(rtqual("restore", b), capture_output=True, text=True, timeout=60)
+    out = rtqual_run("restore", b, timeout=60)
     assert out.returncode == 0, out.stderr
     assert ours(tracefs_view, proc.pid) == [] and private_mounts(records) == []
-    again = subprocess.run(rtqual("restore", b), capture_output=True, text=True, timeout=60)
+    again = rtqual_run("restore", b, timeout=60)
     assert again.returncode == 0, again.stderr
 
 
@@ -208,10 +206,8 @@ def test_an_unwritable_tracefs_is_one_warning_and_the_run_goes_on(tmp_path, trac
         ro = tmp_path / "nowhere"
     try:
         b = tmp_path / "b"
-        out = subprocess.run(
-            rtqual("run", "timer", "--trace", "--duration", "1s", "-o", b, "-q"),
-            capture_output=True, text=True, timeout=60, env={**os.environ, "RTQUAL_TRACEFS": str(ro)},
-        )  # fmt: skip
+        env = {**os.environ, "RTQUAL_TRACEFS": str(ro)}
+        out = rtqual_run("run", "timer", "--trace", "--duration", "1s", "-o", b, "-q", timeout=60, env=env)
     finally:
         if where == "read-only":
             subprocess.run(["umount", str(ro)], check=False)
