@@ -109,9 +109,8 @@ class Session:
     folder: where probe.stderr (and with keep_stream the verbatim stream.jsonl) go, and the service's case folder.
     cpuset: a Cpuset the probe joins before it pins its threads. trace_cpus: trace these CPUs (None: untraced),
     journalled in journal (rtqual.measure.conditions), at most max_spikes analysed; warn(why) when tracing cannot
-    run here. spawn_if_interrupted: a
-    signal that came while the service started still spawns the probe and stops it at once (a bundle case
-    then has its header and end), or spawns nothing (the monitor)."""
+    run here. spawn_if_interrupted: a signal that came while the service started still spawns the probe and
+    stops it at once (a bundle case keeps what the probe says of it), or spawns nothing (the monitor)."""
 
     def __init__(
         self,
@@ -153,7 +152,7 @@ class Session:
                 if self.spawn_if_interrupted or not self.guard.signum:
                     self._probe(on_record, on_spikes)
         finally:
-            if self.tracer is not None:  # the instance is removed first, whatever happened
+            if self.tracer is not None:  # the instance is removed whatever happened
                 on_spikes(self.tracer.stop())
         return self
 
@@ -179,7 +178,7 @@ class Session:
         join = (lambda: self.cpuset.add_pid(os.getpid())) if self.cpuset else None  # before it pins its threads
         with (
             open(err_path, "w") as err,
-            open(self.folder / STREAM_FILE, "w", buffering=1) if self.keep_stream else (nullcontext()) as log,
+            open(self.folder / STREAM_FILE, "w", buffering=1) if self.keep_stream else nullcontext() as log,
         ):
             proc = _native.spawn(self.probe, self.args, err, preexec=join, env=getattr(self.service, "env", None))
             self.guard.proc = proc
