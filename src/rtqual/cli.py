@@ -583,10 +583,11 @@ def cmd_export_raw(a) -> int:
 def cmd_restore(a) -> int:
     actions = restore_from_bundle(a.bundle)
     from rtqual.measure.epics.ioc import TEMP_PREFIX  # a killed run's IOC folder made before its bundle's journal
+    from rtqual.measure.monitor.loop import TEMP_PREFIX as MONITOR_PREFIX  # a killed monitor's work folder
     from rtqual.measure.trace import remove_orphan_instances  # a killed monitor's (no bundle journals it)
     from rtqual.util import remove_orphan_dirs
 
-    orphans = remove_orphan_dirs(TEMP_PREFIX) + remove_orphan_instances()
+    orphans = remove_orphan_dirs(TEMP_PREFIX) + remove_orphan_dirs(MONITOR_PREFIX) + remove_orphan_instances()
     actions += [{"knob": str(d), "action": "removed", "restored": True} for d in orphans]
     for act in actions:
         print(json.dumps(act))

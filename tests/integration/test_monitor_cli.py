@@ -3,12 +3,14 @@ use is one line and exit 1, bad options are one line, windows reach the store an
 grows with time (a compressed day)."""
 
 import json
+import os
 import signal
 import socket
 import sqlite3
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -132,3 +134,43 @@ def test_windows_json_lines_have_the_store_keys(script):
     keys |= {"p99_ns", "p9999_ns", "max_ns", "over_threshold", "overruns", "threshold_ns", "kernel", "preempt"}
     assert all(set(w) == keys for w in wins)
     assert json.dumps(wins)
+
+
+def test_a_killed_monitors_folder_is_removed_by_the_next_start_and_by_restore(script, tmp_path, rtqual_cmd):
+    """SIGKILL leaves the monitor's work folder (its pid in the name); the next monitor removes it when it
+    starts, `rtqual restore` likewise, and neither touches the folder of a monitor still running."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp)}  # the monitors' temp folders go here, nowhere else
+
+    def start() -> MonitorProc:
+        mon = monitor(script, "--window", "1s", "--listen", "off", "--store", "off", env=env)
+        mon.wait_windows(2)
+        return mon
+
+    def folders(mon: MonitorProc) -> list[Path]:
+        return list(tmp.glob(f"rtqual-monitor-{mon.proc.pid}-*"))
+
+    def kill(mon: MonitorProc) -> None:
+        assert len(folders(mon)) == 1
+        mon.proc.kill()
+        mon.stop()
+        assert len(folders(mon)) == 1  # a SIGKILL cleans nothing up
+
+    first = start()
+    kill(first)
+    second = start()
+    assert folders(first) == [] and len(folders(second)) == 1  # removed by the next start
+    third = start()
+    try:
+        kill(second)
+        bundle = tmp_path / "bundle"
+        bundle.mkdir()
+        out = rtqual_cmd("restore", bundle, env=env)
+        assert out.returncode == 0, out.stderr
+        assert folders(second) == [] and f"rtqual-monitor-{second.proc.pid}-" in out.stdout  # removed by restore
+        assert len(folders(third)) == 1  # a live monitor's folder is never removed
+    finally:
+        code, err = third.stop()
+    assert code == 0, err
+    assert folders(third) == []  # its own folder, removed when it ends

@@ -105,6 +105,27 @@ def test_plan_has_the_baseline_then_each_probe_under_the_injector():
     assert "--cpus" in cases[1]["args"] and cases[1]["args"][cases[1]["args"].index("--cpus") + 1] == "1"
 
 
+def test_each_probe_says_how_the_selftest_measures_it():
+    """The selftest's probes and their set-ups come from the probes' own modules (rtqual.probes.<name>.SELFTEST):
+    in their order, each set-up valid for its probe on any two CPUs; --quick keeps every size for the timer only."""
+    from rtqual import probes
+
+    names = selftest.selftest_probes()
+    assert names == ["timer", "event", "switch", "msg", "ioc"]
+    assert all(selftest.setup(n) is probes.hook(n, "SELFTEST") for n in names)
+    assert selftest.setup("fake") == {} and selftest.setup("no-such-probe") == {}
+    cases = selftest.build_cases({n: (10 * MS,) for n in names}, 2, cpus=(3, 2))
+    assert [c["selftest"]["probe"] for c in cases] == ["timer", *names]
+    assert [selftest.default_sizes(n, quick=True) for n in names] == [selftest.SIZES_NS] + [(10 * MS,)] * 4
+    assert all(selftest.default_sizes(n, quick=False) == selftest.SIZES_NS for n in names)
+    import pytest
+
+    from rtqual.errors import RtqError
+
+    with pytest.raises(RtqError, match="selftest knows: timer, event, switch, msg, ioc"):
+        selftest.build_cases({"fake": (10 * MS,)}, 2, cpus=(1, 0))
+
+
 def test_the_inject_load_command_line_records_and_bad_options(tmp_path):
     import pytest
 

@@ -8,38 +8,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rtqual import __version__, services
+from rtqual import __version__
 from rtqual.errors import RtqError
 from rtqual.measure import _native
 from rtqual.measure.case import Case
 from rtqual.measure.conditions import CHANGES_FILE, Conditions
 from rtqual.measure.loads import LoadSet, make_load
-from rtqual.measure.runner import Interrupted, run_case
+from rtqual.measure.runner import run_case
+from rtqual.measure.session import Interrupted, prepare
 from rtqual.measure.terminal import TerminalDisplay
-from rtqual.probes.catalog import ALL_PROBES
 from rtqual.results import bundle as bundle_mod
 from rtqual.results.stats import worst
 
 REPORT_FILE = "report.html"
-
-
-def option_pairs(options: dict[str, str]) -> list[str]:
-    """{"gpio_stim": "X", "out": "Y"} -> ["--gpio-stim", "X", "--out", "Y"]."""
-    return [x for key, value in options.items() for x in ("--" + key.replace("_", "-"), str(value))]
-
-
-def without_options(args: list[str], names: list[str]) -> list[str]:
-    """args without the `--name value` pairs of the named options (params, e.g. "in")."""
-    drop = {"--" + n.replace("_", "-") for n in names}
-    out, skip = [], False
-    for arg in args:
-        if skip:
-            skip = False
-        elif arg in drop:
-            skip = True
-        else:
-            out.append(arg)
-    return out
 
 
 class Run:
@@ -71,15 +52,12 @@ class Run:
         """Make each case's service (its options filled from what the service provides), check the probe's
         options and privileges (`--check`) and prepare its loads: one-line RtqError before anything runs."""
         for case in self.cases:
-            runnable = case
-            if case.service:
-                svc = self.services[case.id] = services.make(case.service)
-                fixed = dict(ALL_PROBES[case.run_as].fixed or {}) if case.run_as in ALL_PROBES else {}
-                runnable = case.with_args(option_pairs(svc.fill(fixed)) + without_options(case.args, list(fixed)))
-            _native.check(runnable.probe, runnable.args)
+            svc, args = prepare(case.probe, case.run_as, case.args, case.service)
+            if svc is not None:
+                self.services[case.id] = svc
             loads = self.loads[case.id] = LoadSet([make_load(spec) for spec in case.loads])
             loads.prepare_all()
-            self.runnable.append(runnable)
+            self.runnable.append(case.with_args(args))
 
     def execute(self) -> Path:
         """Run every case into a new bundle (checked first if not yet); the bundle's path. Interrupted or

@@ -19,10 +19,10 @@ import json
 import math
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rtqual import probes as native_table
 from rtqual import services
 from rtqual.errors import EXIT_ERROR, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_PASS, EXIT_SKIP, RtqError
 from rtqual.probes.catalog import ALL_PROBES, check_params, probe_case
@@ -47,34 +47,26 @@ TAIL_NS = 500 * MS  # the probe measures this long after the last stall
 NATURAL_NS = 5 * S  # the natural-spike baseline: the timer alone on the CPU
 
 SIZES_NS = (2 * MS, 10 * MS, 50 * MS)
-FULL = {"timer": SIZES_NS, "event": SIZES_NS, "switch": SIZES_NS, "msg": SIZES_NS, "ioc": SIZES_NS}
-QUICK = {"timer": SIZES_NS, "event": (10 * MS,), "switch": (10 * MS,), "msg": (10 * MS,), "ioc": (10 * MS,)}
+QUICK_SIZES_NS = (10 * MS,)  # --quick: one size, except for a probe whose SELFTEST keeps every size (the timer)
 COUNT_FULL, COUNT_QUICK = 10, 5
 PCT_KEYS = ("count", "min_ns", "p50_ns", "p99_ns", "p999_ns", "p9999_ns", "max_ns")
 
 
-@dataclass(frozen=True)
-class Setup:
-    """How one probe is measured on CPU `cpu` (its other side on `other`): its params and sampling period."""
+def setup(probe: str) -> dict:
+    """How a probe is measured here, from its own module (rtqual.probes.<name>.SELFTEST): "order" (its place),
+    "period_ns" (a stimulus or deadline every period, 0: back to back), "params" ((cpu, other, duration text) ->
+    its params, on CPU cpu, its other side on other), "quick_every_size"; {}: the selftest does not run it."""
+    return (native_table.hook(probe, "SELFTEST") if probe in ALL_PROBES else None) or {}
 
-    period_ns: int  # a stimulus/deadline every period (0: back to back)
-    params: Any  # (cpu, other, duration text) -> the probe's params
+
+def selftest_probes() -> list[str]:
+    """The probes the selftest runs by default, in their order."""
+    return sorted((p for p in ALL_PROBES if setup(p)), key=lambda p: setup(p)["order"])
 
 
-SETUPS: dict[str, Setup] = {
-    # one thread sleeping to 200 us deadlines on the CPU: a stall delays the first deadline inside it
-    "timer": Setup(200 * US, lambda c, o, d: {"cpus": str(c), "interval": "200us", "duration": d}),
-    # eventfd stimuli at 5 kHz from the other CPU, the responder on the CPU
-    "event": Setup(
-        200 * US, lambda c, o, d: {"source": "eventfd", "rate": 5000, "cpu": c, "stimulus_cpu": o, "duration": d}
-    ),
-    # cross-CPU ping-pong, side B on the CPU: its wake-ups wait for the stall (one CPU would rest, blind)
-    "switch": Setup(0, lambda c, o, d: {"cpus": f"{o},{c}", "duration": d}),
-    # UDP round trips back to back, the client on the CPU, the server on the other
-    "msg": Setup(0, lambda c, o, d: {"transport": "udp", "client_cpu": c, "server_cpu": o, "duration": d}),
-    # rtqual's IOC pinned to the CPU, 1 kHz stimuli from the harness on the other
-    "ioc": Setup(MS, lambda c, o, d: {"rate": 1000, "cpu": o, "ioc_cpus": str(c), "duration": d}),
-}
+def default_sizes(probe: str, quick: bool) -> tuple[int, ...]:
+    """The stall sizes of a probe: every one, or with --quick one (the timer, the reference, keeps every one)."""
+    return SIZES_NS if not quick or setup(probe).get("quick_every_size") else QUICK_SIZES_NS
 
 
 def eps_ns(period_ns: int) -> int:
@@ -118,8 +110,8 @@ def build_cases(
     size, the injector on the measured CPU (claiming `claim_ns` if given: the lie of the tests)."""
     cpu, other = cpus or measured_cpus()
     for probe in plan:
-        if probe not in SETUPS:
-            raise RtqError(f"--probes: unknown probe '{probe}' (selftest knows: {', '.join(SETUPS)})")
+        if not setup(probe):
+            raise RtqError(f"--probes: unknown probe '{probe}' (selftest knows: {', '.join(selftest_probes())})")
     cases = [_probe_case(0, "timer", 0, f"{NATURAL_NS}ns", cpu, other)]
     n = 1
     for probe, sizes in plan.items():
@@ -147,7 +139,7 @@ def _startup_ns(probe: str) -> int:
 
 
 def _probe_case(n: int, probe: str, stall_ns: int, duration: str, cpu: int, other: int) -> dict:
-    params = check_params(probe, SETUPS[probe].params(cpu, other, duration), f"selftest.{probe}")
+    params = check_params(probe, setup(probe)["params"](cpu, other, duration), f"selftest.{probe}")
     case = probe_case(probe, params, [cpu], _case_id(n, probe, stall_ns))
     if not stall_ns:
         case["label"] = f"timer alone on CPU {cpu} (natural spikes)"
@@ -391,7 +383,7 @@ def analyse_case(bundle: Path, result: dict, plan_case: dict, natural_rate: Any 
                 load.get("stalls") or [],
                 st["stall_ns"],
                 st["count"],
-                SETUPS[st["probe"]].period_ns,
+                setup(st["probe"])["period_ns"],
                 natural_rate,
             )
         )
@@ -529,14 +521,13 @@ def run_selftest(
     """Check the clock, run the cases into a bundle (rtqual.measure.run), analyse it, keep selftest.json in it."""
     from rtqual.measure.run import run
 
-    base = QUICK if quick else FULL
-    names = probes or list(base)
+    names = probes or selftest_probes()
     notes = []
     why = None if probes else _ioc_missing()
     if why:
         names = [n for n in names if n != "ioc"]
         notes.append(f"ioc left out: {why}")
-    plan = {p: tuple(sizes_ns) if sizes_ns else base.get(p, SIZES_NS) for p in names}
+    plan = {p: tuple(sizes_ns) if sizes_ns else default_sizes(p, quick) for p in names}
     k = count or (COUNT_QUICK if quick else COUNT_FULL)
     cases = build_cases(plan, k, claim_ns)
     clock = clock_sanity()

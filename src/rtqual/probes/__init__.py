@@ -6,8 +6,9 @@ automatic case label, the service a case needs around it and the report sections
 module rtqual/probes/<name>.py (dashes as underscores) with any of: HIDDEN (kept out of help and scenario
 files), SCENARIO_DEFAULT (the probe of a scenario case that names none), build(p, defaults) (its options
 and case params), label(case_params), time_ns(case_params), scale(p, factor), scenario_params(case) (its
-params in the one-case scenario.toml of `rtqual run`). A new probe needs none: one C file and one line in
-the C list, then scripts/update-probe-table.
+params in the one-case scenario.toml of `rtqual run`), SELFTEST (how `rtqual selftest` measures it:
+rtqual.measure.selftest.setup). A new probe needs none: one C file and one line in the C list, then
+scripts/update-probe-table.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
-"""The timer probe's Python side: its explicit command line, its one-case label, run time and scaling.
-Its options and defaults are the C table's (native_probes.json), like every probe's."""
+"""The timer probe's Python side: its explicit command line, its one-case label, run time and scaling, and how
+`rtqual selftest` measures it. Its options and defaults are the C table's (native_probes.json), like every probe's."""
 
 from __future__ import annotations
 
 from rtqual.units import format_cpulist, format_duration
 
-MS, S = 1_000_000, 1_000_000_000
+US, MS, S = 1_000, 1_000_000, 1_000_000_000
 SCENARIO_DEFAULT = True  # the probe of a scenario case that names none
 EXTRAS = ("max_events", "no_tracemark")  # passed on only when not the probe's default
 
@@ -82,3 +82,14 @@ def scenario_params(case: dict) -> dict:
     params.update({"trace": True} if p.get("trace") else {})
     params.update({k.replace("_ns", "_latency"): f"{v}ns" for k, v in case["requirements"].items()})
     return params
+
+
+def selftest_params(cpu: int, other: int, duration: str) -> dict:
+    """`rtqual selftest`: one thread sleeping to 200 us deadlines on the CPU (a stall delays the first deadline
+    inside it)."""
+    return {"cpus": str(cpu), "interval": "200us", "duration": duration}
+
+
+# rtqual selftest (rtqual.measure.selftest): its place among the probes, the sampling period, the params; the
+# reference probe keeps every stall size with --quick
+SELFTEST = {"order": 1, "period_ns": 200 * US, "params": selftest_params, "quick_every_size": True}

@@ -8,27 +8,26 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
+import shutil
 import sys
 import tempfile
 import time
-from contextlib import ExitStack, nullcontext
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rtqual import services
+from rtqual import probes as native_table
 from rtqual.errors import RtqError
-from rtqual.measure import _native, trace
+from rtqual.measure.session import Interrupted, Session, prepare, spike, without_options
 from rtqual.probes.catalog import ALL_PROBES
-from rtqual.procs import signal_group, stop_group
-from rtqual.results.stream import Stream
 from rtqual.results.window import Windows, merged, public
 from rtqual.units import format_ns, online_cpus
+from rtqual.util import remove_orphan_dirs
 
 UNBOUNDED = "8760h"  # a year, the probes' longest --duration: a monitor is stopped by a signal long before
 STORE_FLUSH_S = 5.0
+TEMP_PREFIX = "rtqual-monitor-"  # + its pid + "-": the next monitor (and rtqual restore) removes a killed one's
 
 
 @dataclass
@@ -63,15 +62,11 @@ def progress_ms(window_ns: int) -> int:
 def probe_args(case: dict, window_ns: int, bounded: bool) -> list[str]:
     """The case's options, unbounded unless the user bounded it (--duration, --loops), with the
     hist_delta records."""
-    from rtqual.measure.run import without_options
-
     args = list(case["args"])
     if not bounded and "duration" in ALL_PROBES[case.get("run_as") or case["probe"]].params:
         args = [*without_options(args, ["duration"]), "--duration", UNBOUNDED]
-    from rtqual import probes as native_table
-
-    entry = next(e for e in native_table.table() if e["name"] == case["probe"])
-    paced = any(o["name"] == "--progress-ms" for o in entry["options"])  # fake paces its own progress
+    entry = native_table.entry(case["probe"]) or {}
+    paced = any(o["name"] == "--progress-ms" for o in entry.get("options", ()))  # fake paces its own progress
     return [*args, "--hist-delta", *(["--progress-ms", str(progress_ms(window_ns))] if paced else [])]
 
 
@@ -124,20 +119,13 @@ class Monitor:
 
     def __init__(self, case: dict, opts: Options):
         self.case, self.opts = case, opts
-        self.stop_signal = 0
-        self.proc: subprocess.Popen | None = None
+        self.guard = Interrupted()  # SIGINT/SIGTERM stop the probe: its last records close the last window
         self.metrics: Any = None
         self.store: Any = None
         self.store_warned = False
         self.pvs: Any = None
         self.textfile: Path | None = None
         self.extra_info: dict[str, str] = {}  # rtqual_host_info labels beyond the window's identity
-
-    def _on_signal(self, signum: int, _frame: Any) -> None:
-        """SIGINT/SIGTERM: stop the probe (its last records close the last window)."""
-        self.stop_signal = signum
-        if self.proc and self.proc.poll() is None:
-            signal_group(self.proc.pid, signal.SIGINT)
 
     def check(self) -> tuple[Any, list[str]]:
         """Everything that can be known wrong before anything starts: the service (its options filled), the
@@ -147,15 +135,9 @@ class Monitor:
             check_listen(o.listen)
         if o.textfile:
             self.textfile = check_folder(o.textfile, "--textfile")
-        svc, args = None, probe_args(self.case, o.window_ns, o.bounded)
-        if self.case.get("service"):
-            from rtqual.measure.run import option_pairs, without_options
-
-            svc = services.make(self.case["service"])
-            fixed = dict(ALL_PROBES[self.case["run_as"]].fixed or {})
-            args = option_pairs(svc.fill(fixed)) + without_options(args, list(fixed))
-        _native.check(self.case["probe"], args)
-        return svc, args
+        args = probe_args(self.case, o.window_ns, o.bounded)
+        run_as = self.case.get("run_as") or self.case["probe"]
+        return prepare(self.case["probe"], run_as, args, self.case.get("service"))
 
     def start_outputs(self, identity: dict, work: Path) -> None:
         """Metrics port (a port in use is one line), store, PVs."""
@@ -218,82 +200,51 @@ class Monitor:
             "kernel": info["kernel"],
             "preempt": info["preempt"],
         }
-        old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            with ExitStack() as stack:
-                work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="rtqual-monitor-")))
-                stack.callback(lambda: svc.discard() if svc else None)
-                stack.callback(self.finish)
-                self.start_outputs({**identity, "cpus": cpus}, work)
-                with svc(work) if svc else nullcontext():
-                    if self.stop_signal:
-                        return 0
-                    tracer = self.start_trace(cpus)
-                    try:
-                        return self.measure(args, identity, work, getattr(svc, "env", None), tracer)
-                    finally:
-                        if tracer is not None:
-                            self.publish_spikes(tracer.stop(), identity["run_as"])
-        finally:
-            for s, h in old.items():
-                signal.signal(s, h)
-
-    def start_trace(self, cpus: list[int]) -> Any:
-        """--trace: rtqual's tracefs instance on the probe's CPUs; where tracing cannot run, one warning and the
-        monitor measures untraced."""
-        if not self.opts.trace:
-            return None
-        from rtqual.measure.trace import Tracer, TraceUnavailable
-
-        tracer = Tracer(cpus, max_spikes=sys.maxsize)  # a monitor never ends: spikes are taken as they come
-        try:
-            tracer.start()
-        except TraceUnavailable as e:
-            print(f"rtqual: warning: --trace: {e}; measuring without tracing", file=sys.stderr, flush=True)
-            return None
-        for note in tracer.notes:
-            print(f"rtqual: {note}", file=sys.stderr, flush=True)
-        return tracer
+        with self.guard.installed(), ExitStack() as stack:
+            remove_orphan_dirs(TEMP_PREFIX)  # a killed monitor's folder (its pid is in the name)
+            work = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-"))
+            stack.callback(shutil.rmtree, work, ignore_errors=True)
+            stack.callback(lambda: svc.discard() if svc else None)
+            stack.callback(self.finish)
+            self.start_outputs({**identity, "cpus": cpus}, work)
+            return self.measure(args, identity, work, svc, cpus)
 
     def publish_spikes(self, taken: list[dict], run_as: str) -> None:
         """Each traced spike analysed (rtqual.answers.spikes): one line (or JSON line) and its culprits in /metrics."""
         from rtqual.answers import spikes
 
         for w in sorted(taken, key=lambda w: w["wake_ns"]):
-            analysis = spikes.analyze(
-                w["lines"], w["cpu"], w["deadline_ns"], w["wake_ns"], w["policies"], w["complete"]
-            )
-            rec = spikes.spike_record(w["cpu"], w["wake_ns"], w["latency_ns"], analysis, None)
+            rec = spike(w)
             print(json.dumps({"type": "spike", **rec}) if self.opts.json else spikes.spike_line(rec), flush=True)
             if self.metrics is not None:
                 self.metrics.add_spike(run_as, rec)
 
-    def measure(self, args: list[str], identity: dict, work: Path, env: dict | None, tracer: Any = None) -> int:
-        """Run the probe and publish its windows; 0 when stopped by a signal or ended by its own bound."""
+    def measure(self, args: list[str], identity: dict, work: Path, svc: Any, cpus: list[int]) -> int:
+        """The probe session (the service, --trace's tracer, the probe) with its records closing windows, each
+        published, and its spikes published as they come; 0 when stopped by a signal or ended by its own bound."""
         slack_ns = progress_ms(self.opts.window_ns) * 1_000_000 // 2
         windows = Windows(self.opts.window_ns, identity, slack_ns, self.opts.every_progress)
-        stream = Stream()
-        with open(work / "probe.stderr", "w") as err:
-            self.proc = _native.spawn(self.case["probe"], args, err, env=env)
-            if self.stop_signal:
-                signal_group(self.proc.pid, signal.SIGINT)
-            try:
-                assert self.proc.stdout is not None
-                for line in self.proc.stdout:
-                    rec = stream.feed(line)
-                    if rec is not None:
-                        self.publish(windows.feed(rec))
-                        if tracer is not None:
-                            trace.feed(tracer, rec)
-                            self.publish_spikes(tracer.take(), identity["run_as"])
-            finally:
-                code = stop_group(self.proc)
+        session = Session(
+            self.case["probe"],
+            args,
+            work,
+            self.guard,
+            service=svc,
+            trace_cpus=cpus if self.opts.trace else None,
+            max_spikes=sys.maxsize,  # a monitor never ends: spikes are taken as they come
+            spawn_if_interrupted=False,
+            warn=lambda why: print(
+                f"rtqual: warning: --trace: {why}; measuring without tracing", file=sys.stderr, flush=True
+            ),
+        )
+        session.run(
+            lambda rec: self.publish(windows.feed(rec)), lambda taken: self.publish_spikes(taken, identity["run_as"])
+        )
         self.publish(windows.close(None))  # a stream cut short still gives its last window
-        if self.stop_signal or code == 0:
+        if self.guard.signum or session.exit_code == 0:
             return 0
-        tail = (work / "probe.stderr").read_text(errors="replace").strip().splitlines()[-1:]
-        end = stream.end or {}
-        why = end.get("message") or (tail[0] if tail else f"exit {code}")
+        end = session.stream.end or {}
+        why = end.get("message") or session.stderr_last or f"exit {session.exit_code}"
         raise RtqError(f"monitor: the probe stopped: {why}")
 
     def finish(self) -> None:

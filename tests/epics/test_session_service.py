@@ -1,0 +1,39 @@
+"""The probe session's service fill (rtqual.measure.session.prepare) with rtqual's real IOC service: the probe's
+options get the IOC's FIFOs, and a probe that refuses its options leaves no IOC folder behind."""
+
+import os
+
+import pytest
+
+from rtqual.errors import RtqError
+from rtqual.measure.session import prepare
+from rtqual.probes.catalog import probe_case
+
+
+@pytest.fixture
+def tmpdir_env(tmp_path, monkeypatch):
+    """The IOC's temp folder goes into the test's own folder (tempfile reads TMPDIR once: reset it)."""
+    import tempfile
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    return tmp_path
+
+
+def test_the_service_fills_the_probe_options(tmpdir_env):
+    case = probe_case("ioc", {"duration": 1_000_000_000}, [0], "c")
+    svc, args = prepare(case["probe"], case["run_as"], case["args"], case["service"])
+    try:
+        assert "$(IOC_IN)" in case["args"] and not any("$(" in a for a in args)
+        fifo_in = args[args.index("--in") + 1]
+        assert os.path.dirname(fifo_in) in {str(p) for p in svc.temp_paths()}
+    finally:
+        svc.discard()
+    assert list(tmpdir_env.iterdir()) == []
+
+
+def test_a_refused_probe_discards_its_service(tmpdir_env):
+    case = probe_case("ioc", {}, [0], "c")
+    with pytest.raises(RtqError, match="--duration"):
+        prepare(case["probe"], case["run_as"], [*case["args"], "--duration", "1ns"], case["service"])
+    assert list(tmpdir_env.iterdir()) == []  # the IOC's FIFOs' folder is gone with it
