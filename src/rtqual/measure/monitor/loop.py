@@ -305,7 +305,7 @@ class Monitor:
             if left or self.store.dropped:
                 print(
                     f"rtqual: warning: --store: {left} window(s) not written, {self.store.dropped} dropped "
-                    f"({self.store.warning or 'its bounded buffer was full: windows came faster than it wrote'})",
+                    f"({self.store.reason()})",
                     file=sys.stderr,
                 )
         if self.pvs is not None:
