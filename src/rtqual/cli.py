@@ -713,6 +713,7 @@ def main(argv: list[str] | None = None) -> int:
     except RtqError as e:
         kind = "skip" if e.exit_code == EXIT_SKIP else "error"
         msg = str(e).removeprefix("error: ").removeprefix("skip: ")
+        msg = re.sub(r"[\x00-\x1f\x7f]", lambda c: repr(c.group())[1:-1], msg)  # one line, whatever it quotes
         print(f"rtqual: {kind}: {msg}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:

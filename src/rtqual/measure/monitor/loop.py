@@ -23,6 +23,7 @@ from rtqual.errors import RtqError
 from rtqual.measure import _native, trace
 from rtqual.probes.catalog import ALL_PROBES
 from rtqual.procs import signal_group, stop_group
+from rtqual.publish.metrics import check_listen
 from rtqual.results.stream import Stream
 from rtqual.results.window import Windows, merged, public
 from rtqual.units import format_ns, online_cpus
@@ -73,13 +74,6 @@ def probe_args(case: dict, window_ns: int, bounded: bool) -> list[str]:
     entry = next(e for e in native_table.table() if e["name"] == case["probe"])
     paced = any(o["name"] == "--progress-ms" for o in entry["options"])  # fake paces its own progress
     return [*args, "--hist-delta", *(["--progress-ms", str(progress_ms(window_ns))] if paced else [])]
-
-
-def check_listen(listen: str) -> None:
-    """--listen HOST:PORT, port 1..65535."""
-    host, sep, port = listen.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise RtqError(f"--listen {listen}: give HOST:PORT, e.g. 127.0.0.1:9841")
 
 
 def check_folder(path: str, option: str) -> Path:
