@@ -251,13 +251,14 @@ def output_file(path: str | None, option: str) -> None:
         raise RtqError(f"{option} {path}: exists and is not a regular file")
 
 
-def outside_system_trees(path: str | None, option: str) -> None:
-    """An output path (file or folder) in /proc, /sys or /dev is refused: writing there changes the system."""
+def outside_system_trees(path: str | None, what: str) -> None:
+    """An output path (file or folder) in /proc, /sys or /dev is refused: writing there changes the system.
+    `what` leads the message (the option, or what was being made)."""
     from rtqual.util import system_tree
 
     tree = system_tree(path) if path else None
     if tree:
-        raise RtqError(f"{option} {path}: in {tree}, a kernel or device tree: write results to an ordinary folder")
+        raise RtqError(f"{what} {path}: in {tree}, a kernel or device tree: write results to an ordinary folder")
 
 
 def input_files(paths: list[str], what: str, folders: bool = False) -> None:
@@ -389,7 +390,7 @@ def execute(
     from rtqual.publish.store import check_url, is_off
 
     _ = is_off(store) or check_url(store)  # an unsupported --store scheme is said before the run, not after
-    outside_system_trees(output, "-o")
+    outside_system_trees(output, "cannot create bundle")
     path = run(
         cases, argv, output=output, quiet=quiet, raw_mb=raw_mb, plan=plan, scenario_toml=scenario_toml, store=store
     )

@@ -105,7 +105,6 @@ def open_store(url: str | None = None, write: bool = True) -> Store:
         path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA foreign_keys = ON")
     except (OSError, sqlite3.Error) as e:
         raise StoreError(f"history store {path}: cannot open ({_sqlite_reason(e)})") from None
@@ -288,6 +287,11 @@ class Store:
         self.conn, self.engine, self.where, self.writable = conn, engine, where, write
         try:
             self.migrate() if write else self.check_schema()
+            if write and engine == "sqlite":  # only once the file is known to be ours: this rewrites its header
+                conn.execute("PRAGMA journal_mode = WAL")
+        except sqlite3.Error as e:
+            self.close()
+            raise StoreError(f"history store {where}: cannot open ({_sqlite_reason(e)})") from None
         except BaseException:
             self.close()
             raise
@@ -372,7 +376,8 @@ class Store:
                 f"{len(MIGRATIONS)}): upgrade rtqual"
             )
         if not set(TABLES) <= tables and have:
-            raise StoreError(f"history store {self.where}: damaged (tables missing: {', '.join(sorted(set(TABLES) - tables))})")
+            missing = ", ".join(sorted(set(TABLES) - tables))
+            raise StoreError(f"history store {self.where}: damaged (tables missing: {missing})")
         return have
 
     def check_schema(self) -> int:

@@ -24,9 +24,7 @@ class WindowSink:
     def __init__(self, url: str | None, limit_windows: int = 10080):
         if limit_windows < 1:
             raise ValueError("limit_windows must be at least 1")
-        from rtqual.publish.store import is_off
-
-        from rtqual.publish.store import check_url
+        from rtqual.publish.store import check_url, is_off
 
         check_url(url)  # an unsupported scheme is the user's mistake: one line before the monitor starts
         self.url, self.limit_windows = url, limit_windows
