@@ -52,7 +52,12 @@ def build_scenario_run_parser() -> Parser:
 
 
 def _is_scenario_target(argv: list[str]) -> bool:
-    return len(argv) > 1 and argv[0] == "run" and (argv[1].endswith(".toml") or Path(argv[1]).is_file())
+    """`rtqual run X` runs a scenario file when X ends in .toml or names a path (a slash), or is a file that is
+    not a probe's name: a file called `timer` in the current folder never hides the timer probe."""
+    if len(argv) < 2 or argv[0] != "run":
+        return False
+    target = argv[1]
+    return target.endswith(".toml") or "/" in target or (target not in ALL_PROBES and Path(target).is_file())
 
 
 def build_parser() -> Parser:
@@ -240,9 +245,20 @@ def add_run_options(sp):
 
 
 def output_file(path: str | None, option: str) -> None:
-    """An output file option (FILE.html) must name a file, not a folder or a device."""
+    """An output file option (FILE.html) must name a file, not a folder or a device, outside /proc, /sys, /dev."""
+    outside_system_trees(path, option)
     if path is not None and Path(path).exists() and not Path(path).is_file():
         raise RtqError(f"{option} {path}: exists and is not a regular file")
+
+
+def outside_system_trees(path: str | None, what: str) -> None:
+    """An output path (file or folder) in /proc, /sys or /dev is refused: writing there changes the system.
+    `what` leads the message (the option, or what was being made)."""
+    from rtqual.util import system_tree
+
+    tree = system_tree(path) if path else None
+    if tree:
+        raise RtqError(f"{what} {path}: in {tree}, a kernel or device tree: write results to an ordinary folder")
 
 
 def input_files(paths: list[str], what: str, folders: bool = False) -> None:
@@ -307,6 +323,7 @@ def cmd_monitor(argv: list[str]) -> int:
     from rtqual.units import parse_duration_ns
 
     a = build_monitor_parser(argv).parse_args(argv)
+    outside_system_trees(a.textfile, "--textfile")
     window_ns = parse_duration_ns(a.window, "--window")
     if window_ns < 10**9:
         raise RtqError(f"--window {a.window}: at least 1s")
@@ -370,7 +387,10 @@ def execute(
     """Run the cases into a new bundle (rtqual.measure.run.Run checks them all first); print the results and,
     last, the bundle path; the exit code is the bundle's verdict."""
     from rtqual.measure.run import REPORT_FILE, run
+    from rtqual.publish.store import check_url, is_off
 
+    _ = is_off(store) or check_url(store)  # an unsupported --store scheme is said before the run, not after
+    outside_system_trees(output, "cannot create bundle")
     path = run(
         cases, argv, output=output, quiet=quiet, raw_mb=raw_mb, plan=plan, scenario_toml=scenario_toml, store=store
     )
@@ -470,8 +490,12 @@ def cmd_compare(a) -> int:
 def cmd_import(a) -> int:
     from rtqual.measure.run import remember
     from rtqual.publish import imports
+    from rtqual.publish.store import check_url
+    from rtqual.publish.store import is_off as store_is_off
 
     input_files(a.files, f"import {a.tool}:", folders=True)
+    _ = store_is_off(a.store) or check_url(a.store)
+    output_dir(a.output, "--output")
     path = imports.run(a.tool, a.files, a.output)
     remember(Path(path), a.store)
     print(path)
@@ -499,7 +523,7 @@ def cmd_history(a) -> int:
                 print(f"stored {b} in {s.where}")
         return 0
     since = _since(a.since)
-    with store.open_store(a.store) as s:
+    with store.open_store(a.store, write=False) as s:
         runs = s.history(a.host, a.case, since)
         windows = s.windows(a.host, since) if not a.case else []
     if a.json:
@@ -512,7 +536,7 @@ def cmd_history(a) -> int:
 def cmd_baseline(a) -> int:
     from rtqual.publish import store
 
-    with store.open_store(a.store) as s:
+    with store.open_store(a.store, write=a.baseline_command == "set") as s:
         if a.baseline_command == "set":
             input_files([a.bundle], "baseline set:", folders=True)
             load_bundle(a.bundle)  # damage said on stderr; a damaged manifest stops here
@@ -540,7 +564,7 @@ def cmd_check(a) -> int:
     data = load_bundle(a.bundle)
     if data["damage"]:
         raise RtqError(f"{a.bundle}: damaged (rtqual verify {a.bundle}): not checked")
-    with store.open_store(a.store) as s:
+    with store.open_store(a.store, write=False) as s:
         base = s.baseline(a.baseline)
     findings = trend.check(base, data, tolerance)
     regressed = [f for f in findings if f["verdict"] == "regressed"]
@@ -557,6 +581,7 @@ def cmd_report(a) -> int:
     from rtqual.publish import htmlreport
 
     output_file(a.output, "-o")
+    outside_system_trees(a.png, "--png")
     if a.png and Path(a.png).exists() and not Path(a.png).is_dir():
         raise RtqError(f"--png {a.png}: exists and is not a folder")
     out = Path(a.output) if a.output else Path(a.bundles[0]) / "report.html" if len(a.bundles) == 1 else None
@@ -614,8 +639,9 @@ def cmd_selftest(a, argv: list[str]) -> int:
     return code
 
 
-def output_dir(path: str | None) -> None:
-    """-o must be a new or empty folder (the bundle's), said before anything runs."""
+def output_dir(path: str | None, option: str = "-o") -> None:
+    """-o must be a new or empty folder (the bundle's) outside /proc, /sys, /dev, said before anything runs."""
+    outside_system_trees(path, option)
     p = Path(path) if path else None
     if p is not None and p.exists() and (not p.is_dir() or any(p.iterdir())):
         raise RtqError(f"output {p} exists and is not an empty directory: choose another with -o")
@@ -689,6 +715,7 @@ def main(argv: list[str] | None = None) -> int:
     except RtqError as e:
         kind = "skip" if e.exit_code == EXIT_SKIP else "error"
         msg = str(e).removeprefix("error: ").removeprefix("skip: ")
+        msg = re.sub(r"[\x00-\x1f\x7f]", lambda c: repr(c.group())[1:-1], msg)  # one line, whatever it quotes
         print(f"rtqual: {kind}: {msg}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:

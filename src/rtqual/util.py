@@ -14,6 +14,23 @@ CAP_SYS_NICE = 23
 """Capability bit numbers (linux/capability.h) that real-time runs need."""
 
 
+SYSTEM_TREES = ("/proc", "/sys", "/dev")
+"""Kernel and device trees: a file written there changes the running system, it is never a result."""
+
+
+def system_tree(path: str | os.PathLike) -> str | None:
+    """The kernel or device tree (/proc, /sys, /dev) an output path lies in once symlinks are followed, or
+    None: rtqual refuses to write results there (a scenario or option from someone else could name one)."""
+    try:
+        real = os.path.realpath(path)
+    except (OSError, ValueError):
+        return None
+    for tree in SYSTEM_TREES:
+        if real == tree or real.startswith(tree + "/"):
+            return tree
+    return None
+
+
 def read_text(path: str | os.PathLike) -> tuple[str | None, str]:
     """Stripped text of a small kernel file, or None and why (not found, permission denied, ...); never raises."""
     try:

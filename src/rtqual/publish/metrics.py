@@ -10,11 +10,14 @@ quantile, is within 10.07 % of the true value (both lie in the same bucket).
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from rtqual.errors import RtqError
 from rtqual.results.hist import Histogram, highest_equivalent
 
 PER_DECADE = 24
@@ -132,12 +135,42 @@ class Metrics:
         return generate_latest(self.registry).decode()
 
 
+HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")  # one label of a host name (RFC 1123)
+
+
+def check_listen(listen: str) -> tuple[str, int]:
+    """--listen HOST:PORT as (host, port): the host an IPv4 address, an IPv6 address in brackets ([::1]) or a
+    host name (dot-separated labels of 1..63 letters, digits and inner dashes, 253 characters in all), the port
+    1..65535. Anything else is one RtqError line (the value shown with escapes), before any socket is made."""
+    shown = listen.encode("unicode_escape").decode("ascii")
+    host, sep, port = listen.rpartition(":")
+    if not sep or not host or not port.isascii() or not port.isdigit() or not 0 < int(port) < 65536:
+        raise RtqError(f"--listen {shown}: give HOST:PORT, e.g. 127.0.0.1:9841")
+    if host.startswith("[") and host.endswith("]"):
+        try:
+            return str(ipaddress.IPv6Address(host[1:-1])), int(port)
+        except ValueError:
+            raise RtqError(f"--listen {shown}: {host} is not an IPv6 address") from None
+    try:
+        return str(ipaddress.IPv4Address(host)), int(port)
+    except ValueError:
+        pass
+    labels = host.removesuffix(".").split(".")
+    if len(host) > 253 or not all(HOST_LABEL.fullmatch(label) for label in labels):
+        raise RtqError(
+            f"--listen {shown}: not a host name or address (dot-separated labels of 1 to 63 letters, digits and "
+            "inner dashes; an IPv6 address in brackets)"
+        )
+    return host, int(port)
+
+
 def serve(metrics: Metrics, listen: str) -> object:
-    """Serve /metrics on HOST:PORT in a daemon thread; OSError (e.g. the port in use) goes to the caller."""
+    """Serve /metrics on HOST:PORT (checked by check_listen) in a daemon thread; OSError (e.g. the port in use)
+    goes to the caller."""
     from prometheus_client import start_http_server
 
-    host, _, port = listen.rpartition(":")
-    return start_http_server(int(port), addr=host.strip("[]"), registry=metrics.registry)
+    host, port = check_listen(listen)
+    return start_http_server(port, addr=host, registry=metrics.registry)
 
 
 def write_textfile(metrics: Metrics, folder: Path) -> Path:

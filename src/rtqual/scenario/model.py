@@ -8,6 +8,7 @@ docs/scenario.schema.json. Array positions in key paths count from 1: case[1] is
 from __future__ import annotations
 
 import importlib.util
+import math
 import re
 import tomllib
 from pathlib import Path
@@ -18,10 +19,12 @@ from rtqual.errors import RtqError
 from rtqual.fields import Field, check, check_table, fail, key_path, suggest, type_name, unknown_key
 from rtqual.measure.loads import LOADS
 from rtqual.probes.catalog import DEFAULT_PROBE, PROBES, S, check_params, fields_of, overlay
+from rtqual.util import system_tree
 
 GOVERNORS = ("performance", "powersave", "ondemand", "conservative", "schedutil", "userspace")
 LOAD_TYPES = tuple(LOADS)  # the load registry's names, in its order
 IDLE = "idle"
+MAX_CASES = 10_000  # cases per scenario (docs/scenario.md): a larger matrix is refused before it is expanded
 
 RUN = {
     "name": Field("name", "short name of the scenario (bundle and report titles)"),
@@ -161,6 +164,10 @@ def _validate(doc: dict) -> dict:
         if key not in TOP:
             unknown_key("", key, list(TOP))
     run = check_table(RUN, doc.get("run", {}), "run")
+    tree = system_tree(run["output"]) if "output" in run else None
+    if tree:
+        fail("run.output", f"'{run['output']}' is in {tree}, a kernel or device tree: write results elsewhere")
+    _check_case_count(doc)
     named = _check_loadset(doc.get("loads", {}), "loads")
     defaults = _check_defaults(doc.get("defaults", {}), named)
     probe = defaults.get("probe", DEFAULT_PROBE)
@@ -192,6 +199,23 @@ def _validate(doc: dict) -> dict:
     if not out["cases"] and not out["matrices"]:
         fail("", "no cases: add [[case]] tables or a [matrix]")
     return out
+
+
+def _check_case_count(doc: dict) -> None:
+    """Refuse a scenario of more than MAX_CASES cases, counted as [[case]] tables plus each matrix's product of
+    axis lengths, before any value is checked or any case made (a 10^6 matrix would take minutes)."""
+    cases = doc.get("case")
+    total = len(cases) if isinstance(cases, list) else 0
+    ms = doc.get("matrix")
+    for m in ms if isinstance(ms, list) else [ms] if isinstance(ms, dict) else []:
+        if isinstance(m, dict):
+            lengths = [len(v) for k, v in m.items() if k not in MATRIX and isinstance(v, list) and v]
+            total += math.prod(lengths) if lengths else 0
+        if total > MAX_CASES:
+            break
+    if total > MAX_CASES:
+        fail("", f"{total} cases (the [[case]] tables plus each matrix's product of axis lengths): more than "
+                 f"the cap of {MAX_CASES} cases per scenario: split it into several scenarios")  # fmt: skip
 
 
 def _check_defaults(raw: Any, named: dict) -> dict:

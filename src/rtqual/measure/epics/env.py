@@ -12,6 +12,9 @@ LOOPBACK = {
     "EPICS_CA_AUTO_ADDR_LIST": "NO",
     "EPICS_CA_ADDR_LIST": "127.0.0.1",
     "EPICS_CAS_INTF_ADDR_LIST": "127.0.0.1",
+    # rsrv's beacons: to the loopback repeater only (else it falls back to EPICS_CA_ADDR_LIST / broadcasts)
+    "EPICS_CAS_AUTO_BEACON_ADDR_LIST": "NO",
+    "EPICS_CAS_BEACON_ADDR_LIST": "127.0.0.1",
     "EPICS_PVA_AUTO_ADDR_LIST": "NO",
     "EPICS_PVA_ADDR_LIST": "127.0.0.1",
     "EPICS_PVAS_INTF_ADDR_LIST": "127.0.0.1",

@@ -21,6 +21,7 @@ from rtqual import probes as native_table
 from rtqual.errors import RtqError
 from rtqual.measure.session import Interrupted, Session, prepare, spike, without_options
 from rtqual.probes.catalog import ALL_PROBES
+from rtqual.publish.metrics import check_listen
 from rtqual.results.window import Windows, merged, public
 from rtqual.units import format_ns, online_cpus
 from rtqual.util import remove_orphan_dirs
@@ -68,13 +69,6 @@ def probe_args(case: dict, window_ns: int, bounded: bool) -> list[str]:
     entry = native_table.entry(case["probe"]) or {}
     paced = any(o["name"] == "--progress-ms" for o in entry.get("options", ()))  # fake paces its own progress
     return [*args, "--hist-delta", *(["--progress-ms", str(progress_ms(window_ns))] if paced else [])]
-
-
-def check_listen(listen: str) -> None:
-    """--listen HOST:PORT, port 1..65535."""
-    host, sep, port = listen.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise RtqError(f"--listen {listen}: give HOST:PORT, e.g. 127.0.0.1:9841")
 
 
 def check_folder(path: str, option: str) -> Path:
@@ -256,7 +250,7 @@ class Monitor:
             if left or self.store.dropped:
                 print(
                     f"rtqual: warning: --store: {left} window(s) not written, {self.store.dropped} dropped "
-                    f"({self.store.warning or 'its bounded buffer was full: windows came faster than it wrote'})",
+                    f"({self.store.reason()})",
                     file=sys.stderr,
                 )
         if self.pvs is not None:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from rtqual.errors import RtqError
 from rtqual.publish.imports.common import count, histogram, number, obj, read_json, read_text, uint
-from rtqual.publish.imports.writer import Case, Series, check_series
+from rtqual.publish.imports.writer import MAX_CPUS, Case, Series, check_series
 from rtqual.units import format_cpulist, format_duration
 
 TOOL = "cyclictest"
@@ -174,7 +174,9 @@ def parse_json(path: Path) -> Case:
         )
         check_series(where, s)
         cpu = t.get("cpu")
-        if isinstance(cpu, int) and not isinstance(cpu, bool) and 0 <= cpu < 1 << 20:
+        if isinstance(cpu, int) and not isinstance(cpu, bool):
+            if not 0 <= cpu < MAX_CPUS:
+                raise RtqError(f"{where}: cpu {cpu} is not a CPU number 0..{MAX_CPUS - 1}")
             key = str(cpu)
         elif uint(tid) is not None:
             warnings.append(f"thread {tid} names no CPU: it is listed as CPU {uint(tid)}")

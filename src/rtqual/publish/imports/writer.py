@@ -19,6 +19,7 @@ the tool did not record instead of inventing it:
 from __future__ import annotations
 
 import math
+import re
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from pathlib import Path
 
 from rtqual import __version__
 from rtqual.errors import RtqError
+from rtqual.publish.imports.common import MAX_COUNT
 from rtqual.results.bundle import Bundle, write_json, write_text
 from rtqual.results.hist import HIGHEST_NS, PERCENTILES_PPM, Histogram, rank_of
 
@@ -180,6 +182,53 @@ def check_series(where: str, s: Series) -> None:
             raise RtqError(f"{where}: min/max {v} out of range")
 
 
+MAX_CPUS = 8192  # Linux's largest CONFIG_NR_CPUS: a CPU number at or beyond it comes from no real run
+MAX_TEXT = 200  # characters of a label, version, host name or time an importer takes from its input
+PARAM_RANGES = {"priority": (0, 99), "interval_ns": (1, 3600 * 10**9), "distance_ns": (0, 3600 * 10**9)}
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def check_text(where: str, what: str, value: object) -> None:
+    """A text an importer took from its input (label, version, host name) must be one short printable line:
+    a newline or escape there would forge lines in tables, reports and the store."""
+    if value is None:
+        return
+    if not isinstance(value, str):
+        raise RtqError(f"{where}: {what}: expected text, found {type(value).__name__}")
+    bad = CONTROL.search(value)
+    if bad:
+        raise RtqError(f"{where}: {what} holds a control character ({bad.group()!r})")
+    if len(value) > MAX_TEXT:
+        raise RtqError(f"{where}: {what}: longer than {MAX_TEXT} characters")
+
+
+def check_case(case: Case) -> None:
+    """Everything an importer read, range-checked before anything is written: CPU numbers 0..MAX_CPUS-1,
+    counts and latencies within what a real run gives, known parameters in their ranges, texts without
+    control characters. One RtqError line naming the file and what is wrong."""
+    where = str(case.path).encode("unicode_escape").decode("ascii")
+    for what in ("label", "probe", "slug", "version", "hostname", "start", "end"):
+        check_text(where, what, getattr(case, what))
+    for key, s in case.series.items():
+        if not (isinstance(key, str) and key.isascii() and key.isdigit() and int(key) < MAX_CPUS):
+            raise RtqError(f"{where}: CPU {str(key)[:24]!r} is not a CPU number 0..{MAX_CPUS - 1}")
+        if not 0 <= s.count < MAX_COUNT:
+            raise RtqError(f"{where}: CPU {key}: count {s.count} out of range")
+        if s.avg_units is not None and not (math.isfinite(s.avg_units) and 0 <= s.avg_units * s.unit_ns <= HIGHEST_NS):
+            raise RtqError(f"{where}: CPU {key}: average {s.avg_units} out of range")
+        check_series(f"{where}: CPU {key}", s)
+    cpus = case.params.get("cpus", [])
+    if not isinstance(cpus, list) or not all(isinstance(c, int) and 0 <= c < MAX_CPUS for c in cpus):
+        raise RtqError(f"{where}: CPU list {str(cpus)[:40]} out of range 0..{MAX_CPUS - 1}")
+    for name, (lo, hi) in PARAM_RANGES.items():
+        v = case.params.get(name)
+        if v is not None and not (isinstance(v, int) and lo <= v <= hi):
+            raise RtqError(f"{where}: {name} {v} out of range {lo}..{hi}")
+    loops = case.params.get("loops")
+    if loops is not None and not (isinstance(loops, int) and 0 <= loops < MAX_COUNT):
+        raise RtqError(f"{where}: loops {loops} out of range")
+
+
 def case_result(case: Case, case_id: str) -> dict:
     """result.json of an imported case: the keys rtqual's runner writes, plus "source"."""
     per_cpu = {k: series_stats([s]) for k, s in sorted(case.series.items(), key=lambda kv: int(kv[0]))}
@@ -277,6 +326,8 @@ def write_bundle(tool: str, cases: list[Case], output: Path, argv: list[str]) ->
     """The bundle: manifest (schema 1, marked with its source), one folder per case, status complete."""
     if not cases:
         raise RtqError(f"{tool}: nothing to import")
+    for c in cases:
+        check_case(c)
     unique_labels(cases)
     versions = sorted({c.version for c in cases if c.version})
     bundle = Bundle(output, argv, f"{tool} {', '.join(versions) or 'unknown version'}")

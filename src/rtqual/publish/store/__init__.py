@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ from rtqual.answers.requirements import describe
 from rtqual.errors import RtqError
 from rtqual.publish.store.schema import MIGRATIONS, SCHEMA_VERSION_TABLE, statements
 from rtqual.results import bundle as bundle_mod
+from rtqual.util import system_tree
 
 ENV = "RTQUAL_STORE"
 OFF = "off"  # --store off / RTQUAL_STORE=off: runs are not stored
@@ -54,24 +56,129 @@ def is_off(url: str | None) -> bool:
     return resolve_url(url) == OFF
 
 
-def open_store(url: str | None = None) -> Store:
-    """Open (and migrate to the newest schema) the store at url (None: $RTQUAL_STORE, else the default path):
-    "sqlite:///path", a plain path, or "postgresql://…"."""
+SCHEMES = ("sqlite://", "postgresql://", "postgres://")  # and a plain path (SQLite)
+TABLES = ("hosts", "runs", "cases", "windows", "baselines", "schema_version")
+
+
+def check_url(url: str | None) -> str:
+    """The store's URL ($RTQUAL_STORE, else the default path, when url is None) if rtqual can use it, else a
+    one-line StoreError: a path, sqlite:///PATH, postgresql://… or off; any other scheme (mysql://, http://)
+    is refused rather than taken for a file name."""
     where = resolve_url(url)
+    scheme = re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", where)
+    if scheme and not where.lower().startswith(SCHEMES):
+        raise StoreError(
+            f"history store {_redact(where)}: unsupported scheme {scheme.group(0)!r} "
+            "(use a path, sqlite:///PATH, postgresql://... or off)"
+        )
+    if where.lower().startswith("sqlite://") and not where[len("sqlite://") :]:
+        raise StoreError(f"history store {where}: no path (sqlite:///PATH)")
+    tree = None if where == OFF or where.lower().startswith(SCHEMES[1:]) else system_tree(_sqlite_path(where))
+    if tree:
+        raise StoreError(f"history store {where}: in {tree}, a kernel or device tree: choose an ordinary file")
+    return where
+
+
+def _sqlite_path(where: str) -> Path:
+    """The file of an SQLite store URL: sqlite:///PATH or a plain path."""
+    return Path(where[len("sqlite://") :] if where.lower().startswith("sqlite://") else where)
+
+
+def open_store(url: str | None = None, write: bool = True) -> Store:
+    """Open the store at url (None: $RTQUAL_STORE, else the default path): "sqlite:///path", a plain path, or
+    "postgresql://…". write=True migrates it to the newest schema (creating it); write=False (history,
+    baseline list, check) reads an existing SQLite store read-only when it cannot be written (a read-only
+    mount). A foreign database or one written by a newer rtqual is refused (StoreError)."""
+    where = check_url(url)
     if where == OFF:
         raise StoreError(f"the history store is switched off ({ENV}=off or --store off)")
-    if where.startswith(("postgresql://", "postgres://")):
+    if where.lower().startswith(("postgresql://", "postgres://")):
         return Store(_connect_postgresql(where), "postgresql", _redact(where))
-    path = Path(where.removeprefix("sqlite://"))
+    path = _sqlite_path(where)
+    if not write and path.is_file() and _read_only(path):
+        return Store(_connect_read_only(path), "sqlite", str(path), write=False)
+    if path.exists() and not path.is_file():
+        raise StoreError(f"history store {path}: not a regular file")
+    if (path.is_file() or path.parent.is_dir()) and _read_only(path):
+        raise StoreError(f"history store {path}: read-only ({_read_only(path)}): rtqual history can read it")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA foreign_keys = ON")
     except (OSError, sqlite3.Error) as e:
-        raise StoreError(f"history store {path}: cannot open ({_first_line(e)})") from None
+        raise StoreError(f"history store {path}: cannot open ({_sqlite_reason(e)})") from None
     return Store(conn, "sqlite", str(path))
+
+
+def _read_only(path: Path) -> str | None:
+    """Why the SQLite store at path (or the folder it would be made in) cannot be written: "read-only file
+    system", "no write permission", or None when it can."""
+    target = path if path.exists() else path.parent
+    try:
+        if os.statvfs(target).f_flag & os.ST_RDONLY:
+            return "read-only file system"
+    except OSError:
+        return None
+    folder_ok = os.access(path.parent, os.W_OK)  # SQLite writes its -wal and -shm beside the file
+    return None if os.access(target, os.W_OK) and folder_ok else "no write permission"
+
+
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """A read-only SQLite connection to a store nobody can write (a read-only mount or file): mode=ro, and
+    immutable=1 where a WAL store's shared-memory file cannot be made (then no other writer can exist)."""
+    from urllib.parse import quote
+
+    last: Exception | None = None
+    for flags in ("mode=ro", "immutable=1"):
+        try:
+            conn = sqlite3.connect(f"file:{quote(str(path.resolve()))}?{flags}", uri=True, check_same_thread=False)
+            conn.isolation_level = None
+            conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+            return conn
+        except sqlite3.Error as e:
+            last = e
+    raise StoreError(f"history store {path}: cannot open read-only ({_sqlite_reason(last)})")
+
+
+def _sqlite_reason(e: BaseException | None) -> str:
+    """An SQLite error in words a user acts on: locked, read-only, not a database; else its first line."""
+    text = _first_line(e) if e is not None else "unknown error"
+    name = getattr(e, "sqlite_errorname", "") or ""
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "database is locked" in text:
+        return f"locked by another writer (waited {BUSY_TIMEOUT_MS // 1000} s)"
+    if name.startswith("SQLITE_READONLY") or "readonly database" in text:
+        return "read-only: this store cannot be written here"
+    if name == "SQLITE_NOTADB" or "file is not a database" in text:
+        return "not an SQLite database"
+    return text
+
+
+def writer_lock(url: str | None) -> str | None:
+    """Why a writer cannot write the SQLite store at url right now ("locked by another writer", "read-only
+    ..."), None when it could (or for PostgreSQL): asked without waiting, for the monitor's last message."""
+    try:
+        where = check_url(url)
+    except StoreError as e:
+        return str(e)
+    if where == OFF or where.lower().startswith(("postgresql://", "postgres://")):
+        return None
+    path = _sqlite_path(where)
+    if not path.is_file():
+        return None
+    if _read_only(path):
+        return f"history store {path}: read-only ({_read_only(path)})"
+    try:
+        conn = sqlite3.connect(path, timeout=0, isolation_level=None)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("ROLLBACK")
+        finally:
+            conn.close()
+    except sqlite3.Error as e:
+        reason = _sqlite_reason(e)
+        return f"history store {path}: {'locked by another writer' if reason.startswith('locked') else reason}"
+    return None
 
 
 def _connect_postgresql(url: str) -> Any:
@@ -176,9 +283,18 @@ def run_record(bundle_dir: Path) -> tuple[dict, list[dict]]:
 class Store:
     """An open history store. Every method is one transaction; trouble is a StoreError."""
 
-    def __init__(self, conn: Any, engine: str, where: str):
-        self.conn, self.engine, self.where = conn, engine, where
-        self.migrate()
+    def __init__(self, conn: Any, engine: str, where: str, write: bool = True):
+        self.conn, self.engine, self.where, self.writable = conn, engine, where, write
+        try:
+            self.migrate() if write else self.check_schema()
+            if write and engine == "sqlite":  # only once the file is known to be ours: this rewrites its header
+                conn.execute("PRAGMA journal_mode = WAL")
+        except sqlite3.Error as e:
+            self.close()
+            raise StoreError(f"history store {where}: cannot open ({_sqlite_reason(e)})") from None
+        except BaseException:
+            self.close()
+            raise
 
     def __enter__(self) -> Store:
         return self
@@ -214,7 +330,9 @@ class Store:
                     pass
             if isinstance(e, RtqError):
                 raise
-            if isinstance(e, sqlite3.Error) or type(e).__module__.startswith("psycopg"):
+            if isinstance(e, sqlite3.Error):
+                raise StoreError(f"history store {self.where}: {self._reason(e)}") from None
+            if type(e).__module__.startswith("psycopg"):
                 raise StoreError(f"history store {self.where}: {_first_line(e)}") from None
             raise
 
@@ -222,14 +340,65 @@ class Store:
         cur.execute(self._q(sql), params)
         return cur
 
+    def _reason(self, e: sqlite3.Error) -> str:
+        """An SQLite error in words; writing a store opened read-only says so."""
+        reason = _sqlite_reason(e)
+        return "read-only: opened for reading only" if not self.writable and "read" in reason else reason
+
+    def _schema(self, cur: Any) -> int:
+        """The store's schema version (0: an empty database); a StoreError for another program's database
+        (tables of its own, or a schema_version table of another shape) or one written by a newer rtqual."""
+        if self.engine == "sqlite":
+            cur.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+        else:
+            cur.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()")
+        tables = {str(r[0]) for r in cur.fetchall()}
+        mine = tables & set(TABLES)
+        if "schema_version" not in tables:
+            # SQLite: one file is one program's database; PostgreSQL: other programs' tables may share it
+            others = sorted(tables if self.engine == "sqlite" else mine)
+            if others:
+                raise StoreError(
+                    f"history store {self.where}: not an rtqual history store (tables {', '.join(others[:5])}): "
+                    "another program's database? choose another --store"
+                )
+            return 0
+        try:
+            rows = cur.execute("SELECT version FROM schema_version").fetchall()
+        except Exception:  # noqa: BLE001 - a schema_version table of another program's shape
+            rows = None
+        if rows is None or not all(isinstance(r[0], int) for r in rows):
+            raise StoreError(f"history store {self.where}: not an rtqual history store (a foreign schema_version)")
+        have = max((int(r[0]) for r in rows), default=0)
+        if have > len(MIGRATIONS):
+            raise StoreError(
+                f"history store {self.where}: written by a newer rtqual (schema {have}; this rtqual knows up to "
+                f"{len(MIGRATIONS)}): upgrade rtqual"
+            )
+        if not set(TABLES) <= tables and have:
+            missing = ", ".join(sorted(set(TABLES) - tables))
+            raise StoreError(f"history store {self.where}: damaged (tables missing: {missing})")
+        return have
+
+    def check_schema(self) -> int:
+        """A read-only store's schema version, checked like migrate() checks it; an older one cannot be read."""
+        with self.tx(write=False) as cur:
+            have = self._schema(cur)
+        if have < len(MIGRATIONS):
+            raise StoreError(
+                f"history store {self.where}: schema {have}, older than this rtqual's {len(MIGRATIONS)} and "
+                "read-only: open it once where it can be written"
+            )
+        return have
+
     def migrate(self) -> int:
         """Apply every migration newer than the store's schema_version, in order, under a lock (two
-        processes opening a new store at once); the version now."""
+        processes opening a new store at once); the version now. A foreign or newer store is refused."""
         with self.tx() as cur:
             if self.engine == "postgresql":
                 cur.execute("SELECT pg_advisory_xact_lock(1515)")  # serialises migrations between processes
+            have = self._schema(cur)
             cur.execute(SCHEMA_VERSION_TABLE)
-            have = cur.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()[0]
             for n, migration in enumerate(MIGRATIONS, 1):
                 if n <= have:
                     continue

@@ -24,8 +24,9 @@ class WindowSink:
     def __init__(self, url: str | None, limit_windows: int = 10080):
         if limit_windows < 1:
             raise ValueError("limit_windows must be at least 1")
-        from rtqual.publish.store import is_off
+        from rtqual.publish.store import check_url, is_off
 
+        check_url(url)  # an unsupported scheme is the user's mistake: one line before the monitor starts
         self.url, self.limit_windows = url, limit_windows
         self.off = is_off(url)  # --store off / RTQUAL_STORE=off: windows are not stored, nothing is buffered
         self.buffer: deque[dict] = deque()
@@ -87,6 +88,18 @@ class WindowSink:
             self.lock.notify_all()
         self.thread.join(timeout=max(1.0, timeout_s))
         return left
+
+    def reason(self) -> str:
+        """Why windows were left unsent or dropped, in one line for the monitor's last message: the store's last
+        error, else whether another writer holds its lock or it is read-only (asked now, without waiting),
+        else the bound (windows came faster than the store took them)."""
+        from rtqual.publish.store import writer_lock
+
+        return (
+            self.warning
+            or writer_lock(self.url)
+            or f"its bounded buffer of {self.limit_windows} windows was full: windows came faster than it wrote"
+        )
 
     def _writer(self) -> None:
         """The writer thread: open the store, write batches, on trouble close it, say why and back off."""
