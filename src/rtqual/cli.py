@@ -11,7 +11,8 @@ from pathlib import Path
 
 from rtqual import __version__
 from rtqual.answers.requirements import PROFILES
-from rtqual.errors import EXIT_ERROR, EXIT_INCONCLUSIVE, EXIT_SKIP, VERDICT_EXIT, RtqError
+from rtqual.answers.verdict import exit_code
+from rtqual.errors import EXIT_ERROR, EXIT_SKIP, RtqError
 from rtqual.measure import _native
 from rtqual.measure.conditions import restore_from_bundle
 from rtqual.probes.catalog import ALL_PROBES, Probe, fields_of
@@ -399,7 +400,7 @@ def execute(
     if (path / REPORT_FILE).is_file():
         print(f"report: {path / REPORT_FILE}")
     print(path)
-    return VERDICT_EXIT[data["manifest"]["verdict"]]
+    return exit_code(data["manifest"]["verdict"])
 
 
 def cmd_plan(a) -> int:
@@ -555,7 +556,6 @@ def cmd_baseline(a) -> int:
 
 
 def cmd_check(a) -> int:
-    from rtqual.errors import EXIT_FAIL
     from rtqual.publish import store
     from rtqual.publish.store import trend
 
@@ -574,7 +574,7 @@ def cmd_check(a) -> int:
                           "findings": findings}, indent=1))  # fmt: skip
     else:
         print(trend.check_text(findings, a.baseline, base, a.bundle, tolerance))
-    return EXIT_FAIL if regressed else 0
+    return exit_code("fail" if regressed else "pass")
 
 
 def cmd_report(a) -> int:
@@ -720,6 +720,6 @@ def main(argv: list[str] | None = None) -> int:
         return e.exit_code
     except KeyboardInterrupt:
         print("rtqual: interrupted", file=sys.stderr)
-        return EXIT_INCONCLUSIVE
+        return exit_code("inconclusive")
     except BrokenPipeError:
         return 0

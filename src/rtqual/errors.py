@@ -5,14 +5,7 @@ EXIT_ERROR = 1
 EXIT_FAIL = 2
 EXIT_SKIP = 3
 EXIT_INCONCLUSIVE = 4
-
-VERDICT_EXIT = {
-    "pass": EXIT_PASS,
-    "fail": EXIT_FAIL,
-    "skip": EXIT_SKIP,
-    "inconclusive": EXIT_INCONCLUSIVE,
-    "error": EXIT_ERROR,
-}
+# the exit code of each verdict: rtqual.answers.verdict.EXIT_CODES
 
 
 class RtqError(Exception):

@@ -6,8 +6,8 @@ import json
 import pytest
 
 from conftest import needs_probe, show_json
+from rtqual.answers.verdict import summarize
 from rtqual.results.hist import Histogram
-from rtqual.results.stats import summarize
 from rtqual.results.stream import read_stream
 
 pytestmark = needs_probe

@@ -13,11 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rtqual import cli
-from rtqual.answers.requirements import judge
+from rtqual.answers.verdict import judge, summarize
 from rtqual.errors import RtqError
 from rtqual.publish import htmlreport
 from rtqual.results import bundle as bundle_mod
-from rtqual.results.stats import merged_hist, summarize
+from rtqual.results.stats import merged_hist
 from rtqual.results.stream import read_stream
 from rtqual.scenario.single import single_run
 

@@ -3,6 +3,7 @@
 import pytest
 
 from rtqual.answers import requirements as rq
+from rtqual.answers.verdict import judge, worst
 from rtqual.errors import RtqError
 from rtqual.results.hist import Histogram
 
@@ -109,8 +110,8 @@ def test_profiles_parse_and_legacy_shorthands():
 
 
 def test_worst_and_describe():
-    assert rq.worst([]) == "pass" and rq.worst(["pass", "inconclusive"]) == "inconclusive"
-    assert rq.worst(["inconclusive", "fail", "pass"]) == "fail"
+    assert worst([]) == "pass" and worst(["pass", "inconclusive"]) == "inconclusive"
+    assert worst(["inconclusive", "fail", "pass"]) == "fail"
     line = rq.describe(verdict("max <= 2.5ms", [1000, 2_000_000]))
     assert line.startswith("max <= 2.5ms: pass (2ms, 500us to spare")
 
@@ -118,14 +119,14 @@ def test_worst_and_describe():
 def test_judge_makes_the_case_verdict_the_worse_one():
     s, h = case([10_000] * 2000)
     ok = {"verdict": "pass", "reason": "completed", "stats": s, "params": {"duration_ns": 2 * 10**9}}
-    r = rq.judge(ok, ["max <= 1ms", "overruns == 0"], h)
+    r = judge(ok, ["max <= 1ms", "overruns == 0"], h)
     assert r["verdict"] == "pass" and r["reason"] == "completed (2 requirement(s) met)"
-    r = rq.judge(ok, ["max <= 1ms", "p99.99 <= 1ms"], h)
+    r = judge(ok, ["max <= 1ms", "p99.99 <= 1ms"], h)
     assert r["verdict"] == "inconclusive" and "p99.99 needs at least 100,000 samples" in r["reason"]
-    r = rq.judge(ok, ["p99.99 <= 1ms", "max < 5us"], h)
+    r = judge(ok, ["p99.99 <= 1ms", "max < 5us"], h)
     assert r["verdict"] == "fail" and r["reason"].startswith("requirement not met: max < 5us: fail")
-    assert rq.judge(dict(ok, verdict="error"), ["max < 5us"], h)["verdict"] == "error"
-    assert rq.judge(ok, [], h) is ok
+    assert judge(dict(ok, verdict="error"), ["max < 5us"], h)["verdict"] == "error"
+    assert judge(ok, [], h) is ok
 
 
 def test_gather_checks_every_text_and_puts_the_profile_first():

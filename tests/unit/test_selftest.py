@@ -1,6 +1,7 @@
 """The selftest's pure checks on synthetic samples: stalls matched by time, the lie caught, natural spikes
 tolerated up to the measured rate, histograms and percentiles against their recomputation."""
 
+from rtqual.answers.verdict import exit_code
 from rtqual.measure import selftest
 from rtqual.results.hist import Histogram
 
@@ -177,4 +178,4 @@ def test_the_verdict_orders_interrupted_skip_error_then_the_checks():
     assert selftest.verdict(clock, [{**ok, "probe_verdict": "pass"}], missing=True) == "error"
     assert selftest.verdict(clock, [{**bad, "probe_verdict": "skip"}]) == "skip"
     assert selftest.verdict(clock, [{**ok, "probe_verdict": "pass"}], interrupted=True) == "inconclusive"
-    assert {selftest.VERDICT_EXIT[v] for v in ("pass", "fail", "skip", "inconclusive")} == {0, 2, 3, 4}
+    assert {exit_code(v) for v in ("pass", "fail", "skip", "inconclusive")} == {0, 2, 3, 4}

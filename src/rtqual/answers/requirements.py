@@ -202,14 +202,6 @@ def _longer(need: int, count: int, run_ns: int | None) -> str:
     return f"run {factor}x longer"
 
 
-def worst(verdicts: list[str]) -> str:
-    """fail beats inconclusive beats pass; no requirement: pass."""
-    for v in ("fail", "inconclusive"):
-        if v in verdicts:
-            return v
-    return "pass"
-
-
 def describe(r: dict) -> str:
     """One line: 'p99 <= 100us: pass (55.5us, 44.5us to spare)'."""
     if r["value"] is None:
@@ -228,36 +220,17 @@ def _fmt(x: float, unit: str) -> str:
     return format_ns(x) if unit == "ns" else f"{x:.3g}%" if unit == "%" else f"{x:g}"
 
 
-def gather(exprs: list[str] | None, profile_name: str | None, what: str = "--require") -> list[str]:
-    """The requirement texts of a case: a profile's, then the ones given; each checked now (one line
-    naming a bad one)."""
-    texts = list(PROFILES[profile_name]["requirements"]) if profile_name else []
+def gather(
+    exprs: list[str] | None, profile_name: str | None, what: str = "--require", limits: dict | None = None
+) -> list[str]:
+    """The requirement texts of a case, the one route to its verdict: the shorthands' (`limits`, the case's
+    {"max_ns": N, "p99_ns": N} from --max-latency/--p99-latency), a profile's, then the ones given; each
+    checked now (one line naming a bad one), each once."""
+    texts = [r.text for r in legacy(limits or {})]
+    texts += list(PROFILES[profile_name]["requirements"]) if profile_name else []
     if profile_name:
         profile(profile_name)
     for t in exprs or []:
         parse(t, what)
         texts.append(str(t).strip())
-    return texts
-
-
-def judge(result: dict, texts: list[str], hist: Histogram | None) -> dict:
-    """A case result with its requirements judged: "requirement_verdicts" added, and the verdict made the
-    worse of the run's own and the requirements' (an error, skip or interrupted run stays what it was)."""
-    if not texts:
-        return result
-    stats = result.get("stats") or {}
-    run_ns = (result.get("params") or {}).get("duration_ns")
-    verdicts = [evaluate(parse(t), stats, hist, run_ns) for t in texts]
-    out = dict(result, requirement_verdicts=verdicts)
-    if result.get("verdict") != "pass":
-        return out
-    failed = [v for v in verdicts if v["verdict"] == "fail"]
-    unsure = [v for v in verdicts if v["verdict"] == "inconclusive"]
-    if failed:
-        out["verdict"], out["reason"] = "fail", "requirement not met: " + "; ".join(describe(v) for v in failed)
-    elif unsure:
-        out["verdict"] = "inconclusive"
-        out["reason"] = "requirement undecided: " + "; ".join(describe(v) for v in unsure)
-    else:
-        out["reason"] = f"{result.get('reason') or 'completed'} ({len(verdicts)} requirement(s) met)"
-    return out
+    return list(dict.fromkeys(texts))

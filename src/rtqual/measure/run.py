@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from rtqual import __version__
+from rtqual.answers.verdict import run_verdict
 from rtqual.errors import RtqError
 from rtqual.measure import _native
 from rtqual.measure.case import Case
@@ -18,7 +19,6 @@ from rtqual.measure.runner import run_case
 from rtqual.measure.session import Interrupted, prepare
 from rtqual.measure.terminal import TerminalDisplay
 from rtqual.results import bundle as bundle_mod
-from rtqual.results.stats import worst
 
 REPORT_FILE = "report.html"
 
@@ -109,8 +109,7 @@ class Run:
                 bundle_mod.write_json(b.path / "host" / "facts-after.json", after)
                 bundle_mod.write_json(b.path / "host" / "tunables-after.json", facts.tunables(after))
                 interrupted = bool(guard.signum) or len(verdicts) < len(self.cases)
-                verdict = "error" if failed else "inconclusive" if interrupted else worst(verdicts)
-                b.finish("interrupted" if interrupted else "complete", verdict)
+                b.finish("interrupted" if interrupted else "complete", run_verdict(verdicts, interrupted, failed))
                 conclude(b)
                 b.close()
                 remember(b.path, self.store)

@@ -1,8 +1,8 @@
 """One case, end to end: conditions applied, loads started and settled, the probe session run (the service,
 the tracer and the probe: rtqual.measure.session; its records kept in stream.jsonl and shown), everything stopped
 and restored, and the case written into the bundle at once. The order of cases, the bundle, the signal guard and
-the services belong to the run (rtqual.measure.run.Run); statistics and verdicts are pure functions in
-rtqual.results.stats (re-exported here for old imports).
+the services belong to the run (rtqual.measure.run.Run); statistics are pure functions in rtqual.results.stats
+(re-exported here for old imports), the verdict is rtqual.answers.verdict's.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rtqual.answers.requirements import judge
-from rtqual.errors import EXIT_ERROR, EXIT_INCONCLUSIVE, RtqError
+from rtqual.answers import verdict
+from rtqual.errors import EXIT_ERROR, RtqError
 from rtqual.measure.case import Case
 from rtqual.measure.conditions import Conditions, not_applied
 from rtqual.measure.host.sampler import Sampler, iter_samples, rt_tasks
@@ -22,21 +22,11 @@ from rtqual.measure.loads import LoadSet
 from rtqual.measure.session import Interrupted, Session, spike
 from rtqual.results.bundle import Bundle, write_json, write_text
 from rtqual.results.hist import Histogram
-from rtqual.results.stats import VERDICT_ORDER, cpu_stats, merged_hist, partial_stats, summarize, verdict, worst
+from rtqual.results.stats import cpu_stats, merged_hist, partial_stats
 from rtqual.results.stream import Stream
 from rtqual.units import online_cpus
 
-__all__ = [
-    "VERDICT_ORDER",
-    "Interrupted",
-    "cpu_stats",
-    "merged_hist",
-    "partial_stats",
-    "run_case",
-    "summarize",
-    "verdict",
-    "worst",
-]
+__all__ = ["Interrupted", "cpu_stats", "merged_hist", "partial_stats", "run_case"]
 RECORD_KEYS = ("id", "label", "probe", "run_as", "args", "params", "requirements", "require", "loads", "conditions")
 
 
@@ -108,28 +98,21 @@ def run_case(
             problems.append(str(e))
         restored = cond.restore()
     stream, tracer = session.stream, session.tracer
-    result = summarize(
+    # the verdict: how the probe ended, its loads, its requirements (rtqual.answers.verdict)
+    result = verdict.summarize(
         view,
         stream,
-        session.exit_code if session.exit_code is not None else EXIT_INCONCLUSIVE,
+        session.exit_code,
         session.stderr_last,
-        interrupted=bool(guard.signum),
+        bool(guard.signum),
+        loads=loads.collect_all(),
+        load_error=load_error,
     )
-    result = judge(result, case.require, merged_hist(stream) if stream.hists else None)
-    result["loads"] = loads.collect_all()
     if service:
         result[service.key] = session.service_info
     result["conditions"] = {"changes": changes, "restored": restored, "applied": not not_applied(changes)}
     samples = d / "host-samples.jsonl"
     result["host_samples"] = summarize_samples(iter_samples(samples)) if samples.exists() else None
-    dead = next((ld["dead_reason"] for ld in result["loads"] if ld["dead_reason"]), None)
-    short = next((ld["shortfall"] for ld in result["loads"] if ld.get("shortfall")), None)
-    if load_error:
-        result["verdict"], result["reason"] = "inconclusive", f"load did not start: {load_error}"
-    elif dead and result["verdict"] not in ("error", "skip"):
-        result["verdict"], result["reason"] = "inconclusive", f"load not running: {dead}"
-    elif short and result["verdict"] not in ("error", "skip"):
-        result["verdict"], result["reason"] = "inconclusive", f"load short of its rate: {short}"
     result["warnings"] += not_applied(changes) + problems
     if tracer is not None:
         result["trace"] = tracer.info()

@@ -24,7 +24,8 @@ from typing import Any
 
 from rtqual import probes as native_table
 from rtqual import services
-from rtqual.errors import EXIT_ERROR, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_PASS, EXIT_SKIP, RtqError
+from rtqual.answers.verdict import exit_code, run_verdict
+from rtqual.errors import EXIT_SKIP, RtqError
 from rtqual.probes.catalog import ALL_PROBES, check_params, probe_case
 from rtqual.results import bundle as bundle_mod
 from rtqual.results import rawfile
@@ -310,17 +311,16 @@ def natural_spikes(samples: list[tuple[int, int, int]], thresholds_ns: Iterable[
 
 
 def verdict(clock: dict, cases: list[dict], interrupted: bool = False, missing: bool = False) -> str:
-    """pass: the clock is sane and every case is. Before that: inconclusive when the run was interrupted or
-    a probe's result is, skip when a case could not run for want of privileges, error when a probe failed
-    to run or a case is missing."""
-    probe = {c.get("probe_verdict") for c in cases}
-    if interrupted or "inconclusive" in probe:
-        return "inconclusive"
-    if "skip" in probe:
-        return "skip"
-    if "error" in probe or missing:
-        return "error"
-    return "pass" if clock["ok"] and all(c["ok"] for c in cases) else "fail"
+    """The selftest's verdict, a run's (rtqual.answers.verdict): each case's probe verdict when its probe
+    did not measure (skip, inconclusive, error), else pass or fail by its checks; the clock's check; a
+    missing case is an error; an interrupted selftest is inconclusive."""
+    probe = [c.get("probe_verdict", "pass") for c in cases]
+    rows = [v if v not in ("pass", "fail") else _ok(c["ok"]) for v, c in zip(probe, cases)]
+    return run_verdict([*rows, _ok(clock["ok"]), *(["error"] if missing else [])], interrupted)
+
+
+def _ok(ok: bool) -> str:
+    return "pass" if ok else "fail"
 
 
 # -- reading a finished run ----------------------------------------------------------------------------
@@ -499,15 +499,6 @@ def text(result: dict) -> str:
     return "\n".join(lines)
 
 
-VERDICT_EXIT = {
-    "pass": EXIT_PASS,
-    "fail": EXIT_FAIL,
-    "skip": EXIT_SKIP,
-    "error": EXIT_ERROR,
-    "inconclusive": EXIT_INCONCLUSIVE,
-}
-
-
 def run_selftest(
     quick: bool,
     probes: list[str] | None,
@@ -535,7 +526,7 @@ def run_selftest(
     result = analyse(path, clock, cases, k)
     result["notes"] = notes
     bundle_mod.write_json(path / SELFTEST_FILE, result)
-    return result, VERDICT_EXIT[result["verdict"]]
+    return result, exit_code(result["verdict"])
 
 
 def _ioc_missing() -> str | None:

@@ -26,13 +26,13 @@ from typing import Any
 
 from rtqual import SCHEMA_VERSION, __version__
 from rtqual.errors import RtqError
+from rtqual.results.stats import VERDICTS  # the names a result may carry
 from rtqual.util import write_text_atomic
 
 READABLE_SCHEMAS = {1}
 CHECKSUMS = "checksums"  # manifest key: {relative path: sha256 hex}
 UNSEALED = {"manifest.json", "host/changes.json"}  # rewritten after the run (restore): no checksum
 RESULT_KEYS = {"id": str, "label": str, "probe": str, "verdict": str, "stats": dict, "per_cpu": dict, "params": dict}
-VERDICTS = {"pass", "fail", "skip", "inconclusive", "error"}
 _OPEN: dict[Path, Bundle] = {}  # bundles being written by this process, by resolved path
 
 

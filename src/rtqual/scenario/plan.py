@@ -120,6 +120,7 @@ def _case(scenario: dict, layers: list[dict], label: str | None, n: int, scale: 
         shape.get("requirements"),
         shape.get("profile"),
         f"{scenario.get('source', '<scenario>')}: case {n}: requirement",
+        limits=case["requirements"],  # max_latency/p99_latency: requirements like the others
     )
     if require:
         case["require"] = require

@@ -7,7 +7,7 @@ import argparse
 import json
 
 from rtqual import probes as native_table
-from rtqual.answers.requirements import gather
+from rtqual.answers.requirements import gather, legacy
 from rtqual.errors import RtqError
 from rtqual.fields import check
 from rtqual.probes.catalog import ALL_PROBES, check_params, fields_of, probe_case
@@ -101,8 +101,10 @@ def scenario_text(cases: dict | list[dict], argv: list[str], given: dict | None 
         lines += ["[[case]]", f'probe = "{run_as}"', f"label = {json.dumps(case['label'])}"]
         if params:
             lines.append(f"params = {_toml(params)}")
-        if case.get("require"):
-            lines.append(f"requirements = {_toml(case['require'])}")
+        shorthands = {r.text for r in legacy(case.get("requirements") or {})}  # written as params above
+        given_texts = [t for t in case.get("require") or [] if t not in shorthands]
+        if given_texts:
+            lines.append(f"requirements = {_toml(given_texts)}")
         if case.get("loads"):
             lines.append("loads = [" + ", ".join(_toml(spec) for spec in case["loads"]) + "]")
             lines.append(f'conditions = {{ settle = "{case["conditions"]["settle_ns"]}ns" }}')
@@ -115,7 +117,9 @@ def single_run(a, argv: list[str]) -> tuple[list[dict], str | None]:
     probe = ALL_PROBES[a.probe]
     cases = service_cases(a.probe, a) if probe.service else [probe_options_case(a.probe, a)]
     cases = with_loads(cases, a)
-    require = gather(a.require, a.profile)
-    if require:  # the measured case (the last: a service probe's baseline is for comparison only)
+    # the measured case (the last: a service probe's baseline is for comparison only); --max-latency and
+    # --p99-latency join its requirements here, the one route to its verdict
+    require = gather(a.require, a.profile, limits=cases[-1]["requirements"])
+    if require:
         cases[-1]["require"] = require
     return cases, None if probe.hidden else scenario_text(cases, argv, given_options(a.probe, a))

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rtqual import __version__
+from rtqual.answers.verdict import run_verdict
 from rtqual.errors import RtqError
 from rtqual.publish.imports.common import MAX_COUNT
 from rtqual.results.bundle import Bundle, write_json, write_text
@@ -33,7 +34,6 @@ from rtqual.results.hist import HIGHEST_NS, PERCENTILES_PPM, Histogram, rank_of
 
 # Inputs larger than this are not copied into the bundle (their size and path are recorded).
 COPY_MAX_BYTES = 16 * 1024 * 1024
-VERDICT_ORDER = ["pass", "skip", "fail", "inconclusive", "error"]  # worst last, as the runner's
 
 
 @dataclass
@@ -348,7 +348,7 @@ def write_bundle(tool: str, cases: list[Case], output: Path, argv: list[str]) ->
     verdicts = []
     for n, case in enumerate(cases, 1):
         verdicts.append(write_case(bundle, case, f"{n:03d}-{case.slug}")["verdict"])
-    bundle.finish("complete", max(verdicts, key=VERDICT_ORDER.index))
+    bundle.finish("complete", run_verdict(verdicts))
     ends = [c.end for c in cases if c.end]
     bundle.manifest["end"] = max(ends) if ends else None
     bundle.save_manifest()
