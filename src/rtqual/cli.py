@@ -124,8 +124,13 @@ def build_parser() -> Parser:
     er = e_sub.add_parser("raw", help="raw samples as CSV: case,cpu,time_ns,latency_ns")
     er.add_argument("bundle")
 
-    r = sub.add_parser("restore", help="put back host settings a killed run left changed, remove its temp folders")
+    r = sub.add_parser(
+        "restore",
+        help="put back host settings a killed run left changed, remove its temp folders (only rtqual's own, "
+        "only a journal written on this host in this boot: docs/bundle.md)",
+    )
     r.add_argument("bundle")
+    r.add_argument("--dry-run", action="store_true", help="print what would be done (one line each), change nothing")
 
     v = sub.add_parser("verify", help="check every file of a bundle against the checksums in its manifest")
     v.add_argument("bundle")
@@ -606,18 +611,30 @@ def cmd_export_raw(a) -> int:
 
 
 def cmd_restore(a) -> int:
-    actions = restore_from_bundle(a.bundle)
+    actions = restore_from_bundle(a.bundle, dry_run=a.dry_run)  # every check first: refused = nothing touched
     from rtqual.measure.epics.ioc import TEMP_PREFIX  # a killed run's IOC folder made before its bundle's journal
     from rtqual.measure.monitor.loop import TEMP_PREFIX as MONITOR_PREFIX  # a killed monitor's work folder
     from rtqual.measure.trace import remove_orphan_instances  # a killed monitor's (no bundle journals it)
     from rtqual.util import remove_orphan_dirs
 
-    orphans = remove_orphan_dirs(TEMP_PREFIX) + remove_orphan_dirs(MONITOR_PREFIX) + remove_orphan_instances()
-    actions += [{"knob": str(d), "action": "removed", "restored": True} for d in orphans]
+    dry = a.dry_run
+    orphans = [
+        *remove_orphan_dirs(TEMP_PREFIX, dry_run=dry),
+        *remove_orphan_dirs(MONITOR_PREFIX, dry_run=dry),
+        *remove_orphan_instances(dry_run=dry),
+    ]
+    done = {"action": "would remove"} if dry else {"action": "removed", "restored": True}
+    actions += [{"knob": str(d), **done} for d in orphans if str(d) not in {x["knob"] for x in actions}]
     for act in actions:
         print(json.dumps(act))
-    print(f"{len(actions)} setting(s) restored from {a.bundle}" if actions else f"{a.bundle}: nothing to restore")
-    failed = [x for x in actions if x.get("error") or x.get("ok") is False]
+    if dry:
+        said = (
+            f"{len(actions)} action(s) would restore from {a.bundle}" if actions else f"{a.bundle}: nothing to restore"
+        )
+        print(f"{said} (dry run: nothing changed)")
+    else:
+        print(f"{len(actions)} setting(s) restored from {a.bundle}" if actions else f"{a.bundle}: nothing to restore")
+    failed = [x for x in actions if x.get("restored") is False]
     return EXIT_ERROR if failed else 0
 
 

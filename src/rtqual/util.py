@@ -90,17 +90,19 @@ def child_named(pid: int, comm: str) -> int | None:
     return None
 
 
-def remove_orphan_dirs(prefix: str, parent: str | os.PathLike | None = None) -> list[Path]:
-    """Remove the folders PARENT/PREFIX<pid>-* whose maker (process pid) no longer runs; the removed paths.
-    A SIGKILL between making a temp folder and recording it in the bundle's change journal leaves one behind
-    that no journal names: the next rtqual that makes such a folder, and `rtqual restore`, remove it."""
+def remove_orphan_dirs(prefix: str, parent: str | os.PathLike | None = None, dry_run: bool = False) -> list[Path]:
+    """Remove the folders PARENT/PREFIX<pid>-* whose maker (process pid) no longer runs; the removed paths
+    (dry_run: only listed). A SIGKILL between making a temp folder and recording it in the bundle's change
+    journal leaves one behind that no journal names: the next rtqual that makes such a folder, and
+    `rtqual restore`, remove it."""
     import shutil
     import tempfile
 
     removed = []
     for d in Path(parent or tempfile.gettempdir()).glob(prefix + "*-*"):
         pid = d.name[len(prefix) :].split("-", 1)[0]
-        if d.is_dir() and pid.isdigit() and not Path(f"/proc/{pid}").exists():
-            shutil.rmtree(d, ignore_errors=True)
+        if d.is_dir() and not d.is_symlink() and pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            if not dry_run:
+                shutil.rmtree(d, ignore_errors=True)
             removed.append(d)
     return removed

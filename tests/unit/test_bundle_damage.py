@@ -4,6 +4,7 @@ change journal."""
 
 import json
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -145,11 +146,13 @@ def test_show_names_the_cut_case(tmp_path, capsys):
     assert bundle_mod.load(b)["cut"] == cut
 
 
-def test_restore_removes_a_journalled_temp_folder(tmp_path):
-    temp = tmp_path / "rtqual-ioc-x"
-    temp.mkdir()
+def test_restore_removes_a_journalled_temp_folder(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the run's temp folder (TMPDIR)
+    temp = Path(tempfile.mkdtemp(prefix="rtqual-ioc-4242-"))  # as epics/ioc.py names it
     (temp / "in.fifo").write_text("")
     b = tmp_path / "b"
+    b.mkdir()
+    (b / "manifest.json").write_text('{"schema_version": 1, "status": "running"}')  # the run was cut
     cond = Conditions(state_path=b / CHANGES_FILE)
     cond.note_temp(temp)
     assert cond.restore() == [] and temp.is_dir()  # a case's restore keeps the run's temp folders

@@ -233,11 +233,12 @@ def test_restore_from_bundle_after_a_kill(tmp_path, monkeypatch):
     assert len(state["changes"]) == 4
     assert snapshot(root) != before
 
-    actions = restore_from_bundle(bundle)
+    (bundle / "manifest.json").write_text('{"schema_version": 1, "status": "running", "checksums": {}}')  # cut
+    actions = restore_from_bundle(bundle, root=root)
     assert len(actions) == 4 and all(a["restored"] for a in actions)
     assert snapshot(root) == before
     assert all(r["restored"] for r in json.loads((bundle / "host/changes.json").read_text())["changes"])
-    assert restore_from_bundle(bundle) == []  # a second restore changes nothing
+    assert restore_from_bundle(bundle, root=root) == []  # a second restore changes nothing
 
 
 def test_restore_from_records_skips_what_never_changed(tmp_path):
@@ -259,6 +260,7 @@ def test_restore_from_bundle_errors(tmp_path):
     assert restore_from_bundle(tmp_path) == []  # nothing recorded, nothing to do
     (tmp_path / "host").mkdir()
     (tmp_path / "host/changes.json").write_text("{not json")
+    (tmp_path / "manifest.json").write_text('{"schema_version": 1, "status": "running"}')
     with pytest.raises(RtqError, match="not JSON"):
         restore_from_bundle(tmp_path)
 
@@ -375,6 +377,7 @@ def test_conditions_cpusets_and_restore_after_kill(tmp_path, sleeper):
         paths = [c.cpusets[n].path for n in ("probe", "loads")]
         assert all(p.is_dir() for p in paths)
         # rtqual killed here: the bundle's records remove the leftovers
+        (tmp_path / "manifest.json").write_text('{"schema_version": 1, "status": "running"}')
         actions = restore_from_bundle(tmp_path)
         assert [a["action"] for a in actions if a["knob"] in map(str, paths)] == ["removed", "removed"]
         assert all(a["restored"] for a in actions)

@@ -12,7 +12,10 @@ the runner stores the records in the case result and marks the case, so a case i
 silently measured under other conditions. restore() writes every "before" back in reverse
 order and marks the record "restored". With a state_path the records are saved (write +
 rename) before and after every change, so `rtqual restore BUNDLE` (restore_from_bundle) can
-put the host back after rtqual itself was killed with SIGKILL.
+put the host back after rtqual itself was killed with SIGKILL. The journal carries the boot id and host
+name it was written under, and the run seals it (its sha256 in the manifest) when it ends. Restore treats it
+as someone else's input: it acts only on a journal of this host and boot, sealed or cut by a kill, whose
+records to undo are all kinds and names rtqual makes (refusal); otherwise one line and nothing touched.
 
 Kinds: "file" (write "before" back; before None = nothing to write back), "cpuset" (a cgroup
 directory rtqual created: move its tasks to the parent, rmdir), "controller" (cgroup v2
@@ -29,13 +32,19 @@ Knob paths are the files actually written (below `root`, default "/").
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import logging
 import os
+import re
 import shutil
+import socket
+import stat
 import subprocess
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from rtqual.errors import RtqError
 from rtqual.units import format_cpulist, parse_kernel_cpulist
@@ -305,7 +314,11 @@ def _undo(record: dict) -> dict:
             log.info("removed %s %s", kind, knob)
             return {"knob": knob, "action": "removed", "restored": True}
         if kind == "tempdir":
+            if os.path.islink(knob):
+                raise RtqError("a symbolic link, not a folder rtqual made: left alone")
             shutil.rmtree(knob, ignore_errors=True)
+            if os.path.lexists(knob):
+                raise RtqError("could not remove it")
             log.info("removed temp folder %s", knob)
             return {"knob": knob, "action": "removed", "restored": True}
         if kind == "cpuset":
@@ -348,41 +361,317 @@ def restore_from_records(records: list[dict], keep_run_scoped: bool = False) -> 
     return actions
 
 
-def load_state(path: str | os.PathLike) -> dict:
-    """The changes file written by Conditions (RtqError when unreadable)."""
-    try:
-        state = json.loads(Path(path).read_text())
-    except OSError as e:
-        raise RtqError(f"{path}: {e.strerror or e}") from None
-    except ValueError as e:
-        raise RtqError(f"{path}: not JSON ({e})") from None
-    if not isinstance(state, dict) or not isinstance(state.get("changes"), list):
-        raise RtqError(f"{path}: no 'changes' list: not an rtqual changes file")
-    return state
+def host_identity() -> dict:
+    """This machine and boot, as the journal records them: a journal is only ever restored where it was written."""
+    boot_id, _ = read_text(BOOT_ID_FILE)
+    return {"boot_id": boot_id, "hostname": socket.gethostname()}
 
 
 def write_state(path: str | os.PathLike, records: list[dict], pid: int | None = None) -> None:
-    """Write the change records atomically (write + rename), so a kill never leaves half a file."""
+    """Write the change records atomically (write + rename), so a kill never leaves half a file; with this
+    machine's boot id and host name, which `rtqual restore` checks."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    state = {"schema_version": STATE_SCHEMA_VERSION, "pid": os.getpid() if pid is None else pid, "changes": records}
+    state = {
+        "schema_version": STATE_SCHEMA_VERSION,
+        "pid": os.getpid() if pid is None else pid,
+        **host_identity(),
+        "changes": records,
+    }
     write_text_atomic(path, json.dumps(state, indent=1) + "\n")
 
 
-def restore_from_bundle(bundle_path: str | os.PathLike) -> list[dict]:
-    """`rtqual restore BUNDLE`: undo what a killed run left changed; the file is updated so a
-    second call does nothing. A bundle without host/changes.json changed nothing: []."""
-    path = Path(bundle_path)
-    if not path.exists():
-        raise RtqError(f"{path}: no such bundle")
-    if path.is_dir():
-        path = path / CHANGES_FILE
-        if not path.exists():
-            return []
-    state = load_state(path)
+# ---------------------------------------------------------------- what `rtqual restore` may act on
+#
+# A bundle travels: its journal is someone else's input, and restore runs as root. It acts only on what rtqual
+# itself changes (docs/bundle.md "Restoring after a kill"), each kind under rtqual's own names. The writers:
+#   file        Conditions._set from _cpufreq_one: cpufreq files of a CPU (the values they held before)
+#   controller  enable_cpuset_controller: cgroup.subtree_control of the cgroup v2 root, before "-cpuset"
+#   cpuset      Conditions._cpusets: ROOT/rtqual-<pid>-probe|loads right below a cpuset hierarchy's root
+#   netns, veth loads/network.py _make_path: namespace rtqual-<pid>n<K>, veth rq<pid>n<K>h
+#   trace-instance, mount   trace.py Tracer: TRACEFS/instances/rtqual-<pid>-<n>, TMP/rtqual-tracefs-XXXXXXXX
+#   tempdir     run.py note_temp of a service's temp_paths (epics/ioc.py TEMP_PREFIX); the monitor's folder
+# rtqual changes no /proc/sys tunable: none is allowed.
+
+CPUFREQ_VALUES = {  # cpufreq file -> the shape of the value written back
+    "scaling_governor": re.compile(r"[A-Za-z0-9_-]{1,32}"),
+    "scaling_min_freq": re.compile(r"[0-9]{1,12}"),
+    "scaling_max_freq": re.compile(r"[0-9]{1,12}"),
+}
+CPUFREQ_KNOB = re.compile(r"sys/devices/system/cpu/cpu[0-9]{1,5}/cpufreq/([a-z_]+)")  # below root
+NAMES = {
+    "cpuset": re.compile(r"rtqual-[0-9]{1,10}-(?:" + "|".join(CPUSET_NAMES) + ")"),
+    "netns": re.compile(r"rtqual-[0-9]{1,10}n[0-9]{1,3}"),
+    "veth": re.compile(r"rq[0-9]{1,10}n[0-9]{1,3}h"),
+    "trace-instance": re.compile(r"rtqual-[0-9]{1,10}-[0-9]{1,10}"),
+    "mount": re.compile(r"rtqual-tracefs-[A-Za-z0-9_]{1,32}"),
+    "tempdir": re.compile(r"(?:rtqual-ioc-|rtqual-monitor-)[0-9]{1,10}-[A-Za-z0-9_]{1,32}"),
+}
+KINDS = {"file", "controller", *NAMES}
+JOURNAL_MAX_BYTES = 16 << 20  # about 80 000 records: far more than any run writes
+MANIFEST_MAX_BYTES = 64 << 20
+JSON_MAX_DEPTH = 8  # a journal is 3 deep (state, changes, record)
+BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"
+
+
+def _mount_points(mounts_text: str, fstypes: set[str], option: str | None = None) -> set[Path]:
+    """Mount points of the given file system types in /proc/self/mounts text (with option, when given)."""
+    out = set()
+    for f in map(str.split, mounts_text.splitlines()):
+        if len(f) > 3 and f[2] in fstypes and (option is None or option in f[3].split(",")):
+            out.add(Path(f[1]))
+    return out
+
+
+def _in_temp_dir(path: Path) -> bool:
+    """Whether path is right inside the temp folder (tempfile.gettempdir(), where mkdtemp makes rtqual's)."""
+    return os.path.realpath(path.parent) == os.path.realpath(tempfile.gettempdir())
+
+
+def record_shape_problem(record: Any) -> str | None:
+    """Why a journal record does not have the shape rtqual writes (a dict with a string knob, known kind,
+    string or null before, boolean flags), or None."""
+    if not isinstance(record, dict):
+        return f"a JSON {type(record).__name__}, not a record"
+    knob = record.get("knob")
+    if not isinstance(knob, str) or not knob or len(knob) > 4096 or "\x00" in knob:
+        return "no 'knob' string"
+    kind = record.get("kind", "file")
+    if not isinstance(kind, str) or kind not in KINDS:
+        return f"unknown kind {str(record.get('kind'))[:40]!r}"
+    if record.get("before") is not None and not isinstance(record["before"], str):
+        return "'before' is not a string"
+    for flag in ("applied", "restored"):
+        if record.get(flag) is not None and not isinstance(record[flag], bool):
+            return f"'{flag}' is not true or false"
+    return None
+
+
+def refusal(record: dict, root: Path = Path("/"), mounts_text: str | None = None) -> str | None:
+    """Why `rtqual restore` must not act on this (well-shaped) record: it names something rtqual never
+    changes, or not under rtqual's own names; None when it is rtqual's. root: "/" (tests: a fake sysfs tree)."""
+    knob, kind = record["knob"], record.get("kind", "file")
+    if kind in ("netns", "veth"):
+        return None if NAMES[kind].fullmatch(knob) else f"{kind} {knob!r} is not one rtqual makes"
+    path = Path(knob)
+    if not path.is_absolute() or os.path.normpath(knob) != knob:
+        return f"{knob!r} is not a plain absolute path"
+    if mounts_text is None:
+        mounts_text = read_text("/proc/self/mounts")[0] or ""
+    if kind == "file":
+        m = CPUFREQ_KNOB.fullmatch(os.path.relpath(knob, root)) if knob.startswith(str(root)) else None
+        shape = CPUFREQ_VALUES.get(m.group(1)) if m else None
+        if shape is None:
+            return f"{knob} is not a cpufreq file rtqual sets"
+        if not shape.fullmatch(record.get("before") or ""):
+            return f"{knob}: {str(record.get('before'))[:40]!r} is not a value rtqual writes back there"
+        cpu_dir = os.path.realpath(root / "sys/devices/system/cpu")
+        return None if os.path.realpath(knob).startswith(cpu_dir + "/") else f"{knob} leads out of {cpu_dir}"
+    if kind == "controller":
+        roots = _mount_points(mounts_text, {"cgroup2"})
+        if path.name != "cgroup.subtree_control" or path.parent not in roots or record.get("before") != "-cpuset":
+            return f"{knob}: not the cgroup v2 root's cpuset controller rtqual enables"
+        return None
+    if not NAMES[kind].fullmatch(path.name):
+        return f"{kind} {knob} is not named as rtqual names its own"
+    if os.path.islink(knob):
+        return f"{kind} {knob} is a symbolic link"
+    if kind == "cpuset":
+        roots = _mount_points(mounts_text, {"cgroup2"}) | _mount_points(mounts_text, {"cgroup"}, "cpuset")
+        return None if path.parent in roots else f"cpuset {knob} is not right below a cgroup cpuset hierarchy"
+    if kind == "trace-instance":
+        roots = _mount_points(mounts_text, {"tracefs"})
+        forced = os.environ.get("RTQUAL_TRACEFS")  # trace.TRACEFS_ENV: the tracefs a run was told to use
+        roots |= {Path(forced)} if forced else set()
+        return None if path.parent.name == "instances" and path.parent.parent in roots else f"{knob}: not in a tracefs"
+    return None if _in_temp_dir(path) else f"{kind} {knob} is not in the temp folder {tempfile.gettempdir()}"
+
+
+# ---------------------------------------------------------------- reading a bundle's journal safely
+
+
+def read_capped(path: Path, max_bytes: int) -> bytes:
+    """The bytes of a regular file that is no symbolic link, at most max_bytes; RtqError saying why not
+    (never blocks on a FIFO or device, never reads /dev/zero forever)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise RtqError(f"{path}: a symbolic link: refused") from None
+        raise RtqError(f"{path}: {e.strerror or e}") from None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise RtqError(f"{path}: not a regular file: refused")
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise RtqError(f"{path}: larger than {max_bytes >> 20} MiB: not one rtqual wrote, refused")
+    return data
+
+
+def parse_json(path: Path, data: bytes, max_depth: int = JSON_MAX_DEPTH) -> Any:
+    """JSON text of a bundle file, its nesting checked before parsing (parsing recurses); RtqError if bad."""
+    try:
+        text = data.decode()
+    except UnicodeDecodeError:
+        raise RtqError(f"{path}: not JSON (not UTF-8 text)") from None
+    depth = deepest = 0
+    for bracket in re.findall(r"[\[\]{}]", re.sub(r'"(?:[^"\\]|\\.)*"', "", text)):
+        depth += 1 if bracket in "[{" else -1
+        deepest = max(deepest, depth)
+    if deepest > max_depth:
+        raise RtqError(f"{path}: nested deeper than {max_depth}: not one rtqual wrote, refused")
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise RtqError(f"{path}: not JSON ({e})") from None
+
+
+def load_state(path: str | os.PathLike, data: bytes | None = None) -> dict:
+    """The changes file written by Conditions (its bytes: data, or read safely: regular file, size cap), its
+    depth and shape checked; RtqError when unreadable or not of the shape rtqual writes."""
+    path = Path(path)
+    state = parse_json(path, read_capped(path, JOURNAL_MAX_BYTES) if data is None else data)
+    if not isinstance(state, dict) or not isinstance(state.get("changes"), list):
+        raise RtqError(f"{path}: no 'changes' list: not an rtqual changes file")
+    for i, record in enumerate(state["changes"]):
+        problem = record_shape_problem(record)
+        if problem:
+            raise RtqError(f"{path}: record {i + 1}: {problem}: refused, nothing restored")
+    return state
+
+
+def _journal_path(bundle: Path) -> Path | None:
+    """BUNDLE/host/changes.json, or None when the bundle has none; RtqError when the bundle is no folder or a
+    folder on the way (host/) or the journal is a symbolic link (it would lead restore elsewhere)."""
+    if not bundle.is_dir():
+        raise RtqError(f"{bundle}: {'no such bundle' if not os.path.lexists(bundle) else 'not a bundle folder'}")
+    path = bundle
+    for part in Path(CHANGES_FILE).parts:
+        path = path / part
+        if os.path.islink(str(path)):
+            raise RtqError(f"{path}: a symbolic link: refused, nothing restored")
+        if not os.path.lexists(path):
+            return None
+    return path
+
+
+def _check_sealed(bundle: Path, journal: bytes) -> str | None:
+    """The journal's sha256 from the manifest when the run sealed it (it must match: RtqError otherwise), or
+    None when the run was cut (status running: a kill came before the seal, what restore exists for)."""
+    path = bundle / "manifest.json"
+    if not os.path.lexists(path):
+        raise RtqError(f"{bundle}: no manifest.json: not an rtqual bundle, journal refused")
+    manifest = parse_json(path, read_capped(path, MANIFEST_MAX_BYTES), max_depth=64)
+    sums = manifest.get("checksums") if isinstance(manifest, dict) else None
+    digest = sums.get(CHANGES_FILE) if isinstance(sums, dict) else None
+    if digest is not None:
+        if digest != hashlib.sha256(journal).hexdigest():
+            raise RtqError(f"{bundle}/{CHANGES_FILE}: damaged (sha256 differs from the manifest's): refused")
+        return digest
+    status = manifest.get("status") if isinstance(manifest, dict) else None
+    if status != "running":
+        raise RtqError(
+            f"{bundle}/{CHANGES_FILE}: no checksum although the run ended (status {str(status)[:20]}): "
+            "not sealed by rtqual, refused"
+        )
+    return None
+
+
+def _check_origin(path: Path, state: dict) -> None:
+    """RtqError unless the journal was written on this host in this boot (what it names exists only there)."""
+    here = host_identity()
+    if "boot_id" not in state or "hostname" not in state:
+        raise RtqError(
+            f"{path}: no boot id or host name (written by an older rtqual): cannot tell it is from this "
+            "boot, refused (undo its records by hand if needed)"
+        )
+    if state["hostname"] != here["hostname"]:
+        raise RtqError(f"{path}: written on host {str(state['hostname'])[:64]!r}, not this one: refused")
+    if state["boot_id"] != here["boot_id"]:
+        raise RtqError(f"{path}: written in another boot of this host: nothing of it is left, refused")
+
+
+def _write_back(bundle: Path, path: Path, state: dict, sealed: bool) -> None:
+    """Save the journal with its records marked restored (the tmp file made anew, never followed: a planted
+    link cannot redirect it); a sealed journal gets its new checksum in the manifest."""
+    text = json.dumps(state, indent=1) + "\n"
+    _replace_file(path, text)
+    if sealed:
+        manifest_path = bundle / "manifest.json"
+        manifest = parse_json(manifest_path, read_capped(manifest_path, MANIFEST_MAX_BYTES), max_depth=64)
+        manifest["checksums"][CHANGES_FILE] = hashlib.sha256(text.encode()).hexdigest()
+        _replace_file(manifest_path, json.dumps(manifest, indent=1) + "\n")
+
+
+def _replace_file(path: Path, text: str) -> None:
+    """Atomic write + rename through a fresh temp file created with O_EXCL|O_NOFOLLOW."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.unlink()
+    except FileNotFoundError:
+        pass
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _planned(record: dict) -> dict:
+    """What undoing a record would do, for --dry-run."""
+    if record.get("kind", "file") in ("file", "controller"):
+        return {"knob": record["knob"], "action": "would write", "value": record["before"]}
+    return {"knob": record["knob"], "action": f"would remove {record.get('kind')}"}
+
+
+def _checked(bundle: Path, root: Path) -> tuple[Path, dict, bool, list[dict]] | None:
+    """Every check restore makes before it acts: (journal path, state, sealed, records to undo), or None when
+    the bundle has no journal; RtqError naming the first problem."""
+    path = _journal_path(bundle)
+    if path is None:
+        return None
+    data = read_capped(path, JOURNAL_MAX_BYTES)
+    state = load_state(path, data)
+    sealed = _check_sealed(bundle, data) is not None
+    _check_origin(path, state)
+    todo = [r for r in state["changes"] if _needs_undo(r)]
+    mounts_text = read_text("/proc/self/mounts")[0] or ""
+    for record in todo:
+        why = refusal(record, root, mounts_text)
+        if why:
+            raise RtqError(f"{path}: {why}: refused, nothing restored")
+    return path, state, sealed, todo
+
+
+def _one_line(text: str, limit: int = 400) -> str:
+    """A message as one printable line (names from a journal may hold newlines or escapes)."""
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def restore_from_bundle(
+    bundle_path: str | os.PathLike, dry_run: bool = False, root: str | os.PathLike = "/"
+) -> list[dict]:
+    """`rtqual restore BUNDLE`: undo what a killed run left changed; the file is updated so a second call
+    does nothing. A bundle without host/changes.json changed nothing: []. Every check comes before any action
+    (one-line RtqError, nothing touched): no symbolic link on the journal's way, a regular file of bounded
+    size and depth, sealed by its checksum or cut by a kill, written on this host in this boot, and each record
+    to undo one rtqual makes (refusal). dry_run: the actions it would take, nothing changed. root: "/" (tests:
+    a fake sysfs tree)."""
+    bundle = Path(bundle_path)
+    try:
+        checked = _checked(bundle, Path(root))
+    except RtqError as e:
+        raise RtqError(_one_line(str(e))) from None
+    if checked is None:
+        return []
+    path, state, sealed, todo = checked
+    if dry_run:
+        return [_planned(r) for r in reversed(todo)]
     actions = restore_from_records(state["changes"])
     if actions:
-        write_state(path, state["changes"], state.get("pid"))
+        _write_back(bundle, path, state, sealed)
     return actions
 
 

@@ -185,9 +185,10 @@ def remove_instance(path: str | os.PathLike) -> None:
         pass
 
 
-def remove_orphan_instances(root: Path | None = None) -> list[Path]:
+def remove_orphan_instances(root: Path | None = None, dry_run: bool = False) -> list[Path]:
     """Remove the instances rtqual-<pid>-N of rtqual processes that no longer run (a killed monitor keeps no
-    journal to restore from); the removed paths. Called when tracing starts and by `rtqual restore`."""
+    journal to restore from); the removed paths (dry_run: only listed). Called when tracing starts and by
+    `rtqual restore`."""
     if root is None:
         try:
             root = find_tracefs(Path("/proc/self/mounts").read_text())
@@ -200,7 +201,8 @@ def remove_orphan_instances(root: Path | None = None) -> list[Path]:
         pid = d.name.split("-")[1]
         if pid.isdigit() and not Path(f"/proc/{pid}").exists():
             try:
-                remove_instance(d)
+                if not dry_run:
+                    remove_instance(d)
             except OSError:
                 continue
             removed.append(d)
