@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import signal
@@ -10,317 +9,24 @@ import sys
 from pathlib import Path
 
 from rtqual import __version__
-from rtqual.answers.requirements import PROFILES
 from rtqual.answers.verdict import exit_code
 from rtqual.errors import EXIT_ERROR, EXIT_SKIP, RtqError
 from rtqual.measure import _native
 from rtqual.measure.conditions import restore_from_bundle
-from rtqual.probes.catalog import ALL_PROBES, Probe, fields_of
+from rtqual.options import (
+    build_monitor_parser,
+    build_parser,
+    build_scenario_run_parser,
+    input_files,
+    is_scenario_target,
+    output_dir,
+    output_file,
+    outside_system_trees,
+)
 from rtqual.publish import report, views
 from rtqual.results import bundle as bundle_mod
 from rtqual.results import rawfile
-from rtqual.scenario.single import SETTLE_DEFAULT, single_run
-
-STORE_HELP = (
-    "history store: a path, sqlite:///PATH or postgresql://... (default: $RTQUAL_STORE, else the default path; "
-    "off: store nothing; docs/store.md)"
-)
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse that raises a one-line RtqError instead of printing usage and exiting 2; a value that
-    starts with a dash and a digit (--duration -5s) is a value, so the range check can name it."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._negative_number_matcher = re.compile(r"^-\.?\d")
-
-    def error(self, message):
-        where = self.prog.removeprefix("rtqual").strip()  # main() names the program once
-        raise RtqError(f"{where + ': ' if where else ''}{message} (see --help)")
-
-
-def build_scenario_run_parser() -> Parser:
-    """`rtqual run SCENARIO.toml`: a separate parser, chosen when the run target is a file."""
-    p = Parser(prog="rtqual run", description="Run every case of a scenario file into one bundle.")
-    p.add_argument("scenario", help="scenario file (TOML); rtqual plan shows its cases")
-    p.add_argument("--scale", type=float, help="multiply every duration (e.g. 0.1)")
-    p.add_argument("--raw", action="store_true", help="keep every sample of every case")
-    p.add_argument("-o", "--output", help="bundle directory (default: the scenario's, or rtqual-<host>-<time>)")
-    p.add_argument("-q", "--quiet", action="store_true", help="no live progress")
-    p.add_argument("--store", metavar="URL", help=STORE_HELP)
-    return p
-
-
-def _is_scenario_target(argv: list[str]) -> bool:
-    """`rtqual run X` runs a scenario file when X ends in .toml or names a path (a slash), or is a file that is
-    not a probe's name: a file called `timer` in the current folder never hides the timer probe."""
-    if len(argv) < 2 or argv[0] != "run":
-        return False
-    target = argv[1]
-    return target.endswith(".toml") or "/" in target or (target not in ALL_PROBES and Path(target).is_file())
-
-
-def build_parser() -> Parser:
-    p = Parser(prog="rtqual", description="Qualify a Linux host for real-time control.")
-    p.add_argument("--version", action="store_true", help="print rtqual's and the probes' versions")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
-
-    run = sub.add_parser("run", help="run a measurement (PROBE or SCENARIO.toml) and write a result bundle")
-    run_sub = run.add_subparsers(dest="probe", metavar="PROBE", required=True)
-    for name, probe in ALL_PROBES.items():  # every probe: options from its native table (fake hidden)
-        sp = add_probe_parser(run_sub, name, probe)
-        if probe.service:
-            sp.add_argument(
-                "--baseline",
-                default="5s",
-                help="timer latency measured first on the same host, for comparison (default 5s; 0: none)",
-            )
-
-    pl = sub.add_parser("plan", help="print a scenario's cases and total time; runs nothing")
-    pl.add_argument("scenario", help="scenario file (TOML)")
-    pl.add_argument("--scale", type=float, help="multiply every duration (e.g. 0.1)")
-    pl.add_argument("--json", action="store_true")
-
-    s = sub.add_parser("show", help="print the results of a bundle")
-    s.add_argument("bundle")
-    s.add_argument("--json", action="store_true", help="machine-readable statistics")
-    s.add_argument(
-        "--table",
-        choices=["cases", *views.PAPER_TABLES],
-        help="summary layout: one row per case, or a seed paper's columns (default: the scenario's)",
-    )
-
-    c = sub.add_parser(
-        "compare", help="bundles side by side: their cases paired by id (else label), with ratios to the first"
-    )
-    c.add_argument("bundle_a", metavar="A")
-    c.add_argument("bundle_b", metavar="B")
-    c.add_argument("more", metavar="C", nargs="*", help="more bundles (each compared with A)")
-    c.add_argument("--json", action="store_true", help="machine-readable")
-    c.add_argument("--report", metavar="FILE.html", help="also write the comparison as HTML with overlaid figures")
-
-    im = sub.add_parser(
-        "import",
-        help="other tools' results as an rtqual bundle (cyclictest, rtla, jitterdebugger, rteval; docs/import.md)",
-    )
-    im.add_argument("tool", metavar="TOOL", help="cyclictest, rtla, jitterdebugger or rteval")
-    im.add_argument("files", metavar="FILE", nargs="+", help="the tool's output files (jitterdebugger: its -o folder)")
-    im.add_argument("-o", "--output", help="bundle directory (default rtqual-import-<tool>-<time>)")
-    im.add_argument("--store", metavar="URL", help=STORE_HELP + "; the imported bundle is stored as a run")
-
-    rp = sub.add_parser("report", help="a self-contained HTML report of bundles (figures, verdicts, host facts)")
-    rp.add_argument("bundles", metavar="BUNDLE", nargs="+")
-    rp.add_argument(
-        "-o",
-        "--output",
-        metavar="FILE.html",
-        help="report file (default: BUNDLE/report.html of one bundle, else rtqual-report.html)",
-    )
-    rp.add_argument("--png", metavar="DIR", help="also write every figure as PNG (matplotlib) and SVG into DIR")
-
-    e = sub.add_parser("export", help="export data from a bundle")
-    e_sub = e.add_subparsers(dest="what", metavar="WHAT", required=True)
-    er = e_sub.add_parser("raw", help="raw samples as CSV: case,cpu,time_ns,latency_ns")
-    er.add_argument("bundle")
-
-    r = sub.add_parser(
-        "restore",
-        help="put back host settings a killed run left changed, remove its temp folders (only rtqual's own, "
-        "only a journal written on this host in this boot: docs/bundle.md)",
-    )
-    r.add_argument("bundle")
-    r.add_argument("--dry-run", action="store_true", help="print what would be done (one line each), change nothing")
-
-    v = sub.add_parser("verify", help="check every file of a bundle against the checksums in its manifest")
-    v.add_argument("bundle")
-
-    sub.add_parser(
-        "monitor",
-        help="measure without end and publish each window: Prometheus, node_exporter textfile, store, EPICS PVs",
-        add_help=False,
-    )
-    st = sub.add_parser(
-        "selftest",
-        help="prove on this host that the probes catch injected stalls of known size (docs/selftest.md)",
-    )
-    st.add_argument("--quick", action="store_true", help="a subset: the timer at 2, 10, 50 ms, the others at 10 ms")
-    st.add_argument("--json", action="store_true", help="the result as one JSON object")
-    st.add_argument("--probes", help="comma-separated subset of timer,event,switch,msg,ioc")
-    st.add_argument("--sizes", help="comma-separated stall lengths, e.g. 2ms,10ms (default 2ms,10ms,50ms)")
-    st.add_argument("--count", type=int, help="stalls per case (default 10; --quick 5)")
-    st.add_argument("--claim", help=argparse.SUPPRESS)  # the injector lies: the tests' failing selftest
-    st.add_argument("-o", "--output", help="bundle directory (default rtqual-<host>-<time>)")
-    st.add_argument("-q", "--quiet", action="store_true", help="no live progress")
-
-    h = sub.add_parser("host", help="host facts that matter for real-time behaviour")
-    h.add_argument("--json", action="store_true")
-    add_store_parsers(sub)
-    return p
-
-
-def add_store_parsers(sub) -> None:
-    """`rtqual history [add BUNDLE...]`, `rtqual baseline set|list`, `rtqual check` (docs/store.md)."""
-    hi = sub.add_parser("history", help="the trend of stored runs and monitor windows (docs/store.md)")
-    hi.add_argument("--json", action="store_true", help="machine-readable")
-    hi.add_argument("--host", metavar="H", help="only this host")
-    hi.add_argument("--case", metavar="LABEL", help="only cases with this label (or case id)")
-    hi.add_argument("--since", metavar="DUR", help="only runs and windows that started within DUR (e.g. 7d, 24h)")
-    hi.add_argument("--store", metavar="URL", help=STORE_HELP)
-    hi_sub = hi.add_subparsers(dest="history_command", metavar="add")
-    ha = hi_sub.add_parser("add", help="store bundles (runs from before the store, copied from other hosts)")
-    ha.add_argument("bundles", metavar="BUNDLE", nargs="+")
-    ha.add_argument("--store", metavar="URL", default=argparse.SUPPRESS, help=STORE_HELP)
-
-    bl = sub.add_parser("baseline", help="name a stored run as a baseline for rtqual check")
-    bl_sub = bl.add_subparsers(dest="baseline_command", metavar="set|list", required=True)
-    bs = bl_sub.add_parser("set", help="make BUNDLE (stored if needed) the baseline named --name")
-    bs.add_argument("bundle", metavar="BUNDLE")
-    bs.add_argument("--name", default="default", help="baseline name (default 'default')")
-    bs.add_argument("--store", metavar="URL", help=STORE_HELP)
-    bli = bl_sub.add_parser("list", help="the baselines: name, bundle, host, kernel")
-    bli.add_argument("--json", action="store_true")
-    bli.add_argument("--store", metavar="URL", help=STORE_HELP)
-
-    ck = sub.add_parser(
-        "check", help="compare a bundle with a baseline: exit 2 naming each statistic that regressed (a CI gate)"
-    )
-    ck.add_argument("bundle", metavar="BUNDLE")
-    ck.add_argument("--baseline", default="default", metavar="N", help="baseline name (default 'default')")
-    ck.add_argument(
-        "--tolerance",
-        default="10%",
-        help="how far above the baseline's value a statistic (max, p99.99, p99, mean) may be (default 10%%)",
-    )
-    ck.add_argument("--json", action="store_true", help="machine-readable")
-    ck.add_argument("--store", metavar="URL", help=STORE_HELP)
-
-
-def add_probe_parser(run_sub, name: str, probe: Probe):
-    """`rtqual run NAME [--option value ...]` from the probe's parameter table; options that exclude each
-    other (--duration, --loops) in one group; --load and --settle for loads around the measurement."""
-    listed = {} if probe.hidden else {"help": probe.help}  # argparse lists a sub-command only with a help
-    sp = run_sub.add_parser(name, description=probe.help, **listed)
-    add_param_options(sp, probe)
-    return add_run_options(sp)
-
-
-def add_param_options(sp, probe: Probe, skip: tuple = ()) -> None:
-    """The probe's parameters as options (`--interval 1ms`), those that exclude each other in one group."""
-    groups = {k: sp.add_mutually_exclusive_group() for pair in probe.exclusive for k in pair[:1]}
-    where = {k: groups[pair[0]] for pair in probe.exclusive for k in pair}
-    for key, f in fields_of(probe).items():
-        if key in skip:
-            continue
-        opt = "--" + key.replace("_", "-")
-        default = f" (default {f.default})" if f.default not in (None, False) else ""
-        target = where.get(key, sp)
-        if f.kind == "bool":
-            target.add_argument(opt, action="store_true", help=f.help)
-        else:
-            target.add_argument(
-                opt, type=int if f.kind == "int" else str, help=f.help + default, choices=f.choices or None
-            )
-
-
-def add_run_options(sp):
-    """`rtqual run PROBE`'s own options beside the probe's: loads, requirements, raw, output."""
-    sp.add_argument(
-        "--load",
-        action="append",
-        metavar="NAME[,key=value...]",
-        help="a load running during the measurement, as in scenario files (hackbench, pi_stress, stress-ng, "
-        "cpu-hog, command), e.g. hackbench,groups=4 or cpu-hog,cpus=1; repeatable",
-    )
-    sp.add_argument("--settle", help=f"time the loads run before the probe starts (default {SETTLE_DEFAULT})")
-    sp.add_argument(
-        "--require",
-        action="append",
-        metavar="EXPR",
-        help="a requirement judged on the measurement: 'STAT OP DURATION' (min p50 mean p99 p99.9 p99.99 "
-        "p99.999 max stddev), 'over(DURATION) OP PERCENT', 'overruns OP N', 'count OP N'; OP <= < >= > ==; "
-        "e.g. 'p99.9 <= 100us'; repeatable (docs/requirements.md)",
-    )
-    sp.add_argument("--profile", choices=list(PROFILES), help="a named set of requirements (docs/requirements.md)")
-    sp.add_argument("--raw", action="store_true", help="keep every sample (raw.bin; rtqual export raw)")
-    sp.add_argument("--raw-max-mb", type=int, default=256, help="size cap of the raw file (default 256 MB)")
-    sp.add_argument("-o", "--output", help="bundle directory (default rtqual-<host>-<time>)")
-    sp.add_argument("-q", "--quiet", action="store_true", help="no live progress")
-    sp.add_argument("--store", metavar="URL", help=STORE_HELP)
-    return sp
-
-
-def output_file(path: str | None, option: str) -> None:
-    """An output file option (FILE.html) must name a file, not a folder or a device, outside /proc, /sys, /dev."""
-    outside_system_trees(path, option)
-    if path is not None and Path(path).exists() and not Path(path).is_file():
-        raise RtqError(f"{option} {path}: exists and is not a regular file")
-
-
-def outside_system_trees(path: str | None, what: str) -> None:
-    """An output path (file or folder) in /proc, /sys or /dev is refused: writing there changes the system.
-    `what` leads the message (the option, or what was being made)."""
-    from rtqual.util import system_tree
-
-    tree = system_tree(path) if path else None
-    if tree:
-        raise RtqError(f"{what} {path}: in {tree}, a kernel or device tree: write results to an ordinary folder")
-
-
-def input_files(paths: list[str], what: str, folders: bool = False) -> None:
-    """Input paths must exist and be regular files (or folders where the command reads one)."""
-    for p in paths:
-        f = Path(p)
-        if not f.exists():
-            raise RtqError(f"{what} {p}: no such file")
-        if not (f.is_file() or (folders and f.is_dir())):
-            raise RtqError(f"{what} {p}: not a regular file")
-
-
-def build_monitor_parser(argv: list[str]) -> Parser:
-    """`rtqual monitor [--probe NAME] [the probe's options] [monitor options]`: the probe's options come
-    from its table, so --probe is read first (default timer)."""
-    from rtqual.measure.monitor.loop import monitorable
-    from rtqual.probes.catalog import REQUIREMENTS
-
-    names = [n for n in ALL_PROBES if monitorable(n)]
-    pre = Parser(prog="rtqual monitor", add_help=False)
-    pre.add_argument("--probe", default="timer", choices=names)
-    known, _ = pre.parse_known_args(argv)
-    probe = ALL_PROBES[known.probe]
-    p = Parser(
-        prog="rtqual monitor",
-        description="Measure without end (until SIGINT/SIGTERM) and publish each window's statistics: Prometheus "
-        "/metrics, a node_exporter textfile, the history store, EPICS PVs (docs/monitoring.md). "
-        f"Options below are --probe {known.probe}'s (rtqual monitor --probe NAME --help for another).",
-    )
-    p.add_argument(
-        "--probe",
-        default="timer",
-        choices=names,
-        metavar="NAME",
-        help=f"the probe measured (default timer; {', '.join(n for n in names if not ALL_PROBES[n].hidden)})",
-    )
-    add_param_options(p, probe, skip=tuple(REQUIREMENTS))
-    for action in p._actions:  # a monitor has no end of its own
-        if action.dest in ("duration", "loops"):
-            what = "time" if action.dest == "duration" else "many periods"
-            action.help = f"stop after this {what} (default: at SIGINT/SIGTERM)"
-    p.add_argument("--window", default="1m", help="statistics window (default 1m, at least 1s)")
-    p.add_argument(
-        "--listen",
-        default="127.0.0.1:9841",
-        help="HOST:PORT of the Prometheus /metrics endpoint (default 127.0.0.1:9841, loopback; 'off': none)",
-    )
-    p.add_argument(
-        "--textfile", metavar="DIR", help="also write DIR/rtqual.prom for node_exporter's textfile collector"
-    )
-    p.add_argument("--store", metavar="URL", help=STORE_HELP + "; every window is stored, buffered while unreachable")
-    p.add_argument("--pvs", metavar="PREFIX", help="publish each window as EPICS PVs PREFIX:LAT_MAX, ... (loopback)")
-    p.add_argument("--json", action="store_true", help="print each window as a JSON line (default: one text line)")
-    # compressed time for tests and benchmarks (a fake probe's day in minutes): a window per N progress records
-    p.add_argument("--window-progress", type=int, default=0, help=argparse.SUPPRESS)
-    return p
+from rtqual.scenario.single import single_run
 
 
 def cmd_monitor(argv: list[str]) -> int:
@@ -656,14 +362,6 @@ def cmd_selftest(a, argv: list[str]) -> int:
     return code
 
 
-def output_dir(path: str | None, option: str = "-o") -> None:
-    """-o must be a new or empty folder (the bundle's) outside /proc, /sys, /dev, said before anything runs."""
-    outside_system_trees(path, option)
-    p = Path(path) if path else None
-    if p is not None and p.exists() and (not p.is_dir() or any(p.iterdir())):
-        raise RtqError(f"output {p} exists and is not an empty directory: choose another with -o")
-
-
 def cmd_host(a) -> int:
     from rtqual.measure.host import facts
 
@@ -701,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv[:1] == ["monitor"]:
             return cmd_monitor(argv[1:])
-        if _is_scenario_target(argv):
+        if is_scenario_target(argv):
             return cmd_run_scenario(build_scenario_run_parser().parse_args(argv[1:]), ["rtqual", *argv])
         a = build_parser().parse_args(argv)
         if a.version:
