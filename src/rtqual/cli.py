@@ -12,7 +12,6 @@ from rtqual import __version__
 from rtqual.answers.verdict import exit_code
 from rtqual.errors import EXIT_ERROR, EXIT_SKIP, RtqError
 from rtqual.measure import _native
-from rtqual.measure.conditions import restore_from_bundle
 from rtqual.options import (
     build_monitor_parser,
     build_parser,
@@ -32,22 +31,11 @@ from rtqual.scenario.single import single_run
 def cmd_monitor(argv: list[str]) -> int:
     from rtqual.measure.monitor.loop import Monitor, Options
     from rtqual.scenario.single import probe_options_case
-    from rtqual.units import parse_duration_ns
 
     a = build_monitor_parser(argv).parse_args(argv)
     outside_system_trees(a.textfile, "--textfile")
-    window_ns = parse_duration_ns(a.window, "--window")
-    if window_ns < 10**9:
-        raise RtqError(f"--window {a.window}: at least 1s")
     case = probe_options_case(a.probe, a)
-    listen = None if a.listen in ("off", "") else a.listen
-    from rtqual.publish.store import is_off
-
-    bounded = any(getattr(a, k, None) is not None for k in ("duration", "loops"))
-    opts = Options(window_ns, listen, a.textfile, not is_off(a.store), a.store, a.pvs, a.json, bounded)
-    opts.every_progress = max(a.window_progress, 0)
-    opts.trace = bool(case["params"].get("trace"))
-    return Monitor(case, opts).run()
+    return Monitor(case, Options.from_args(a, case)).run()
 
 
 def cmd_run(a, argv: list[str]) -> int:
@@ -317,47 +305,21 @@ def cmd_export_raw(a) -> int:
 
 
 def cmd_restore(a) -> int:
-    actions = restore_from_bundle(a.bundle, dry_run=a.dry_run)  # every check first: refused = nothing touched
-    from rtqual.measure.epics.ioc import TEMP_PREFIX  # a killed run's IOC folder made before its bundle's journal
-    from rtqual.measure.monitor.loop import TEMP_PREFIX as MONITOR_PREFIX  # a killed monitor's work folder
-    from rtqual.measure.trace import remove_orphan_instances  # a killed monitor's (no bundle journals it)
-    from rtqual.util import remove_orphan_dirs
+    from rtqual.measure.restore import restore
 
-    dry = a.dry_run
-    orphans = [
-        *remove_orphan_dirs(TEMP_PREFIX, dry_run=dry),
-        *remove_orphan_dirs(MONITOR_PREFIX, dry_run=dry),
-        *remove_orphan_instances(dry_run=dry),
-    ]
-    done = {"action": "would remove"} if dry else {"action": "removed", "restored": True}
-    actions += [{"knob": str(d), **done} for d in orphans if str(d) not in {x["knob"] for x in actions}]
+    actions, line, failed = restore(a.bundle, dry_run=a.dry_run)
     for act in actions:
         print(json.dumps(act))
-    if dry:
-        said = (
-            f"{len(actions)} action(s) would restore from {a.bundle}" if actions else f"{a.bundle}: nothing to restore"
-        )
-        print(f"{said} (dry run: nothing changed)")
-    else:
-        print(f"{len(actions)} setting(s) restored from {a.bundle}" if actions else f"{a.bundle}: nothing to restore")
-    failed = [x for x in actions if x.get("restored") is False]
+    print(line)
     return EXIT_ERROR if failed else 0
 
 
 def cmd_selftest(a, argv: list[str]) -> int:
     from rtqual.measure import selftest
-    from rtqual.units import parse_duration_ns
 
-    probes = [p.strip() for p in a.probes.split(",") if p.strip()] if a.probes else None
-    sizes = [parse_duration_ns(x.strip(), "--sizes") for x in a.sizes.split(",")] if a.sizes else None
-    for ns in sizes or ():
-        if not 100_000 <= ns <= 200_000_000:
-            raise RtqError(f"--sizes: {ns} ns is outside 100us..200ms (the injector's range)")
-    if a.count is not None and not 1 <= a.count <= 100:
-        raise RtqError(f"--count: must be in 1..100 (got {a.count})")
-    claim = parse_duration_ns(a.claim, "--claim") if a.claim else None
+    opts = selftest.parse_options(a.probes, a.sizes, a.count, a.claim)
     output_dir(a.output)
-    result, code = selftest.run_selftest(a.quick, probes, sizes, a.count, claim, a.output, a.quiet or a.json, argv)
+    result, code = selftest.run_selftest(a.quick, **opts, output=a.output, quiet=a.quiet or a.json, argv=argv)
     print(json.dumps(result, indent=1) if a.json else selftest.text(result))
     return code
 

@@ -30,7 +30,7 @@ from rtqual.probes.catalog import ALL_PROBES, check_params, probe_case
 from rtqual.results import bundle as bundle_mod
 from rtqual.results import rawfile
 from rtqual.results.hist import Histogram
-from rtqual.units import format_ns, online_cpus
+from rtqual.units import format_ns, online_cpus, parse_duration_ns
 
 US, MS, S = 1_000, 1_000_000, 1_000_000_000
 SELFTEST_FILE = "selftest.json"
@@ -497,6 +497,23 @@ def text(result: dict) -> str:
     lines += [f"note: {n}" for n in result.get("notes") or []]
     lines += ["", f"verdict: {result['verdict']}"]
     return "\n".join(lines)
+
+
+def parse_options(probes: str | None, sizes: str | None, count: int | None, claim: str | None) -> dict:
+    """`rtqual selftest`'s --probes, --sizes (within the injector's 100us..200ms), --count (1..100) and the
+    hidden --claim, as run_selftest's arguments; a one-line RtqError otherwise."""
+    sizes_ns = [parse_duration_ns(x.strip(), "--sizes") for x in sizes.split(",")] if sizes else None
+    for ns in sizes_ns or ():
+        if not 100_000 <= ns <= 200_000_000:
+            raise RtqError(f"--sizes: {ns} ns is outside 100us..200ms (the injector's range)")
+    if count is not None and not 1 <= count <= 100:
+        raise RtqError(f"--count: must be in 1..100 (got {count})")
+    return {
+        "probes": [p.strip() for p in probes.split(",") if p.strip()] if probes else None,
+        "sizes_ns": sizes_ns,
+        "count": count,
+        "claim_ns": parse_duration_ns(claim, "--claim") if claim else None,
+    }
 
 
 def run_selftest(

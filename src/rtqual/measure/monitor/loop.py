@@ -46,6 +46,23 @@ class Options:
     every_progress: int = 0  # compressed time: a window per N progress records (hidden --window-progress)
     trace: bool = False  # --trace: each spike's culprits (rtqual.measure.trace), printed and counted in /metrics
 
+    @classmethod
+    def from_args(cls, a: Any, case: dict) -> Options:
+        """`rtqual monitor`'s parsed options (rtqual.options.build_monitor_parser) for the probe's case: the window
+        at least 1 s, `--listen off` for none, bounded when the user gave --duration or --loops."""
+        from rtqual.publish.store import is_off
+        from rtqual.units import parse_duration_ns
+
+        window_ns = parse_duration_ns(a.window, "--window")
+        if window_ns < 10**9:
+            raise RtqError(f"--window {a.window}: at least 1s")
+        listen = None if a.listen in ("off", "") else a.listen
+        bounded = any(getattr(a, k, None) is not None for k in ("duration", "loops"))
+        opts = cls(window_ns, listen, a.textfile, not is_off(a.store), a.store, a.pvs, a.json, bounded)
+        opts.every_progress = max(a.window_progress, 0)
+        opts.trace = bool(case["params"].get("trace"))
+        return opts
+
 
 def monitorable(name: str) -> bool:
     """A probe the monitor can run without end: its --duration reaches a year (the latency probes), or
