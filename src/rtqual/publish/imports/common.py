@@ -72,6 +72,16 @@ def obj(where: str, value) -> dict:
     return value
 
 
+def threads(where: str, data: dict, key: str, tool: str) -> dict:
+    """The per-thread object under `key` of a tool's JSON, not empty; a one-line error otherwise."""
+    if key not in data:
+        raise RtqError(f"{where}: not {tool} (no '{key}' key)")
+    found = obj(f"{where}: {key}", data[key])
+    if not found:
+        raise RtqError(f"{where}: no threads")
+    return found
+
+
 def histogram(where: str, value) -> dict[int, int]:
     """{"12": 5, ...} (value in units -> count) as ints."""
     out: dict[int, int] = {}

@@ -18,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 
 from rtqual.errors import RtqError
+from rtqual.publish.imports import common
 from rtqual.publish.imports.common import count, histogram, number, obj, read_json, read_text, uint
 from rtqual.publish.imports.writer import MAX_CPUS, Case, Series, check_series
 from rtqual.units import format_cpulist, format_duration
@@ -145,11 +146,7 @@ def _add_intervals(params: dict, intervals_us: list[int]) -> None:
 def parse_json(path: Path) -> Case:
     """A `--json` file: per-thread cycles/min/avg/max and histogram, grouped by the thread's CPU."""
     data = read_json(path)
-    if "thread" not in data:
-        raise RtqError(f"{path}: not cyclictest --json output (no 'thread' key)")
-    threads = obj(f"{path}: thread", data["thread"])
-    if not threads:
-        raise RtqError(f"{path}: no threads")
+    threads = common.threads(str(path), data, "thread", "cyclictest --json output")
     unit_ns = 1 if data.get("resolution_in_ns") == 1 else 1000
     cmdline: str = data["cmdline:"] if isinstance(data.get("cmdline:"), str) else ""
     opts = options(cmdline)

@@ -17,6 +17,7 @@ import struct
 from pathlib import Path
 
 from rtqual.errors import RtqError
+from rtqual.publish.imports import common
 from rtqual.publish.imports.common import count, histogram, number, obj, read_json, uint
 from rtqual.publish.imports.writer import Case, Series, check_series
 
@@ -34,11 +35,7 @@ def parse(path: Path) -> list[Case]:
     else:
         results, samples = path, path.with_name("samples.raw")
     data = read_json(results)
-    if "cpu" not in data:
-        raise RtqError(f"{results}: not jitterdebugger results (no 'cpu' key)")
-    threads = obj(f"{results}: cpu", data["cpu"])
-    if not threads:
-        raise RtqError(f"{results}: no threads")
+    threads = common.threads(str(results), data, "cpu", "jitterdebugger results")
     sysinfo: dict = data["sysinfo"] if isinstance(data.get("sysinfo"), dict) else {}
     unit_ns = 1 if sysinfo.get("resolution_in_ns") == 1 else 1000
     series: dict[str, Series] = {}
