@@ -22,9 +22,11 @@ from rtqual.options import (
     output_file,
     outside_system_trees,
 )
-from rtqual.publish import report, views
+from rtqual.publish import loaded, report, views
 from rtqual.results import bundle as bundle_mod
 from rtqual.results import rawfile
+from rtqual.results.bundle import Model
+from rtqual.results.bundle.names import REPORT
 from rtqual.scenario.single import single_run
 
 
@@ -86,20 +88,19 @@ def execute(
 ) -> int:
     """Run the cases into a new bundle (rtqual.measure.run.Run checks them all first); print the results and,
     last, the bundle path; the exit code is the bundle's verdict."""
-    from rtqual.measure.run import REPORT_FILE, run
+    from rtqual.measure.run import run
     from rtqual.publish.store import check_url, is_off
 
     _ = is_off(store) or check_url(store)  # an unsupported --store scheme is said before the run, not after
     outside_system_trees(output, "cannot create bundle")
-    path = run(
+    model = run(
         cases, argv, output=output, quiet=quiet, raw_mb=raw_mb, plan=plan, scenario_toml=scenario_toml, store=store
     )
-    data = bundle_mod.load(path)
-    print(report.show_text(data))
-    if (path / REPORT_FILE).is_file():
-        print(f"report: {path / REPORT_FILE}")
-    print(path)
-    return exit_code(data["manifest"]["verdict"])
+    print(report.show_text(model.as_dict()))
+    if (model.path / REPORT).is_file():
+        print(f"report: {model.path / REPORT}")
+    print(model.path)
+    return exit_code(model.manifest["verdict"])
 
 
 def cmd_plan(a) -> int:
@@ -113,56 +114,45 @@ def cmd_plan(a) -> int:
     return 0
 
 
-def load_bundle(path: str) -> dict:
-    """bundle.load for the printers: a case that still cannot be printed (a shape the checks did not
-    foresee) is left out as damaged too; each damaged file is said on stderr, never printed as data."""
-    data = bundle_mod.load(path)
-    printable = []
-    for r in data["cases"]:
-        try:
-            report.show_text({**data, "cases": [r]})
-            json.dumps(report.show_json({**data, "cases": [r]}))
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError, ZeroDivisionError) as e:
-            data["damage"].append(f"cases/{r.get('id')}/result.json: damaged (cannot be shown: {e!r})")
-            continue
-        printable.append(r)
-    data["cases"] = printable
-    for damage in data["damage"]:
-        print(f"rtqual: warning: {path}/{damage}", file=sys.stderr)
-    if data["cut"]:
-        print(f"rtqual: warning: {path}: the run was killed during case {data['cut']}", file=sys.stderr)
-    return data
+def load_bundle(path: str) -> Model:
+    """The bundle's model for the printers (a case no printer can show is damage too); the warnings the model
+    gives (each damaged file, the cut case) are said on stderr, never printed as data."""
+    model = loaded.load(path)
+    for warning in model.warnings:
+        print(f"rtqual: warning: {warning}", file=sys.stderr)
+    return model
 
 
-def damage_exit(bundles: list[dict]) -> int:
+def damage_exit(bundles: list[Model]) -> int:
     """Exit 1 when any bundle read had damage (the intact part was printed), else 0."""
-    return EXIT_ERROR if any(b["damage"] for b in bundles) else 0
+    return EXIT_ERROR if any(b.damage for b in bundles) else 0
 
 
 def cmd_show(a) -> int:
     from rtqual.measure import selftest
 
     data = load_bundle(a.bundle)
-    st = selftest.stored(Path(a.bundle))
+    st = selftest.stored(data)
     if a.json:
-        out = report.show_json(data)
+        out = report.show_json(data.as_dict())
         if st is not None:
             out["selftest"] = st
         print(json.dumps(out, indent=1))
     else:
-        print(report.show_text(data, a.table))
+        print(report.show_text(data.as_dict(), a.table))
         if st is not None:
             print("\n" + selftest.text(st))
     return damage_exit([data])
 
 
 def cmd_verify(a) -> int:
-    problems, notes = bundle_mod.verify(a.bundle)
+    model = bundle_mod.load(a.bundle)
+    problems, notes = model.verify()
     for note in notes:
         print(f"{a.bundle}: note: {note}")
     for p in problems:
         print(f"{a.bundle}/{p}")
-    n = len(bundle_mod.read_manifest(Path(a.bundle)).get(bundle_mod.CHECKSUMS, {}))
+    n = len(model.manifest.get(bundle_mod.CHECKSUMS, {}))
     if problems:
         raise RtqError(f"{a.bundle}: {len(problems)} damaged, missing or unexpected file(s)")
     print(f"{a.bundle}: intact ({n} file(s) checked)" if n else f"{a.bundle}: no checksums recorded")
@@ -173,16 +163,19 @@ def cmd_compare(a) -> int:
     from rtqual.publish import compare
 
     output_file(a.report, "--report")
-    bundles = [load_bundle(p) for p in [a.bundle_a, a.bundle_b, *a.more]]
-    if len(bundles) == 2:
-        out = compare.compare_json(*bundles) if a.json else compare.compare_text(*bundles)
+    seen: dict[Path, Model] = {}  # a bundle named twice is read (and hashed) once
+    bundles = [seen.get(Path(p).resolve()) or seen.setdefault(Path(p).resolve(), load_bundle(p))
+               for p in [a.bundle_a, a.bundle_b, *a.more]]  # fmt: skip
+    views = [b.as_dict() for b in bundles]
+    if len(views) == 2:
+        out = compare.compare_json(*views) if a.json else compare.compare_text(*views)
     else:
-        out = compare.compare_many_json(bundles) if a.json else compare.compare_many_text(bundles)
+        out = compare.compare_many_json(views) if a.json else compare.compare_many_text(views)
     print(json.dumps(out, indent=1) if a.json else out)
     if a.report:
         from rtqual.publish import htmlreport
 
-        path = htmlreport.write_compare([a.bundle_a, a.bundle_b, *a.more], Path(a.report))
+        path = htmlreport.write_compare(bundles, Path(a.report))
         print(f"report: {path}", file=sys.stderr if a.json else sys.stdout)
     return damage_exit(bundles)
 
@@ -217,11 +210,13 @@ def cmd_history(a) -> int:
 
     if a.history_command == "add":
         input_files(a.bundles, "history add:", folders=True)
+        models = []
         with store.open_store(a.store) as s:
             for b in a.bundles:
-                s.add_run(Path(b))
+                models.append(load_bundle(b))  # damage said on stderr: the intact cases are stored
+                s.add_run(models[-1])
                 print(f"stored {b} in {s.where}")
-        return 0
+        return damage_exit(models)
     since = _since(a.since)
     with store.open_store(a.store, write=False) as s:
         runs = s.history(a.host, a.case, since)
@@ -239,8 +234,8 @@ def cmd_baseline(a) -> int:
     with store.open_store(a.store, write=a.baseline_command == "set") as s:
         if a.baseline_command == "set":
             input_files([a.bundle], "baseline set:", folders=True)
-            load_bundle(a.bundle)  # damage said on stderr; a damaged manifest stops here
-            s.set_baseline(a.name, s.add_run(Path(a.bundle)))
+            model = load_bundle(a.bundle)  # damage said on stderr; a damaged manifest stops here
+            s.set_baseline(a.name, s.add_run(model))
             print(f"baseline {a.name}: {a.bundle} (in {s.where})")
             return 0
         found = s.baselines()
@@ -265,7 +260,7 @@ def cmd_check(a) -> int:
         raise RtqError(f"{a.bundle}: damaged (rtqual verify {a.bundle}): not checked")
     with store.open_store(a.store, write=False) as s:
         base = s.baseline(a.baseline)
-    findings = trend.check(base, data, tolerance)
+    findings = trend.check(base, data.as_dict(), tolerance)
     regressed = [f for f in findings if f["verdict"] == "regressed"]
     if a.json:
         out = {"baseline": a.baseline, "baseline_bundle": base["path"], "bundle": a.bundle, "tolerance": tolerance}
@@ -283,17 +278,30 @@ def cmd_report(a) -> int:
     outside_system_trees(a.png, "--png")
     if a.png and Path(a.png).exists() and not Path(a.png).is_dir():
         raise RtqError(f"--png {a.png}: exists and is not a folder")
-    out = Path(a.output) if a.output else Path(a.bundles[0]) / "report.html" if len(a.bundles) == 1 else None
     bundles = [load_bundle(p) for p in a.bundles]  # checked first: damage said on stderr, the report warns too
-    path = htmlreport.write_report(a.bundles, out or Path("rtqual-report.html"), Path(a.png) if a.png else None)
+    out = Path(a.output) if a.output else bundles[0].path / REPORT if len(bundles) == 1 else None
+    path = htmlreport.write_report(bundles, out or Path("rtqual-report.html"), Path(a.png) if a.png else None)
     print(path)
     return damage_exit(bundles)
 
 
 def cmd_export_raw(a) -> int:
+    """Every raw sample of a bundle as CSV; a raw.bin that is damaged (or not a regular file of the bundle)
+    is said, never printed as data, and the exit is 1."""
     data = load_bundle(a.bundle)
-    files = [(r["id"], Path(a.bundle) / "cases" / r["id"] / "raw.bin") for r in data["cases"]]
-    files = [(cid, f) for cid, f in files if f.is_file()]
+    files, unread = [], 0
+    for r in data.cases:
+        try:
+            f = data.raw_file(r["id"])
+        except bundle_mod.Unreadable as e:
+            unread += 1
+            if str(e) not in data.damage:  # else said already
+                print(f"rtqual: warning: {data.path}/{e}", file=sys.stderr)
+            continue
+        if f is not None:
+            files.append((r["id"], f))
+    if not files and unread:
+        return EXIT_ERROR  # the damage was said; nothing intact to export
     if not files:
         raise RtqError(f"{a.bundle}: no raw samples (run with --raw)")
     out = sys.stdout
@@ -301,7 +309,7 @@ def cmd_export_raw(a) -> int:
     for cid, f in files:
         for cpu, time_ns, latency_ns, _ in rawfile.samples(f):
             out.write(f"{cid},{cpu},{time_ns},{latency_ns}\n")
-    return 0
+    return EXIT_ERROR if unread else damage_exit([data])
 
 
 def cmd_restore(a) -> int:

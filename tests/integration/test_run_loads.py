@@ -118,7 +118,7 @@ def test_a_load_that_fails_to_start_makes_its_case_inconclusive_and_later_cases_
     first = probe_case("fake", {"script": str(s)}, [0], "001-bad-load")
     first.update(loads=[{"type": "command", "argv": [str(not_startable(tmp_path))]}], conditions={"settle_ns": 0})
     second = probe_case("fake", {"script": str(s)}, [0], "002-idle")
-    path = run([first, second], ["test"], output=str(tmp_path / "b"), quiet=True)
+    path = run([first, second], ["test"], output=str(tmp_path / "b"), quiet=True).path
     data = bundle.load(path)
     assert [r["verdict"] for r in data["cases"]] == ["inconclusive", "pass"]
     assert data["cases"][0]["reason"].startswith("load did not start: load 'command': cannot start")

@@ -59,7 +59,7 @@ def test_a_registered_service_runs_around_its_case(tmp_path):
     case = probe_case("fake", {"script": str(script)}, [0], "001-with-dummy")
     case["service"] = {"type": "dummy", "level": 3}
     EVENTS.clear()
-    path = run([case], ["test"], output=str(tmp_path / "b"), quiet=True)
+    path = run([case], ["test"], output=str(tmp_path / "b"), quiet=True).path
     assert EVENTS == ["made", "started", "stopped", "discarded"]
     (result,) = bundle.load(path)["cases"]
     assert result["verdict"] == "pass" and result["dummy"]["spec"] == {"type": "dummy", "level": 3}

@@ -19,8 +19,9 @@ from rtqual.measure.runner import run_case
 from rtqual.measure.session import Interrupted, prepare
 from rtqual.measure.terminal import TerminalDisplay
 from rtqual.results import bundle as bundle_mod
+from rtqual.results.bundle import Model, names
 
-REPORT_FILE = "report.html"
+REPORT_FILE = names.REPORT
 
 
 class Run:
@@ -59,10 +60,10 @@ class Run:
             loads.prepare_all()
             self.runnable.append(case.with_args(args))
 
-    def execute(self) -> Path:
-        """Run every case into a new bundle (checked first if not yet); the bundle's path. Interrupted or
-        failed, the bundle still holds every finished case, the host facts after, and a manifest whose
-        verdict is the exit code's."""
+    def execute(self) -> Model:
+        """Run every case into a new bundle (checked first if not yet); the bundle's result model (its files
+        hashed once, as they were written). Interrupted or failed, the bundle still holds every finished case,
+        the host facts after, and a manifest whose verdict is the exit code's."""
         from rtqual.measure.host import facts
 
         if len(self.runnable) != len(self.cases):
@@ -113,10 +114,10 @@ class Run:
                 bundle_mod.write_json(b.path / "host" / "tunables-after.json", facts.tunables(after))
                 interrupted = bool(guard.signum) or len(verdicts) < len(self.cases)
                 b.finish("interrupted" if interrupted else "complete", run_verdict(verdicts, interrupted, failed))
-                conclude(b)
+                model = conclude(b)
                 b.close()
-                remember(b.path, self.store)
-        return b.path
+                remember(model, self.store)
+        return model
 
     def discard(self) -> None:
         """Remove what the services prepared for cases that never ran (an IOC's FIFOs)."""
@@ -124,21 +125,24 @@ class Run:
             svc.discard()
 
 
-def conclude(b: bundle_mod.Bundle) -> None:
+def conclude(b: bundle_mod.Bundle) -> Model:
     """The run's answer, kept in its bundle: the capability summary in the manifest and report.html beside
-    it. Neither may cost a measured result: a failure here is a warning on stderr."""
+    it, both from the bundle's one model (returned). Neither may cost a measured result: a failure here is
+    a warning on stderr."""
     from rtqual.answers import summary
     from rtqual.publish import htmlreport
 
+    model = b.model()
     try:
-        b.manifest["capability"] = summary.capability(bundle_mod.load(b.path)["cases"])
+        b.manifest["capability"] = summary.capability(model.cases)
         b.save_manifest()
-        htmlreport.write_report([str(b.path)], b.path / REPORT_FILE)
+        htmlreport.write_report([model], b.path / REPORT_FILE)
     except Exception as e:  # noqa: BLE001 - the bundle is complete already; say what is missing
         print(f"rtqual: warning: {b.path}: no capability summary or report.html ({e})", file=sys.stderr)
+    return model
 
 
-def remember(path: Path, url: str | None) -> None:
+def remember(bundle: Model | Path, url: str | None) -> None:
     """Store the finished (or cut) bundle in the history store (docs/store.md). The store may never cost a
     run: any trouble is one warning on stderr, the bundle stays and can be added later (rtqual history add)."""
     from rtqual.publish import store
@@ -147,16 +151,17 @@ def remember(path: Path, url: str | None) -> None:
         return
     try:
         with store.open_store(url) as s:
-            s.add_run(path)
+            s.add_run(bundle)
     except Exception as e:  # noqa: BLE001 - the bundle is complete; say what is missing and how to add it
+        path = bundle.path if isinstance(bundle, Model) else bundle
         print(
             f"rtqual: warning: not stored in the history: {e} (the bundle is kept; later: rtqual history add {path})",
             file=sys.stderr,
         )
 
 
-def run(cases: list[dict], argv: list[str], **kw: Any) -> Path:
-    """Check and execute a run of cases; the bundle's path."""
+def run(cases: list[dict], argv: list[str], **kw: Any) -> Model:
+    """Check and execute a run of cases; the bundle's result model (its path: .path)."""
     r = Run(cases, argv, **kw)
     try:
         r.check()

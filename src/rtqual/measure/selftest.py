@@ -19,7 +19,6 @@ import json
 import math
 import time
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 from rtqual import probes as native_table
@@ -29,11 +28,12 @@ from rtqual.errors import EXIT_SKIP, RtqError
 from rtqual.probes.catalog import ALL_PROBES, check_params, probe_case
 from rtqual.results import bundle as bundle_mod
 from rtqual.results import rawfile
+from rtqual.results.bundle import Model, names
 from rtqual.results.hist import Histogram
 from rtqual.units import format_ns, online_cpus, parse_duration_ns
 
 US, MS, S = 1_000, 1_000_000, 1_000_000_000
-SELFTEST_FILE = "selftest.json"
+SELFTEST_FILE = names.SELFTEST
 SCHEMA_VERSION = 1
 
 # Tolerances (docs/selftest.md says why these values)
@@ -326,39 +326,37 @@ def _ok(ok: bool) -> str:
 # -- reading a finished run ----------------------------------------------------------------------------
 
 
-def _raw(d: Path) -> list[tuple[int, int, int]]:
-    f = d / "raw.bin"
-    return [(cpu, t, lat) for cpu, t, lat, _ in rawfile.samples(f)] if f.is_file() else []
+def _raw(model: Model, case_id: str) -> list[tuple[int, int, int]]:
+    """The case's raw samples (cpu, time_ns, latency_ns); none when its raw.bin is missing or damaged."""
+    try:
+        f = model.raw_file(case_id)
+    except bundle_mod.Unreadable:
+        return []
+    return [(cpu, t, lat) for cpu, t, lat, _ in rawfile.samples(f)] if f is not None else []
 
 
-def _stream_records(d: Path) -> dict[str, Any]:
+def _stream_records(model: Model, case_id: str) -> dict[str, Any]:
     """The header's clock, the summary's rows and the raw capture's state from the case's stream."""
     out: dict[str, Any] = {"clock": None, "summary": [], "raw": None}
     try:
-        lines = (d / "stream.jsonl").read_text(errors="replace").splitlines()
-    except OSError:
-        return out
-    for line in lines:
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        if rec.get("type") == "header":
-            out["clock"] = rec.get("clock")
-        elif rec.get("type") == "summary":
-            out["summary"], out["raw"] = rec.get("cpus") or [], rec.get("raw")
+        for rec in model.records(case_id, marks=('"header"', '"summary"')):
+            if rec.get("type") == "header":
+                out["clock"] = rec.get("clock")
+            elif rec.get("type") == "summary":
+                out["summary"], out["raw"] = rec.get("cpus") or [], rec.get("raw")
+    except bundle_mod.Unreadable:
+        pass
     return out
 
 
-def analyse_case(bundle: Path, result: dict, plan_case: dict, natural_rate: Any = None) -> dict:
+def analyse_case(model: Model, result: dict, plan_case: dict, natural_rate: Any = None) -> dict:
     """One case of a finished selftest run, checked: stalls, histogram, percentiles, clocks, time order."""
-    d = bundle / "cases" / result["id"]
     st = plan_case["selftest"]
-    samples = _raw(d)
-    stream = _stream_records(d)
+    samples = _raw(model, result["id"])
+    stream = _stream_records(model, result["id"])
     try:
-        stored = bundle_mod.read_json(d / "hist.json").get("per_cpu", {})
-    except (OSError, ValueError):
+        stored = model.hists(result["id"])
+    except bundle_mod.Unreadable:
         stored = {}
     load = next((ld for ld in result.get("loads") or [] if ld.get("type") == "inject"), None)
     row: dict[str, Any] = {
@@ -416,23 +414,23 @@ def natural_rate_of(samples: list[tuple[int, int, int]], seconds: float) -> Any:
     return rate
 
 
-def analyse(bundle: Path, clock: dict, plan_cases: list[dict], count: int) -> dict:
+def analyse(model: Model, clock: dict, plan_cases: list[dict], count: int) -> dict:
     """The selftest's answer from its finished bundle (selftest.json): the natural baseline first (its
     spike rate sets each case's tolerance), then every injected case."""
-    data = bundle_mod.load(bundle)
+    data = model
     by_id = {c["id"]: c for c in plan_cases}
     results = [r for r in data["cases"] if r["id"] in by_id]
     base = next((r for r in results if not by_id[r["id"]]["selftest"]["stall_ns"]), None)
     seconds = NATURAL_NS / S
-    base_samples = _raw(bundle / "cases" / base["id"]) if base else []
+    base_samples = _raw(model, base["id"]) if base else []
     rate = natural_rate_of(base_samples, seconds) if base else None
-    rows = [analyse_case(bundle, r, by_id[r["id"]], rate) for r in results]
+    rows = [analyse_case(model, r, by_id[r["id"]], rate) for r in results]
     missing = [c["id"] for c in plan_cases if c["id"] not in {r["id"] for r in rows}]
     natural = next((r for r in rows if not r["stall_ns"]), None)
     injected = [r for r in rows if r["stall_ns"]]
     out = {
         "schema_version": SCHEMA_VERSION,
-        "bundle": str(bundle),
+        "bundle": str(model.path),
         "cpu": plan_cases[0]["selftest"]["cpu"] if plan_cases else None,
         "count": count,
         "tolerances": {
@@ -539,10 +537,10 @@ def run_selftest(
     k = count or (COUNT_QUICK if quick else COUNT_FULL)
     cases = build_cases(plan, k, claim_ns)
     clock = clock_sanity()
-    path = run(cases, argv, output=output, quiet=quiet, raw_mb=64)
-    result = analyse(path, clock, cases, k)
+    model = run(cases, argv, output=output, quiet=quiet, raw_mb=64)
+    result = analyse(model, clock, cases, k)
     result["notes"] = notes
-    bundle_mod.write_json(path / SELFTEST_FILE, result)
+    bundle_mod.write_own(model.path, SELFTEST_FILE, json.dumps(result, indent=1) + "\n")
     return result, exit_code(result["verdict"])
 
 
@@ -561,13 +559,9 @@ def _ioc_missing() -> str | None:
     return None
 
 
-def stored(path: Path) -> dict | None:
+def stored(model: Model) -> dict | None:
     """A bundle's selftest.json, if it is a selftest's."""
-    f = Path(path) / SELFTEST_FILE
-    try:
-        return bundle_mod.read_json(f) if f.is_file() else None
-    except (OSError, ValueError):
-        return None
+    return model.selftest
 
 
 __all__ = ["analyse", "build_cases", "clock_sanity", "hist_identity", "judge_stalls", "percentile_identity", "text"]

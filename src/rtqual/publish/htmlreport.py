@@ -1,7 +1,7 @@
 """`rtqual report`: one self-contained HTML file per set of bundles (styles and figures inline, nothing
 fetched), and the same figures as PNG/SVG files for papers and slides.
 
-load_bundle() reads what the figures need from a bundle (results, histograms, progress records, host
+load_bundle() takes what the figures need from a bundle's model (results, histograms, progress records, host
 facts); everything after it is a pure function of that data. A case whose files are missing or corrupt
 still appears, saying what is missing.
 """
@@ -9,6 +9,7 @@ still appears, saying what is missing.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from rtqual.publish import views
 from rtqual.publish.hostview import host_rows
 from rtqual.publish.svgplot import Axis, Figure, Series, chart
 from rtqual.results import bundle as bundle_mod
+from rtqual.results.bundle import Model, names
 from rtqual.results.hist import Histogram, highest_equivalent
 from rtqual.units import format_ns
 
@@ -26,81 +28,36 @@ ENVELOPE_POINTS = 2000  # max-over-time figures: at most this many min/max bucke
 HIST_BINS = 400  # OSADL-style histograms: at most this many linear bins per CPU
 
 
-def load_bundle(path: str | Path) -> dict:
-    """A bundle with, per case, its histograms ("hists": {cpu: Histogram}), its maximum over time
-    ("over_time": OverTime, from the progress records in bounded memory; "progress" stays empty) and the
-    problems met while reading ("missing": [...]); host facts before the run."""
-    data = load_tolerant(path)
-    root = Path(path)
-    damaged = {d.split(": ", 1)[0] for d in data["damage"]}
-    for r in data["cases"]:
-        d = root / "cases" / r["id"]
+def load_bundle(bundle: Model | str | Path) -> dict:
+    """What the report draws of a bundle (its model, or a path read into one): the model's keys, each
+    damaged result back as a stand-in that says so, and per case its histograms ("hists": {cpu: Histogram}),
+    its maximum over time ("over_time": OverTime, folded from the progress records in bounded memory;
+    "progress" stays empty) and the problems met ("missing": [...]); host facts before the run; the
+    bundle's problems (each damaged file, the cut case)."""
+    model = bundle if isinstance(bundle, Model) else bundle_mod.load(bundle)
+    data: dict = {**model.as_dict(), "cases": [{**r} for r in model.cases] + [{**r} for r in model.stand_ins]}
+    for r in data["cases"][: len(model.cases)]:
         r.setdefault("missing", [])
         r["hists"], r["progress"] = {}, []
-        for name in ("hist.json", "stream.jsonl"):
-            if f"cases/{r['id']}/{name}" in damaged:
+        for name in (names.HIST, names.STREAM):
+            if model.bad(names.case_file(r["id"], name)):
                 r["missing"].append(f"{name} damaged (checksum differs): not drawn")
         try:
-            if f"cases/{r['id']}/hist.json" in damaged:
-                raise ValueError("damaged")
-            per_cpu = bundle_mod.read_json(d / "hist.json")["per_cpu"]
-            r["hists"] = {str(cpu): Histogram.from_record(rec) for cpu, rec in per_cpu.items()}
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            r["hists"] = {str(cpu): Histogram.from_record(rec) for cpu, rec in model.hists(r["id"]).items()}
+        except (ValueError, KeyError, TypeError, AttributeError):
             if (r.get("stats") or {}).get("count"):
                 r["missing"].append("hist.json (no histogram figures)")
         r["over_time"] = over = OverTime()
         try:
-            if f"cases/{r['id']}/stream.jsonl" in damaged:
-                raise OSError("damaged")
-            with open(d / "stream.jsonl", errors="replace") as f:
-                for line in f:  # a day is 86 400 records: folded into bounded buckets as read
-                    if '"progress"' in line:
-                        try:
-                            rec = json.loads(line)
-                        except ValueError:
-                            continue
-                        if isinstance(rec, dict):
-                            over.add(rec)
-        except OSError:
+            for rec in model.records(r["id"], marks=('"progress"',)):  # a day is 86 400 records
+                over.add(rec)
+        except bundle_mod.Unreadable:
             r["missing"].append("stream.jsonl (no figure over time)")
-    try:
-        data["facts"] = bundle_mod.read_json(root / "host" / "facts-before.json")
-        if "host/facts-before.json" in damaged or not isinstance(data["facts"], dict):
-            data["facts"] = None
-    except (OSError, ValueError):
-        data["facts"] = None
-    try:
-        data["scenario_toml"] = (root / "scenario.toml").read_text(errors="replace")
-    except OSError:
-        data["scenario_toml"] = None
-    return data
-
-
-def load_tolerant(path: str | Path) -> dict:
-    """bundle.load (damaged cases left out and named), each case whose result.json is damaged back as a
-    stub that says so, every damaged file and the cut case among the bundle's problems."""
-    data = bundle_mod.load(path)
-    entries = {e["id"]: e for e in data["manifest"].get("cases", [])}
-    data["problems"] = []
-    for damage in data["damage"]:
-        rel, _, why = damage.partition(": ")
-        parts = rel.split("/")
-        if len(parts) == 3 and parts[0] == "cases" and parts[2] == "result.json" and parts[1] in entries:
-            cid, label = parts[1], entries[parts[1]].get("label")
-            data["cases"].append(
-                {
-                    "id": cid,
-                    "label": label if isinstance(label, str) else cid,
-                    "verdict": "error",
-                    "reason": f"result {why}",
-                    "stats": {},
-                    "per_cpu": {},
-                    "missing": [f"{rel} ({why})"],
-                }
-            )
-        data["problems"].append(f"damaged: {damage}")
-    if data["manifest"].get("status") == "running":
-        cut = f" during case {data['cut']}" if data.get("cut") else ""
+    data["facts"] = model.facts("before")
+    data["scenario_toml"] = model.text(names.SCENARIO)
+    data["problems"] = [f"damaged: {d}" for d in model.damage]
+    if model.manifest.get("status") == "running":
+        cut = f" during case {model.cut}" if model.cut else ""
         data["problems"].append(
             f"the run did not finish (status running): rtqual was killed{cut}; later cases are missing"
         )
@@ -544,24 +501,38 @@ def write_images(bundles: list[dict], folder: Path) -> list[Path]:
     return written
 
 
-def write_report(paths: list[str], out: Path, png_dir: Path | None = None) -> Path:
-    """Read the bundles, write the HTML report (and the images); returns the report's path."""
-    bundles = [load_bundle(p) for p in paths]
-    _write(out, render(bundles))
+def write_report(bundles: Sequence[Model | str | Path], out: Path, png_dir: Path | None = None) -> Path:
+    """Read the bundles (models, or paths read into models), write the HTML report (and the images); returns
+    the report's path. Written into the folder of the one bundle reported, as its report.html, it is that
+    bundle's own and recorded in its manifest; anywhere else it changes no bundle."""
+    views = [load_bundle(b) for b in bundles]
+    _write(out, render(views), own=_own_report(bundles, out))
     if png_dir is not None:
-        write_images(bundles, png_dir)
+        write_images(views, png_dir)
     return out
 
 
-def write_compare(paths: list[str], out: Path) -> Path:
-    """The comparison of bundles as HTML (rtqual compare --report)."""
-    _write(out, render_compare([load_bundle(p) for p in paths]))
+def write_compare(bundles: Sequence[Model | str | Path], out: Path) -> Path:
+    """The comparison of bundles as HTML (rtqual compare --report): never recorded in any bundle."""
+    _write(out, render_compare([load_bundle(b) for b in bundles]))
     return out
 
 
-def _write(out: Path, html: str) -> None:
+def _own_report(bundles: Sequence[Model | str | Path], out: Path) -> Path | None:
+    """The bundle whose own report.html `out` is (one bundle reported into its own folder), or None."""
+    if len(bundles) != 1 or out.name != names.REPORT:
+        return None
+    b = bundles[0]
+    root = b.path if isinstance(b, Model) else Path(b)
+    return root if out.resolve() == (root / names.REPORT).resolve() else None
+
+
+def _write(out: Path, html: str, own: Path | None = None) -> None:
     try:
-        bundle_mod.write_text(out, html)
+        if own is not None:
+            bundle_mod.write_own(own, names.REPORT, html)
+        else:
+            bundle_mod.write_text(out, html)
     except OSError as e:
         raise RtqError(f"{out}: cannot write the report ({e.strerror or e})") from None
 

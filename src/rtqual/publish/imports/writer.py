@@ -29,7 +29,7 @@ from rtqual import __version__
 from rtqual.answers.verdict import run_verdict
 from rtqual.errors import RtqError
 from rtqual.publish.imports.common import MAX_COUNT
-from rtqual.results.bundle import Bundle, write_json, write_text
+from rtqual.results.bundle import Bundle, names, write_json, write_text
 from rtqual.results.hist import HIGHEST_NS, PERCENTILES_PPM, Histogram, rank_of
 
 # Inputs larger than this are not copied into the bundle (their size and path are recorded).
@@ -283,7 +283,7 @@ def write_case(bundle: Bundle, case: Case, case_id: str) -> dict:
     """One case folder: params.json, a copy of the input, hist.json and .hdr files, result.json (last)."""
     d = bundle.case_dir(case_id)
     write_json(
-        d / "params.json",
+        d / names.PARAMS,
         {
             "id": case_id,
             "label": case.label,
@@ -302,12 +302,12 @@ def write_case(bundle: Bundle, case: Case, case_id: str) -> dict:
     per_cpu = {k: hist_record([case.series[k]], int(k)) for k in keys}
     merged = hist_record([case.series[k] for k in keys], None)
     if merged is not None and all(per_cpu.values()):
-        write_json(d / "hist.json", {"layout": "hdr", "per_cpu": per_cpu, "all": merged})
+        write_json(d / names.HIST, {"layout": "hdr", "per_cpu": per_cpu, "all": merged})
         for k, rec in per_cpu.items():
             write_text(d / f"hist-cpu{k}.hdr", Histogram.from_record(rec).encode_hdr() + "\n")  # type: ignore[arg-type]
         write_text(d / "hist-all.hdr", Histogram.from_record(merged).encode_hdr() + "\n")
     result = case_result(case, case_id)
-    write_json(d / "result.json", result)
+    write_json(d / names.RESULT, result)
     bundle.add_case(result)
     return result
 

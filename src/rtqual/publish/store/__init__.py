@@ -19,6 +19,7 @@ from rtqual.answers.requirements import describe
 from rtqual.errors import RtqError
 from rtqual.publish.store.schema import MIGRATIONS, SCHEMA_VERSION_TABLE, statements
 from rtqual.results import bundle as bundle_mod
+from rtqual.results.bundle import Model
 from rtqual.util import system_tree
 
 ENV = "RTQUAL_STORE"
@@ -219,32 +220,21 @@ def _parse_time(text: Any) -> float | None:
     return None
 
 
-def run_record(bundle_dir: Path) -> tuple[dict, list[dict]]:
-    """What the store keeps of a bundle: the run (host, kernel, preempt, scenario, times, state, verdict) and
-    its case rows (overall: cpu None, then one per CPU). A damaged manifest is an RtqError; damaged cases are
-    left out (bundle.load names them)."""
-    data = bundle_mod.load(bundle_dir)
-    m = data["manifest"]
-    path = Path(bundle_dir)
-    facts: dict = {}
-    for name in ("facts-before.json", "facts-after.json"):
-        try:
-            facts = bundle_mod.read_json(path / "host" / name)
-            break
-        except (OSError, ValueError):
-            continue
-    facts = facts if isinstance(facts, dict) else {}
+def run_record(bundle: Model | Path) -> tuple[dict, list[dict]]:
+    """What the store keeps of a bundle (its model, or a path read into one): the run (host, kernel, preempt,
+    scenario, times, state, verdict) and its case rows (overall: cpu None, then one per CPU). A damaged manifest
+    is an RtqError; damaged cases are left out (the model names them)."""
+    data = bundle if isinstance(bundle, Model) else bundle_mod.load(bundle)
+    m = data.manifest
+    path = data.path
+    facts = data.facts("before") or data.facts("after") or {}
     kernel = facts["kernel"].get("release") if isinstance(facts.get("kernel"), dict) else None
     pre: dict = facts["preempt"] if isinstance(facts.get("preempt"), dict) else {}
     preempt = pre.get("model")
     if preempt and pre.get("dynamic_mode"):
         preempt = f"{preempt} ({pre['dynamic_mode']})"
-    try:
-        plan = bundle_mod.read_json(path / "plan.json")
-        scenario = plan.get("name") if isinstance(plan, dict) else None
-    except (OSError, ValueError):
-        scenario = None
-    source = m.get("source") if isinstance(m.get("source"), dict) else {}
+    scenario = (data.plan or {}).get("name")
+    source = m["source"] if isinstance(m.get("source"), dict) else {}
     run = {
         "bundle": str(path.resolve()),
         "host": str(m.get("hostname") or "unknown"),
@@ -259,11 +249,8 @@ def run_record(bundle_dir: Path) -> tuple[dict, list[dict]]:
         "verdict": m.get("verdict"),
     }
     rows = []
-    for r in data["cases"]:
-        try:
-            run_as = bundle_mod.read_json(path / "cases" / r["id"] / "params.json").get("run_as")
-        except (OSError, ValueError, AttributeError):
-            run_as = None
+    for r in data.cases:
+        run_as = (data.params(r["id"]) or {}).get("run_as")
         judged = r.get("requirement_verdicts") or []
         requirement = "; ".join(describe(v) for v in judged) if judged else None
         base = {
@@ -430,10 +417,11 @@ class Store:
             rows = [(hosts[str(w["host"])], *(w.get(k) for k in WINDOW_KEYS)) for w in windows]
             cur.executemany(self._q(f"INSERT INTO windows ({cols}) VALUES ({marks})"), rows)
 
-    def add_run(self, bundle_dir: Path) -> int:
-        """Store a finished (or cut) bundle; storing the same bundle again replaces its rows. The run's id.
-        Tried twice: two processes storing the same new bundle at once (PostgreSQL) collide on its key once."""
-        run, rows = run_record(Path(bundle_dir))
+    def add_run(self, bundle: Model | Path) -> int:
+        """Store a finished (or cut) bundle (its model, or a path); storing the same bundle again replaces its
+        rows. The run's id. Tried twice: two processes storing the same new bundle at once (PostgreSQL) collide
+        on its key once."""
+        run, rows = run_record(bundle)
         try:
             return self._add_run(run, rows)
         except StoreError:
