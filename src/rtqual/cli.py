@@ -22,7 +22,7 @@ from rtqual.options import (
     output_file,
     outside_system_trees,
 )
-from rtqual.publish import loaded, report, views
+from rtqual.publish import report, views
 from rtqual.results import bundle as bundle_mod
 from rtqual.results import rawfile
 from rtqual.results.bundle import Model
@@ -117,7 +117,7 @@ def cmd_plan(a) -> int:
 def load_bundle(path: str) -> Model:
     """The bundle's model for the printers (a case no printer can show is damage too); the warnings the model
     gives (each damaged file, the cut case) are said on stderr, never printed as data."""
-    model = loaded.load(path)
+    model = bundle_mod.load(path, check=report.check_printable)
     for warning in model.warnings:
         print(f"rtqual: warning: {warning}", file=sys.stderr)
     return model
@@ -166,11 +166,11 @@ def cmd_compare(a) -> int:
     seen: dict[Path, Model] = {}  # a bundle named twice is read (and hashed) once
     bundles = [seen.get(Path(p).resolve()) or seen.setdefault(Path(p).resolve(), load_bundle(p))
                for p in [a.bundle_a, a.bundle_b, *a.more]]  # fmt: skip
-    views = [b.as_dict() for b in bundles]
-    if len(views) == 2:
-        out = compare.compare_json(*views) if a.json else compare.compare_text(*views)
+    data = [b.as_dict() for b in bundles]
+    if len(data) == 2:
+        out = compare.compare_json(*data) if a.json else compare.compare_text(*data)
     else:
-        out = compare.compare_many_json(views) if a.json else compare.compare_many_text(views)
+        out = compare.compare_many_json(data) if a.json else compare.compare_many_text(data)
     print(json.dumps(out, indent=1) if a.json else out)
     if a.report:
         from rtqual.publish import htmlreport

@@ -3,6 +3,9 @@ beyond the text returned). Rows and cells come from publish.views, host rows fro
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+
 from rtqual.answers.requirements import describe
 from rtqual.probes import has_section
 from rtqual.publish.hostview import host_rows
@@ -106,6 +109,15 @@ def show_text(data: dict, table: str | None = None) -> str:
     if m.get("capability"):  # written by the run (bundles of rtqual 0.1.0 have none)
         out += ["", "capability (from the numbers above):", *(f"  - {line}" for line in m["capability"])]
     return "\n".join(out)
+
+
+def check_printable(bundle: Mapping, r: dict) -> None:
+    """Raise (KeyError, TypeError, ValueError...) when `show` or `show --json` cannot print the result r of
+    `bundle` (a shape the bundle's checks did not foresee): the result model counts it as damage."""
+    one = {"path": bundle["path"], "manifest": bundle["manifest"], "cases": [r], "table": bundle["table"],
+           "damage": [], "cut": bundle["cut"]}  # fmt: skip
+    show_text(one)
+    json.dumps(show_json(one))
 
 
 def show_json(data: dict) -> dict:

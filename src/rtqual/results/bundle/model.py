@@ -37,15 +37,15 @@ class Unreadable(ValueError):
 
 
 class Model(Mapping):
-    """One bundle as data. `check` (optional) is a printer's test of one result: a result it raises on
-    (KeyError, TypeError, ValueError...) is damage too, left out and named."""
+    """One bundle as data. `check` (optional) is a printer's test of one result, check(model, result): a
+    result it raises on (KeyError, TypeError, ValueError...) is damage too, left out and named."""
 
     def __init__(
         self,
         path: str | Path,
         manifest: dict | None = None,
         known: dict | None = None,
-        check: Callable[[dict], Any] | None = None,
+        check: Callable[[Model, dict], Any] | None = None,
     ):
         self.path = Path(path)
         self._manifest = manifest
@@ -147,7 +147,7 @@ class Model(Mapping):
         if self.check is None:
             return None
         try:
-            self.check(r)
+            self.check(self, r)
         except UNSHOWABLE as e:
             return f"damaged (cannot be shown: {files.shown(repr(e))})"
         return None
@@ -309,7 +309,7 @@ def _stand_in(entry: dict, rel: str, why: str) -> dict:
     }
 
 
-def load(path: str | Path, check: Callable[[dict], Any] | None = None) -> Model:
+def load(path: str | Path, check: Callable[[Model, dict], Any] | None = None) -> Model:
     """The model of a bundle (nothing read yet but the manifest, so a damaged manifest is a one-line RtqError
     at once); a damaged case is left out and named in model["damage"]."""
     m = Model(path, check=check)
