@@ -308,7 +308,7 @@ def test_a_finished_run_seals_its_journal_and_an_edit_is_damage(tmp_path, capsys
     a = cli.build_parser().parse_args(["run", "fake", "--script", str(script)])
     cases, _ = single_run(a, ["rtqual", "run", "fake"])
     cases[0].setdefault("conditions", {})["governor"] = "rtqual-test-no-such-governor"
-    b = run(cases, ["rtqual", "run", "fake"], output=str(tmp_path / "b"), quiet=True, store="off")
+    b = run(cases, ["rtqual", "run", "fake"], output=str(tmp_path / "b"), quiet=True, store="off").path
     manifest = json.loads((b / "manifest.json").read_text())
     assert manifest["status"] == "complete" and CHANGES_FILE in manifest["checksums"]
     assert cli.main(["verify", str(b)]) == 0

@@ -108,7 +108,7 @@ class Run:
                 cond.restore(final=True)
                 journal = b.path / CHANGES_FILE  # final now: sealed, so `verify` and `restore` see an edit
                 if journal.is_file():
-                    b.manifest[bundle_mod.CHECKSUMS][CHANGES_FILE] = bundle_mod.sha256_file(journal)
+                    b.record(journal, save=False, final=True)
                 after = facts.collect(tools=tools)
                 bundle_mod.write_json(b.path / "host" / "facts-after.json", after)
                 bundle_mod.write_json(b.path / "host" / "tunables-after.json", facts.tunables(after))

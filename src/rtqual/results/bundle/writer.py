@@ -104,11 +104,12 @@ class Bundle:
         d.mkdir(parents=True, exist_ok=True)
         return d
 
-    def record(self, path: Path, save: bool = True) -> None:
+    def record(self, path: Path, save: bool = True, final: bool = False) -> None:
         """Put one file's checksum into the manifest (saved at once unless save is False); a file already
-        hashed and unchanged since is not hashed again."""
+        hashed and unchanged since is not hashed again. final: the change journal, rewritten during the run
+        (unsealed until then), sealed now that the run has restored everything."""
         rel = path.resolve().relative_to(self.path.resolve()).as_posix()
-        if rel in names.UNSEALED or path.name.endswith(".tmp"):
+        if (rel in names.UNSEALED and not (final and rel == names.CHANGES)) or path.name.endswith(".tmp"):
             return
         sig = files.signature(self.path, rel)
         known = self.known.get(rel)
