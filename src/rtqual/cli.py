@@ -22,9 +22,8 @@ from rtqual.options import (
     output_file,
     outside_system_trees,
 )
-from rtqual.publish import report, views
+from rtqual.publish import report
 from rtqual.results import bundle as bundle_mod
-from rtqual.results import rawfile
 from rtqual.results.bundle import Model
 from rtqual.results.bundle.names import REPORT
 from rtqual.scenario.single import single_run
@@ -49,14 +48,10 @@ def cmd_run(a, argv: list[str]) -> int:
 
 
 def load_scenario(a):
-    """The scenario file of `run`/`plan`, validated, and its cases expanded at --scale."""
     from rtqual import scenario
 
-    if a.scale is not None and not 0 < a.scale < float("inf"):
-        raise RtqError(f"--scale: must be greater than 0 (got {a.scale})")
     input_files([a.scenario], "scenario")
-    sc = scenario.load(a.scenario)
-    return sc, scenario.expand(sc, scale=a.scale)
+    return scenario.load_scaled(a.scenario, a.scale)
 
 
 def cmd_run_scenario(a, argv: list[str]) -> int:
@@ -89,10 +84,7 @@ def execute(
     """Run the cases into a new bundle (rtqual.measure.run.Run checks them all first); print the results and,
     last, the bundle path; the exit code is the bundle's verdict."""
     from rtqual.measure.run import run
-    from rtqual.publish.store import check_url, is_off
 
-    _ = is_off(store) or check_url(store)  # an unsupported --store scheme is said before the run, not after
-    outside_system_trees(output, "cannot create bundle")
     model = run(
         cases, argv, output=output, quiet=quiet, raw_mb=raw_mb, plan=plan, scenario_toml=scenario_toml, store=store
     )
@@ -103,7 +95,7 @@ def execute(
     return exit_code(model.manifest["verdict"])
 
 
-def cmd_plan(a) -> int:
+def cmd_plan(a, argv: list[str]) -> int:
     from rtqual import scenario
 
     sc, cases = load_scenario(a)
@@ -128,7 +120,7 @@ def damage_exit(bundles: list[Model]) -> int:
     return EXIT_ERROR if any(b.damage for b in bundles) else 0
 
 
-def cmd_show(a) -> int:
+def cmd_show(a, argv: list[str]) -> int:
     from rtqual.measure import selftest
 
     data = load_bundle(a.bundle)
@@ -145,7 +137,7 @@ def cmd_show(a) -> int:
     return damage_exit([data])
 
 
-def cmd_verify(a) -> int:
+def cmd_verify(a, argv: list[str]) -> int:
     model = bundle_mod.load(a.bundle)
     problems, notes = model.verify()
     for note in notes:
@@ -159,7 +151,7 @@ def cmd_verify(a) -> int:
     return 0
 
 
-def cmd_compare(a) -> int:
+def cmd_compare(a, argv: list[str]) -> int:
     from rtqual.publish import compare
 
     output_file(a.report, "--report")
@@ -180,7 +172,7 @@ def cmd_compare(a) -> int:
     return damage_exit(bundles)
 
 
-def cmd_import(a) -> int:
+def cmd_import(a, argv: list[str]) -> int:
     from rtqual.measure.run import remember
     from rtqual.publish import imports
     from rtqual.publish.store import check_url
@@ -195,16 +187,7 @@ def cmd_import(a) -> int:
     return 0
 
 
-def _since(text: str | None) -> float | None:
-    """--since DUR as unix seconds (now minus DUR), or None."""
-    import time
-
-    from rtqual.units import parse_duration_ns
-
-    return None if text is None else time.time() - parse_duration_ns(text, "--since") / 1e9
-
-
-def cmd_history(a) -> int:
+def cmd_history(a, argv: list[str]) -> int:
     from rtqual.publish import store
     from rtqual.publish.store import trend
 
@@ -217,7 +200,7 @@ def cmd_history(a) -> int:
                 s.add_run(models[-1])
                 print(f"stored {b} in {s.where}")
         return damage_exit(models)
-    since = _since(a.since)
+    since = trend.since(a.since)
     with store.open_store(a.store, write=False) as s:
         runs = s.history(a.host, a.case, since)
         windows = s.windows(a.host, since) if not a.case else []
@@ -228,8 +211,9 @@ def cmd_history(a) -> int:
     return 0
 
 
-def cmd_baseline(a) -> int:
+def cmd_baseline(a, argv: list[str]) -> int:
     from rtqual.publish import store
+    from rtqual.publish.store import trend
 
     with store.open_store(a.store, write=a.baseline_command == "set") as s:
         if a.baseline_command == "set":
@@ -239,17 +223,11 @@ def cmd_baseline(a) -> int:
             print(f"baseline {a.name}: {a.bundle} (in {s.where})")
             return 0
         found = s.baselines()
-    if a.json:
-        print(json.dumps(found, indent=1))
-    elif not found:
-        print("no baselines (rtqual baseline set BUNDLE)")
-    else:
-        rows = [[b["name"], b["bundle"], b["host"], b["kernel"] or "-", b["started"] or "-"] for b in found]
-        print(views.format_table(["name", "bundle", "host", "kernel", "started"], rows, left=5))
+    print(json.dumps(found, indent=1) if a.json else trend.baselines_text(found))
     return 0
 
 
-def cmd_check(a) -> int:
+def cmd_check(a, argv: list[str]) -> int:
     from rtqual.publish import store
     from rtqual.publish.store import trend
 
@@ -261,17 +239,14 @@ def cmd_check(a) -> int:
     with store.open_store(a.store, write=False) as s:
         base = s.baseline(a.baseline)
     findings = trend.check(base, data.as_dict(), tolerance)
-    regressed = [f for f in findings if f["verdict"] == "regressed"]
     if a.json:
-        out = {"baseline": a.baseline, "baseline_bundle": base["path"], "bundle": a.bundle, "tolerance": tolerance}
-        print(json.dumps({**out, "regressed": [f"{f['label']}: {f['statistic']}" for f in regressed],
-                          "findings": findings}, indent=1))  # fmt: skip
+        print(json.dumps(trend.check_json(findings, a.baseline, base, a.bundle, tolerance), indent=1))
     else:
         print(trend.check_text(findings, a.baseline, base, a.bundle, tolerance))
-    return exit_code("fail" if regressed else "pass")
+    return exit_code("fail" if any(f["verdict"] == "regressed" for f in findings) else "pass")
 
 
-def cmd_report(a) -> int:
+def cmd_report(a, argv: list[str]) -> int:
     from rtqual.publish import htmlreport
 
     output_file(a.output, "-o")
@@ -285,34 +260,14 @@ def cmd_report(a) -> int:
     return damage_exit(bundles)
 
 
-def cmd_export_raw(a) -> int:
-    """Every raw sample of a bundle as CSV; a raw.bin that is damaged (or not a regular file of the bundle)
-    is said, never printed as data, and the exit is 1."""
-    data = load_bundle(a.bundle)
-    files, unread = [], 0
-    for r in data.cases:
-        try:
-            f = data.raw_file(r["id"])
-        except bundle_mod.Unreadable as e:
-            unread += 1
-            if str(e) not in data.damage:  # else said already
-                print(f"rtqual: warning: {data.path}/{e}", file=sys.stderr)
-            continue
-        if f is not None:
-            files.append((r["id"], f))
-    if not files and unread:
-        return EXIT_ERROR  # the damage was said; nothing intact to export
-    if not files:
-        raise RtqError(f"{a.bundle}: no raw samples (run with --raw)")
-    out = sys.stdout
-    out.write("case,cpu,time_ns,latency_ns\n")
-    for cid, f in files:
-        for cpu, time_ns, latency_ns, _ in rawfile.samples(f):
-            out.write(f"{cid},{cpu},{time_ns},{latency_ns}\n")
-    return EXIT_ERROR if unread else damage_exit([data])
+def cmd_export(a, argv: list[str]) -> int:
+    from rtqual.publish import export
+
+    model = load_bundle(a.bundle)
+    return max(export.raw_csv(model, sys.stdout), damage_exit([model]))
 
 
-def cmd_restore(a) -> int:
+def cmd_restore(a, argv: list[str]) -> int:
     from rtqual.measure.restore import restore
 
     actions, line, failed = restore(a.bundle, dry_run=a.dry_run)
@@ -332,22 +287,15 @@ def cmd_selftest(a, argv: list[str]) -> int:
     return code
 
 
-def cmd_host(a) -> int:
+def cmd_host(a, argv: list[str]) -> int:
     from rtqual.measure.host import facts
 
-    f = facts.collect(tools={"rtqual": __version__, "rtqual-probe": _try_probe_version()})
+    f = facts.collect(tools={"rtqual": __version__, "rtqual-probe": _native.probe_version_or("not installed")})
     if a.json:
         print(json.dumps(f, indent=1))
     else:
         print(report.format_host(f))
     return 0
-
-
-def _try_probe_version() -> str:
-    try:
-        return _native.probe_version()
-    except RtqError:
-        return "not installed"
 
 
 def _terminated(signum: int, _frame) -> None:
@@ -373,28 +321,11 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_run_scenario(build_scenario_run_parser().parse_args(argv[1:]), ["rtqual", *argv])
         a = build_parser().parse_args(argv)
         if a.version:
-            print(f"rtqual {__version__}\nrtqual-probe {_try_probe_version()}")
+            print(f"rtqual {__version__}\nrtqual-probe {_native.probe_version_or('not installed')}")
             return 0
-        if a.command == "run":
-            return cmd_run(a, ["rtqual", *argv])
-        if a.command == "selftest":
-            return cmd_selftest(a, ["rtqual", *argv])
-        commands = {
-            "plan": cmd_plan,
-            "show": cmd_show,
-            "compare": cmd_compare,
-            "report": cmd_report,
-            "import": cmd_import,
-            "export": cmd_export_raw,
-            "restore": cmd_restore,
-            "verify": cmd_verify,
-            "host": cmd_host,
-            "history": cmd_history,
-            "baseline": cmd_baseline,
-            "check": cmd_check,
-        }
-        if a.command in commands:
-            return commands[a.command](a)
+        command = globals().get(f"cmd_{a.command}")  # `rtqual X …` is cmd_X(parsed options, the command line)
+        if command is not None:
+            return command(a, ["rtqual", *argv])
         build_parser().print_help()
         return EXIT_ERROR
     except RtqError as e:

@@ -84,6 +84,14 @@ def probe_version() -> str:
     return out.stdout.strip().split()[-1] if out.returncode == 0 and out.stdout.strip() else "unknown"
 
 
+def probe_version_or(default: str) -> str:
+    """rtqual-probe's version, or `default` where it is not installed (rtqual --version, rtqual host)."""
+    try:
+        return probe_version()
+    except RtqError:
+        return default
+
+
 def probe_list() -> list[dict]:
     """The probe table: name, summary, supported, why_not, binary, label_keys, service, sections,
     options (docs/protocol.md); then the probes of rtqual-ca and rtqual-pva, where built. "binary" is

@@ -20,6 +20,7 @@ from rtqual.measure.session import Interrupted, prepare
 from rtqual.measure.terminal import TerminalDisplay
 from rtqual.results import bundle as bundle_mod
 from rtqual.results.bundle import Model, names
+from rtqual.util import system_tree
 
 REPORT_FILE = names.REPORT
 
@@ -51,7 +52,15 @@ class Run:
 
     def check(self) -> None:
         """Make each case's service (its options filled from what the service provides), check the probe's
-        options and privileges (`--check`) and prepare its loads: one-line RtqError before anything runs."""
+        options and privileges (`--check`) and prepare its loads, after the output folder (not in /proc, /sys,
+        /dev) and the store's URL: one-line RtqError before anything runs."""
+        from rtqual.publish.store import check_url, is_off
+
+        tree = system_tree(self.output) if self.output else None
+        if tree:
+            raise RtqError(f"cannot create bundle {self.output}: in {tree}, a kernel or device tree: "
+                           "write results to an ordinary folder")  # fmt: skip
+        _ = is_off(self.store) or check_url(self.store)  # an unsupported scheme is said before the run, not after
         for case in self.cases:
             svc, args = prepare(case.probe, case.run_as, case.args, case.service)
             if svc is not None:

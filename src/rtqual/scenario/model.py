@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
 import re
+import stat
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,7 @@ GOVERNORS = ("performance", "powersave", "ondemand", "conservative", "schedutil"
 LOAD_TYPES = tuple(LOADS)  # the load registry's names, in its order
 IDLE = "idle"
 MAX_CASES = 10_000  # cases per scenario (docs/scenario.md): a larger matrix is refused before it is expanded
+MAX_SCENARIO_BYTES = 4 * 2**20  # a scenario file is text of a few KiB: a larger one is refused unread
 
 RUN = {
     "name": Field("name", "short name of the scenario (bundle and report titles)"),
@@ -116,9 +119,15 @@ def axes(probe: str) -> dict:
 
 
 def load(path: str | Path) -> dict:
-    """Read and validate a scenario file; RtqError (one line) on any problem."""
+    """Read and validate a scenario file (a regular file of at most MAX_SCENARIO_BYTES: never a FIFO or a
+    device); RtqError (one line) on any problem."""
     try:
-        data = Path(path).read_bytes()
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:  # a FIFO must not block
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise RtqError(f"{path}: not a regular file")
+            data = f.read(MAX_SCENARIO_BYTES + 1)
+        if len(data) > MAX_SCENARIO_BYTES:
+            raise RtqError(f"{path}: larger than {MAX_SCENARIO_BYTES // 2**20} MiB: not a scenario file")
     except OSError as e:
         raise RtqError(f"{path}: cannot read scenario: {e.strerror or e}") from None
     try:

@@ -10,7 +10,7 @@ import time
 from rtqual.answers import compare
 from rtqual.errors import RtqError
 from rtqual.publish.views import format_table
-from rtqual.units import format_ns
+from rtqual.units import format_ns, parse_duration_ns
 
 SUMMARY_S = 3600  # monitor windows are summarised per host, CPU and this many seconds
 # statistics judged by `rtqual check`, and the samples a run needs before a percentile is more than its max
@@ -93,6 +93,26 @@ def history_text(runs: list[dict], windows: list[dict]) -> str:
         head = ["from", "host", "probe", "cpu", "windows", "samples", "worst p99", "max", "over thr.", "overruns"]
         out.append(format_table(head, rows, left=3))
     return "\n".join(out) if out else "no runs or monitor windows stored (yet) for this selection"
+
+
+def since(text: str | None) -> float | None:
+    """--since DUR as unix seconds (now minus DUR), or None."""
+    return None if text is None else time.time() - parse_duration_ns(text, "--since") / 1e9
+
+
+def baselines_text(found: list[dict]) -> str:
+    """`rtqual baseline list`: name, bundle, host, kernel, start of each baseline."""
+    if not found:
+        return "no baselines (rtqual baseline set BUNDLE)"
+    rows = [[b["name"], b["bundle"], b["host"], b["kernel"] or "-", b["started"] or "-"] for b in found]
+    return format_table(["name", "bundle", "host", "kernel", "started"], rows, left=5)
+
+
+def check_json(findings: list[dict], baseline_name: str, baseline: dict, bundle: str, tolerance: float) -> dict:
+    """`rtqual check --json`: the baseline, the bundle, the tolerance, what regressed and every finding."""
+    regressed = [f"{f['label']}: {f['statistic']}" for f in findings if f["verdict"] == "regressed"]
+    return {"baseline": baseline_name, "baseline_bundle": baseline["path"], "bundle": bundle, "tolerance": tolerance,
+            "regressed": regressed, "findings": findings}  # fmt: skip
 
 
 def parse_tolerance(text: str) -> float:
