@@ -18,8 +18,9 @@ import pytest
 
 from conftest import DATA
 from rtqual import options
+from rtqual.errors import RtqError
 from rtqual.publish.store import WindowSink, open_store, writer_lock
-from rtqual.scenario.model import MAX_CASES
+from rtqual.scenario.model import MAX_CASES, MAX_SCENARIO_BYTES
 
 BUNDLE = DATA / "bundles" / "ioc"
 CT = DATA / "imports" / "cyclictest"
@@ -394,3 +395,29 @@ def test_a_file_named_like_a_probe_does_not_hide_the_probe(rtqual_cmd, tmp_path,
 # hostile inputs tried above (for the issue's note): schemes x 3 commands, 3 before a run/import/monitor,
 # foreign stores x 4 commands, read-only 2 writes, locked 2, --listen, imports, 12 outputs, 3 caps x 2, 1 probe file
 HOSTILE = len(SCHEMES) * 3 + 3 + len(WHY) * 4 + 2 + 2 + len(LISTEN) + len(IMPORTS) + 12 + 3 * 2 + 1
+
+
+def hostile_scenarios(folder: Path) -> dict[str, Path]:
+    """Scenario files that are not text of a scenario's size: nesting too deep, a FIFO (would block a plain
+    read), /dev/zero behind a link (would fill memory), a file over the size cap."""
+    deep, fifo, zero, big = (folder / f"{n}.toml" for n in ("deep", "fifo", "zero", "big"))
+    deep.write_text("a = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    os.mkfifo(fifo)
+    zero.symlink_to("/dev/zero")
+    big.write_text("# " + "x" * MAX_SCENARIO_BYTES + "\n")
+    return {"deep": deep, "fifo": fifo, "zero": zero, "big": big}
+
+
+@pytest.mark.parametrize("kind", ["deep", "fifo", "zero", "big"])
+@pytest.mark.parametrize("command", ["plan", "run"])
+def test_hostile_scenario_files_are_one_line_and_never_block(rtqual_cmd, tmp_path, kind, command):
+    path = hostile_scenarios(tmp_path)[kind]
+    one_line_error(rtqual_cmd(command, path, timeout=30), str(path.name))
+
+
+def test_the_scenario_reader_itself_never_blocks_on_a_fifo(tmp_path):
+    """scenario.load is safe without the command line's checks before it (another caller, a test)."""
+    from rtqual.scenario import model
+
+    with pytest.raises(RtqError, match="not a regular file"):
+        model.load(hostile_scenarios(tmp_path)["fifo"])
