@@ -39,7 +39,6 @@ import os
 import re
 import shutil
 import socket
-import stat
 import subprocess
 import tempfile
 import time
@@ -47,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from rtqual.errors import RtqError
+from rtqual.results.bundle import files
 from rtqual.units import format_cpulist, parse_kernel_cpulist
 from rtqual.util import read_text, write_text_atomic
 
@@ -491,37 +491,23 @@ def refusal(record: dict, root: Path = Path("/"), mounts_text: str | None = None
 
 
 def read_capped(path: Path, max_bytes: int) -> bytes:
-    """The bytes of a regular file that is no symbolic link, at most max_bytes; RtqError saying why not
-    (never blocks on a FIFO or device, never reads /dev/zero forever)."""
+    """The bytes of a regular file that is no symbolic link, at most max_bytes, read by the bundle's one reader
+    (rtqual.results.bundle.files: never blocks on a FIFO or device, never reads /dev/zero forever); RtqError
+    saying why not."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        return files.read_bytes(path.parent, path.name, max_bytes)
+    except files.Refused as e:
+        raise RtqError(f"{path}: {e}: refused") from None
     except OSError as e:
-        if e.errno == errno.ELOOP:
-            raise RtqError(f"{path}: a symbolic link: refused") from None
         raise RtqError(f"{path}: {e.strerror or e}") from None
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise RtqError(f"{path}: not a regular file: refused")
-        data = f.read(max_bytes + 1)
-    if len(data) > max_bytes:
-        raise RtqError(f"{path}: larger than {max_bytes >> 20} MiB: not one rtqual wrote, refused")
-    return data
 
 
 def parse_json(path: Path, data: bytes, max_depth: int = JSON_MAX_DEPTH) -> Any:
-    """JSON text of a bundle file, its nesting checked before parsing (parsing recurses); RtqError if bad."""
+    """JSON text of a bundle file, its nesting limited (parsing recurses); RtqError if bad."""
     try:
-        text = data.decode()
-    except UnicodeDecodeError:
-        raise RtqError(f"{path}: not JSON (not UTF-8 text)") from None
-    depth = deepest = 0
-    for bracket in re.findall(r"[\[\]{}]", re.sub(r'"(?:[^"\\]|\\.)*"', "", text)):
-        depth += 1 if bracket in "[{" else -1
-        deepest = max(deepest, depth)
-    if deepest > max_depth:
-        raise RtqError(f"{path}: nested deeper than {max_depth}: not one rtqual wrote, refused")
-    try:
-        return json.loads(text)
+        return files.parse_json(data, max_depth)
+    except files.Refused as e:
+        raise RtqError(f"{path}: {e}: not one rtqual wrote, refused") from None
     except ValueError as e:
         raise RtqError(f"{path}: not JSON ({e})") from None
 

@@ -108,18 +108,18 @@ def read_bytes(root: Path, rel: str, cap: int = MAX_JSON_BYTES) -> bytes:
     return data
 
 
-def parse_json(data: bytes | str) -> Any:
+def parse_json(data: bytes | str, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """JSON text parsed with a depth limit: Refused (never RecursionError) for nesting deeper than
-    MAX_JSON_DEPTH, ValueError for invalid text."""
+    max_depth, ValueError for invalid text."""
     try:
         value = json.loads(data)
     except RecursionError:
-        raise Refused(f"nested deeper than {MAX_JSON_DEPTH} levels (not read)") from None
+        raise Refused(f"nested deeper than {max_depth} levels (not read)") from None
     todo = [(value, 1)]
     while todo:  # iterative: a deep document cannot exhaust the stack here
         v, depth = todo.pop()
-        if depth > MAX_JSON_DEPTH:
-            raise Refused(f"nested deeper than {MAX_JSON_DEPTH} levels (not read)")
+        if depth > max_depth:
+            raise Refused(f"nested deeper than {max_depth} levels (not read)")
         kids = v.values() if isinstance(v, dict) else v if isinstance(v, list) else ()
         todo += [(k, depth + 1) for k in kids if isinstance(k, (dict, list))]
     return value
