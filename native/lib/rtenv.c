@@ -308,6 +308,15 @@ static void on_signal(int sig)
 	}
 }
 
+/* Arm the watchdog: SIGALRM in `s` seconds (0: none). A stop already recorded keeps its backstop
+ * (RT_STOP_GRACE_S) instead: a later, longer watchdog must not push it back. */
+void rt_watchdog_arm(unsigned s)
+{
+	alarm(s);
+	if (rt_signals_caught())
+		alarm(RT_STOP_GRACE_S);
+}
+
 /* SIGINT/SIGTERM/SIGALRM only record themselves (no SA_RESTART, so sleeps
  * return EINTR); SIGPIPE is ignored so a dead reader shows up as EPIPE. */
 void rt_signals_install(void)

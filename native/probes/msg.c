@@ -435,7 +435,7 @@ static bool msg_tick(struct run *run, int64_t now_ns)
 	(void)now_ns;
 	if (rts != m->seen_round_trips) {
 		m->seen_round_trips = rts;
-		alarm(run->watchdog_s);
+		rt_watchdog_arm(run->watchdog_s);
 	}
 	return false;
 }

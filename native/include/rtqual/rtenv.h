@@ -67,6 +67,7 @@ int rt_tracemark_open(void);
 int rt_self_sched(int cpu, int policy, int priority, char *err, size_t errlen);
 void rt_signals_install(void);
 int rt_signals_caught(void);
+void rt_watchdog_arm(unsigned s);
 void rt_signals_block(sigset_t *old);
 void rt_signals_restore(const sigset_t *old);
 
