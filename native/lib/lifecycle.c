@@ -226,7 +226,7 @@ static int run_measurement(struct run *r)
 	if (rc)
 		return rc;
 	if (r->watchdog_s)
-		alarm(r->watchdog_s);
+		rt_watchdog_arm(r->watchdog_s);
 	if (p->start && p->start(r) != 0) {
 		r->start_failed = true;
 		atomic_store(&r->sink.stop, true);

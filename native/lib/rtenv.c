@@ -18,8 +18,26 @@ const char *const rt_policy_names[] = {"fifo", "rr", "other", NULL};
 
 #define PREFAULT_STACK_BYTES (64 * 1024)
 
+/* glibc >= 2.32 gives a new thread its signal mask through its attributes: the creating thread
+ * then never blocks the stop signals itself, so a SIGTERM arriving while it is inside
+ * pthread_create (which may be slow, or hang in a broken libc) is still handled. */
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
+#define RT_ATTR_SIGMASK 1
+#else
+#define RT_ATTR_SIGMASK 0
+#endif
+
 /* The only process-wide state: which stop signals arrived (set by handler). */
 static atomic_int caught_signals;
+
+/* The stop signals (and the watchdog's SIGALRM) in one set. */
+static void stop_signal_set(sigset_t *s)
+{
+	sigemptyset(s);
+	sigaddset(s, SIGINT);
+	sigaddset(s, SIGTERM);
+	sigaddset(s, SIGALRM);
+}
 
 /* Symbolic errno for skip messages ("EPERM"), portable beyond glibc. */
 const char *rt_errname(int e)
@@ -148,7 +166,7 @@ void rt_pretouch(void *p, size_t n)
 }
 
 /* Thread attributes: explicit policy/priority, optional pin to `cpu` (-1:
- * none) and stack size. */
+ * none), stack size, and (where libc allows) the stop signals blocked in the new thread. */
 int rt_thread_attr(pthread_attr_t *a, int policy, int priority, int cpu, size_t stack_bytes)
 {
 	struct sched_param sp = {.sched_priority = policy == RT_OTHER ? 0 : priority};
@@ -167,26 +185,44 @@ int rt_thread_attr(pthread_attr_t *a, int policy, int priority, int cpu, size_t 
 		if ((r = pthread_attr_setaffinity_np(a, sizeof(set), &set)))
 			goto fail;
 	}
+#if RT_ATTR_SIGMASK
+	sigset_t stop;
+	stop_signal_set(&stop);
+	if ((r = pthread_attr_setsigmask_np(a, &stop)))
+		goto fail;
+#endif
 	return 0;
 fail:
 	pthread_attr_destroy(a);
 	return r;
 }
 
-/* Start fn(arg) in a thread with rt_thread_attr() attributes and the stop
- * signals blocked (inherited: only the main thread takes them). 0 or errno. */
+/* pthread_create with rt_thread_attr() attributes: the new thread starts with the stop signals
+ * blocked (only the main thread takes them). Where the attributes cannot carry the mask, the
+ * caller blocks them around the create (inherited). 0 or errno. */
+int rt_thread_create(pthread_t *tid, const pthread_attr_t *a, void *(*fn)(void *), void *arg)
+{
+#if RT_ATTR_SIGMASK
+	return pthread_create(tid, a, fn, arg);
+#else
+	sigset_t old;
+	rt_signals_block(&old);
+	int e = pthread_create(tid, a, fn, arg);
+	rt_signals_restore(&old);
+	return e;
+#endif
+}
+
+/* Start fn(arg) in a thread with rt_thread_attr() attributes (rt_thread_create). 0 or errno. */
 int rt_thread_start(pthread_t *tid, int policy, int priority, int cpu, size_t stack_bytes, void *(*fn)(void *),
 		    void *arg)
 {
-	sigset_t old;
 	pthread_attr_t a;
-	rt_signals_block(&old);
 	int e = rt_thread_attr(&a, policy, priority, cpu, stack_bytes);
 	if (!e) {
-		e = pthread_create(tid, &a, fn, arg);
+		e = rt_thread_create(tid, &a, fn, arg);
 		pthread_attr_destroy(&a);
 	}
-	rt_signals_restore(&old);
 	return e;
 }
 
@@ -254,10 +290,31 @@ int rt_tracemark_open(void)
 	return -1;
 }
 
-/* Async-signal-safe: only records which kind of stop was asked for. */
+/* Async-signal-safe: records which kind of stop was asked for; the probe's loops see it and end.
+ * The first stop (signal or watchdog) also arms a backstop: SIGALRM in RT_STOP_GRACE_S. The
+ * lifecycle cancels it (alarm(0)) once the probe's threads are stopped, so it fires only when
+ * the process is stuck where no loop looks (e.g. inside libc): then it ends at once, exit 4. */
 static void on_signal(int sig)
 {
-	atomic_fetch_or(&caught_signals, sig == SIGALRM ? RT_SIG_WATCHDOG : RT_SIG_STOP);
+	static const char stuck[] = "rtqual: still running " RT_STOP_GRACE_TEXT " after the stop signal or "
+				    "watchdog: ending without the end record\n";
+	int before = atomic_fetch_or(&caught_signals, sig == SIGALRM ? RT_SIG_WATCHDOG : RT_SIG_STOP);
+	if (!before) {
+		alarm(RT_STOP_GRACE_S);
+	} else if (sig == SIGALRM) {
+		ssize_t w = write(STDERR_FILENO, stuck, sizeof(stuck) - 1);
+		(void)w;
+		_exit(RT_EXIT_STUCK);
+	}
+}
+
+/* Arm the watchdog: SIGALRM in `s` seconds (0: none). A stop already recorded keeps its backstop
+ * (RT_STOP_GRACE_S) instead: a later, longer watchdog must not push it back. */
+void rt_watchdog_arm(unsigned s)
+{
+	alarm(s);
+	if (rt_signals_caught())
+		alarm(RT_STOP_GRACE_S);
 }
 
 /* SIGINT/SIGTERM/SIGALRM only record themselves (no SA_RESTART, so sleeps
@@ -286,10 +343,7 @@ int rt_signals_caught(void)
 void rt_signals_block(sigset_t *old)
 {
 	sigset_t s;
-	sigemptyset(&s);
-	sigaddset(&s, SIGINT);
-	sigaddset(&s, SIGTERM);
-	sigaddset(&s, SIGALRM);
+	stop_signal_set(&s);
 	pthread_sigmask(SIG_BLOCK, &s, old);
 }
 

@@ -36,6 +36,8 @@
 #define STIM_RING 65536u                /* stimulus timestamps in flight (power of 2) */
 #define READ_BATCH 256                  /* records read per read() */
 #define EPOLL_TIMEOUT_MS 100
+#define STOP_SLICE_NS (100 * NS_PER_MS) /* longest sleep of the stimulus between looks at the stop flag */
+#define STIM_REAP_NS (500 * NS_PER_MS)  /* the stimulus process ends this long after the stop, or is killed */
 
 enum ev_source { SRC_EVENTFD, SRC_FIFO, SRC_TIMERFD, SRC_GPIO };
 static const char *const source_names[] = {"eventfd", "fifo", "timerfd", "gpio", NULL};
@@ -138,6 +140,20 @@ static void stim_fire(struct event *t, uint64_t k, int *level)
 		atomic_fetch_add(&sh->failed, 1);
 }
 
+/* Sleep until the deadline `dl_ns`, in slices of at most STOP_SLICE_NS when it is further
+ * (only below 10 Hz): a stop is seen within one slice. Returns true when stopped. */
+static bool stim_sleep_until(struct ev_shared *sh, int64_t dl_ns)
+{
+	for (;;) {
+		if (atomic_load(&sh->stop))
+			return true;
+		int64_t now = mono_now_ns();
+		if (now >= dl_ns)
+			return false;
+		sleep_until_ns(dl_ns - now > STOP_SLICE_NS ? now + STOP_SLICE_NS : dl_ns);
+	}
+}
+
 /* Stimulus loop: stimulus k at first_deadline + k * period, all of them
  * sent even when late (the sample starts at the stimulus' own timestamp). */
 static void stim_loop(struct event *t)
@@ -149,12 +165,7 @@ static void stim_loop(struct event *t)
 	prctl(PR_SET_TIMERSLACK, 1UL);
 	for (uint64_t i = 0; i < t->total && !atomic_load(&sh->stop); i++) {
 		int64_t dl = sh->first_deadline_ns + (int64_t)i * t->period_ns;
-		struct timespec ts = ns_to_ts(dl);
-		int r;
-		while ((r = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL)) == EINTR)
-			if (atomic_load(&sh->stop))
-				break;
-		if (atomic_load(&sh->stop))
+		if (stim_sleep_until(sh, dl))
 			break;
 		/* stimuli are numbered by delivery: a failed one is not numbered */
 		uint64_t before = atomic_load(&sh->sent);
@@ -522,7 +533,8 @@ static int event_open_source(struct event *t, char *err, size_t errlen)
 }
 
 /* Start responder, then the stimulus (thread, forked process, or the
- * armed timerfd). */
+ * armed timerfd). The stop signals are blocked only around fork: the
+ * threads get them blocked through their attributes (rt_thread_start). */
 static int event_start(struct run *run)
 {
 	struct event *t = (struct event *)run;
@@ -530,18 +542,13 @@ static int event_start(struct run *run)
 	size_t errlen = sizeof(run->err);
 	struct event_cfg *c = &t->cfg;
 	sigset_t old;
-	pthread_attr_t a;
-	int rc = -1, e;
+	int e;
 	t->sh->first_deadline_ns = mono_now_ns() + START_DELAY_NS;
-	rt_signals_block(&old);
-	e = rt_thread_attr(&a, t->run.rt.policy, t->run.rt.priority, (int)c->cpu, THREAD_STACK_BYTES);
-	if (!e) {
-		e = pthread_create(&t->resp_tid, &a, resp_thread_main, t);
-		pthread_attr_destroy(&a);
-	}
+	e = rt_thread_start(&t->resp_tid, t->run.rt.policy, t->run.rt.priority, (int)c->cpu, THREAD_STACK_BYTES,
+			    resp_thread_main, t);
 	if (e) {
 		snprintf(err, errlen, "cannot start the responder on CPU %" PRId64 ": %s", c->cpu, strerror(e));
-		goto out;
+		return -1;
 	}
 	t->resp_started = true;
 	if (c->source == SRC_TIMERFD) {
@@ -549,26 +556,25 @@ static int event_start(struct run *run)
 					 .it_value = ns_to_ts(t->sh->first_deadline_ns)};
 		if (timerfd_settime(t->tfd, TFD_TIMER_ABSTIME, &its, NULL) < 0) {
 			snprintf(err, errlen, "timerfd_settime: %s", strerror(errno));
-			goto out;
+			return -1;
 		}
 		atomic_store(&t->sh->done, true); /* no stimulus to wait for */
 	} else if (c->stimulus == STIM_THREAD) {
-		e = rt_thread_attr(&a, t->run.rt.policy, t->run.rt.priority, t->stim_cpu, THREAD_STACK_BYTES);
-		if (!e) {
-			e = pthread_create(&t->stim_tid, &a, stim_thread_main, t);
-			pthread_attr_destroy(&a);
-		}
+		e = rt_thread_start(&t->stim_tid, t->run.rt.policy, t->run.rt.priority, t->stim_cpu,
+				    THREAD_STACK_BYTES, stim_thread_main, t);
 		if (e) {
 			snprintf(err, errlen, "cannot start the stimulus on CPU %d: %s", t->stim_cpu, strerror(e));
-			goto out;
+			return -1;
 		}
 		t->stim_started = true;
 	} else {
 		unsigned wd = run_watchdog_s(u128_mul_u64_u64(t->total, (uint64_t)t->period_ns), 0, 0xffffffffu);
+		rt_signals_block(&old);
 		pid_t pid = fork();
 		if (pid < 0) {
+			rt_signals_restore(&old);
 			snprintf(err, errlen, "fork: %s", strerror(errno));
-			goto out;
+			return -1;
 		}
 		if (pid == 0) {
 			/* the stimulus process: default signals, dies with us, own watchdog */
@@ -585,12 +591,10 @@ static int event_start(struct run *run)
 			stim_loop(t);
 			_exit(0);
 		}
+		rt_signals_restore(&old);
 		t->stim_pid = pid;
 	}
-	rc = 0;
-out:
-	rt_signals_restore(&old);
-	return rc;
+	return 0;
 }
 
 /* Main thread, each round: a dead stimulus process ends the stimuli. */
@@ -619,7 +623,7 @@ static void event_stop(struct run *run)
 	if (t->stim_started)
 		pthread_join(t->stim_tid, NULL);
 	if (t->stim_pid > 0) {
-		int64_t give_up = mono_now_ns() + 2 * t->period_ns + 500 * NS_PER_MS;
+		int64_t give_up = mono_now_ns() + STIM_REAP_NS;
 		while (waitpid(t->stim_pid, NULL, WNOHANG) == 0) {
 			if (mono_now_ns() > give_up) {
 				kill(t->stim_pid, SIGKILL);

@@ -255,12 +255,9 @@ static int client_start(struct msg *m, char *err, size_t errlen)
 {
 	struct proc_info *pi = &m->proc[ROLE_CLIENT];
 	pthread_attr_t a;
-	sigset_t old;
 	int e = rt_thread_attr(&a, pi->policy_req, pi->priority_req, pi->cpu_req, THREAD_STACK_BYTES);
 	if (!e) {
-		rt_signals_block(&old);
-		e = pthread_create(&m->tid, &a, client_main, m);
-		rt_signals_restore(&old);
+		e = rt_thread_create(&m->tid, &a, client_main, m);
 		pthread_attr_destroy(&a);
 	}
 	if (e) {
@@ -438,7 +435,7 @@ static bool msg_tick(struct run *run, int64_t now_ns)
 	(void)now_ns;
 	if (rts != m->seen_round_trips) {
 		m->seen_round_trips = rts;
-		alarm(run->watchdog_s);
+		rt_watchdog_arm(run->watchdog_s);
 	}
 	return false;
 }

@@ -408,15 +408,13 @@ static int rts_privileges(struct run *run)
 /* Start victims, launcher and spinners (in that order). */
 static int rts_threads(struct rts *t, char *err, size_t errlen)
 {
-	sigset_t old;
 	pthread_attr_t a;
-	int e = 0, rc = -1;
-	rt_signals_block(&old);
+	int e = 0;
 	for (int i = 0; i < t->nspin; i++) {
 		struct victim *v = &t->vic[i];
 		if ((e = rt_thread_attr(&a, RT_OTHER, 0, t->sp[i].cpu, THREAD_STACK_BYTES)))
 			goto fail;
-		e = pthread_create(&v->tid, &a, victim_main, v);
+		e = rt_thread_create(&v->tid, &a, victim_main, v);
 		pthread_attr_destroy(&a);
 		if (e)
 			goto fail;
@@ -424,7 +422,7 @@ static int rts_threads(struct rts *t, char *err, size_t errlen)
 	}
 	if ((e = rt_thread_attr(&a, RT_OTHER, 0, -1, THREAD_STACK_BYTES)))
 		goto fail;
-	e = pthread_create(&t->login_tid, &a, login_main, t);
+	e = rt_thread_create(&t->login_tid, &a, login_main, t);
 	pthread_attr_destroy(&a);
 	if (e)
 		goto fail;
@@ -433,19 +431,16 @@ static int rts_threads(struct rts *t, char *err, size_t errlen)
 		struct spinner *s = &t->sp[i];
 		if ((e = rt_thread_attr(&a, RT_FIFO, (int)t->cfg.spin_priority, s->cpu, THREAD_STACK_BYTES)))
 			goto fail;
-		e = pthread_create(&s->tid, &a, spinner_main, s);
+		e = rt_thread_create(&s->tid, &a, spinner_main, s);
 		pthread_attr_destroy(&a);
 		if (e)
 			goto fail;
 		s->started = true;
 	}
-	rc = 0;
-	goto out;
+	return 0;
 fail:
 	snprintf(err, errlen, "cannot start a thread: %s", strerror(e));
-out:
-	rt_signals_restore(&old);
-	return rc;
+	return -1;
 }
 
 /* Third bound, independent of the spinner's own checks: drop a spinner

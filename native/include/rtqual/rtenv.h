@@ -37,6 +37,12 @@ struct rt_words {
 /* Signal bits reported by rt_signals_caught(). */
 #define RT_SIG_STOP 1     /* SIGINT or SIGTERM */
 #define RT_SIG_WATCHDOG 2 /* SIGALRM */
+/* Backstop after the first stop signal or watchdog: a process still running this long is
+ * stuck outside the probe's loops and ends at once with RT_EXIT_STUCK (no end record). Every
+ * loop of the probes looks at the stop flags far more often: they end well within a second. */
+#define RT_STOP_GRACE_S 2
+#define RT_STOP_GRACE_TEXT "2 s"
+#define RT_EXIT_STUCK 4
 
 const char *rt_errname(int e);
 int rt_sched_policy(int policy);
@@ -49,6 +55,7 @@ int rt_acquire(int policy, int priority, bool allow_degraded, struct rt_info *rt
 void rt_prefault_stack(void);
 void rt_pretouch(void *p, size_t n);
 int rt_thread_attr(pthread_attr_t *a, int policy, int priority, int cpu, size_t stack_bytes);
+int rt_thread_create(pthread_t *tid, const pthread_attr_t *a, void *(*fn)(void *), void *arg);
 int rt_thread_start(pthread_t *tid, int policy, int priority, int cpu, size_t stack_bytes, void *(*fn)(void *),
 		    void *arg);
 int rt_dma_latency_hold(int *fd_out);
@@ -60,6 +67,7 @@ int rt_tracemark_open(void);
 int rt_self_sched(int cpu, int policy, int priority, char *err, size_t errlen);
 void rt_signals_install(void);
 int rt_signals_caught(void);
+void rt_watchdog_arm(unsigned s);
 void rt_signals_block(sigset_t *old);
 void rt_signals_restore(const sigset_t *old);
 
