@@ -247,10 +247,12 @@ def cmd_check(a, argv: list[str]) -> int:
 
 
 def cmd_report(a, argv: list[str]) -> int:
-    from rtqual.publish import htmlreport
+    from rtqual.publish import htmlreport, svgplot
 
     output_file(a.output, "-o")
     outside_system_trees(a.png, "--png")
+    if a.png:
+        svgplot.require_png()
     if a.png and Path(a.png).exists() and not Path(a.png).is_dir():
         raise RtqError(f"--png {a.png}: exists and is not a folder")
     bundles = [load_bundle(p) for p in a.bundles]  # checked first: damage said on stderr, the report warns too

@@ -86,3 +86,21 @@ def test_a_damaged_bundle_still_reports_and_says_what_is_missing(tmp_path):
     assert "cases/001-timer-idle/result.json" in html
     assert "hist.json (no histogram figures)" in html and "stream.jsonl (no figure over time)" in html
     assert "the run did not finish" in html
+
+
+def test_png_without_matplotlib_is_one_line_before_any_work(tmp_path, monkeypatch, capsys):
+    """`report --png` where matplotlib is not installed (a plain `pip install .`): exit 1 and one line naming
+    what to install, and neither the report nor the folder written (tests/integration/test_plain_install.py
+    runs the same from a real plain venv)."""
+    import importlib.util
+
+    from rtqual import cli
+
+    find_spec = importlib.util.find_spec
+    hidden = lambda name, *a: None if name == "matplotlib" else find_spec(name, *a)
+    monkeypatch.setattr(importlib.util, "find_spec", hidden)
+    bundle = Path(shutil.copytree(BUNDLES / "timer-raw", tmp_path / "b"))
+    assert cli.main(["report", str(bundle), "--png", str(tmp_path / "figs")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "matplotlib" in err[0] and "pip install" in err[0], err
+    assert not (tmp_path / "figs").exists() and not (bundle / "report.html").exists()

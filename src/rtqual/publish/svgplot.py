@@ -9,10 +9,13 @@ Python that prints `rtqual show`.
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import math
 from dataclasses import dataclass, field
 from html import escape
+
+from rtqual.errors import RtqError
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f"]
 
@@ -168,8 +171,22 @@ def _path(s: Series, sx: _Scale, sy: _Scale) -> str:
     return "".join(d)
 
 
+# matplotlib stays an extra (`png`): with numpy, pillow and fonttools it is ~170 MB installed against ~35 MB for
+# rtqual and its other dependencies, PyPI has no armhf (armv7l) wheels of it or numpy (a 32-bit Raspberry Pi
+# would compile them), and only --png needs it: the report's own figures are SVG, drawn by this module
+PNG_MISSING = "--png needs matplotlib (not installed): pip install matplotlib, or rtqual's extra: pip install '.[png]'"
+
+
+def require_png() -> None:
+    """RtqError naming what to install when matplotlib is missing: checked before a report is written,
+    so `--png` without it ends in one line, not a traceback after half the work."""
+    if importlib.util.find_spec("matplotlib") is None:
+        raise RtqError(PNG_MISSING)
+
+
 def to_png(fig: Figure, path) -> None:
     """The same figure drawn by matplotlib (Agg), for papers and slides."""
+    require_png()
     import matplotlib
 
     matplotlib.use("Agg")
