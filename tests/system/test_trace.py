@@ -66,21 +66,23 @@ def started(bundle: Path) -> bool:
 
 @two_cpus
 def test_injected_stalls_are_blamed_on_the_injecting_task(tmp_path):
-    """`rtqual-probe inject` (comm rtqual-stall, SCHED_FIFO 90) stalls the timer's CPU 8 times for 10 ms:
+    """`rtqual-probe inject` (comm rtqual-stall, SCHED_FIFO 90) stalls the timer's CPU 20 times for 10 ms:
     at least 90 % of the spikes it causes name it first, with its time within 10 % of the stall's part
-    of the gap."""
+    of the gap. Twenty, not eight: with eight stalls "90 %" meant every one, and one spike in about fifty whose
+    culprit time a hypervisor tick stretched past 10 % failed the test on a healthy host (1 run in 6, before
+    and after the session change)."""
     cpu = max(os.sched_getaffinity(0))
     b = tmp_path / "b"
-    run = start_traced_timer(b, cpu, "1ms", "7s", "2ms")
+    run = start_traced_timer(b, cpu, "1ms", "9s", "2ms")
     try:
         time.sleep(0.5)
-        stalls = inject_stalls(cpu, 8)
+        stalls = inject_stalls(cpu, 20)
         out, err = run.communicate(timeout=120)
     finally:
         if run.poll() is None:
             run.kill()
     assert run.returncode in (0, 2), err
-    assert len(stalls) == 8
+    assert len(stalls) == 20
     r = result(b)
     assert r["trace"]["source"] == "sched/irq events" and r["trace"]["lost_events"] == 0, r["trace"]
     hits, good = 0, 0
