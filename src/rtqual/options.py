@@ -12,6 +12,7 @@ from rtqual.errors import RtqError
 from rtqual.probes.catalog import ALL_PROBES, Probe, fields_of
 from rtqual.publish import views
 from rtqual.scenario.single import SETTLE_DEFAULT
+from rtqual.util import outside_system_trees
 
 STORE_HELP = (
     "history store: a path, sqlite:///PATH or postgresql://... (default: $RTQUAL_STORE, else the default path; "
@@ -247,16 +248,6 @@ def output_file(path: str | None, option: str) -> None:
     outside_system_trees(path, option)
     if path is not None and Path(path).exists() and not Path(path).is_file():
         raise RtqError(f"{option} {path}: exists and is not a regular file")
-
-
-def outside_system_trees(path: str | None, what: str) -> None:
-    """An output path (file or folder) in /proc, /sys or /dev is refused: writing there changes the system.
-    `what` leads the message (the option, or what was being made)."""
-    from rtqual.util import system_tree
-
-    tree = system_tree(path) if path else None
-    if tree:
-        raise RtqError(f"{what} {path}: in {tree}, a kernel or device tree: write results to an ordinary folder")
 
 
 def input_files(paths: list[str], what: str, folders: bool = False) -> None:

@@ -9,6 +9,8 @@ import os
 import re
 from pathlib import Path
 
+from rtqual.errors import RtqError
+
 CAP_IPC_LOCK = 14
 CAP_SYS_NICE = 23
 """Capability bit numbers (linux/capability.h) that real-time runs need."""
@@ -29,6 +31,14 @@ def system_tree(path: str | os.PathLike) -> str | None:
         if real == tree or real.startswith(tree + "/"):
             return tree
     return None
+
+
+def outside_system_trees(path: str | None, what: str) -> None:
+    """An output path (file or folder) in /proc, /sys or /dev is refused: writing there changes the system.
+    `what` leads the message (the option, or what was being made)."""
+    tree = system_tree(path) if path else None
+    if tree:
+        raise RtqError(f"{what} {path}: in {tree}, a kernel or device tree: write results to an ordinary folder")
 
 
 def read_text(path: str | os.PathLike) -> tuple[str | None, str]:

@@ -20,7 +20,7 @@ from rtqual.measure.session import Interrupted, prepare
 from rtqual.measure.terminal import TerminalDisplay
 from rtqual.results import bundle as bundle_mod
 from rtqual.results.bundle import Model, names
-from rtqual.util import system_tree
+from rtqual.util import outside_system_trees
 
 REPORT_FILE = names.REPORT
 
@@ -56,10 +56,7 @@ class Run:
         /dev) and the store's URL: one-line RtqError before anything runs."""
         from rtqual.publish.store import check_url, is_off
 
-        tree = system_tree(self.output) if self.output else None
-        if tree:
-            raise RtqError(f"cannot create bundle {self.output}: in {tree}, a kernel or device tree: "
-                           "write results to an ordinary folder")  # fmt: skip
+        outside_system_trees(self.output, "cannot create bundle")
         _ = is_off(self.store) or check_url(self.store)  # an unsupported scheme is said before the run, not after
         for case in self.cases:
             svc, args = prepare(case.probe, case.run_as, case.args, case.service)
