@@ -54,14 +54,17 @@ def read_text(path: str | os.PathLike) -> tuple[str | None, str]:
         return None, f"{path}: {e.strerror or e}"
 
 
-def write_text_atomic(path: str | os.PathLike, text: str) -> None:
-    """Write a file so a reader (or a kill) sees the old content or the new, never half: write, fsync, rename."""
+def write_text_atomic(path: str | os.PathLike, text: str, sync: bool = True) -> None:
+    """Write a file so a reader (or a kill) sees the old content or the new, never half: write, fsync, rename.
+    sync=False leaves out the fsync (a file rewritten every second during a measurement: a killed process
+    keeps it all the same, only a power cut may not)."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp")
     with open(tmp, "w") as f:
         f.write(text)
         f.flush()
-        os.fsync(f.fileno())
+        if sync:
+            os.fsync(f.fileno())
     os.replace(tmp, path)
 
 

@@ -20,7 +20,7 @@ from rtqual.measure.host.sampler import Sampler, iter_samples, rt_tasks
 from rtqual.measure.host.sampler import summarize as summarize_samples
 from rtqual.measure.loads import LoadSet
 from rtqual.measure.session import Interrupted, Session, spike
-from rtqual.results.bundle import Bundle, write_json, write_text
+from rtqual.results.bundle import Bundle, names, write_json, write_text
 from rtqual.results.hist import Histogram
 from rtqual.results.stats import cpu_stats, merged_hist, partial_stats
 from rtqual.results.stream import Stream
@@ -50,7 +50,9 @@ def run_case(
         case = case.with_args([*case.args, "--raw", str(d / "raw.bin"), "--raw-max-bytes", str(raw_bytes)])
     view = case.view()
     write_json(d / "params.json", {k: view.get(k) for k in RECORD_KEYS})
-    sampler = Sampler(d / "host-samples.jsonl")
+    sampler = Sampler(
+        d / names.HOST_SAMPLES, record=d / names.ENVIRONMENT, cpus=case.params.get("cpus") or online_cpus()
+    )
     problems: list[str] = []
     changes: list[dict] = []
     restored: list[dict] = []
@@ -111,7 +113,7 @@ def run_case(
     if service:
         result[service.key] = session.service_info
     result["conditions"] = {"changes": changes, "restored": restored, "applied": not not_applied(changes)}
-    samples = d / "host-samples.jsonl"
+    samples = d / names.HOST_SAMPLES
     result["host_samples"] = summarize_samples(iter_samples(samples)) if samples.exists() else None
     result["warnings"] += not_applied(changes) + problems
     if tracer is not None:

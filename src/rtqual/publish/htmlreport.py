@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
-from rtqual.answers import compare, spikes, summary
+from rtqual.answers import compare, environment, spikes, summary
 from rtqual.answers.requirements import describe
 from rtqual.errors import RtqError
-from rtqual.publish import views
+from rtqual.publish import report, views
 from rtqual.publish.hostview import host_rows
 from rtqual.publish.svgplot import Axis, Figure, Series, chart
 from rtqual.results import bundle as bundle_mod
@@ -54,6 +54,7 @@ def load_bundle(bundle: Model | str | Path) -> dict:
         except bundle_mod.Unreadable:
             r["missing"].append("stream.jsonl (no figure over time)")
     data["facts"] = model.facts("before")
+    data["environment"] = report.environment_of(model)
     data["scenario_toml"] = model.text(names.SCENARIO)
     data["problems"] = [f"damaged: {d}" for d in model.damage]
     if model.manifest.get("status") == "running":
@@ -434,6 +435,15 @@ def summary_table(data: dict) -> str:
     return views.cases_table(cases) if table == "cases" else views.paper_table(cases, table)
 
 
+def environment_html(env: dict | None) -> str:
+    """The short Environment section near the top: what the hypervisor, container and each case's
+    conditions mean for the numbers (empty without an environment)."""
+    if env is None:
+        return ""
+    items = "".join(f"<li>{escape(s)}</li>" for s in environment.sentences(env))
+    return f'<h2>Environment</h2><ul id="environment">{items}</ul>'
+
+
 def bundle_section(data: dict) -> str:
     m = data["manifest"]
     verdict = m.get("verdict") or "inconclusive"
@@ -446,6 +456,7 @@ def bundle_section(data: dict) -> str:
         out.append("<ul>" + "".join(f"<li>{escape(x)}</li>" for x in reasons) + "</ul>")
     for cut in data.get("problems") or []:
         out.append(f'<p class="missing">{escape(cut)}</p>')
+    out.append(environment_html(data.get("environment")))
     lines = summary.capability(data["cases"])
     if lines:
         out.append('<h2>Capability summary</h2><ul id="capability">')

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
+from rtqual.answers import environment as environment_mod
 from rtqual.answers.requirements import describe
 from rtqual.probes import has_section
 from rtqual.publish.hostview import host_rows
@@ -21,6 +22,7 @@ from rtqual.publish.views import (
     spike_lines,
     stage_table,
 )
+from rtqual.results.bundle import Model
 from rtqual.units import format_ns
 
 JSON_STAT_KEYS = [k for _, k in STAT_COLUMNS]
@@ -82,6 +84,7 @@ def show_text(data: dict, table: str | None = None) -> str:
             f"cut: case {data['cut']} was running when rtqual was killed: no result; the cases below finished "
             f"(`rtqual restore {data['path']}` puts back what the run changed)"
         )
+    out.extend(environment_lines(data.get("environment")))
     for r in data["cases"]:
         thr = r.get("params", {}).get("threshold_ns")
         out.append("")
@@ -111,6 +114,26 @@ def show_text(data: dict, table: str | None = None) -> str:
     return "\n".join(out)
 
 
+def environment_of(model: Model) -> dict:
+    """A bundle model's `environment` (rtqual.answers.environment): from the host facts before the run and
+    each intact case's result and environment record."""
+    records = {r["id"]: model.environment_record(r["id"]) for r in model.cases}
+    return environment_mod.environment(model.facts("before"), model.cases, records)
+
+
+def with_environment(model: Model) -> dict:
+    """A bundle model's keys (Model.as_dict) and its `environment`: what show and show --json print."""
+    return {**model.as_dict(), "environment": environment_of(model)}
+
+
+def environment_lines(env: dict | None) -> list[str]:
+    """The `show` text's environment block: what the hypervisor, container and each case's conditions
+    mean for the numbers (nothing without an environment)."""
+    if env is None:
+        return []
+    return ["", "environment (what the numbers include):", *(f"  - {s}" for s in environment_mod.sentences(env))]
+
+
 def check_printable(bundle: Mapping, r: dict) -> None:
     """Raise (KeyError, TypeError, ValueError...) when `show` or `show --json` cannot print the result r of
     `bundle` (a shape the bundle's checks did not foresee): the result model counts it as damage."""
@@ -131,6 +154,7 @@ def show_json(data: dict) -> dict:
         **({"damage": data["damage"]} if data.get("damage") else {}),
         "bundle": data["path"],
         "schema_version": data["manifest"].get("schema_version"),
+        **({"environment": data["environment"]} if data.get("environment") is not None else {}),
         "cases": [
             {
                 "id": r["id"],

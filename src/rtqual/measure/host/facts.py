@@ -367,7 +367,7 @@ def _virtualization(r: _Reader, cpuinfo: str | None) -> dict:
     """Signs of a hypervisor, and a summary: True, False, or None when nothing says."""
     flags = _cpuinfo_field(cpuinfo, "flags")
     dmi = "/sys/class/dmi/id"
-    facts = {
+    facts: dict = {
         "cpuinfo_hypervisor_flag": ("hypervisor" in flags.split()) if flags is not None else None,
         "hypervisor_type": r.text("virtualization.hypervisor_type", "/sys/hypervisor/type", optional=True),
         "dmi_sys_vendor": r.text("virtualization.dmi_sys_vendor", f"{dmi}/sys_vendor", optional=True),
@@ -380,7 +380,26 @@ def _virtualization(r: _Reader, cpuinfo: str | None) -> dict:
         "virtualization.systemd_detect_virt_container", ["systemd-detect-virt", "--container"]
     )
     facts["virtualized"] = _virtualized(facts)
+    facts["container_files"] = _container_files(r)
     return facts
+
+
+def _container_files(r: _Reader) -> dict:
+    """The files that say a container (read when systemd-detect-virt is missing or for a recorded tree):
+    /.dockerenv, /run/.containerenv (podman), /run/systemd/container and PID 1's container= variable
+    (the manager's name), and a container manager named in /proc/1/cgroup."""
+    environ = r.text("virtualization.pid1_environ", "/proc/1/environ", optional=True)
+    pid1 = next((w[10:] for w in (environ or "").split("\0") if w.startswith("container=")), None)
+    cgroup = (r.text("virtualization.pid1_cgroup", "/proc/1/cgroup", optional=True) or "").lower()
+    return {
+        "dockerenv": r.exists("/.dockerenv"),
+        "containerenv": r.exists("/run/.containerenv"),
+        "run_systemd_container": r.text(
+            "virtualization.run_systemd_container", "/run/systemd/container", optional=True
+        ),
+        "pid1_container": pid1 or None,
+        "pid1_cgroup": next((n for n in ("docker", "lxc", "libpod", "kubepods") if f"/{n}" in cgroup), None),
+    }
 
 
 def _virtualized(v: dict) -> bool | None:

@@ -1,11 +1,22 @@
-"""What the host does while a case runs: temperatures, CPU frequencies, load (about 1 Hz), and
+"""What the host does while a case runs: temperatures, CPU frequencies, load, runnable tasks and
+firmware throttling (about 1 Hz), the CPU time counters of /proc/stat at the case's start and end, and
 the other real-time tasks at case start.
 
 Sampler appends one JSON line per sample to a file in the case directory, line-buffered so a
 killed run keeps every sample written:
 
     {"t_ns": 123, "real_ns": 1700000000000000000, "temps_c": {"cpu_thermal": 48.3},
-     "freq_khz": {"0": 1500000, "1": 600000}, "loadavg": [0.12, 0.2, 0.16]}
+     "freq_khz": {"0": 1500000, "1": 600000}, "loadavg": [0.12, 0.2, 0.16],
+     "procs_running": 3, "own_running": 1, "throttled": 0}
+
+procs_running is /proc/stat's count of runnable tasks, own_running how many of them are rtqual's own
+(this process and its children: the probe, the loads, the sampler itself); throttled is a Raspberry
+Pi firmware's flag word where the board has one. With a record path, the sampler also keeps the
+case's environment record (environment.json, rewritten after every sample so a killed run keeps the
+latest): the measured CPUs, their SMT siblings, thermal trip points, and two snapshots ("start",
+"end") of the /proc/stat CPU counters of the measured CPUs, their siblings and all CPUs, the x86
+thermal throttle counters and the firmware's throttled flags; rtqual.answers.environment turns it
+into steal and busy percentages.
 
 t_ns is CLOCK_MONOTONIC (the probes' clock), real_ns wall time. A value that cannot be
 read is left out; when nothing is readable the dict is empty. summarize() is pure.
@@ -17,13 +28,15 @@ import json
 import math
 import os
 import re
+import shutil
+import subprocess
 import threading
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from rtqual.units import format_cpulist
-from rtqual.util import read_text
+from rtqual.units import format_cpulist, parse_kernel_cpulist
+from rtqual.util import read_text, write_text_atomic
 
 POLICY_NAMES = {1: "fifo", 2: "rr", 6: "deadline"}
 """RT scheduling policies by number (linux/sched.h); other policies are not reported."""
@@ -46,15 +59,138 @@ def temp_sources(root: Path) -> dict[str, Path]:
     def add(name: str, path: Path, tag: str) -> None:
         sources[name if name not in sources else f"{name}.{tag}"] = path
 
-    for zone in sorted((root / "sys/class/thermal").glob("thermal_zone*"), key=_index):
-        if (zone / "temp").exists():
-            add(_read(zone / "type") or zone.name, zone / "temp", zone.name)
+    for name, zone in thermal_zones(root).items():
+        sources[name] = zone / "temp"
     for hw in sorted((root / "sys/class/hwmon").glob("hwmon*"), key=_index):
         chip = _read(hw / "name") or hw.name
         for temp in sorted(hw.glob("temp*_input"), key=_index):
             label = _read(temp.with_name(temp.name.replace("_input", "_label"))) or temp.name[:-6]
             add(f"{chip}/{label}", temp, hw.name)
     return sources
+
+
+def thermal_zones(root: Path) -> dict[str, Path]:
+    """Thermal zone name (its type; a duplicate gets the zone directory appended) -> zone directory,
+    for the zones with a temperature."""
+    zones: dict[str, Path] = {}
+    for zone in sorted((root / "sys/class/thermal").glob("thermal_zone*"), key=_index):
+        if (zone / "temp").exists():
+            name = _read(zone / "type") or zone.name
+            zones[name if name not in zones else f"{name}.{zone.name}"] = zone
+    return zones
+
+
+THROTTLING_TRIPS = ("passive", "hot", "critical")
+"""Trip point types at which the kernel slows or stops the CPU (an 'active' trip only starts a fan)."""
+
+
+def trip_points_c(root: Path) -> dict[str, float]:
+    """Thermal zone name -> its lowest throttling trip point (passive, hot or critical) in degC, for
+    the zones that have one: where a temperature starts to cost speed."""
+    out = {}
+    for name, zone in thermal_zones(root).items():
+        trips = []
+        for kind_file in zone.glob("trip_point_*_type"):
+            temp = _read(kind_file.with_name(kind_file.name.replace("_type", "_temp")))
+            if _read(kind_file) in THROTTLING_TRIPS and temp and temp.lstrip("-").isdigit():
+                trips.append(int(temp) / 1000)
+        if trips:
+            out[name] = min(trips)
+    return out
+
+
+FIRMWARE_THROTTLED = "sys/devices/platform/soc/soc:firmware/get_throttled"
+"""A Raspberry Pi's firmware throttled flags (hex, as `vcgencmd get_throttled` prints them)."""
+
+
+def parse_throttled(text: str | None) -> int | None:
+    """The flag word of `vcgencmd get_throttled` ('throttled=0x50005') or of the firmware's sysfs file
+    ('50005', hex), or None."""
+    m = re.search(r"(?:0x)?([0-9a-fA-F]+)\s*$", (text or "").strip())
+    return int(m.group(1), 16) if m else None
+
+
+def read_throttled(root: Path, program: bool = False) -> int | None:
+    """The firmware's throttled flags: the sysfs file where present, else (program=True, the live root
+    only) `vcgencmd get_throttled`; None on a board without them."""
+    text = _read(root / FIRMWARE_THROTTLED)
+    if text is None and program and root.resolve() == Path("/") and shutil.which("vcgencmd"):
+        try:
+            done = subprocess.run(
+                ["vcgencmd", "get_throttled"], capture_output=True, text=True, timeout=2, stdin=subprocess.DEVNULL
+            )
+            text = done.stdout if done.returncode == 0 else None
+        except (OSError, subprocess.TimeoutExpired):
+            text = None
+    return parse_throttled(text)
+
+
+STAT_COLUMNS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+"""The /proc/stat cpu columns kept (guest time is already counted in user and nice)."""
+
+
+def parse_proc_stat(text: str) -> dict:
+    """/proc/stat: {"cpu": {"all": [ticks per STAT_COLUMNS], "0": [...], ...}, "procs_running": n}; a
+    column an old kernel lacks is 0, a malformed line is skipped."""
+    cpus: dict[str, list[int]] = {}
+    out: dict = {"cpu": cpus}
+    for line in text.splitlines():
+        name, _, rest = line.partition(" ")
+        if name.startswith("cpu"):
+            try:
+                ticks = [int(x) for x in rest.split()[: len(STAT_COLUMNS)]]
+            except ValueError:
+                continue
+            cpus[name[3:] or "all"] = ticks + [0] * (len(STAT_COLUMNS) - len(ticks))
+        elif name == "procs_running" and rest.strip().isdigit():
+            out["procs_running"] = int(rest)
+    return out
+
+
+def thread_siblings(root: Path, cpus: Iterable[int]) -> dict[str, list[int]]:
+    """CPU (as text) -> its SMT siblings (the other hardware threads of its core), from sysfs topology;
+    a CPU without topology is left out, one without siblings maps to []."""
+    out = {}
+    for cpu in cpus:
+        text = _read(root / f"sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list")
+        siblings = parse_kernel_cpulist(text) if text else None
+        if siblings is not None:
+            out[str(cpu)] = [c for c in siblings if c != cpu]
+    return out
+
+
+def thermal_throttle_counts(root: Path, cpus: Iterable[int]) -> dict[str, int]:
+    """CPU (as text) -> its x86 thermal throttle events so far (core + package counters), for the CPUs
+    that have them."""
+    out = {}
+    for cpu in cpus:
+        base = root / f"sys/devices/system/cpu/cpu{cpu}/thermal_throttle"
+        counts = [_read(base / f"{kind}_throttle_count") for kind in ("core", "package")]
+        if any(c and c.isdigit() for c in counts):
+            out[str(cpu)] = sum(int(c) for c in counts if c and c.isdigit())
+    return out
+
+
+def running_threads(root: Path, pid: int) -> int:
+    """Threads in state R (running or runnable) of process pid and all its descendants (through
+    /proc/PID/task/TID/children): rtqual's own share of /proc/stat's procs_running."""
+    count, todo, seen = 0, [pid], set()
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        try:
+            tids = os.listdir(root / f"proc/{p}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            text = _read(root / f"proc/{p}/task/{tid}/stat")
+            if text and text.rpartition(")")[2].split()[:1] == ["R"]:
+                count += 1
+            children = _read(root / f"proc/{p}/task/{tid}/children")
+            todo.extend(int(c) for c in (children or "").split() if c.isdigit())
+    return count
 
 
 def freq_sources(root: Path) -> dict[str, Path]:
@@ -106,17 +242,42 @@ class Sampler(threading.Thread):
     start() / stop(); a read or write error is counted in `errors`, never ends the thread.
     """
 
-    def __init__(self, path: str | os.PathLike, period_s: float = 1.0, root: str | os.PathLike = "/"):
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        period_s: float = 1.0,
+        root: str | os.PathLike = "/",
+        record: str | os.PathLike | None = None,
+        cpus: Iterable[int] = (),
+        own_pid: int | None = None,
+    ):
+        """path: the samples file; record: the case's environment record (None: none kept); cpus: the
+        measured CPUs; own_pid: the process whose tree is rtqual's own (default this one)."""
         super().__init__(name="rtqual-sampler", daemon=True)
         self.path = Path(path)
         self.period_s = period_s
         self.root = Path(root)
+        self.record_path = Path(record) if record is not None else None
+        self.own_pid = own_pid if own_pid is not None else os.getpid()
         self.samples = 0
         self.errors = 0
         self.last_error: str | None = None
         self._stop_event = threading.Event()
         self._temps = temp_sources(self.root)
         self._freqs = freq_sources(self.root)
+        self._throttled = (self.root / FIRMWARE_THROTTLED).exists()
+        self.record: dict | None = None
+        if self.record_path is not None:
+            measured = sorted(set(cpus))
+            siblings = thread_siblings(self.root, measured)
+            self._stat_cpus = {"all", *map(str, measured), *(str(c) for s in siblings.values() for c in s)}
+            self.record = {
+                "cpus": measured,
+                "siblings": siblings,
+                "trip_points_c": trip_points_c(self.root),
+                "start": None,
+                "end": None,
+            }
 
     def sample(self) -> dict:
         """One sample now."""
@@ -132,16 +293,60 @@ class Sampler(threading.Thread):
                 freqs[cpu] = int(text)
         if not self._freqs:
             freqs = cpuinfo_mhz(_read(self.root / "proc/cpuinfo") or "")
-        return {
-            "t_ns": time.monotonic_ns(),
+        stat = parse_proc_stat(_read(self.root / "proc/stat") or "")
+        t_ns = time.monotonic_ns()
+        out: dict = {
+            "t_ns": t_ns,
             "real_ns": time.time_ns(),
             "temps_c": temps,
             "freq_khz": freqs,
             "loadavg": parse_loadavg(_read(self.root / "proc/loadavg")),
         }
+        if "procs_running" in stat:
+            out["procs_running"] = stat["procs_running"]
+            out["own_running"] = running_threads(self.root, self.own_pid)
+        if self._throttled:
+            out["throttled"] = read_throttled(self.root)
+        if self.record is not None:
+            self._snapshot("end", stat, t_ns)
+        return out
+
+    def _snapshot(self, key: str, stat: dict, t_ns: int, program: bool = False) -> None:
+        """Keep the CPU counters, throttle counters and throttled flags now as the record's start or end."""
+        assert self.record is not None
+        cpus = sorted(int(c) for c in self._stat_cpus if c != "all")
+        self.record[key] = {
+            "t_ns": t_ns,
+            "cpu_ticks": {c: v for c, v in stat.get("cpu", {}).items() if c in self._stat_cpus},
+            "thermal_throttle": thermal_throttle_counts(self.root, cpus),
+            "throttled": read_throttled(self.root, program),
+        }
+
+    def _write_record(self) -> None:
+        """Rewrite the environment record (a new file renamed over the old: a kill leaves the last whole one)."""
+        if self.record is None or self.record_path is None:
+            return
+        text = json.dumps({"stat_columns": list(STAT_COLUMNS), **self.record}, separators=(",", ":"))
+        write_text_atomic(self.record_path, text, sync=False)
+
+    def begin(self) -> None:
+        """The record's start snapshot (the firmware asked with vcgencmd where it has no sysfs file)."""
+        if self.record is not None:
+            try:
+                self._snapshot(
+                    "start", parse_proc_stat(_read(self.root / "proc/stat") or ""), time.monotonic_ns(), True
+                )
+                self._write_record()
+            except Exception as e:  # noqa: BLE001 - the case runs without its record rather than not at all
+                self._error(f"{type(e).__name__}: {e}")
+
+    def start(self) -> None:
+        """Take the record's start snapshot, then sample in the thread."""
+        self.begin()
+        super().start()
 
     def run(self) -> None:
-        """Sample on a fixed grid (no drift) until stop()."""
+        """Sample on a fixed grid (no drift) until stop(), then the record's end snapshot."""
         try:
             out = open(self.path, "a", buffering=1)
         except OSError as e:
@@ -154,10 +359,22 @@ class Sampler(threading.Thread):
                 try:
                     out.write(json.dumps(self.sample(), separators=(",", ":")) + "\n")
                     self.samples += 1
+                    self._write_record()
                 except Exception as e:  # noqa: BLE001 - a sampler must outlive any odd file
                     self._error(f"{type(e).__name__}: {e}")
                 n += 1
                 self._stop_event.wait(max(0.0, start + n * self.period_s - time.monotonic()))
+        self.finish()
+
+    def finish(self) -> None:
+        """The record's end snapshot at the case's end (no sample line: the samples stay on their grid)."""
+        if self.record is not None:
+            try:
+                stat = parse_proc_stat(_read(self.root / "proc/stat") or "")
+                self._snapshot("end", stat, time.monotonic_ns(), program=True)
+                self._write_record()
+            except Exception as e:  # noqa: BLE001 - a sampler must outlive any odd file
+                self._error(f"{type(e).__name__}: {e}")
 
     def _error(self, text: str) -> None:
         self.errors += 1
@@ -214,12 +431,19 @@ class _Range:
 
 def summarize(lines: Iterable[str | dict]) -> dict:
     """Summary of samples (JSON lines or dicts): count, time span, min/max/mean temperature per
-    sensor, frequency range per CPU and overall, highest 1-minute load. Pure; reads the samples
-    once, one at a time (memory does not grow with the run's length)."""
+    sensor, frequency range per CPU and overall, highest 1-minute load; where the samples hold them,
+    the other runnable tasks (procs_running less rtqual's own: min/max/mean) and the firmware's
+    throttled flags seen (OR of every sample). Pure; reads the samples once, one at a time (memory
+    does not grow with the run's length)."""
     temps: dict[str, _Range] = {}
     freqs: dict[str, _Range] = {}
-    load1, times, n = _Range(), _Range(), 0
+    load1, times, others, n = _Range(), _Range(), _Range(), 0
+    throttled: int | None = None
     for s in _parse_lines(lines):
+        if isinstance(s.get("procs_running"), int) and isinstance(s.get("own_running"), int):
+            others.add(max(0, s["procs_running"] - s["own_running"]))
+        if isinstance(s.get("throttled"), int):
+            throttled = (throttled or 0) | s["throttled"]
         n += 1
         for name, value in (s.get("temps_c") or {}).items():
             temps.setdefault(name, _Range()).add(value)
@@ -237,6 +461,8 @@ def summarize(lines: Iterable[str | dict]) -> dict:
         "freq_khz": {cpu: {"min": r.lo, "max": r.hi} for cpu, r in freqs.items()},
         "freq_khz_range": [min(r.lo for r in freqs.values()), max(r.hi for r in freqs.values())] if freqs else None,
         "loadavg1_max": load1.hi if load1.n else None,
+        **({"others_running": others.as_dict()} if others.n else {}),
+        **({"throttled_flags": throttled} if throttled is not None else {}),
     }
 
 

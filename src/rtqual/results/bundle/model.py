@@ -234,6 +234,15 @@ class Model(Mapping):
             return None
         return p if isinstance(p, dict) else None
 
+    def environment_record(self, case_id: str) -> dict | None:
+        """A case's environment record (environment.json: CPU counters at its start and end, SMT siblings,
+        throttling), None when the bundle has none (older bundles) or it is damaged."""
+        try:
+            e = self.read_json(names.case_file(case_id, names.ENVIRONMENT))
+        except Unreadable:
+            return None
+        return e if isinstance(e, dict) else None
+
     def hists(self, case_id: str) -> dict:
         """A case's histogram records per CPU (hist.json "per_cpu"); Unreadable when missing or damaged."""
         h = self.read_json(names.case_file(case_id, names.HIST))

@@ -9,7 +9,9 @@ rtqual-<host>-<YYYYmmdd-HHMMSS>/
   host/                  facts-before.json, facts-after.json, tunables-before.json, tunables-after.json,
                          changes.json (the change journal `rtqual restore` reads)
   cases/<id>/            params.json, result.json, hist.json, hist-cpuN.hdr, hist-all.hdr,
-                         stream.jsonl, probe.stderr, rt-tasks.json, raw.bin (--raw), spikes/ (--trace)
+                         stream.jsonl, probe.stderr, rt-tasks.json, host-samples.jsonl,
+                         environment.json (steal, SMT siblings, throttling: rtqual.measure.host.sampler),
+                         raw.bin (--raw), spikes/ (--trace)
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ HIST = "hist.json"
 STREAM = "stream.jsonl"
 STDERR = "probe.stderr"
 RT_TASKS = "rt-tasks.json"
+HOST_SAMPLES = "host-samples.jsonl"
+ENVIRONMENT = "environment.json"
 RAW = "raw.bin"
 SPIKES = "spikes"
 
