@@ -151,7 +151,7 @@ def test_kvm_record_steal_and_an_idle_case_that_was_not(tmp_path):
     e = {**env.environment(facts_mod.collect(root), [], {}), "cases": [case]}
     said = env.sentences(e)
     assert said[0].startswith("measured in a KVM guest: maxima include the hypervisor's")
-    assert "case 'timer idle' ran at load average 51.02 with 3 other runnable tasks on average (at most 5): " \
+    assert "case 'timer idle' ran at load average 51.02 with 3.0 other runnable tasks on average (at most 5): " \
            "not an idle measurement" in said  # fmt: skip
     assert "steal 10.0 % on cpu1 during 'timer idle': the hypervisor took the CPU" in said
     loaded = env.case_environment({**result, "loads": [{"name": "hackbench"}]}, record)

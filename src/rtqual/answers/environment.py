@@ -270,7 +270,7 @@ def case_sentences(c: dict) -> list[str]:
         (others.get("mean") or 0) >= IDLE_OTHERS_MEAN or (not others and load is not None and load >= IDLE_LOAD_AVG)
     ):
         at = [f"at load average {load:g}"] if load is not None else []
-        at += [f"with {others['mean']:g} other runnable tasks on average (at most {others['max']})"] if others else []
+        at += [f"with {others['mean']:.1f} other runnable tasks on average (at most {others['max']})"] if others else []
         out.append(f"case '{label}' ran {' '.join(at)}: not an idle measurement")
     steal = c.get("steal_pct") or {}
     worst = max((steal.get("cpus") or {}).items(), key=lambda kv: kv[1], default=None)
