@@ -198,3 +198,16 @@ def test_conditions_not_applied_are_stated():
 def test_running_threads_counts_this_process_tree():
     assert running_threads(Path("/"), os.getpid()) >= 1  # this thread, reading
     assert running_threads(Path("/nonexistent"), os.getpid()) == 0
+
+
+def test_odd_records_and_results_never_stop_show():
+    good = {"id": "1", "label": "x", "loads": [], "host_samples": {"loadavg1_max": 0.1}}
+    odd_record = {"start": 5, "end": "x", "cpus": "0", "siblings": {"0": 7}}
+    e = env.environment(None, [good], {"1": odd_record})
+    assert e["cases"][0]["recorded"] is False and "unexpected shape" in e["cases"][0]["problem"]
+    odd_result = {"id": "2", "label": "y", "host_samples": {"temps_c": {"t": 5}, "others_running": 3}}
+    e = env.environment(None, [odd_result], {})
+    assert e["cases"][0]["problem"] == "host samples of an unexpected shape"
+    assert env.sentences(e)  # the host sentence still
+    strange = {"label": "z", "idle": True, "others_running": {"mean": "many"}}
+    assert env.sentences({"hypervisor": "none", "cases": [strange]})[-1].startswith("case 'z': its environment holds")

@@ -227,8 +227,23 @@ def environment(facts: dict | None, results: list[dict], records: dict[str, dict
         "hypervisor_source": hv_source,
         "container": ct,
         "container_source": ct_source,
-        "cases": [case_environment(r, records.get(r.get("id") or "")) for r in results],
+        "cases": [_case_or_note(r, records.get(r.get("id") or "")) for r in results],
     }
+
+
+_ODD_SHAPES = (AttributeError, KeyError, TypeError, ValueError, IndexError)
+
+
+def _case_or_note(result: dict, record: dict | None) -> dict:
+    """case_environment, or, where the record (then the result) holds values of a shape it cannot read (a
+    hand-edited or foreign bundle), the case without them and a note why: show never stops on them."""
+    for rec, note in ((record, None), (None, "environment.json of an unexpected shape: left out")):
+        try:
+            out = case_environment(result, rec)
+        except _ODD_SHAPES:
+            continue
+        return {**out, "problem": note} if note and record is not None else out
+    return {"id": result.get("id"), "label": result.get("label"), "problem": "host samples of an unexpected shape"}
 
 
 # ---------------------------------------------------------------- what it means
@@ -308,4 +323,10 @@ def case_sentences(c: dict) -> list[str]:
 
 def sentences(env: dict) -> list[str]:
     """What the environment means for the numbers: the host first, then each case's events."""
-    return host_sentences(env) + [s for c in env.get("cases") or [] for s in case_sentences(c)]
+    out = host_sentences(env)
+    for c in env.get("cases") or []:
+        try:
+            out += case_sentences(c)
+        except _ODD_SHAPES:
+            out.append(f"case '{c.get('label')}': its environment holds values of an unexpected shape: not stated")
+    return out
