@@ -105,13 +105,21 @@ def _label(r: dict) -> str:
     return r.get("label", r.get("id", "?")) + (MARK if odd else "")
 
 
+Row = dict[str, Any]  # column key -> value (numbers in the column's unit, text as printed)
+STAT = {"min": "min_ns", "median": "p50_ns", "mean": "mean_ns", "sd": "stddev_ns", "max": "max_ns"}
+
+
+def _durations(s: dict, suffix: str, *stems: str) -> Row:
+    """Statistics of s as cells of duration columns: stem -> "stem_us" (or _ms) in that unit."""
+    return {f"{stem}_{suffix}": _in(1e3 if suffix == "us" else 1e6, s.get(STAT[stem])) for stem in stems}
+
+
 def _threshold_us(r: dict) -> float | None:
+    """The case's threshold in µs (the share over it is counted against it)."""
     return _in(1e3, (r.get("params") or {}).get("threshold_ns"))
 
 
 # ---------------------------------------------------------------- the layouts' measured rows
-
-Row = dict[str, Any]  # column key -> value (numbers in the column's unit, text as printed)
 
 
 def _kek_rows(results: list[dict]) -> Iterator[Row]:
@@ -119,8 +127,7 @@ def _kek_rows(results: list[dict]) -> Iterator[Row]:
     row, its CPU cell the CPUs the IOC may run on."""
 
     def cells(s: dict) -> Row:
-        keys = (("min_us", "min_ns"), ("mean_us", "mean_ns"), ("sd_us", "stddev_ns"), ("max_us", "max_ns"))
-        return {k: _in(1e3, s.get(ns)) for k, ns in keys}
+        return _durations(s, "us", "min", "mean", "sd", "max")
 
     for r in results:
         per_cpu = sorted((r.get("per_cpu") or {}).items(), key=lambda kv: int(kv[0]))
@@ -144,9 +151,8 @@ def _aps_rows(results: list[dict]) -> Iterator[Row]:
         pct = s.get("over_threshold_pct")
         if pct is None and s.get("count"):
             pct = 100.0 * s.get("over_threshold", 0) / s["count"]
-        keys = (("min_us", "min_ns"), ("median_us", "p50_ns"), ("max_us", "max_ns"))
-        row = {k: _in(1e3, s.get(ns)) for k, ns in keys}
-        return {**row, "over_pct": pct, "over_us": _threshold_us(r), "network": network_text(r) or "no load"}
+        over = {"over_pct": pct, "over_us": _threshold_us(r), "network": network_text(r) or "no load"}
+        return {**_durations(s, "us", "min", "median", "max"), **over}
 
     for r in results:
         stages = (r.get("probe_summary") or {}).get("stages") or {}
@@ -160,10 +166,8 @@ def _aps_rows(results: list[dict]) -> Iterator[Row]:
 
 def _madoca_rows(results: list[dict]) -> Iterator[Row]:
     """One row per case, all its CPUs, in ms as Table 1."""
-    keys = [("min_ms", "min_ns"), ("max_ms", "max_ns"), ("mean_ms", "mean_ns")]
-    keys += [("median_ms", "p50_ns"), ("sd_ms", "stddev_ns")]
     for r in results:
-        yield {"case": _label(r), **{k: _in(1e6, r["stats"].get(ns)) for k, ns in keys}}
+        yield {"case": _label(r), **_durations(r["stats"], "ms", "min", "max", "mean", "median", "sd")}
 
 
 def _vme_rows(results: list[dict]) -> Iterator[Row]:
@@ -174,7 +178,7 @@ def _vme_rows(results: list[dict]) -> Iterator[Row]:
             ref = (p.get("width_bits"), p.get("op"))
             yield {"case": _label(r), "part": "transfer", "mb_s": throughput_mb_s(r), "relative": None, "ref": ref}
         else:
-            yield {"case": _label(r), "mean_us": _in(1e3, s.get("mean_ns")), "sd_us": _in(1e3, s.get("stddev_ns"))}
+            yield {"case": _label(r), **_durations(s, "us", "mean", "sd")}
 
 
 def _relative(rows: list[Row], several: bool) -> str | None:
@@ -212,6 +216,14 @@ class Layout:
 
 
 US, MS = "µs", "ms"
+
+
+def _timed(unit: str, digits: int, *heads: tuple[str, str]) -> tuple[Column, ...]:
+    """Duration columns in one unit: (header, key stem) -> Column("Header (µs)", "stem_us", digits)."""
+    suffix = {US: "us", MS: "ms"}[unit]
+    return tuple(Column(f"{head} ({unit})", f"{stem}_{suffix}", digits) for head, stem in heads)
+
+
 LAYOUTS: dict[str, Layout] = {
     "kek": Layout(
         "kek",
@@ -220,10 +232,7 @@ LAYOUTS: dict[str, Layout] = {
         "timer-latency and IOC-response cases",
         (
             Column("CPU", "cpu"),
-            Column(f"Minimum ({US})", "min_us", 1),
-            Column(f"Average ({US})", "mean_us", 1),
-            Column(f"Standard deviation ({US})", "sd_us", 1),
-            Column(f"Maximum ({US})", "max_us", 1),
+            *_timed(US, 1, ("Minimum", "min"), ("Average", "mean"), ("Standard deviation", "sd"), ("Maximum", "max")),
         ),
         _kek_rows,
     ),
@@ -235,9 +244,7 @@ LAYOUTS: dict[str, Layout] = {
         (
             Column("Table", "table"),
             Column("network", "network"),
-            Column(f"Minimum ({US})", "min_us", 1),
-            Column(f"Median ({US})", "median_us", 1),
-            Column(f"Maximum ({US})", "max_us", 1),
+            *_timed(US, 1, ("Minimum", "min"), ("Median", "median"), ("Maximum", "max")),
             Column("> threshold (%)", "over_pct", 3),
             Column(f"threshold ({US})", "over_us", 0),
         ),
@@ -249,13 +256,8 @@ LAYOUTS: dict[str, Layout] = {
         "MADOCA II message round-trip time (seed 003, Table 1)",
         frozenset({"rtt"}),
         "message round-trip cases (msg, ca-rtt, pva-rtt)",
-        (
-            Column(f"Minimum ({MS})", "min_ms", 3),
-            Column(f"Maximum ({MS})", "max_ms", 3),
-            Column(f"Average ({MS})", "mean_ms", 3),
-            Column(f"Median ({MS})", "median_ms", 3),
-            Column(f"Standard deviation ({MS})", "sd_ms", 3),
-        ),
+        _timed(MS, 3, ("Minimum", "min"), ("Maximum", "max"), ("Average", "mean"), ("Median", "median"))
+        + _timed(MS, 3, ("Standard deviation", "sd")),
         _madoca_rows,
     ),
     "vme": Layout(
@@ -264,8 +266,7 @@ LAYOUTS: dict[str, Layout] = {
         frozenset({"switch", "transfer"}),
         "context-switch and PIO/transfer cases",
         (
-            Column(f"Context switch mean ({US})", "mean_us", 1),
-            Column(f"SD ({US})", "sd_us", 1),
+            *_timed(US, 1, ("Context switch mean", "mean"), ("SD", "sd")),
             Column("Transfer (MB/s)", "mb_s", 1),
             Column("Transfer (relative)", "relative", 2),
         ),
