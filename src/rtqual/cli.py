@@ -300,6 +300,17 @@ def cmd_host(a, argv: list[str]) -> int:
     return 0
 
 
+def cmd_table(a, argv: list[str]) -> int:
+    from rtqual.publish import tables
+
+    models = [load_bundle(p) for p in a.bundles]  # damage said on stderr; the intact cases are tabulated
+    names = [Path(p).resolve().name for p in a.bundles]
+    names = names if len(set(names)) == len(names) else list(a.bundles)  # same folder names: the paths
+    t = tables.build(a.layout, [(n, m.cases) for n, m in zip(names, models)])
+    print(tables.csv_text(t) if a.csv else tables.text(t), end="" if a.csv else "\n")
+    return damage_exit(models)
+
+
 def _terminated(signum: int, _frame) -> None:
     """SIGTERM before a run installs its own guard (or after it): stop like Ctrl-C, exit 4, no traceback."""
     raise KeyboardInterrupt

@@ -10,7 +10,7 @@ from pathlib import Path
 from rtqual.answers.requirements import PROFILES
 from rtqual.errors import RtqError
 from rtqual.probes.catalog import ALL_PROBES, Probe, fields_of
-from rtqual.publish import views
+from rtqual.publish import tables, views
 from rtqual.scenario.single import SETTLE_DEFAULT
 from rtqual.util import outside_system_trees
 
@@ -149,6 +149,13 @@ def build_parser() -> Parser:
     h = sub.add_parser("host", help="host facts that matter for real-time behaviour")
     h.add_argument("--json", action="store_true")
     add_store_parsers(sub)
+
+    tb = sub.add_parser(
+        "table", help="a seed paper's table: the paper's published values beside the bundles' (docs/tables.md)"
+    )
+    tb.add_argument("layout", metavar="LAYOUT", choices=list(tables.LAYOUTS), help=", ".join(tables.LAYOUTS))
+    tb.add_argument("bundles", metavar="BUNDLE", nargs="+")
+    tb.add_argument("--csv", action="store_true", help="the same rows as CSV on stdout (no title, no notes)")
     return p
 
 

@@ -100,6 +100,7 @@ COMMANDS = {
     "export-raw": lambda b, good, out: ["export", "raw", b],
     "history-add": lambda b, good, out: ["history", "add", b],
     "check": lambda b, good, out: ["check", b],
+    "table": lambda b, good, out: ["table", "kek", b, good],
 }
 
 
