@@ -38,8 +38,9 @@ class Parser(argparse.ArgumentParser):
         the command it was given to (`run timer --duraton` -> --duration), not only the top-level ones."""
         ns, extras = self.parse_known_args(args, namespace)
         if extras:
-            options = [s for s in _chosen(self, ns)._option_string_actions if s.startswith("--")]
-            hints = "".join(suggest(x.split("=")[0], options) for x in extras if x.startswith("--"))
+            names = [s[2:] for s in _chosen(self, ns)._option_string_actions if s.startswith("--")]
+            close = (suggest(x[2:].split("=")[0], names) for x in extras if x.startswith("--"))
+            hints = "".join(h.replace("mean '", "mean '--") for h in close)  # compared without the dashes
             self.error(f"unrecognized arguments: {' '.join(extras)}{hints}")
         return ns
 
