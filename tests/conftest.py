@@ -5,6 +5,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# No per-example deadline: on a shared 2-vCPU VM an example's time says nothing about its correctness.
+settings.register_profile("rtqual", deadline=None)
+settings.load_profile("rtqual")
 
 pytest_plugins = ["tracing"]  # the tracefs_view fixture of the --trace tests (tests/tracing.py)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from rtqual.answers.requirements import PROFILES
 from rtqual.errors import RtqError
+from rtqual.fields import suggest
 from rtqual.probes.catalog import ALL_PROBES, Probe, fields_of
 from rtqual.publish import tables, views
 from rtqual.scenario.single import SETTLE_DEFAULT
@@ -30,7 +31,35 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message):
         where = self.prog.removeprefix("rtqual").strip()  # main() names the program once
-        raise RtqError(f"{where + ': ' if where else ''}{message} (see --help)")
+        raise RtqError(f"{where + ': ' if where else ''}{_with_hint(message)} (see --help)")
+
+    def parse_args(self, args=None, namespace=None):
+        """argparse's parse_args, with "did you mean" for an unknown option: suggested from the options of
+        the command it was given to (`run timer --duraton` -> --duration), not only the top-level ones."""
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:
+            names = [s[2:] for s in _chosen(self, ns)._option_string_actions if s.startswith("--")]
+            close = (suggest(x[2:].split("=")[0], names) for x in extras if x.startswith("--"))
+            hints = "".join(h.replace("mean '", "mean '--") for h in close)  # compared without the dashes
+            self.error(f"unrecognized arguments: {' '.join(extras)}{hints}")
+        return ns
+
+
+def _chosen(parser: argparse.ArgumentParser, ns: argparse.Namespace) -> argparse.ArgumentParser:
+    """The (sub)parser that parsed the deepest command given: `rtqual run timer` -> run's timer parser."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and getattr(ns, action.dest, None) in action.choices:
+            return _chosen(action.choices[getattr(ns, action.dest)], ns)
+    return parser
+
+
+def _with_hint(message: str) -> str:
+    """An invalid choice said without the internal probes (fake, inject) and with a "did you mean"."""
+    m = re.search(r"invalid choice: '(.*)' \(choose from (.*)\)$", message)
+    if not m:
+        return message
+    shown = [c.strip(" '") for c in m[2].split(",") if not getattr(ALL_PROBES.get(c.strip(" '")), "hidden", False)]
+    return f"{message[: m.start()]}invalid choice: '{m[1]}'{suggest(m[1], shown)} (choose from {', '.join(shown)})"
 
 
 def build_scenario_run_parser() -> Parser:

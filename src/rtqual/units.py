@@ -20,7 +20,7 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ns|us|ms|s|m|h|d)\s*$")
 
 def parse_duration_ns(text: str, what: str = "duration") -> int:
     """'1.5ms' -> 1500000. A bare number is rejected: the unit must be said."""
-    m = _DURATION.match(str(text))
+    m = _DURATION.match(str(text).replace("\u00b5", "u").replace("\u03bc", "u"))  # 200µs, 200μs: micro signs
     if not m:
         raise RtqError(f"{what}: {str(text)!r} is not a duration (use a unit: 500us, 1ms, 10s, 5m, 24h)")
     number, unit = m.groups()

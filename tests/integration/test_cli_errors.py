@@ -41,6 +41,39 @@ def test_bad_input_one_line(rtqual_cmd, args, fragment):
 
 
 @needs_probe
+@pytest.mark.parametrize(
+    "args,hint",
+    [
+        (["run", "timr"], "did you mean 'timer'?"),
+        (["runn"], "did you mean 'run'?"),
+        (["run", "timer", "--duraton", "1s"], "did you mean '--duration'?"),
+        (["run", "timer", "--duraton=1s"], "did you mean '--duration'?"),
+        (["show", "x", "--tabel", "kek"], "did you mean '--table'?"),
+        (["history", "--sinse=1d"], "did you mean '--since'?"),
+    ],
+)
+def test_a_typo_gets_did_you_mean(rtqual_cmd, args, hint):
+    out = rtqual_cmd(*args)
+    assert out.returncode == 1 and out.stderr.count("\n") == 1 and hint in out.stderr, out.stderr
+
+
+def test_internal_probes_are_not_offered(rtqual_cmd):
+    """fake and inject are for tests and the self-test: a user's typo is not answered with them."""
+    out = rtqual_cmd("run", "fak")
+    assert out.returncode == 1 and "timer" in out.stderr, out.stderr
+    assert "fake" not in out.stderr and "inject" not in out.stderr
+    assert "fake" not in rtqual_cmd("run", "--help").stdout
+
+
+@pytest.mark.parametrize(
+    "path,says", [("/nonexistent/bundle", "no such file or directory"), ("/etc/hostname", "not a directory")]
+)
+def test_a_missing_bundle_is_said_as_such(rtqual_cmd, path, says):
+    for command in (["show"], ["verify"], ["report"], ["compare", path]):
+        out = rtqual_cmd(*command, path)
+        assert out.returncode == 1 and out.stderr.count("\n") == 1 and says in out.stderr, out.stderr
+
+
 def test_unwritable_output(rtqual_cmd, tmp_path):
     out = rtqual_cmd("run", "timer", "--duration", "1s", "-o", "/proc/rtqual-bundle", "--allow-degraded")
     assert out.returncode == 1 and out.stderr.startswith("rtqual: error: cannot create bundle"), out.stderr

@@ -203,6 +203,13 @@ def test_frozen_bundles_and_history_filters(engine, rtqual_cmd):
     assert len(runs) == 1 and runs[0]["p99_ns"] == 55519 and runs[0]["verdict"] == "pass"
     text = rtqual_cmd("history", "--store", engine.url, "--host", "vm", "--since", "3650d")
     assert text.returncode == 0 and "timer hackbench" in text.stdout and "6.18.44" in text.stdout
+    head = text.stdout.splitlines()[0].split()
+    assert "probe" in head and "bundle" in head and "run" not in head  # which probe, which bundle: not "complete"
+    assert all(b in text.stdout for b in FROZEN)  # each run named by its bundle's folder
+    part = rtqual_cmd("history", "--json", "--store", engine.url, "--case", "idle")  # a part of the label
+    labels = [r["label"] for r in json.loads(part.stdout)["runs"]]
+    assert "timer idle" in labels and all("idle" in x for x in labels)
+    assert json.loads(rtqual_cmd("history", "--json", "--store", engine.url, "--case", "%").stdout)["runs"] == []
     assert "timer idle" not in rtqual_cmd("history", "--store", engine.url, "--since", "1s").stdout
     bad = rtqual_cmd("history", "--store", engine.url, "--since", "yesterday")
     assert bad.returncode == 1 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr

@@ -38,7 +38,7 @@ def feed_all(w: Windows, recs) -> list[dict]:
 
 
 def test_windows_close_on_the_grid_and_match_rtqual_percentiles():
-    seconds = [[1000 * (s + 1) + j for j in range(100)] + ([250_000] if s == 4 else []) for s in range(7)]
+    seconds = [[1000 * (s + 1) + j for j in range(400)] + ([250_000] if s == 4 else []) for s in range(7)]
     out = feed_all(Windows(3 * S, IDENTITY, slack_ns=S // 2), records(seconds))
     assert [w["duration_s"] for w in out] == [3, 3, 1]  # the last window: what the stream had left
     for w, part in zip(out, (seconds[0:3], seconds[3:6], seconds[6:])):
@@ -47,7 +47,9 @@ def test_windows_close_on_the_grid_and_match_rtqual_percentiles():
             h.record(v)
         assert w["samples"] == h.count
         assert w["max_ns"] == h.max_ns  # exact, from progress.window_max_ns
-        assert w["p99_ns"] == h.percentile_ns(990_000) and w["p50_ns"] == h.percentile_ns(500_000)
+        assert w["p50_ns"] == h.percentile_ns(500_000)
+        assert w["p99_ns"] == (h.percentile_ns(990_000) if h.count >= 1000 else None)  # 10/(1-p) samples
+        assert w["p9999_ns"] is None  # a window of a few hundred samples cannot carry p99.99
         assert h.min_ns <= w["min_ns"] <= highest_equivalent(index_of(h.min_ns))
     assert [w["over_threshold"] for w in out] == [0, 1, 0]
     assert [w["overruns"] for w in out] == [3, 3, 1]
@@ -68,6 +70,15 @@ def test_windows_close_on_the_grid_and_match_rtqual_percentiles():
         "overruns",
         "threshold_ns",
     }
+
+
+def test_the_first_window_closes_early_then_the_grid_goes_on():
+    """A monitor's first window is short (it says something within seconds); the next ones keep the grid."""
+    w = Windows(4 * S, IDENTITY, slack_ns=S // 2)
+    w.first_ns = 1 * S
+    out = feed_all(w, records([[1000] * 10] * 9))
+    assert [x["duration_s"] for x in out] == [1, 3, 4, 1]
+    assert out[1]["start_unix_s"] == 1_700_000_001
 
 
 def test_an_empty_window_has_no_statistics_and_the_end_closes_nothing_twice():

@@ -19,6 +19,9 @@ from rtqual.units import format_cpulist, format_duration, format_ns, parse_cpuli
         ("2d", 172_800_000_000_000),
         (" 3 ms ", 3_000_000),
         ("1.0000001s", 1_000_000_100),
+        ("200\u00b5s", 200_000),  # the micro sign a keyboard types
+        ("200\u03bcs", 200_000),  # the Greek mu
+        ("200 us", 200_000),
     ],
 )
 def test_duration_units(text, ns):

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from rtqual.errors import RtqError
-from rtqual.results.hist import Histogram
+from rtqual.results.hist import Histogram, needed_samples
 from rtqual.units import format_ns, parse_duration_ns
 
 # STAT -> (stats key, percentile in parts per million or None)
@@ -122,11 +122,6 @@ def legacy(requirements: dict) -> list[Requirement]:
     requirements: the case fails when the statistic exceeds the limit."""
     names = {"max_ns": "max", "p99_ns": "p99"}
     return [Requirement(f"{names[k]} <= {v}ns", names[k], "<=", v) for k, v in requirements.items() if k in names]
-
-
-def needed_samples(ppm: int) -> int:
-    """Samples a percentile needs before it means something: about 10 / (1 - p)."""
-    return -(-10 * 1_000_000 // (1_000_000 - ppm))
 
 
 def value_of(req: Requirement, stats: dict, hist: Histogram | None) -> float | None:

@@ -26,6 +26,12 @@ COUNTS_LEN = (BUCKET_COUNT + 1) * SUB_BUCKET_HALF
 # Percentiles reported everywhere, in parts per million, with their key names.
 PERCENTILES_PPM = {"p50_ns": 500_000, "p99_ns": 990_000, "p999_ns": 999_000, "p9999_ns": 999_900}
 
+
+def needed_samples(ppm: int) -> int:
+    """Samples a percentile needs before it means something: about 10 / (1 - p) (p99: 1,000; p99.99: 100,000)."""
+    return -(-10 * 1_000_000 // (1_000_000 - ppm))
+
+
 _V2_PAYLOAD_COOKIE = 0x1C849303 | 0x10
 _V2_COMPRESSED_COOKIE = 0x1C849304 | 0x10
 

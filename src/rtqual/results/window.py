@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rtqual.results.hist import Histogram, highest_equivalent
+from rtqual.results.hist import Histogram, highest_equivalent, needed_samples
 
 
 @dataclass
@@ -40,7 +40,8 @@ def add_delta(h: Histogram, counts: list[list[int]], max_ns: int) -> None:
 
 
 def window_stats(h: Histogram, max_ns: int) -> dict:
-    """min/mean/p50/p99/p99.99/max of a window histogram (None for an empty window), in ns."""
+    """min/mean/p50/p99/p99.99/max of a window histogram, in ns: None for an empty window, and a percentile
+    None where the window's samples cannot carry it (rtqual's 10/(1-p) rule: p99.99 needs 100,000)."""
     if not h.count:
         return {k: None for k in ("min_ns", "mean_ns", "p50_ns", "p99_ns", "p9999_ns", "max_ns")}
     h.max_ns = max_ns or h.max_ns  # percentiles are capped at the exact maximum
@@ -48,8 +49,8 @@ def window_stats(h: Histogram, max_ns: int) -> dict:
         "min_ns": min(h.min_ns, h.max_ns),
         "mean_ns": round(min(h.sum_ns / h.count, h.max_ns), 1),
         "p50_ns": h.percentile_ns(500_000),
-        "p99_ns": h.percentile_ns(990_000),
-        "p9999_ns": h.percentile_ns(999_900),
+        "p99_ns": h.percentile_ns(990_000) if h.count >= needed_samples(990_000) else None,
+        "p9999_ns": h.percentile_ns(999_900) if h.count >= needed_samples(999_900) else None,
         "max_ns": h.max_ns,
     }
 
@@ -64,6 +65,7 @@ class Windows:
     identity: dict  # host, probe, run_as, kernel, preempt: copied into every window
     slack_ns: int = 0  # half the progress period: a window closes at the progress record nearest its end
     every_progress: int = 0  # compressed time (tests, benchmarks): close after this many progress records instead
+    first_ns: int = 0  # the first window closes after this much (a monitor says something early); 0: window_ns
     threshold_ns: int = 0
     start_unix_s: float = 0.0  # the probe's start (header start_real_ns)
     opened_ns: int = 0  # elapsed time at which the open window began
@@ -107,7 +109,8 @@ class Windows:
         self.batches += 1
         if self.every_progress and self.batches >= self.every_progress:
             return self.close(elapsed)
-        if not self.every_progress and elapsed >= (self.next_close_ns or self.window_ns) - self.slack_ns:
+        due_ns = self.next_close_ns or self.first_ns or self.window_ns
+        if not self.every_progress and elapsed >= due_ns - self.slack_ns:
             return self.close(elapsed)
         return []
 

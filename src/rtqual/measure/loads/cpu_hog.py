@@ -1,10 +1,11 @@
 """cpu-hog: the seed paper's `cat /dev/zero > /dev/null`, built in, one process pinned per CPU.
 
-Each instance is `python -m rtqual.measure.loads.zero_to_null`: read/write syscalls in a loop like cat
+Each instance is `python .../rtqual/measure/loads/zero_to_null.py`: read/write syscalls in a loop like cat
 (mostly kernel time), so it needs nothing installed.
 """
 
 import sys
+from pathlib import Path
 
 from rtqual.fields import Field
 from rtqual.measure.loads.base import Load, python_env
@@ -32,7 +33,9 @@ class CpuHog(Load):
         return sys.executable
 
     def argv(self, index: int) -> list[str]:
-        return [self.exe, "-m", "rtqual.measure.loads.zero_to_null", str(self.options["block_size"])]
+        # the file itself, not `-m` (which imports the rtqual package first): it starts in milliseconds, so a
+        # stop that comes at once finds it copying, not importing (a SIGINT there wrote a traceback to its log)
+        return [self.exe, str(Path(__file__).with_name("zero_to_null.py")), str(self.options["block_size"])]
 
     def env(self) -> dict:
         return python_env()

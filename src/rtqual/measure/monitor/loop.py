@@ -23,11 +23,12 @@ from rtqual.measure.session import Interrupted, Session, prepare, spike, without
 from rtqual.probes.catalog import ALL_PROBES
 from rtqual.publish.metrics import check_listen
 from rtqual.results.window import Windows, merged, public
-from rtqual.units import format_ns, online_cpus
+from rtqual.units import format_cpulist, format_duration, format_ns, online_cpus
 from rtqual.util import remove_orphan_dirs
 
 UNBOUNDED = "8760h"  # a year, the probes' longest --duration: a monitor is stopped by a signal long before
 STORE_FLUSH_S = 5.0
+FIRST_WINDOW_NS = 10 * 10**9  # the first window closes early: a new monitor says something within seconds
 TEMP_PREFIX = "rtqual-monitor-"  # + its pid + "-": the next monitor (and rtqual restore) removes a killed one's
 
 
@@ -114,13 +115,14 @@ def host_info() -> dict[str, str]:
 
 
 def window_line(w: dict) -> str:
-    """One window of one CPU for the terminal."""
+    """One window of one CPU for the terminal (a percentile only where the window's samples carry it)."""
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(w["start_unix_s"] + w["duration_s"]))
     if not w["samples"]:
         return f"{stamp} cpu{w['cpu']} {w['run_as']}: no samples in {w['duration_s']:.1f} s"
+    shown = (("p99", "p99_ns"), ("p99.99", "p9999_ns"))
+    carried = "".join(f"{name} {format_ns(w[key])}, " for name, key in shown if w[key] is not None)
     return (
-        f"{stamp} cpu{w['cpu']} {w['run_as']}: {w['samples']} samples, p99 {format_ns(w['p99_ns'])}, "
-        f"p99.99 {format_ns(w['p9999_ns'])}, max {format_ns(w['max_ns'])}, "
+        f"{stamp} cpu{w['cpu']} {w['run_as']}: {w['samples']} samples, {carried}max {format_ns(w['max_ns'])}, "
         f"{w['over_threshold']} over {format_ns(w['threshold_ns'])}, {w['overruns']} overruns"
     )
 
@@ -218,7 +220,22 @@ class Monitor:
             stack.callback(lambda: svc.discard() if svc else None)
             stack.callback(self.finish)
             self.start_outputs({**identity, "cpus": cpus}, work)
+            print(self.started_line(identity["run_as"], cpus), file=sys.stderr, flush=True)
             return self.measure(args, identity, work, svc, cpus)
+
+    def started_line(self, run_as: str, cpus: list[int]) -> str:
+        """What the monitor does and where it serves, said once at its start (stderr: stdout is the windows)."""
+        o = self.opts
+        first = min(FIRST_WINDOW_NS, o.window_ns)
+        when = f"the first after {format_duration(first)}" if first < o.window_ns else "the first"
+        lands = time.strftime("%H:%M:%S", time.localtime(time.time() + first / 1e9))
+        where = [f"/metrics at http://{o.listen}/metrics" if o.listen else "no /metrics (--listen off)"]
+        where += [f"node_exporter textfile {self.textfile}/rtqual.prom"] if self.textfile else []
+        where += [f"EPICS PVs {o.pvs}:*"] if o.pvs else []
+        return (
+            f"rtqual monitor: {run_as} on cpus {format_cpulist(cpus)}, windows of {format_duration(o.window_ns)} "
+            f"({when} at about {lands}); {'; '.join(where)}; stop with Ctrl-C or SIGTERM"
+        )
 
     def publish_spikes(self, taken: list[dict], run_as: str) -> None:
         """Each traced spike analysed (rtqual.answers.spikes): one line (or JSON line) and its culprits in /metrics."""
@@ -235,6 +252,7 @@ class Monitor:
         published, and its spikes published as they come; 0 when stopped by a signal or ended by its own bound."""
         slack_ns = progress_ms(self.opts.window_ns) * 1_000_000 // 2
         windows = Windows(self.opts.window_ns, identity, slack_ns, self.opts.every_progress)
+        windows.first_ns = min(FIRST_WINDOW_NS, self.opts.window_ns)
         session = Session(
             self.case["probe"],
             args,

@@ -509,15 +509,16 @@ class Store:
         }
 
     def history(self, host: str | None = None, case: str | None = None, since_unix_s: float | None = None) -> list:
-        """One row per stored run and case (overall statistics), oldest first, filtered by host, case label
-        (or id) and start time."""
+        """One row per stored run and case (overall statistics), oldest first, filtered by host, case (a part
+        of its label, or its id) and start time."""
         where, params = ["c.cpu IS NULL"], list[Any]()
         if host:
             where.append("h.name = ?")
             params.append(host)
         if case:
-            where += ["(c.label = ? OR c.case_id = ?)"]
-            params += [case, case]
+            like = "%" + case.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            where += ["(c.label LIKE ? ESCAPE '\\' OR c.case_id = ?)"]  # a part of the label, or the id
+            params += [like, case]
         if since_unix_s is not None:
             where.append("r.started_unix_s >= ?")
             params.append(since_unix_s)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 
 from rtqual.answers import compare
 from rtqual.errors import RtqError
@@ -50,6 +51,15 @@ def history_json(runs: list[dict], windows: list[dict]) -> dict:
     return {"runs": runs, "windows": window_summary(windows), "window_summary_s": SUMMARY_S}
 
 
+def _bundle(run: dict) -> str:
+    """Where a stored run came from: its bundle's folder name (and its state when it did not complete), or
+    the imported tool's name."""
+    if run["source"]:
+        return f"imported ({run['source']})"
+    name = Path(run["bundle"]).name if run["bundle"] else "-"
+    return name if run["state"] in (None, "complete") else f"{name} ({run['state']})"
+
+
 def history_text(runs: list[dict], windows: list[dict]) -> str:
     """The trend: one row per run and case, then the monitor windows per host, CPU and hour."""
     out = []
@@ -60,17 +70,17 @@ def history_text(runs: list[dict], windows: list[dict]) -> str:
                 r["host"],
                 r["kernel"] or "-",
                 r["preempt"] or "-",
+                r["probe"] or "-",
                 r["label"],
                 format_ns(r["p99_ns"]),
                 format_ns(r["max_ns"]),
                 r["verdict"] or "-",
-                r["source"] and f"imported ({r['source']})" or r["state"],
+                _bundle(r),
             ]
             for r in runs
         ]
-        out.append(
-            format_table(["when", "host", "kernel", "preempt", "case", "p99", "max", "verdict", "run"], rows, left=5)
-        )
+        head = ["when", "host", "kernel", "preempt", "probe", "case", "p99", "max", "verdict", "bundle"]
+        out.append(format_table(head, rows, left=6))
     summary = window_summary(windows)
     if summary:
         out += [""] if out else []

@@ -5,6 +5,7 @@ Pure checks over the tree; the model (model.py) runs them once and keeps what th
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,10 @@ RESULT_KEYS = {"id": str, "label": str, "probe": str, "verdict": str, "stats": d
 def read_manifest(path: Path) -> dict:
     """The manifest of a bundle, its shape checked; RtqError naming the file otherwise."""
     path = Path(path)
+    if not os.path.lexists(path):
+        raise RtqError(f"{path}: not an rtqual bundle: no such file or directory")
+    if not path.is_dir():
+        raise RtqError(f"{path}: not an rtqual bundle: not a directory (a bundle is a folder with a manifest.json)")
     try:
         manifest = files.read_json(path, names.MANIFEST)
     except FileNotFoundError:
