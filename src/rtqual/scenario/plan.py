@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from rtqual import units
+from rtqual.answers import planning
 from rtqual.answers.requirements import gather
 from rtqual.errors import RtqError
 from rtqual.fields import defaults_of, format_khz, format_value
@@ -25,12 +26,15 @@ PLAN_SCHEMA_VERSION = 1
 SETTLE_NS = defaults_of(CONDITIONS)["settle"]
 
 
-def expand(scenario: dict, scale: float | None = None, cpus: list[int] | None = None) -> list[dict]:
+def expand(
+    scenario: dict, scale: float | None = None, cpus: list[int] | None = None, require: list[str] | None = None
+) -> list[dict]:
     """All cases of a validated scenario, in file order: explicit cases, then each matrix's product.
 
     scale (default [run].scale) multiplies durations and loop counts; labels and ids keep the
     nominal values so scaled and full runs compare case by case. cpus: the CPUs a case without
-    `cpus` measures (default: this host's online CPUs).
+    `cpus` measures (default: this host's online CPUs). require: requirement texts judged on every case
+    after its own (the command line's --profile/--require, from answers.requirements.gather).
     """
     scale = scenario["run"].get("scale", 1.0) if scale is None else scale
     if not isinstance(scale, (int, float)) or isinstance(scale, bool) or not 0 < scale <= 1000:
@@ -46,7 +50,7 @@ def expand(scenario: dict, scale: float | None = None, cpus: list[int] | None = 
     cases: list[dict] = []
     seen: dict[str, int] = {}
     for n, (label, layers) in enumerate(shapes, 1):
-        case = _case(scenario, layers, label, n, scale, online)
+        case = _case(scenario, layers, label, n, scale, online, require or [])
         if case["label"] in seen:
             raise RtqError(
                 f"{scenario.get('source', '<scenario>')}: cases {seen[case['label']]} and {n} are both "
@@ -87,7 +91,9 @@ def axis_text(key: str, field, value) -> str:
     return text if field.kind in ("enum", "duration", "frequency") else f"{key} {text}"
 
 
-def _case(scenario: dict, layers: list[dict], label: str | None, n: int, scale: float, online: list[int]) -> dict:
+def _case(
+    scenario: dict, layers: list[dict], label: str | None, n: int, scale: float, online: list[int], also: list[str]
+) -> dict:
     d = scenario["defaults"]
     probe = next((x["probe"] for x in reversed([d, *layers]) if "probe" in x), DEFAULT_PROBE)
     shape = {k: v for k, v in d.items() if k != "params"}
@@ -122,6 +128,7 @@ def _case(scenario: dict, layers: list[dict], label: str | None, n: int, scale: 
         f"{scenario.get('source', '<scenario>')}: case {n}: requirement",
         limits=case["requirements"],  # max_latency/p99_latency: requirements like the others
     )
+    require = list(dict.fromkeys([*require, *also]))
     if require:
         case["require"] = require
     case["estimate_ns"] = PROBES[probe].time_ns(case["params"]) + conditions["settle_ns"] + CASE_OVERHEAD_NS
@@ -158,8 +165,10 @@ def _conditions_text(c: dict) -> str:
 
 
 def plan_text(cases: list[dict], title: str | None = None) -> str:
-    """The plan as a table (one row per case) and the total estimated time; runs nothing."""
-    rows = []
+    """The plan as a table (one row per case: its expected samples and the highest percentile they decide,
+    rtqual.answers.planning), the requirements a case cannot decide with what they need, and the total
+    estimated time; runs nothing."""
+    rows, undecided = [], []
     for c in cases:
         p = c["params"]
         interval = (
@@ -173,9 +182,12 @@ def plan_text(cases: list[dict], title: str | None = None) -> str:
             f"{p['loops']} loops"
             if p.get("loops")
             else format_duration(p["duration_ns"])
-            if "duration_ns" in p
+            if p.get("duration_ns")
             else "-"
         )
+        planned = planning.case_plan(c)
+        reqs = planned.get("decidable_requirements", [])
+        undecided += [(c, r) for r in reqs if r["decidable"] is not True]
         rows.append(
             [
                 c["id"],
@@ -186,10 +198,16 @@ def plan_text(cases: list[dict], title: str | None = None) -> str:
                 interval,
                 duration,
                 format_hms(c["estimate_ns"]),
+                "?" if planned["expected_samples"] is None else f"{planned['expected_samples']:,}",
+                _decides_text(planned["decidable"]),
+                f"{sum(r['decidable'] is True for r in reqs)} of {len(reqs)}" if reqs else "-",
             ]
         )
-    table = format_table(["id", "label", "probe", "loads", "conditions", "interval", "duration", "time"], rows, left=5)
-    measuring = sum(c["params"].get("duration_ns", 0) for c in cases)
+    headers = ["id", "label", "probe", "loads", "conditions", "interval", "duration", "time", "samples", "decides"]
+    if any(c.get("require") for c in cases):
+        headers.append("reqs decidable")
+    table = format_table(headers, [r[: len(headers)] for r in rows], left=5)
+    measuring = sum(c["params"].get("duration_ns") or 0 for c in cases)
     total = total_ns(cases)
     scales = {c.get("scale", 1) for c in cases}
     scaled = f", durations scaled by {scales.pop():g}" if len(scales) == 1 and 1 not in scales else ""
@@ -199,12 +217,25 @@ def plan_text(cases: list[dict], title: str | None = None) -> str:
         f"{len(cases)} case{'s' * (len(cases) != 1)}, about {format_hms(total)} in total "
         f"({format_hms(measuring)} measuring, {format_hms(total - measuring)} warm-up, load settling "
         f"and start/stop{scaled})",
+        f"decides: the highest percentile the samples decide (10/(1-p) and {planning.MARGIN_PCT} %: a missed "
+        "period is not a sample); ?: known once run",
     ]
+    for c, r in undecided:
+        if r["decidable"] is None:
+            out.append(f"{c['id']}: {r['requirement']}: needs {r['samples_needed']:,} samples, known once run")
+        else:
+            out.append(f"{c['id']}: cannot decide {planning.undecided_text(r, c['probe'], c['params'])}")
     return "\n".join(out)
 
 
+def _decides_text(names: list[str] | None) -> str:
+    """The highest decidable percentile ('p99.9'), '-' for none, '?' when the samples are not known."""
+    return "?" if names is None else names[-1] if names else "-"
+
+
 def plan_json(cases: list[dict], scenario: dict | None = None) -> dict:
-    """The plan as stored in a bundle's plan.json."""
+    """The plan as stored in a bundle's plan.json; each case with its planning keys (expected_samples,
+    decidable, decidable_requirements: rtqual.answers.planning.case_plan)."""
     run = (scenario or {}).get("run", {})
     return {
         "schema_version": PLAN_SCHEMA_VERSION,
@@ -212,7 +243,7 @@ def plan_json(cases: list[dict], scenario: dict | None = None) -> dict:
         "description": run.get("description"),
         "table": run.get("table", "cases"),
         "total_ns": total_ns(cases),
-        "cases": cases,
+        "cases": [{**c, **planning.case_plan(c)} for c in cases],
     }
 
 
