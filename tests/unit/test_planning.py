@@ -167,6 +167,7 @@ def test_plan_json_and_text_carry_the_planning():
     text = scenario.plan_text(cases)
     assert "001-t: cannot decide p99.99 <= 2ms: needs 110,000 samples" in text
     assert "002-s: p99 <= 1ms: needs 1,000 samples, known once run" in text
-    rows = {line.split()[0]: line.split() for line in text.splitlines() if line.startswith("00")}
-    assert rows["001-t"][-5:] == ["30,000", "p99.9", "3", "of", "4"]
-    assert rows["002-s"][-5:] == ["?", "?", "0", "of", "2"]
+    rows = [line.split() for line in text.splitlines() if line.startswith("00") and ":" not in line]
+    assert rows[2:] == [["001-t", "30,000", "p50", "p99", "p99.9", "3", "of", "4"],
+                        ["002-s", "?", "known", "once", "run", "0", "of", "2"]]  # fmt: skip
+    assert text.splitlines()[-1].startswith("2 cases, about")  # the total stays the last line

@@ -165,10 +165,10 @@ def _conditions_text(c: dict) -> str:
 
 
 def plan_text(cases: list[dict], title: str | None = None) -> str:
-    """The plan as a table (one row per case: its expected samples and the highest percentile they decide,
-    rtqual.answers.planning), the requirements a case cannot decide with what they need, and the total
-    estimated time; runs nothing."""
-    rows, undecided = [], []
+    """The plan as a table (one row per case) and, per case, the samples it will give and what they decide
+    (rtqual.answers.planning: a second table, then one line per requirement it cannot decide), and last the
+    total estimated time; runs nothing."""
+    rows = []
     for c in cases:
         p = c["params"]
         interval = (
@@ -185,9 +185,6 @@ def plan_text(cases: list[dict], title: str | None = None) -> str:
             if p.get("duration_ns")
             else "-"
         )
-        planned = planning.case_plan(c)
-        reqs = planned.get("decidable_requirements", [])
-        undecided += [(c, r) for r in reqs if r["decidable"] is not True]
         rows.append(
             [
                 c["id"],
@@ -198,15 +195,9 @@ def plan_text(cases: list[dict], title: str | None = None) -> str:
                 interval,
                 duration,
                 format_hms(c["estimate_ns"]),
-                "?" if planned["expected_samples"] is None else f"{planned['expected_samples']:,}",
-                _decides_text(planned["decidable"]),
-                f"{sum(r['decidable'] is True for r in reqs)} of {len(reqs)}" if reqs else "-",
             ]
         )
-    headers = ["id", "label", "probe", "loads", "conditions", "interval", "duration", "time", "samples", "decides"]
-    if any(c.get("require") for c in cases):
-        headers.append("reqs decidable")
-    table = format_table(headers, [r[: len(headers)] for r in rows], left=5)
+    table = format_table(["id", "label", "probe", "loads", "conditions", "interval", "duration", "time"], rows, left=5)
     measuring = sum(c["params"].get("duration_ns") or 0 for c in cases)
     total = total_ns(cases)
     scales = {c.get("scale", 1) for c in cases}
@@ -214,23 +205,44 @@ def plan_text(cases: list[dict], title: str | None = None) -> str:
     out = [title] if title else []
     out += [
         table,
+        "",
+        samples_text(cases),
         f"{len(cases)} case{'s' * (len(cases) != 1)}, about {format_hms(total)} in total "
         f"({format_hms(measuring)} measuring, {format_hms(total - measuring)} warm-up, load settling "
         f"and start/stop{scaled})",
-        f"decides: the highest percentile the samples decide (10/(1-p) and {planning.MARGIN_PCT} %: a missed "
-        "period is not a sample); ?: known once run",
     ]
-    for c, r in undecided:
-        if r["decidable"] is None:
-            out.append(f"{c['id']}: {r['requirement']}: needs {r['samples_needed']:,} samples, known once run")
-        else:
-            out.append(f"{c['id']}: cannot decide {planning.undecided_text(r, c['probe'], c['params'])}")
     return "\n".join(out)
 
 
-def _decides_text(names: list[str] | None) -> str:
-    """The highest decidable percentile ('p99.9'), '-' for none, '?' when the samples are not known."""
-    return "?" if names is None else names[-1] if names else "-"
+def samples_text(cases: list[dict]) -> str:
+    """Per case: the samples it will give, the percentiles they decide (10/(1-p) with the plan's margin)
+    and, with requirements, how many it decides; then each requirement it cannot decide and what it needs."""
+    rows, lines = [], []
+    for c in cases:
+        planned = planning.case_plan(c)
+        samples, names = planned["expected_samples"], planned["decidable"]
+        reqs = planned.get("decidable_requirements", [])
+        rows.append(
+            [
+                c["id"],
+                "?" if samples is None else f"{samples:,}",
+                "known once run" if names is None else " ".join(names) or "-",
+                f"{sum(r['decidable'] is True for r in reqs)} of {len(reqs)}" if reqs else "-",
+            ]
+        )
+        for r in reqs:
+            if r["decidable"] is None:
+                lines.append(f"{c['id']}: {r['requirement']}: needs {r['samples_needed']:,} samples, known once run")
+            elif not r["decidable"]:
+                lines.append(f"{c['id']}: cannot decide {planning.undecided_text(r, c['probe'], c['params'])}")
+    headers = ["id", "samples", "decides", "requirements decidable"]
+    if not any(c.get("require") for c in cases):
+        headers, rows = headers[:3], [r[:3] for r in rows]
+    note = (
+        f"samples: expected; decides: the percentiles they decide, 10/(1-p) samples and {planning.MARGIN_PCT} % "
+        "(a missed period is not a sample)"
+    )
+    return "\n".join([format_table(headers, rows, left=1), note, *lines])
 
 
 def plan_json(cases: list[dict], scenario: dict | None = None) -> dict:
