@@ -262,8 +262,9 @@ def _check_case(raw: Any, path: str, fields: dict, probe: str, named: dict, know
             fail(path, "'require' and 'requirements' are the same key: give one")
         out["requirements"] = check(fields["require"], raw["require"], key_path(path, "require"))
     given = "require" if "require" in raw else "requirements"
-    for i, text in enumerate(out.get("requirements", []), 1):
+    for i, text in enumerate(out.get("requirements", []) if path != "defaults" else [], 1):
         parse(text, f"{key_path(path, given)}[{i}]")  # one line naming the case, the key and the expression
+    # [defaults]' expressions are checked in each case they reach (plan.expand: "case N: requirement '...'")
     probe = out.get("probe", probe)
     if "params" in raw:
         out["params"] = check_params(probe, raw["params"], key_path(path, "params"))
