@@ -43,6 +43,9 @@ def cmd_run(a, argv: list[str]) -> int:
     if a.raw_max_mb < 1:
         raise RtqError(f"--raw-max-mb: must be at least 1 (got {a.raw_max_mb})")
     cases, text = single_run(a, argv)
+    for case in cases:
+        if case.get("duration_auto"):  # said before the run starts, capped or not
+            print(f"{case['id']}: {case['duration_auto']['note']}", flush=True)
     plan = {"schema_version": 1, "cases": cases}
     return execute(cases, argv, a.output, a.quiet, a.raw_max_mb if a.raw else 0, plan, text, a.store)
 
@@ -51,7 +54,7 @@ def load_scenario(a):
     from rtqual import scenario
 
     input_files([a.scenario], "scenario")
-    return scenario.load_scaled(a.scenario, a.scale)
+    return scenario.load_scaled(a.scenario, a.scale, a.require, a.profile)
 
 
 def cmd_run_scenario(a, argv: list[str]) -> int:

@@ -7,12 +7,14 @@ import argparse
 import re
 from pathlib import Path
 
+from rtqual.answers.planning import AUTO_CAP_NS, MARGIN_PCT
 from rtqual.answers.requirements import PROFILES
 from rtqual.errors import RtqError
 from rtqual.fields import suggest
 from rtqual.probes.catalog import ALL_PROBES, Probe, fields_of
 from rtqual.publish import tables, views
 from rtqual.scenario.single import SETTLE_DEFAULT
+from rtqual.units import format_duration
 from rtqual.util import outside_system_trees
 
 STORE_HELP = (
@@ -68,6 +70,7 @@ def build_scenario_run_parser() -> Parser:
     p.add_argument("scenario", help="scenario file (TOML); rtqual plan shows its cases")
     p.add_argument("--scale", type=float, help="multiply every duration (e.g. 0.1)")
     p.add_argument("--raw", action="store_true", help="keep every sample of every case")
+    add_require_options(p, "every case, after the case's own")
     p.add_argument("-o", "--output", help="bundle directory (default: the scenario's, or rtqual-<host>-<time>)")
     p.add_argument("-q", "--quiet", action="store_true", help="no live progress")
     p.add_argument("--store", metavar="URL", help=STORE_HELP)
@@ -95,13 +98,18 @@ def build_parser() -> Parser:
         if probe.service:
             sp.add_argument(
                 "--baseline",
-                default="5s",
-                help="timer latency measured first on the same host, for comparison (default 5s; 0: none)",
+                help="timer latency measured first on the same host, for comparison (default 5s, longer on a "
+                f"host with few CPUs: as long as p99.9 needs with a {MARGIN_PCT}%% margin; 0: none)",
             )
 
-    pl = sub.add_parser("plan", help="print a scenario's cases and total time; runs nothing")
+    pl = sub.add_parser(
+        "plan",
+        help="print a scenario's cases, their expected samples, the statistics and requirements those decide, "
+        "and the total time; runs nothing",
+    )
     pl.add_argument("scenario", help="scenario file (TOML)")
     pl.add_argument("--scale", type=float, help="multiply every duration (e.g. 0.1)")
+    add_require_options(pl, "every case, after the case's own (whether the case can decide it)")
     pl.add_argument("--json", action="store_true")
 
     s = sub.add_parser("show", help="print the results of a bundle")
@@ -231,6 +239,13 @@ def add_probe_parser(run_sub, name: str, probe: Probe):
     listed = {} if probe.hidden else {"help": probe.help}  # argparse lists a sub-command only with a help
     sp = run_sub.add_parser(name, description=probe.help, **listed)
     add_param_options(sp, probe)
+    for action in sp._actions:
+        if action.dest == "duration":
+            action.help = (action.help or "") + (
+                "; auto: as long as every requirement (--require, --profile; none: p99.9 and p99.99) needs for "
+                f"its samples with a {MARGIN_PCT}%% margin at the probe's rate, capped at "
+                f"{format_duration(AUTO_CAP_NS)} (auto:CAP: another cap)"
+            )
     return add_run_options(sp)
 
 
@@ -262,21 +277,26 @@ def add_run_options(sp):
         "cpu-hog, command), e.g. hackbench,groups=4 or cpu-hog,cpus=1; repeatable",
     )
     sp.add_argument("--settle", help=f"time the loads run before the probe starts (default {SETTLE_DEFAULT})")
-    sp.add_argument(
-        "--require",
-        action="append",
-        metavar="EXPR",
-        help="a requirement judged on the measurement: 'STAT OP DURATION' (min p50 mean p99 p99.9 p99.99 "
-        "p99.999 max stddev), 'over(DURATION) OP PERCENT', 'overruns OP N', 'count OP N'; OP <= < >= > ==; "
-        "e.g. 'p99.9 <= 100us'; repeatable (docs/requirements.md)",
-    )
-    sp.add_argument("--profile", choices=list(PROFILES), help="a named set of requirements (docs/requirements.md)")
+    add_require_options(sp)
     sp.add_argument("--raw", action="store_true", help="keep every sample (raw.bin; rtqual export raw)")
     sp.add_argument("--raw-max-mb", type=int, default=256, help="size cap of the raw file (default 256 MB)")
     sp.add_argument("-o", "--output", help="bundle directory (default rtqual-<host>-<time>)")
     sp.add_argument("-q", "--quiet", action="store_true", help="no live progress")
     sp.add_argument("--store", metavar="URL", help=STORE_HELP)
     return sp
+
+
+def add_require_options(sp, scope: str = "the measurement") -> None:
+    """--require and --profile: requirements judged on `scope` (a probe's run, or every case of a scenario)."""
+    sp.add_argument(
+        "--require",
+        action="append",
+        metavar="EXPR",
+        help=f"a requirement judged on {scope}: 'STAT OP DURATION' (min p50 mean p99 p99.9 p99.99 "
+        "p99.999 max stddev), 'over(DURATION) OP PERCENT', 'overruns OP N', 'count OP N'; OP <= < >= > ==; "
+        "e.g. 'p99.9 <= 100us'; repeatable (docs/requirements.md)",
+    )
+    sp.add_argument("--profile", choices=list(PROFILES), help="a named set of requirements (docs/requirements.md)")
 
 
 def output_file(path: str | None, option: str) -> None:

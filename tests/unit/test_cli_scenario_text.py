@@ -28,6 +28,8 @@ def shape(c):
         ["run", "msg", "--transport", "udp", "--chain", "--settle", "1s", "--load", "pi_stress,rr"],
         ["run", "ioc", "--rate", "25", "--preset", "aps", "--records", "10", "--baseline", "0"],
         ["run", "ioc", "--duration", "5s", "--baseline", "2s", "--load", "hackbench"],
+        ["run", "ioc", "--duration", "auto", "--require", "p99 <= 5ms"],  # the default baseline, --duration auto
+        ["run", "timer", "--cpus", "0", "--duration", "auto:30s", "--profile", "kek-50hz"],
         ["run", "ca-rtt", "--put", "X:put", "--monitor", "X:echo", "--p99-latency", "1ms"],
     ],
 )

@@ -5,8 +5,9 @@ Every probe comes from the table: its options and defaults (the C option table),
 automatic case label, the service a case needs around it and the report sections it shows. A probe may add a
 module rtqual/probes/<name>.py (dashes as underscores) with any of: HIDDEN (kept out of help and scenario
 files), SCENARIO_DEFAULT (the probe of a scenario case that names none), build(p, defaults) (its options
-and case params), label(case_params), time_ns(case_params), scale(p, factor), scenario_params(case) (its
-params in the one-case scenario.toml of `rtqual run`), SELFTEST (how `rtqual selftest` measures it:
+and case params), label(case_params), time_ns(case_params), slots(case_params) (threads taking one sample
+per period each, default 1: rtqual.answers.planning), scale(p, factor), scenario_params(case) (its params
+in the one-case scenario.toml of `rtqual run`), SELFTEST (how `rtqual selftest` measures it:
 rtqual.measure.selftest.setup). A new probe needs none: one C file and one line in the C list, then
 scripts/update-probe-table.
 """

@@ -51,6 +51,11 @@ def time_ns(params: dict) -> int:
     return params["duration_ns"] + params["warmup"] * params["interval_ns"]
 
 
+def slots(params: dict) -> int:
+    """Threads taking one sample per period (rtqual.answers.planning): one per measured CPU."""
+    return len(params["cpus"])
+
+
 def scale(p: dict, factor: float) -> dict:
     """Duration (or loops) times factor, rounded to ms, never below 1 s or 10 intervals
     (or the original, when that is shorter)."""

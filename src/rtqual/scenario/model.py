@@ -16,7 +16,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from rtqual.answers.requirements import PROFILES
+from rtqual.answers.requirements import PROFILES, parse
 from rtqual.errors import RtqError
 from rtqual.fields import Field, check, check_table, fail, key_path, suggest, type_name, unknown_key
 from rtqual.measure.loads import LOADS
@@ -79,6 +79,7 @@ CASE = {
         'requirements judged on the case, e.g. ["p99 <= 100us", "over(100us) <= 0.1%", "overruns == 0"] '
         "(docs/requirements.md); a case's list replaces the one of [defaults]",
     ),
+    "require": Field("strlist", "the same as `requirements` (the word of --require); give one of the two"),
     "profile": Field(
         "enum", "a named set of requirements (docs/requirements.md), judged before `requirements`", tuple(PROFILES)
     ),
@@ -256,6 +257,14 @@ def _check_case(raw: Any, path: str, fields: dict, probe: str, named: dict, know
     for key in ("label", "probe", "conditions", "requirements", "profile"):
         if key in raw:
             out[key] = check(fields[key], raw[key], key_path(path, key))
+    if "require" in raw:
+        if "requirements" in raw:
+            fail(path, "'require' and 'requirements' are the same key: give one")
+        out["requirements"] = check(fields["require"], raw["require"], key_path(path, "require"))
+    given = "require" if "require" in raw else "requirements"
+    for i, text in enumerate(out.get("requirements", []) if path != "defaults" else [], 1):
+        parse(text, f"{key_path(path, given)}[{i}]")  # one line naming the case, the key and the expression
+    # [defaults]' expressions are checked in each case they reach (plan.expand: "case N: requirement '...'")
     probe = out.get("probe", probe)
     if "params" in raw:
         out["params"] = check_params(probe, raw["params"], key_path(path, "params"))

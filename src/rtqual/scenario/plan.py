@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from rtqual import units
+from rtqual.answers import planning
 from rtqual.answers.requirements import gather
 from rtqual.errors import RtqError
 from rtqual.fields import defaults_of, format_khz, format_value
@@ -25,12 +26,15 @@ PLAN_SCHEMA_VERSION = 1
 SETTLE_NS = defaults_of(CONDITIONS)["settle"]
 
 
-def expand(scenario: dict, scale: float | None = None, cpus: list[int] | None = None) -> list[dict]:
+def expand(
+    scenario: dict, scale: float | None = None, cpus: list[int] | None = None, require: list[str] | None = None
+) -> list[dict]:
     """All cases of a validated scenario, in file order: explicit cases, then each matrix's product.
 
     scale (default [run].scale) multiplies durations and loop counts; labels and ids keep the
     nominal values so scaled and full runs compare case by case. cpus: the CPUs a case without
-    `cpus` measures (default: this host's online CPUs).
+    `cpus` measures (default: this host's online CPUs). require: requirement texts judged on every case
+    after its own (the command line's --profile/--require, from answers.requirements.gather).
     """
     scale = scenario["run"].get("scale", 1.0) if scale is None else scale
     if not isinstance(scale, (int, float)) or isinstance(scale, bool) or not 0 < scale <= 1000:
@@ -46,7 +50,7 @@ def expand(scenario: dict, scale: float | None = None, cpus: list[int] | None = 
     cases: list[dict] = []
     seen: dict[str, int] = {}
     for n, (label, layers) in enumerate(shapes, 1):
-        case = _case(scenario, layers, label, n, scale, online)
+        case = _case(scenario, layers, label, n, scale, online, require or [])
         if case["label"] in seen:
             raise RtqError(
                 f"{scenario.get('source', '<scenario>')}: cases {seen[case['label']]} and {n} are both "
@@ -87,7 +91,9 @@ def axis_text(key: str, field, value) -> str:
     return text if field.kind in ("enum", "duration", "frequency") else f"{key} {text}"
 
 
-def _case(scenario: dict, layers: list[dict], label: str | None, n: int, scale: float, online: list[int]) -> dict:
+def _case(
+    scenario: dict, layers: list[dict], label: str | None, n: int, scale: float, online: list[int], also: list[str]
+) -> dict:
     d = scenario["defaults"]
     probe = next((x["probe"] for x in reversed([d, *layers]) if "probe" in x), DEFAULT_PROBE)
     shape = {k: v for k, v in d.items() if k != "params"}
@@ -122,6 +128,7 @@ def _case(scenario: dict, layers: list[dict], label: str | None, n: int, scale: 
         f"{scenario.get('source', '<scenario>')}: case {n}: requirement",
         limits=case["requirements"],  # max_latency/p99_latency: requirements like the others
     )
+    require = list(dict.fromkeys([*require, *also]))
     if require:
         case["require"] = require
     case["estimate_ns"] = PROBES[probe].time_ns(case["params"]) + conditions["settle_ns"] + CASE_OVERHEAD_NS
@@ -158,7 +165,9 @@ def _conditions_text(c: dict) -> str:
 
 
 def plan_text(cases: list[dict], title: str | None = None) -> str:
-    """The plan as a table (one row per case) and the total estimated time; runs nothing."""
+    """The plan as a table (one row per case) and, per case, the samples it will give and what they decide
+    (rtqual.answers.planning: a second table, then one line per requirement it cannot decide), and last the
+    total estimated time; runs nothing."""
     rows = []
     for c in cases:
         p = c["params"]
@@ -173,7 +182,7 @@ def plan_text(cases: list[dict], title: str | None = None) -> str:
             f"{p['loops']} loops"
             if p.get("loops")
             else format_duration(p["duration_ns"])
-            if "duration_ns" in p
+            if p.get("duration_ns")
             else "-"
         )
         rows.append(
@@ -189,13 +198,15 @@ def plan_text(cases: list[dict], title: str | None = None) -> str:
             ]
         )
     table = format_table(["id", "label", "probe", "loads", "conditions", "interval", "duration", "time"], rows, left=5)
-    measuring = sum(c["params"].get("duration_ns", 0) for c in cases)
+    measuring = sum(c["params"].get("duration_ns") or 0 for c in cases)
     total = total_ns(cases)
     scales = {c.get("scale", 1) for c in cases}
     scaled = f", durations scaled by {scales.pop():g}" if len(scales) == 1 and 1 not in scales else ""
     out = [title] if title else []
     out += [
         table,
+        "",
+        samples_text(cases),
         f"{len(cases)} case{'s' * (len(cases) != 1)}, about {format_hms(total)} in total "
         f"({format_hms(measuring)} measuring, {format_hms(total - measuring)} warm-up, load settling "
         f"and start/stop{scaled})",
@@ -203,8 +214,40 @@ def plan_text(cases: list[dict], title: str | None = None) -> str:
     return "\n".join(out)
 
 
+def samples_text(cases: list[dict]) -> str:
+    """Per case: the samples it will give, the percentiles they decide (10/(1-p) with the plan's margin)
+    and, with requirements, how many it decides; then each requirement it cannot decide and what it needs."""
+    rows, lines = [], []
+    for c in cases:
+        planned = planning.case_plan(c)
+        samples, names = planned["expected_samples"], planned["decidable"]
+        reqs = planned.get("decidable_requirements", [])
+        rows.append(
+            [
+                c["id"],
+                "?" if samples is None else f"{samples:,}",
+                "known once run" if names is None else " ".join(names) or "-",
+                f"{sum(r['decidable'] is True for r in reqs)} of {len(reqs)}" if reqs else "-",
+            ]
+        )
+        for r in reqs:
+            if r["decidable"] is None:
+                lines.append(f"{c['id']}: {r['requirement']}: needs {r['samples_needed']:,} samples, known once run")
+            elif not r["decidable"]:
+                lines.append(f"{c['id']}: cannot decide {planning.undecided_text(r, c['probe'], c['params'])}")
+    headers = ["id", "samples", "decides", "requirements decidable"]
+    if not any(c.get("require") for c in cases):
+        headers, rows = headers[:3], [r[:3] for r in rows]
+    note = (
+        f"samples: expected; decides: the percentiles they decide, 10/(1-p) samples and {planning.MARGIN_PCT} % "
+        "(a missed period is not a sample)"
+    )
+    return "\n".join([format_table(headers, rows, left=1), note, *lines])
+
+
 def plan_json(cases: list[dict], scenario: dict | None = None) -> dict:
-    """The plan as stored in a bundle's plan.json."""
+    """The plan as stored in a bundle's plan.json; each case with its planning keys (expected_samples,
+    decidable, decidable_requirements: rtqual.answers.planning.case_plan)."""
     run = (scenario or {}).get("run", {})
     return {
         "schema_version": PLAN_SCHEMA_VERSION,
@@ -212,7 +255,7 @@ def plan_json(cases: list[dict], scenario: dict | None = None) -> dict:
         "description": run.get("description"),
         "table": run.get("table", "cases"),
         "total_ns": total_ns(cases),
-        "cases": cases,
+        "cases": [{**c, **planning.case_plan(c)} for c in cases],
     }
 
 

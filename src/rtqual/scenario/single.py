@@ -7,13 +7,16 @@ import argparse
 import json
 
 from rtqual import probes as native_table
-from rtqual.answers.requirements import gather, legacy
+from rtqual.answers import planning
+from rtqual.answers.requirements import gather, legacy, needed_samples
 from rtqual.errors import RtqError
 from rtqual.fields import check
-from rtqual.probes.catalog import ALL_PROBES, check_params, fields_of, probe_case
+from rtqual.probes.catalog import ALL_PROBES, S, check_params, fields_of, probe_case
 from rtqual.scenario.model import CONDITIONS
 from rtqual.units import format_cpulist, online_cpus, parse_cpulist, parse_duration_ns
 
+BASELINE_NS = 5 * S  # the timer baseline of a service probe's run, at the least (--baseline)
+BASELINE_STAT = "p99.9"  # what the baseline must be long enough to state
 SETTLE = CONDITIONS["settle"]  # --settle is a scenario file's conditions.settle: the same range and default
 SETTLE_DEFAULT = SETTLE.default
 
@@ -45,14 +48,29 @@ def baseline_probe() -> str | None:
     return next((e["name"] for e in native_table.table() if "baseline" in (e.get("sections") or ())), None)
 
 
+def baseline_duration(base_name: str, given: str | None, policy: str, priority: int) -> str:
+    """--baseline as given, else BASELINE_NS, or longer where this host's CPUs need it for p99.9 with the
+    plan's margin (2 CPUs at 1 ms: 6 s, 1 CPU: 11 s): a baseline that cannot state p99.9 compares nothing."""
+    if given is not None:
+        return given
+    params = {"duration": f"{BASELINE_NS}ns", "policy": policy, "priority": priority}
+    case = probe_case(base_name, check_params(base_name, params, ""), online_cpus(), "baseline")
+    need = planning.planned(needed_samples(planning.PERCENTILES[BASELINE_STAT]))
+    wanted = planning.duration_for(need, case["probe"], case["params"]) or 0
+    return f"{max(BASELINE_NS, wanted)}ns"
+
+
 def service_cases(name: str, a) -> list[dict]:
     """A probe measured with a service (`rtqual run ioc`): a baseline case on the same host first
     (--baseline: the timer), then the probe's case, whose service the run starts around it."""
     case = probe_options_case(name, a)
     base_name = baseline_probe()
-    if base_name is None or a.baseline.strip() == "0" or not parse_duration_ns(a.baseline, "--baseline"):
+    given = a.baseline
+    off = given is not None and (given.strip() == "0" or not parse_duration_ns(given, "--baseline"))
+    if base_name is None or off:
         return [case]
-    base = {"duration": a.baseline, "policy": case["params"]["policy"], "priority": case["params"]["priority"]}
+    policy, priority = case["params"]["policy"], case["params"]["priority"]
+    base = {"duration": baseline_duration(base_name, given, policy, priority), "policy": policy, "priority": priority}
     if a.allow_degraded:
         base["allow_degraded"] = True
     params = check_params(base_name, base, "", name_of=lambda k: "--baseline" if k == "duration" else "--" + k)
@@ -113,13 +131,27 @@ def scenario_text(cases: dict | list[dict], argv: list[str], given: dict | None 
 
 def single_run(a, argv: list[str]) -> tuple[list[dict], str | None]:
     """`rtqual run PROBE ...`'s cases (a service probe: its baseline first), under --load if given, and the
-    equivalent scenario file (None for a hidden probe)."""
+    equivalent scenario file (None for a hidden probe). `--duration auto[:CAP]`: the measured case runs as
+    long as its requirements need (rtqual.answers.planning.auto_duration, kept in its "duration_auto")."""
     probe = ALL_PROBES[a.probe]
-    cases = service_cases(a.probe, a) if probe.service else [probe_options_case(a.probe, a)]
-    cases = with_loads(cases, a)
-    # the measured case (the last: a service probe's baseline is for comparison only); --max-latency and
-    # --p99-latency join its requirements here, the one route to its verdict
-    require = gather(a.require, a.profile, limits=cases[-1]["requirements"])
+    cap_ns = planning.parse_auto(getattr(a, "duration", None))
+    if cap_ns is not None:
+        a.duration = None  # the probe's default duration while its rate is worked out
+
+    def cases_of() -> tuple[list[dict], list[str]]:
+        cases = service_cases(a.probe, a) if probe.service else [probe_options_case(a.probe, a)]
+        cases = with_loads(cases, a)
+        # the measured case (the last: a service probe's baseline is for comparison only); --max-latency and
+        # --p99-latency join its requirements here, the one route to its verdict
+        return cases, gather(a.require, a.profile, limits=cases[-1]["requirements"])
+
+    cases, require = cases_of()
+    if cap_ns is not None:
+        auto = planning.auto_duration(cases[-1]["probe"], cases[-1]["params"], require, cap_ns)
+        a.duration = f"{auto['duration_ns']}ns"
+        cases, require = cases_of()
+        cases[-1]["duration_auto"] = auto
     if require:
         cases[-1]["require"] = require
-    return cases, None if probe.hidden else scenario_text(cases, argv, given_options(a.probe, a))
+    given = given_options(a.probe, a)
+    return cases, None if probe.hidden else scenario_text(cases, argv, given)
