@@ -189,7 +189,7 @@ def plan_text(cases: list[dict], title: str | None = None) -> str:
             [
                 c["id"],
                 c["label"],
-                c["probe"],
+                c.get("run_as") or c["probe"],  # the name the user gives (ioc, not iocresp)
                 ", ".join(c.get("load_names", [])) or IDLE,
                 _conditions_text(c.get("conditions", {})),
                 interval,
