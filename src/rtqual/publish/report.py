@@ -4,9 +4,11 @@ beyond the text returned). Rows and cells come from publish.views, host rows fro
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
+from rtqual.answers.answer import answer_lines, answers
 from rtqual.answers.requirements import describe
+from rtqual.answers.verdict import headline
 from rtqual.probes import has_section
 from rtqual.publish.hostview import host_rows
 from rtqual.publish.views import (
@@ -21,6 +23,8 @@ from rtqual.publish.views import (
     spike_lines,
     stage_table,
 )
+from rtqual.results.bundle import Model, Unreadable
+from rtqual.results.hist import Histogram
 from rtqual.units import format_ns
 
 JSON_STAT_KEYS = [k for _, k in STAT_COLUMNS]
@@ -68,11 +72,35 @@ def baseline_line(result: dict, results: list[dict]) -> str | None:
     return f"vs timer baseline (case {base['id']}, same run): {pairs}"
 
 
-def show_text(data: dict, table: str | None = None) -> str:
-    """The human view of a bundle: per case, its table, verdict and warnings; then the summary table
-    (one row per case, or a seed paper's layout)."""
+def bundle_view(model: Model) -> dict:
+    """What `show` prints of a bundle: the model's keys (Model.as_dict) and each case's histogram merged over
+    its CPUs ("hists": {case id: Histogram}, a case without a readable one left out), so the answer counts the
+    samples over a limit."""
+    data = model.as_dict()
+    data["hists"] = {}
+    for r in data["cases"]:
+        try:
+            per_cpu = model.hists(r["id"]).values()
+            data["hists"][r["id"]] = Histogram.merged(Histogram.from_record(rec) for rec in per_cpu)
+        except (Unreadable, ValueError, KeyError, TypeError, AttributeError):
+            continue
+    return data
+
+
+def bundle_answer(data: dict) -> list[dict]:
+    """The answers of a bundle's cases (rtqual.answers.answer), counted on its histograms when given."""
+    return answers(data["cases"], data.get("hists"))
+
+
+def show_text(data: dict, table: str | None = None, env_lines: Sequence[str] = ()) -> str:
+    """The human view of a bundle: first the answer (one line per question, then env_lines, sentences on where
+    it was measured); per case, its table, verdict and warnings; then the summary table (one row per case, or
+    a seed paper's layout)."""
     out = []
     m = data["manifest"]
+    lines = answer_lines(bundle_answer(data), env_lines)
+    if lines:
+        out += ["answer:", *(f"  {line}" for line in lines), ""]
     out.append(
         f"bundle {data['path']}  ({m.get('status')}, rtqual {m.get('rtqual_version')}, "
         f"host {m.get('hostname')}, started {m.get('start')})"
@@ -98,7 +126,7 @@ def show_text(data: dict, table: str | None = None) -> str:
         if baseline:
             out.append(baseline)
         out.extend(f"requirement {describe(v)}" for v in r.get("requirement_verdicts") or [])
-        out.append(f"verdict: {r['verdict'].upper()} - {r.get('reason', '')}")
+        out.append(f"verdict: {headline(r['verdict'], r.get('reason', ''))}")
         out.extend(f"warning: {w}" for w in r.get("warnings", []))
     table = table or data.get("table") or "cases"
     if data["cases"] and (len(data["cases"]) > 1 or table != "cases"):
@@ -156,6 +184,7 @@ def show_json(data: dict) -> dict:
             for r in data["cases"]
         ],
         "verdict": data["manifest"].get("verdict"),
+        "answer": bundle_answer(data),
         **({"capability": data["manifest"]["capability"]} if "capability" in data["manifest"] else {}),
     }
 

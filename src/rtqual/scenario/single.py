@@ -122,4 +122,6 @@ def single_run(a, argv: list[str]) -> tuple[list[dict], str | None]:
     require = gather(a.require, a.profile, limits=cases[-1]["requirements"])
     if require:
         cases[-1]["require"] = require
+    if a.profile:
+        cases[-1]["profile"] = a.profile  # its requirements are judged against its cycle
     return cases, None if probe.hidden else scenario_text(cases, argv, given_options(a.probe, a))
