@@ -184,7 +184,9 @@ def test_jitterdebugger_folder_fills_overflow_from_samples():
     cpu0, cpu1 = r["per_cpu"]["0"], r["per_cpu"]["1"]
     assert (cpu0["count"], cpu0["min_ns"], cpu0["max_ns"]) == (500, 7_999, 12_704_999)
     assert (cpu1["count"], cpu1["min_ns"], cpu1["max_ns"]) == (500, 6_999, 15_492_999)
-    assert r["stats"]["out_of_range"] == 0 and r["verdict"] == "completed"  # all 28 overflowed samples are in samples.raw
+    assert (
+        r["stats"]["out_of_range"] == 0 and r["verdict"] == "completed"
+    )  # all 28 overflowed samples are in samples.raw
     assert r["stats"]["p9999_ns"] == 15_492_999 and r["stats"]["stddev_ns"] is not None
     assert r["source"]["samples"]["records"] == 999
     assert any("499 of thread 1's 500" in w for w in r["warnings"])

@@ -155,8 +155,9 @@ def _undecided(r: dict, vs: list[dict], needs_s: float | None) -> str:
     """Why a case cannot decide: the samples it lacks (and the time), or what it ran without."""
     count = (r.get("stats") or {}).get("count") or 0
     need = max((n for v in vs if v["verdict"] == "inconclusive" and (n := _need(v))), default=0)
-    if needs_s is not None and need > count:
-        return f"needs {need:,} samples, about {_seconds(needs_s)} more per case ({r['label']}: {count:,})"
+    if need > count and not degradation(r) and r.get("verdict") not in ("error", "skip"):
+        more = f", about {_seconds(needs_s)} more per case" if needs_s is not None else ""
+        return f"needs {need:,} samples{more} ({r['label']}: {count:,})"
     notes = [v["note"] for v in vs if v["verdict"] == "inconclusive" and v.get("note")]
     return f"{r['label']}: {notes[0] if notes else r.get('reason') or 'not measured as asked'}"
 
