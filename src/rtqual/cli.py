@@ -91,7 +91,7 @@ def execute(
     model = run(
         cases, argv, output=output, quiet=quiet, raw_mb=raw_mb, plan=plan, scenario_toml=scenario_toml, store=store
     )
-    print(report.show_text(report.with_environment(model)))
+    print(report.show_text(report.bundle_view(model)))
     if (model.path / REPORT).is_file():
         print(f"report: {model.path / REPORT}")
     print(model.path)
@@ -129,12 +129,12 @@ def cmd_show(a, argv: list[str]) -> int:
     data = load_bundle(a.bundle)
     st = selftest.stored(data)
     if a.json:
-        out = report.show_json(report.with_environment(data))
+        out = report.show_json(report.bundle_view(data))
         if st is not None:
             out["selftest"] = st
         print(json.dumps(out, indent=1))
     else:
-        print(report.show_text(report.with_environment(data), a.table))
+        print(report.show_text(report.bundle_view(data), a.table))
         if st is not None:
             print("\n" + selftest.text(st))
     return damage_exit([data])

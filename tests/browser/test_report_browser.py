@@ -95,6 +95,31 @@ def test_report_opens_offline_draws_every_figure_and_shows_the_bundle_numbers(tm
         ctx.close()
 
 
+def test_the_answer_opens_the_report_and_an_unjudged_run_is_not_a_pass(tmp_path, rtqual_cmd, browser):
+    """A run judged against nothing: the report opens with the answer lines of `show --json`, and its banner
+    is the neutral COMPLETED, never a green PASS."""
+    out = tmp_path / "report.html"
+    assert rtqual_cmd("report", DATA / "scenario", "-o", out).returncode == 0
+    ctx, page, errors, _ = open_offline(browser, out)
+    try:
+        assert errors == []
+        order = page.evaluate(
+            """() => [...document.body.querySelectorAll('h1, h2, #answer, #verdict, section.case')]
+                     .map(e => e.id || e.tagName.toLowerCase())"""
+        )
+        assert order[:4] == ["h1", "h2", "answer", "verdict"]  # the title, "Answer", the lines, the banner
+        lines = page.evaluate("() => [...document.querySelectorAll('#answer li')].map(li => li.textContent)")
+        want = json.loads(rtqual_cmd("show", DATA / "scenario", "--json").stdout)["answer"]
+        assert lines == [f"{a['question']}: {a['answer']} — {a['evidence']}" for a in want] and lines
+        banner = page.locator("#verdict")
+        assert banner.text_content().startswith("COMPLETED — not judged (add --profile or --require)")
+        assert "PASS" not in banner.text_content() and "completed" in banner.get_attribute("class")
+        color = page.evaluate("() => getComputedStyle(document.querySelector('#verdict')).backgroundColor")
+        assert color != "rgb(227, 245, 225)"  # .pass's green
+    finally:
+        ctx.close()
+
+
 def test_compare_report_overlays_matching_cases(tmp_path, rtqual_cmd, browser):
     out = tmp_path / "compare.html"
     a = DATA / "scenario"

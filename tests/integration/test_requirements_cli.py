@@ -108,5 +108,28 @@ def test_a_degraded_run_says_so_in_its_verdict():
     ]
     case = {"id": "001-timer", "label": "t", "probe": "timer", "args": [], "params": {}, "requirements": {}}
     r = summarize(case, read_stream(json.dumps(x) + "\n" for x in recs), 0, "")
-    assert r["verdict"] == "pass"
+    assert r["verdict"] == "completed"  # nothing judged
     assert r["reason"] == "completed, DEGRADED: ran without SCHED_FIFO/RR, mlockall; not a real-time result"
+
+
+def test_an_unjudged_run_is_completed_and_the_answer_comes_first(tmp_path, rtqual_cmd):
+    """No requirement: exit 0, verdict completed (never pass), shown as COMPLETED — not judged; `show` opens
+    with the answer lines and `show --json` has them under "answer"; a requirement then judges it."""
+    out = run_fake(rtqual_cmd, tmp_path, [10_000] * 2000)
+    assert out.returncode == 0, out.stderr
+    shown = show_json(tmp_path / "b")
+    assert shown["verdict"] == shown["cases"][0]["verdict"] == "completed"
+    assert shown["answer"] == []  # the fake probe has no period and nothing was judged: no question
+    text = rtqual_cmd("show", tmp_path / "b").stdout
+    assert "verdict: COMPLETED — not judged (add --profile or --require)" in text and "PASS" not in text
+    out = run_fake(rtqual_cmd, tmp_path, [10_000] * 2000, "--profile", "kek-50hz", "--require", "p99 <= 5us", out="c")
+    assert out.returncode == 2, out.stderr
+    shown = show_json(tmp_path / "c")
+    answer = {a["question"]: a for a in shown["answer"]}
+    assert set(answer) == {"50 Hz KEK cycle, 20ms (profile kek-50hz)", "p99 ≤ 5us"}
+    kek = answer["50 Hz KEK cycle, 20ms (profile kek-50hz)"]
+    assert kek["answer"] == "undecided"  # p99.99: 100,000 samples needed; the fake probe has no rate to say when
+    assert kek["evidence"] == "needs 100,000 samples (fake s.script: 2,000)" and kek["needs_s"] is None
+    assert answer["p99 ≤ 5us"]["answer"] == "no" and answer["p99 ≤ 5us"]["needs_s"] is None
+    text = rtqual_cmd("show", tmp_path / "c").stdout.splitlines()
+    assert text[0] == "answer:" and text[1].startswith("  50 Hz KEK cycle, 20ms (profile kek-50hz): undecided — ")

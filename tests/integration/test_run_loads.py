@@ -85,7 +85,7 @@ def test_run_fake_under_a_load_records_it_and_writes_a_one_case_scenario(rtqual_
     assert params["loads"] == [{"type": "command", "argv": "sleep 60"}]
     assert params["conditions"] == {"settle_ns": 100_000_000}
     result = json.loads((tmp_path / "b" / "cases" / "001-fake" / "result.json").read_text())
-    assert result["verdict"] == "pass" and result["loads"][0]["alive_until_stop"], result["reason"]
+    assert result["verdict"] == "completed" and result["loads"][0]["alive_until_stop"], result["reason"]
     assert result["label"].endswith("under command")
     assert not (tmp_path / "b" / "scenario.toml").exists()  # the fake probe is not for scenario files
 
@@ -120,7 +120,7 @@ def test_a_load_that_fails_to_start_makes_its_case_inconclusive_and_later_cases_
     second = probe_case("fake", {"script": str(s)}, [0], "002-idle")
     path = run([first, second], ["test"], output=str(tmp_path / "b"), quiet=True).path
     data = bundle.load(path)
-    assert [r["verdict"] for r in data["cases"]] == ["inconclusive", "pass"]
+    assert [r["verdict"] for r in data["cases"]] == ["inconclusive", "completed"]
     assert data["cases"][0]["reason"].startswith("load did not start: load 'command': cannot start")
     assert data["manifest"]["status"] == "complete" and data["manifest"]["verdict"] == "inconclusive"
 

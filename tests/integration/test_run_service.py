@@ -62,6 +62,6 @@ def test_a_registered_service_runs_around_its_case(tmp_path):
     path = run([case], ["test"], output=str(tmp_path / "b"), quiet=True).path
     assert EVENTS == ["made", "started", "stopped", "discarded"]
     (result,) = bundle.load(path)["cases"]
-    assert result["verdict"] == "pass" and result["dummy"]["spec"] == {"type": "dummy", "level": 3}
+    assert result["verdict"] == "completed" and result["dummy"]["spec"] == {"type": "dummy", "level": 3}
     plan = json.loads((path / "plan.json").read_text())
     assert plan["cases"][0]["service"] == {"type": "dummy", "level": 3}

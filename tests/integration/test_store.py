@@ -200,7 +200,7 @@ def test_frozen_bundles_and_history_filters(engine, rtqual_cmd):
     out = rtqual_cmd("history", "--json", "--store", engine.url, "--case", "timer idle")
     assert out.returncode == 0, out.stderr
     runs = json.loads(out.stdout)["runs"]
-    assert len(runs) == 1 and runs[0]["p99_ns"] == 55519 and runs[0]["verdict"] == "pass"
+    assert len(runs) == 1 and runs[0]["p99_ns"] == 55519 and runs[0]["verdict"] == "completed"
     text = rtqual_cmd("history", "--store", engine.url, "--host", "vm", "--since", "3650d")
     assert text.returncode == 0 and "timer hackbench" in text.stdout and "6.18.44" in text.stdout
     head = text.stdout.splitlines()[0].split()

@@ -53,7 +53,7 @@ def test_scenario_with_loads_and_dead_load(tmp_path, rtqual_cmd):
     out = rtqual_cmd("run", f, "-o", tmp_path / "b", "-q")
     assert out.returncode == 4, out.stderr + out.stdout
     cases = {c["label"]: c for c in show_json(tmp_path / "b")["cases"]}
-    assert cases["hog"]["verdict"] == "pass" and cases["hog"]["stats"]["count"] > 0
+    assert cases["hog"]["verdict"] == "completed" and cases["hog"]["stats"]["count"] > 0
     assert cases["dying load"]["verdict"] == "inconclusive"
     assert "exited with code 3" in cases["dying load"]["reason"]
     result = json.loads(next((tmp_path / "b" / "cases").glob("001-*/result.json")).read_text())
@@ -94,7 +94,7 @@ def test_interrupt_keeps_finished_cases_and_stops_loads(tmp_path):
     manifest = json.loads((tmp_path / "b" / "manifest.json").read_text())
     assert manifest["status"] == "interrupted"
     verdicts = [c["verdict"] for c in manifest["cases"]]
-    assert verdicts == ["pass", "inconclusive"]  # the third case never started
+    assert verdicts == ["completed", "inconclusive"]  # the third case never started
     assert not leftovers(tmp_path / "b")
     assert os.path.exists(tmp_path / "b" / "host" / "facts-after.json")
 
@@ -149,7 +149,7 @@ def test_run_timer_under_hackbench_from_the_command_line(tmp_path, rtqual_cmd):
                      "300ms", "-o", b, "-q")  # fmt: skip
     assert out.returncode == 0, out.stderr + out.stdout
     result = json.loads(next((b / "cases").glob("001-*/result.json")).read_text())
-    assert result["verdict"] == "pass" and result["stats"]["count"] > 0 and result["run_as"] == "timer"
+    assert result["verdict"] == "completed" and result["stats"]["count"] > 0 and result["run_as"] == "timer"
     load = result["loads"][0]
     assert load["type"] == "hackbench" and load["alive_until_stop"] and load["instances"][0]["stopped_by"] == "SIGINT"
     assert result["label"].endswith("under hackbench") and not leftovers(b)

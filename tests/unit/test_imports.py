@@ -37,7 +37,7 @@ def test_cyclictest_json_with_full_histogram():
     assert (cpu0["count"], cpu0["min_ns"], cpu0["max_ns"]) == (1000, 7_999, 1_924_999)
     assert (cpu1["count"], cpu1["min_ns"], cpu1["max_ns"]) == (1000, 6_999, 2_903_999)
     assert r["stats"]["count"] == 2000 and r["stats"]["min_ns"] == 6_999 and r["stats"]["max_ns"] == 2_903_999
-    assert r["stats"]["out_of_range"] == 0 and r["verdict"] == "pass"
+    assert r["stats"]["out_of_range"] == 0 and r["verdict"] == "completed"
     assert all(r["stats"][k] is not None for k in ("p50_ns", "p99_ns", "p999_ns", "p9999_ns", "stddev_ns"))
     # percentiles are exactly the upper edge of cyclictest's 1 us bucket (not rounded again by the HDR layout)
     assert all(s[k] % 1000 == 999 for s in (cpu0, cpu1, r["stats"]) for k in ("p50_ns", "p99_ns", "p999_ns"))
@@ -147,7 +147,7 @@ def test_rtla_61_layout_irq_and_thread_cases():
     assert ri["per_cpu"].keys() == rt["per_cpu"].keys() == {"0", "1", "2", "3"}
     assert [ri["per_cpu"][c]["count"] for c in "0123"] == [6000] * 4
     assert ri["stats"]["count"] == 24000 and ri["stats"]["min_ns"] == 999 and ri["stats"]["max_ns"] == 3_999
-    assert ri["verdict"] == "pass" and ri["stats"]["stddev_ns"] is not None
+    assert ri["verdict"] == "completed" and ri["stats"]["stddev_ns"] is not None
     assert rt["per_cpu"]["2"]["out_of_range"] == 1 and rt["per_cpu"]["2"]["max_ns"] == 315_999
     assert rt["per_cpu"]["0"]["max_ns"] == 7_999 and rt["stats"]["out_of_range"] == 2
     assert rt["verdict"] == "inconclusive" and rt["source"]["duration"] == "0 00:00:06"
@@ -184,7 +184,9 @@ def test_jitterdebugger_folder_fills_overflow_from_samples():
     cpu0, cpu1 = r["per_cpu"]["0"], r["per_cpu"]["1"]
     assert (cpu0["count"], cpu0["min_ns"], cpu0["max_ns"]) == (500, 7_999, 12_704_999)
     assert (cpu1["count"], cpu1["min_ns"], cpu1["max_ns"]) == (500, 6_999, 15_492_999)
-    assert r["stats"]["out_of_range"] == 0 and r["verdict"] == "pass"  # all 28 overflowed samples are in samples.raw
+    assert (
+        r["stats"]["out_of_range"] == 0 and r["verdict"] == "completed"
+    )  # all 28 overflowed samples are in samples.raw
     assert r["stats"]["p9999_ns"] == 15_492_999 and r["stats"]["stddev_ns"] is not None
     assert r["source"]["samples"]["records"] == 999
     assert any("499 of thread 1's 500" in w for w in r["warnings"])
@@ -215,7 +217,7 @@ def test_jitterdebugger_samples_unread_when_nothing_overflowed(tmp_path):
         "record_bytes": 28,
         "read": False,
     }
-    assert r["stats"]["count"] == 3 and r["stats"]["p9999_ns"] == 5_999 and r["verdict"] == "pass"
+    assert r["stats"]["count"] == 3 and r["stats"]["p9999_ns"] == 5_999 and r["verdict"] == "completed"
 
 
 # -- rteval -------------------------------------------------------------------------------------
@@ -229,7 +231,7 @@ def test_rteval_summary_matches_the_cyclictest_text_it_was_made_from():
     for key in ("count", "min_ns", "p50_ns", "p99_ns", "p999_ns", "p9999_ns", "max_ns", "stddev_ns"):
         assert r["stats"][key] == t["stats"][key], key
         assert r["per_cpu"]["1"][key] == t["per_cpu"]["1"][key], key
-    assert r["verdict"] == "pass" and r["source"]["statistics"]["0"]["samples"] == "1000"
+    assert r["verdict"] == "completed" and r["source"]["statistics"]["0"]["samples"] == "1000"
 
 
 def test_rteval_samples_lost_beyond_the_histogram(tmp_path):

@@ -40,6 +40,15 @@ def test_rates_only_for_periodic_wakeups():
 def test_short_runs_and_ioc_budget_are_said_honestly():
     lines = capability([result("ioc kek", 500, 300_000, 300_000, 310_000, ioc=True)])
     assert lines[0] == "ioc kek: worst 310us in 500 events answered (too few for 99.9 %: 10,000 needed)."
-    assert "budget of 310us is met by every event of this short run" in lines[1]
+    assert lines[1] == (
+        "IOC input -> output (ioc kek): worst 310us in 500 events (a short run); no budget judged "
+        "(give one with --require 'max <= BUDGET' or --profile)."
+    )  # a budget is given (profile, requirement), never the maximum seen
+    judged = result("ioc kek", 500, 300_000, 300_000, 310_000, ioc=True)
+    judged["requirement_verdicts"] = [
+        {"requirement": "max < 20ms", "stat": "max", "op": "<", "unit": "ns", "verdict": "pass", "profile": "kek-50hz"},
+        {"requirement": "over(100us) <= 1%", "stat": "over", "op": "<=", "unit": "%", "verdict": "fail"},
+    ]
+    assert capability([judged])[1] == "IOC input -> output (ioc kek): budget max < 20ms (profile kek-50hz) met."
     assert "short runs" in lines[-1]
     assert capability([]) == [] and capability([{"label": "x", "verdict": "error", "stats": {"count": 0}}]) == []

@@ -42,16 +42,25 @@ def decided(stream, code, require=(), loads=None, load_error=None, interrupted=F
 
 
 def test_the_order_is_one_and_names_every_verdict():
-    assert vd.ORDER == ("pass", "skip", "inconclusive", "fail", "error")
+    assert vd.ORDER == ("pass", "completed", "skip", "inconclusive", "fail", "error")
     assert set(vd.ORDER) == set(VERDICTS) == set(bundle.VERDICTS) == set(vd.EXIT_CODES)
-    assert [vd.rank(v) for v in vd.ORDER] == list(range(5))
+    assert [vd.rank(v) for v in vd.ORDER] == list(range(6))
+    assert vd.worst(["pass", "completed"]) == "completed"  # a passed case and an unjudged one: not a pass
+    assert vd.worst(["completed", "skip"]) == "skip"
     assert vd.worst([]) == "pass" and vd.worst(["skip", "pass"]) == "skip"
     assert vd.worst(["inconclusive", "fail"]) == "fail"  # a failed requirement or case decides
     assert vd.worst(["fail", "error", "inconclusive"]) == "error"
 
 
 def test_the_exit_code_table():
-    assert {v: vd.exit_code(v) for v in vd.ORDER} == {"pass": 0, "skip": 3, "inconclusive": 4, "fail": 2, "error": 1}
+    assert {v: vd.exit_code(v) for v in vd.ORDER} == {
+        "pass": 0,
+        "completed": 0,
+        "skip": 3,
+        "inconclusive": 4,
+        "fail": 2,
+        "error": 1,
+    }
     with pytest.raises(KeyError):
         vd.exit_code("regressed")
 
@@ -59,7 +68,7 @@ def test_the_exit_code_table():
 @pytest.mark.parametrize(
     "code,end,reason,interrupted,want,why",
     [
-        (0, True, "completed", False, "pass", "completed"),
+        (0, True, "completed", False, "completed", "completed"),  # measured, nothing judged: not a pass
         (3, True, "completed", False, "skip", "why"),  # the probe's stderr says what to grant
         (1, True, "completed", False, "error", "why"),
         (-signal.SIGABRT, False, "", False, "error", "SIGABRT"),
@@ -101,7 +110,7 @@ LOAD_SHORT = {"dead_reason": None, "shortfall": "20 of 100 Mbit/s"}
         ([LOAD_DEAD], None, 0, ["max <= 1us"], "inconclusive", "load not running"),  # not measured as asked
         ([LOAD_DEAD], None, 1, (), "error", "why"),  # the probe's own error stays
         ([LOAD_SHORT], None, 3, (), "skip", "why"),
-        ([{"dead_reason": None}], None, 0, (), "pass", "completed"),
+        ([{"dead_reason": None}], None, 0, (), "completed", "completed"),
     ],
 )
 def test_load_problems_make_the_case_inconclusive(loads, load_error, code, require, want, why):
@@ -130,13 +139,15 @@ def test_the_shorthands_reach_the_verdict_by_the_one_route():
     r = vd.summarize(case, stream_of([10_000] * 1999 + [300_000]), 0, "")
     assert r["verdict"] == "fail" and r["reason"].startswith("requirement not met: max <= 200000ns: fail")
     assert r["requirements"] == limits and [v["requirement"] for v in r["requirement_verdicts"]] == case["require"]
-    assert vd.summarize(dict(CASE, requirements=limits), stream_of([300_000]), 0, "")["verdict"] == "pass"
+    assert vd.summarize(dict(CASE, requirements=limits), stream_of([300_000]), 0, "")["verdict"] == "completed"
 
 
 @pytest.mark.parametrize(
     "cases,interrupted,error,want",
     [
         (["pass", "pass"], False, False, "pass"),
+        (["pass", "completed"], False, False, "completed"),
+        (["completed", "skip"], False, False, "skip"),
         (["pass", "skip"], False, False, "skip"),
         (["pass", "inconclusive"], False, False, "inconclusive"),
         (["inconclusive", "fail", "pass"], False, False, "fail"),
@@ -173,6 +184,7 @@ def test_no_other_module_ranks_verdicts_or_maps_them_to_exit_codes():
         "answers/requirements.py": {"a result's verdict overridden"},  # evaluate: one requirement's pass/fail
         "errors.py": {"an exit code for a verdict"},  # the constants themselves
         "publish/imports/__main__.py": {"an exit code for a verdict"},  # its main: KeyboardInterrupt -> 4
+        "results/bundle/model.py": {"a result's verdict overridden"},  # old bundles read: unjudged "pass" is completed
     }
     found = []
     for f in sorted(src.rglob("*.py")):

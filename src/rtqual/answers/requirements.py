@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from rtqual.errors import RtqError
 from rtqual.results.hist import Histogram, needed_samples
@@ -46,26 +47,49 @@ _EXPR = re.compile(
 # A short run's maximum is what it saw, not a worst case: below this many samples the verdict says so.
 WORST_CASE_SAMPLES = 1_000_000
 
-# Named requirement sets (docs/requirements.md gives the reasoning of each limit).
-PROFILES = {
+# Named requirement sets (docs/requirements.md gives the reasoning of each limit). A profile's `period_ns` is
+# the control cycle its requirements speak of (None: a threshold study, no cycle): its `overruns` requirement
+# counts missed cycles of that period, whatever interval the probe sampled at (cycle_value).
+PROFILES: dict[str, dict[str, Any]] = {
     "kek-50hz": {
         "help": "SuperKEKB injector linac (seeds 000/002): parameters switch every 20 ms (50 Hz pulse-to-pulse); "
         "a response must land well inside one cycle",
+        "title": "50 Hz KEK cycle",
+        "period_ns": 20_000_000,
         "requirements": ["max < 20ms", "p99.99 <= 2ms", "overruns == 0"],
     },
     "aps-100us": {
         "help": "APS IOCcore study (seed 001): the share of samples over 100 us, and a median under it",
+        "title": "APS 100 us threshold",
+        "period_ns": None,
         "requirements": ["over(100us) <= 1%", "p50 <= 100us"],
     },
     "1khz-loop": {
         "help": "a 1 kHz control loop: the worst wake-up inside half the 1 ms period, p99.99 within 10 % of it",
+        "title": "1 kHz loop",
+        "period_ns": 1_000_000,
         "requirements": ["max <= 500us", "p99.99 <= 100us", "overruns == 0"],
     },
     "10khz-loop": {
         "help": "a 10 kHz control loop (100 us period): the worst wake-up inside half the period",
+        "title": "10 kHz loop",
+        "period_ns": 100_000,
         "requirements": ["max <= 50us", "p99.99 <= 20us", "overruns == 0"],
     },
 }
+
+
+def profile_question(name: str) -> str:
+    """A profile as the question it asks: '50 Hz KEK cycle, 20ms (profile kek-50hz)'."""
+    p = PROFILES[name]
+    period = f", {format_ns(p['period_ns'])}" if p.get("period_ns") else ""
+    return f"{p['title']}{period} (profile {name})"
+
+
+def probe_cycle_ns(params: dict) -> int | None:
+    """The period a case's probe sampled at (its interval, or an IOC's stimulus period), or None."""
+    cycle = (params or {}).get("interval_ns") or (params or {}).get("period_ns")
+    return int(cycle) if cycle else None
 
 
 @dataclass(frozen=True)
@@ -124,6 +148,21 @@ def legacy(requirements: dict) -> list[Requirement]:
     return [Requirement(f"{names[k]} <= {v}ns", names[k], "<=", v) for k, v in requirements.items() if k in names]
 
 
+def needed_for(req: Requirement) -> int | None:
+    """Samples a requirement needs before it is decided (a percentile's 10/(1-p), a share's 10/(P/100)),
+    or None when any count decides it (max, mean, p50, counts, a share of 0 %)."""
+    ppm = _ppm(req)
+    return needed_samples(ppm) if ppm else None
+
+
+def _ppm(req: Requirement) -> int | None:
+    """The share of samples (parts per million) a requirement's limit sits at, when a count must carry it."""
+    ppm = STATS.get(req.stat, (None, None))[1]
+    if req.stat == "over" and req.limit > 0:
+        ppm = round(1_000_000 - req.limit * 10_000)
+    return ppm if ppm and req.stat != "p50" else None
+
+
 def value_of(req: Requirement, stats: dict, hist: Histogram | None) -> float | None:
     """The measured value a requirement speaks of (None when the case has no such statistic)."""
     if req.stat == "over":
@@ -139,11 +178,34 @@ def value_of(req: Requirement, stats: dict, hist: Histogram | None) -> float | N
     return stats.get(key)
 
 
-def evaluate(req: Requirement, stats: dict, hist: Histogram | None = None, run_ns: int | None = None) -> dict:
+def cycle_value(hist: Histogram | None, cycle_ns: int, probe_ns: int | None) -> tuple[float | None, str]:
+    """A profile's `overruns` on a probe that sampled at another interval (or none): (the wake-ups later than
+    one cycle of the profile, a note saying so); without samples in a histogram (None, why not judged)."""
+    sampled = f"this case sampled every {format_ns(probe_ns)}" if probe_ns else "this case has no period"
+    if hist is None:
+        return None, f"needs a probe interval of {format_ns(cycle_ns)}; {sampled}"
+    if not hist.count:
+        return None, "no samples"
+    return hist.count_above(cycle_ns), f"samples later than one {format_ns(cycle_ns)} cycle ({sampled})"
+
+
+def evaluate(
+    req: Requirement,
+    stats: dict,
+    hist: Histogram | None = None,
+    run_ns: int | None = None,
+    cycle_ns: int | None = None,
+    probe_ns: int | None = None,
+) -> dict:
     """The verdict of one requirement on one case: pass, fail or inconclusive, with the value, the limit,
-    the margin (positive: room left) and a note when the number cannot carry the claim."""
+    the margin (positive: room left) and a note when the number cannot carry the claim. cycle_ns: the period
+    of the profile the requirement comes from; its `overruns` then counts missed cycles of that period (the
+    probe's own overruns only when it sampled at that period, probe_ns)."""
     count = int(stats.get("count") or 0)
     value = value_of(req, stats, hist)
+    cycle_note = ""
+    if req.stat == "overruns" and cycle_ns and probe_ns != cycle_ns:
+        value, cycle_note = cycle_value(hist, cycle_ns, probe_ns)
     out = {
         "requirement": req.text,
         "stat": req.stat,
@@ -157,17 +219,15 @@ def evaluate(req: Requirement, stats: dict, hist: Histogram | None = None, run_n
         "note": "",
     }
     if value is None:
-        out["note"] = "no samples" if not count else f"the case has no {req.stat}"
+        out["note"] = cycle_note or ("no samples" if not count else f"the case has no {req.stat}")
         return out
     upper = req.op in ("<", "<=")
     if req.op != "==":
         margin = (req.limit - value) if upper else (value - req.limit)
         out["margin"] = margin
         out["margin_pct"] = 100.0 * margin / req.limit if req.limit else None
-    ppm = STATS.get(req.stat, (None, None))[1]
-    if req.stat == "over" and req.limit > 0:
-        ppm = round(1_000_000 - req.limit * 10_000)
-    if ppm and req.stat != "p50" and count < needed_samples(ppm):
+    ppm = _ppm(req)
+    if ppm and count < needed_samples(ppm):
         need = needed_samples(ppm)
         if not (upper and _fails_anyway(req, hist, need, ppm)):
             longer = f" ({_longer(need, count, run_ns)})" if count else ""
@@ -175,6 +235,8 @@ def evaluate(req: Requirement, stats: dict, hist: Histogram | None = None, run_n
             out["note"] = f"{name} needs at least {need:,} samples (10/(1-p)); the case has {count:,}{longer}"
             return out
     out["verdict"] = "pass" if OPS[req.op](value, req.limit) else "fail"
+    if cycle_note:
+        out["note"], out["cycle_ns"] = cycle_note, cycle_ns
     if req.stat == "max" and count < WORST_CASE_SAMPLES:
         out["note"] = f"the largest of {count:,} samples: a short run's maximum, not a worst case"
     return out

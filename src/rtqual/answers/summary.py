@@ -1,8 +1,9 @@
 """The capability summary: a few plain sentences from a bundle's measured numbers, nothing else.
 
 Per case: the tightest deadline met by 99.9 % and 99.99 % of the samples and the worst seen; then what
-that means for common control rates; for IOC cases, the input -> output budget met. A percentile that
-the sample count cannot carry (fewer than 10/(1-p) samples) is said to be so, never stated.
+that means for common control rates; for IOC cases, the input -> output budget judged: a budget comes from
+a profile or a requirement, never from the values seen. A percentile that the sample count cannot carry
+(fewer than 10/(1-p) samples) is said to be so, never stated.
 """
 
 from __future__ import annotations
@@ -76,6 +77,34 @@ def _names(labels: list[str]) -> str:
     return ", ".join(labels) if len(labels) <= 3 else f"{', '.join(labels[:3])} and {len(labels) - 3} more"
 
 
+BUDGET_WORDS = {"pass": "met", "fail": "not met", "inconclusive": "undecided"}
+
+
+def budget_sentence(r: dict) -> str:
+    """An IOC case's input -> output budget: each latency limit judged on it (from its profile or its
+    requirements) and whether it was met; without one, what was seen and how to give a budget."""
+    limits = [
+        v
+        for v in r.get("requirement_verdicts") or []
+        if v.get("unit") == "ns" and v.get("op") in ("<", "<=") and v.get("stat") not in ("min", "mean", "stddev")
+    ]
+    head = f"IOC input -> output ({r['label']}):"
+    if limits:
+        words = [f"{v['requirement']}{_from(v)} {BUDGET_WORDS.get(v['verdict'], v['verdict'])}" for v in limits]
+        return f"{head} budget {', '.join(words)}."
+    s = r["stats"]
+    if s["count"] >= needed_samples(P999_PPM):
+        seen = f"99.9 % of {s['count']:,} events within {format_ns(s['p999_ns'])}, worst {format_ns(s['max_ns'])}"
+    else:
+        seen = f"worst {format_ns(s['max_ns'])} in {s['count']:,} events (a short run)"
+    return f"{head} {seen}; no budget judged (give one with --require 'max <= BUDGET' or --profile)."
+
+
+def _from(v: dict) -> str:
+    """' (profile kek-50hz)' for a requirement a profile gave, else ''."""
+    return f" (profile {v['profile']})" if v.get("profile") else ""
+
+
 def capability(results: list[dict]) -> list[str]:
     """The summary of a bundle's cases, in sentences; empty when nothing was measured."""
     cases = _measured(results)
@@ -86,11 +115,7 @@ def capability(results: list[dict]) -> list[str]:
     out = [case_sentence(r) for r in cases]
     if latency:
         out += [rate_sentence(name, period, latency) for name, period in RATES]
-    for r in response:
-        s = r["stats"]
-        budget = s["p999_ns"] if s["count"] >= needed_samples(P999_PPM) else s["max_ns"]
-        basis = "99.9 % of events" if s["count"] >= needed_samples(P999_PPM) else "every event of this short run"
-        out.append(f"IOC input -> output ({r['label']}): a budget of {format_ns(budget)} is met by {basis}.")
+    out += [budget_sentence(r) for r in response]
     short = [r for r in cases if r["stats"]["count"] < needed_samples(P9999_PPM)]
     if short:
         out.append(

@@ -3,12 +3,14 @@ a case's verdict and the one that decides a run's. Nothing else ranks verdicts o
 
 The order, best first (docs/requirements.md says why):
 
-    pass < skip < inconclusive < fail < error
+    pass < completed < skip < inconclusive < fail < error
 
 A verdict is decided by asking in turn: did the measurement end as it should (the probe's exit, its
 stream, a signal)? was it measured under what the case asked (its loads)? and only then: does it meet its
 requirements? The first question that is not answered "yes" gives the verdict; the requirements (and the
-cases of a run) give the worst of theirs.
+cases of a run) give the worst of theirs. A case measured to its end with no requirement is `completed`:
+nothing was judged, so nothing passed. A case measured degraded (no SCHED_FIFO/RR or mlockall, a host
+condition not applied) cannot pass a requirement: its requirements are inconclusive, with the reason.
 """
 
 from __future__ import annotations
@@ -17,15 +19,16 @@ import signal
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from rtqual.answers.requirements import describe, evaluate, parse
+from rtqual.answers.requirements import PROFILES, describe, evaluate, parse, probe_cycle_ns
 from rtqual.errors import EXIT_ERROR, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_PASS, EXIT_SKIP
 from rtqual.results.hist import Histogram
 from rtqual.results.stats import case_result, merged_hist
 from rtqual.results.stream import Stream
 
-ORDER = ("pass", "skip", "inconclusive", "fail", "error")  # best first: the names of results.stats.VERDICTS
+ORDER = ("pass", "completed", "skip", "inconclusive", "fail", "error")  # best first: results.stats.VERDICTS
 EXIT_CODES = {
     "pass": EXIT_PASS,
+    "completed": EXIT_PASS,
     "skip": EXIT_SKIP,
     "inconclusive": EXIT_INCONCLUSIVE,
     "fail": EXIT_FAIL,
@@ -44,15 +47,28 @@ def worst(verdicts: Iterable[str]) -> str:
 
 
 def exit_code(verdict: str) -> int:
-    """The exit code of a verdict: 0 pass, 1 error, 2 fail, 3 skip, 4 inconclusive."""
+    """The exit code of a verdict: 0 pass or completed, 1 error, 2 fail, 3 skip, 4 inconclusive."""
     return EXIT_CODES[verdict]
+
+
+NOT_JUDGED = "not judged (add --profile or --require)"
+
+
+def headline(verdict: str, reason: str | None) -> str:
+    """A case's or run's verdict in words: 'PASS - completed (2 requirement(s) met)', and for an unjudged one
+    'COMPLETED — not judged (add --profile or --require)', with what else its reason says (DEGRADED...)."""
+    if verdict != "completed":
+        return f"{verdict.upper()} - {reason or ''}"
+    rest = (reason or "").removeprefix("completed").lstrip(", ")
+    return f"COMPLETED — {NOT_JUDGED}" + (f"; {rest}" if rest else "")
 
 
 def ending(
     stream: Stream, code: int | None, stderr_last: str, stats: Mapping[str, Any], interrupted: bool
 ) -> tuple[str, str]:
-    """(verdict, reason) of how the probe ended: skip, error or inconclusive with why, or ("pass",
-    "completed") when it measured to its end. code None: the probe never ran."""
+    """(verdict, reason) of how the probe ended: skip, error or inconclusive with why, or ("completed",
+    "completed") when it measured to its end (judging its requirements may make it pass). code None: the
+    probe never ran."""
     if code is None:
         return "inconclusive", "interrupted before the probe ran" if interrupted else "the probe did not run"
     if code == EXIT_SKIP:
@@ -70,7 +86,7 @@ def ending(
         return "inconclusive", stream.end.get("message") or stream.end.get("reason", "probe said inconclusive")
     if code != 0:
         return "error", stderr_last or f"probe exit {code}"
-    return "pass", "completed"
+    return "completed", "completed"
 
 
 def degraded_text(rt: Mapping[str, Any]) -> str:
@@ -99,21 +115,55 @@ def load_trouble(loads: Sequence[Mapping[str, Any]], load_error: str | None) -> 
     return f"load short of its rate: {short}" if short else None
 
 
-def judge(result: dict, texts: Sequence[str], hist: Histogram | None) -> dict:
+def degradation(result: Mapping[str, Any], load_error: str | None = None) -> list[str]:
+    """Why a case was not measured as asked (empty: it was): a degraded probe (no SCHED_FIFO/RR or mlockall), a
+    host condition not applied (result["conditions"]["changes"], measure.conditions), a load that did not
+    start, stopped or fell short. Such a case cannot pass (or fail) a requirement."""
+    rt = result.get("rt") or {}
+    out = [degraded_text(rt)] if rt.get("degraded") else []
+    for c in (result.get("conditions") or {}).get("changes") or []:
+        if isinstance(c, Mapping) and c.get("applied") is False:
+            out.append(f"condition {c.get('condition', '?')} ({c.get('after', '?')}) not applied: {c.get('reason')}")
+    trouble = load_trouble(result.get("loads") or [], load_error)
+    return out + ([trouble] if trouble else [])
+
+
+def judge(
+    result: dict,
+    texts: Sequence[str],
+    hist: Histogram | None,
+    profile: str | None = None,
+    degraded: Sequence[str] = (),
+) -> dict:
     """A case result with its requirements judged: "requirement_verdicts" added and, on a clean measurement
-    (verdict pass), the verdict made the worst of the requirements' (a failed one decides: no longer run
-    can make it pass); an error, skip or inconclusive ending stays what it was."""
+    (verdict completed), the verdict made the worst of the requirements' (a failed one decides: no longer run
+    can make it pass); an error, skip or inconclusive ending stays what it was. The requirements of `profile`
+    are judged against its cycle (requirements.evaluate); on a degraded case (the reasons given) each is
+    inconclusive, its value kept, the reason in its note."""
     if not texts:
         return result
     stats = result.get("stats") or {}
-    run_ns = (result.get("params") or {}).get("duration_ns")
-    judged = [evaluate(parse(t), stats, hist, run_ns) for t in texts]
-    out = dict(result, requirement_verdicts=judged)
+    params = result.get("params") or {}
+    own = set(PROFILES[profile]["requirements"]) if profile in PROFILES else set()
+    cycle_ns = PROFILES[profile]["period_ns"] if profile in PROFILES else None
+    probe_ns = probe_cycle_ns(params)
+    judged = []
+    for t in texts:
+        v = evaluate(parse(t), stats, hist, params.get("duration_ns"), cycle_ns if t in own else None, probe_ns)
+        if t in own:
+            v["profile"] = profile
+        if degraded and v["verdict"] != "inconclusive":
+            v["verdict"], v["note"] = "inconclusive", "; ".join([*degraded, *([v["note"]] if v["note"] else [])])
+        judged.append(v)
+    out = dict(result, requirement_verdicts=judged, **({"profile": profile} if profile else {}))
     verdict = worst(v["verdict"] for v in judged)
-    if result.get("verdict") != "pass":
+    if result.get("verdict") not in ("completed", "pass"):  # "pass": a clean case as judged before 0.3
         return out
     if verdict == "pass":
+        out["verdict"] = "pass"
         out["reason"] = f"{result.get('reason') or 'completed'} ({len(judged)} requirement(s) met)"
+    elif degraded:
+        out["verdict"], out["reason"] = "inconclusive", "requirements not judged: " + "; ".join(degraded)
     else:
         words = "requirement not met: " if verdict == "fail" else "requirement undecided: "
         out["verdict"] = verdict
@@ -130,16 +180,20 @@ def decide_case(
     require: Sequence[str] = (),
     hist: Histogram | None = None,
     load_error: str | None = None,
+    profile: str | None = None,
 ) -> dict:
     """The case result with its "verdict" and "reason" decided (and, with requirements,
     "requirement_verdicts") from how its probe ended (code None: it never ran), whether it was measured
-    under its loads (result["loads"], load_error) and its requirements (texts, judged on its stats and
-    histogram). A service that did not start and a degraded run come in through the probe's ending."""
+    as asked (degradation: its rt, conditions and loads, load_error) and its requirements (texts, judged on
+    its stats and histogram; a profile's against the profile's cycle). Measured to its end with no
+    requirement: completed. A service that did not start and a degraded run come in through the probe's
+    ending."""
     verdict, reason = ending(stream, code, stderr_last, result.get("stats") or {}, interrupted)
     rt = result.get("rt") or {}
-    if verdict == "pass" and rt.get("degraded"):
+    if verdict == "completed" and rt.get("degraded"):
         reason = f"{reason}, {degraded_text(rt)}"
-    out = judge({**result, "verdict": verdict, "reason": reason}, require, hist)
+    degraded = degradation(result, load_error)
+    out = judge({**result, "verdict": verdict, "reason": reason}, require, hist, profile, degraded)
     trouble = load_trouble(result.get("loads") or [], load_error)
     if trouble and out["verdict"] not in ("error", "skip"):  # not measured as asked, whatever its samples say
         out["verdict"], out["reason"] = "inconclusive", trouble
@@ -154,20 +208,25 @@ def summarize(
     interrupted: bool = False,
     loads: list[dict] | None = None,
     load_error: str | None = None,
+    conditions: dict | None = None,
 ) -> dict:
-    """The case result: its statistics (rtqual.results.stats.case_result), its loads (if any) and its
-    verdict, judged on the requirements of the plan (case["require"]). A probe that never ran keeps exit
-    code 4 (inconclusive)."""
+    """The case result: its statistics (rtqual.results.stats.case_result), its loads and host conditions (if
+    any) and its verdict, judged on the requirements of the plan (case["require"], case["profile"]). A probe
+    that never ran keeps exit code 4 (inconclusive)."""
     result = case_result(case, stream, EXIT_INCONCLUSIVE if code is None else code)
     if loads is not None:
         result["loads"] = loads
+    if conditions is not None:
+        result["conditions"] = conditions
     hist = merged_hist(stream) if stream.hists else None
-    return decide_case(result, stream, code, stderr_last, interrupted, case.get("require") or (), hist, load_error)
+    require, profile = case.get("require") or (), case.get("profile")
+    return decide_case(result, stream, code, stderr_last, interrupted, require, hist, load_error, profile)
 
 
 def run_verdict(case_verdicts: Sequence[str], interrupted: bool = False, error: bool = False) -> str:
     """A run's verdict, asked like a case's: did it end as it should (error, interrupted: inconclusive),
-    then the worst of its cases (none: inconclusive, nothing was measured)."""
+    then the worst of its cases (none: inconclusive, nothing was measured; a passed case and an unjudged one:
+    completed)."""
     if error:
         return "error"
     if interrupted or not case_verdicts:

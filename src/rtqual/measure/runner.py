@@ -100,7 +100,7 @@ def run_case(
             problems.append(str(e))
         restored = cond.restore()
     stream, tracer = session.stream, session.tracer
-    # the verdict: how the probe ended, its loads, its requirements (rtqual.answers.verdict)
+    # the verdict: how the probe ended, its loads and conditions, its requirements (rtqual.answers.verdict)
     result = verdict.summarize(
         view,
         stream,
@@ -109,10 +109,10 @@ def run_case(
         bool(guard.signum),
         loads=loads.collect_all(),
         load_error=load_error,
+        conditions={"changes": changes, "restored": restored, "applied": not not_applied(changes)},
     )
     if service:
         result[service.key] = session.service_info
-    result["conditions"] = {"changes": changes, "restored": restored, "applied": not not_applied(changes)}
     samples = d / names.HOST_SAMPLES
     result["host_samples"] = summarize_samples(iter_samples(samples)) if samples.exists() else None
     result["warnings"] += not_applied(changes) + problems

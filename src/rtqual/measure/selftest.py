@@ -315,7 +315,7 @@ def verdict(clock: dict, cases: list[dict], interrupted: bool = False, missing: 
     did not measure (skip, inconclusive, error), else pass or fail by its checks; the clock's check; a
     missing case is an error; an interrupted selftest is inconclusive."""
     probe = [c.get("probe_verdict", "pass") for c in cases]
-    rows = [v if v not in ("pass", "fail") else _ok(c["ok"]) for v, c in zip(probe, cases)]
+    rows = [v if v not in ("pass", "completed", "fail") else _ok(c["ok"]) for v, c in zip(probe, cases)]
     return run_verdict([*rows, _ok(clock["ok"]), *(["error"] if missing else [])], interrupted)
 
 
@@ -396,7 +396,7 @@ def analyse_case(model: Model, result: dict, plan_case: dict, natural_rate: Any 
         )
     row["checks"] = {k: v for k, v in checks.items()}
     problems = [f"{k}: {p}" for k, v in checks.items() for p in v]
-    if result["verdict"] not in ("pass", "fail"):  # a probe verdict "fail" is a requirement; none here
+    if result["verdict"] not in ("pass", "completed", "fail"):  # a "fail" is a requirement's; none here
         problems.append(f"probe {result['verdict']}: {result.get('reason') or ''}".strip())
     row["problems"] = row["problems"] + problems
     row["ok"] = row["ok"] and not problems

@@ -14,7 +14,9 @@ from html import escape
 from pathlib import Path
 
 from rtqual.answers import compare, environment, spikes, summary
+from rtqual.answers.answer import answers
 from rtqual.answers.requirements import describe
+from rtqual.answers.verdict import NOT_JUDGED, headline
 from rtqual.errors import RtqError
 from rtqual.publish import report, views
 from rtqual.publish.hostview import host_rows
@@ -200,6 +202,8 @@ pre{background:#f6f6f6;padding:8px;overflow-x:auto;font-size:12px}
 .banner{padding:10px 14px;border-radius:6px;font-size:16px;font-weight:600}
 .pass{background:#e3f5e1;color:#145a14} .fail{background:#fde2e1;color:#8a1010}
 .inconclusive,.skip{background:#fff4d6;color:#6b4b00} .error{background:#f0e1f5;color:#5a145a}
+.completed{background:#eceff1;color:#263238} #answer li{margin:2px 0} .yes{color:#145a14} .no{color:#8a1010}
+.undecided{color:#6b4b00}
 .chart .title{font-weight:600;font-size:13px} .chart .tick{font-size:11px;fill:#555}
 .chart .axis-label{font-size:12px} .chart .legend{font-size:11px}
 .chart .frame{fill:none;stroke:#999} .chart .grid{stroke:#eee}
@@ -290,7 +294,7 @@ def case_section(r: dict) -> str:
     out = [f'<section class="case" id="case-{escape(r["id"])}">']
     out.append(f"<h2>Case {escape(r['id'])}: {escape(r['label'])}</h2>")
     verdict = r.get("verdict") or "inconclusive"
-    out.append(f'<p class="banner {verdict}">{verdict.upper()}: {escape(r.get("reason") or "")}</p>')
+    out.append(f'<p class="banner {verdict}">{escape(headline(verdict, r.get("reason")))}</p>')
     for m in r.get("missing") or []:
         out.append(f'<p class="missing">missing: {escape(m)}</p>')
     if r.get("requirement_verdicts"):
@@ -444,13 +448,34 @@ def environment_html(env: dict | None) -> str:
     return f'<h2>Environment</h2><ul id="environment">{items}</ul>'
 
 
+def answer_section(data: dict, env_lines: Sequence[str] = ()) -> str:
+    """The report's opening: one line per question the run answers (rtqual.answers.answer), counted on the
+    cases' histograms, then env_lines (where it was measured and what that means for the numbers)."""
+    hists = {r["id"]: Histogram.merged(r["hists"].values()) for r in data["cases"] if r.get("hists")}
+    items = answers([r for r in data["cases"] if "missing" not in r or r.get("stats")], hists)
+    if not items and not env_lines:
+        return ""
+    rows = [
+        f'<li class="{escape(a["answer"])}"><b>{escape(a["question"])}: {escape(a["answer"])}</b> — '
+        f"{escape(a['evidence'])}</li>"
+        for a in items
+    ]
+    rows += [f"<li>{escape(line)}</li>" for line in env_lines]
+    return '<h2>Answer</h2><ul id="answer">' + "".join(rows) + "</ul>"
+
+
 def bundle_section(data: dict) -> str:
     m = data["manifest"]
     verdict = m.get("verdict") or "inconclusive"
     out = [f"<h1>rtqual report: {escape(str(m.get('hostname')))}, {escape(str(m.get('start')))}</h1>"]
-    out.append(f'<p class="banner {verdict}" id="verdict">{verdict.upper()} ({escape(str(m.get("status")))})</p>')
+    env = data.get("environment")
+    out.append(answer_section(data, environment.host_sentences(env) if env else ()))
+    word = f"COMPLETED — {NOT_JUDGED}" if verdict == "completed" else verdict.upper()
+    out.append(f'<p class="banner {verdict}" id="verdict">{escape(word)} ({escape(str(m.get("status")))})</p>')
     reasons = [
-        f"{r['id']}: {r.get('verdict')} - {r.get('reason')}" for r in data["cases"] if r.get("verdict") != "pass"
+        f"{r['id']}: {r.get('verdict')} - {r.get('reason')}"
+        for r in data["cases"]
+        if r.get("verdict") not in ("pass", "completed")
     ]
     if reasons:
         out.append("<ul>" + "".join(f"<li>{escape(x)}</li>" for x in reasons) + "</ul>")

@@ -4,10 +4,12 @@ beyond the text returned). Rows and cells come from publish.views, host rows fro
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from rtqual.answers import environment as environment_mod
+from rtqual.answers.answer import answer_lines, answers
 from rtqual.answers.requirements import describe
+from rtqual.answers.verdict import headline
 from rtqual.probes import has_section
 from rtqual.publish.hostview import host_rows
 from rtqual.publish.views import (
@@ -22,7 +24,8 @@ from rtqual.publish.views import (
     spike_lines,
     stage_table,
 )
-from rtqual.results.bundle import Model
+from rtqual.results.bundle import Model, Unreadable
+from rtqual.results.hist import Histogram
 from rtqual.units import format_ns
 
 JSON_STAT_KEYS = [k for _, k in STAT_COLUMNS]
@@ -70,11 +73,36 @@ def baseline_line(result: dict, results: list[dict]) -> str | None:
     return f"vs timer baseline (case {base['id']}, same run): {pairs}"
 
 
-def show_text(data: dict, table: str | None = None) -> str:
-    """The human view of a bundle: per case, its table, verdict and warnings; then the summary table
-    (one row per case, or a seed paper's layout)."""
+def bundle_view(model: Model) -> dict:
+    """What `show` prints of a bundle: the model's keys (Model.as_dict), its `environment` and each case's
+    histogram merged over its CPUs ("hists": {case id: Histogram}, a case without a readable one left out),
+    so the answer counts the samples over a limit."""
+    data = {**model.as_dict(), "environment": environment_of(model)}
+    data["hists"] = {}
+    for r in data["cases"]:
+        try:
+            per_cpu = model.hists(r["id"]).values()
+            data["hists"][r["id"]] = Histogram.merged(Histogram.from_record(rec) for rec in per_cpu)
+        except (Unreadable, ValueError, KeyError, TypeError, AttributeError):
+            continue
+    return data
+
+
+def bundle_answer(data: dict) -> list[dict]:
+    """The answers of a bundle's cases (rtqual.answers.answer), counted on its histograms when given."""
+    return answers(data["cases"], data.get("hists"))
+
+
+def show_text(data: dict, table: str | None = None, env_lines: Sequence[str] = ()) -> str:
+    """The human view of a bundle: first the answer (one line per question, then env_lines, sentences on where
+    it was measured: by default the environment's host sentences); per case, its table, verdict and warnings;
+    then the summary table (one row per case, or a seed paper's layout)."""
     out = []
     m = data["manifest"]
+    env = data.get("environment")
+    lines = answer_lines(bundle_answer(data), env_lines or (environment_mod.host_sentences(env) if env else []))
+    if lines:
+        out += ["answer:", *(f"  {line}" for line in lines), ""]
     out.append(
         f"bundle {data['path']}  ({m.get('status')}, rtqual {m.get('rtqual_version')}, "
         f"host {m.get('hostname')}, started {m.get('start')})"
@@ -101,7 +129,7 @@ def show_text(data: dict, table: str | None = None) -> str:
         if baseline:
             out.append(baseline)
         out.extend(f"requirement {describe(v)}" for v in r.get("requirement_verdicts") or [])
-        out.append(f"verdict: {r['verdict'].upper()} - {r.get('reason', '')}")
+        out.append(f"verdict: {headline(r['verdict'], r.get('reason', ''))}")
         out.extend(f"warning: {w}" for w in r.get("warnings", []))
     table = table or data.get("table") or "cases"
     if data["cases"] and (len(data["cases"]) > 1 or table != "cases"):
@@ -121,17 +149,12 @@ def environment_of(model: Model) -> dict:
     return environment_mod.environment(model.facts("before"), model.cases, records)
 
 
-def with_environment(model: Model) -> dict:
-    """A bundle model's keys (Model.as_dict) and its `environment`: what show and show --json print."""
-    return {**model.as_dict(), "environment": environment_of(model)}
-
-
 def environment_lines(env: dict | None) -> list[str]:
-    """The `show` text's environment block: what the hypervisor, container and each case's conditions
-    mean for the numbers (nothing without an environment)."""
-    if env is None:
-        return []
-    return ["", "environment (what the numbers include):", *(f"  - {s}" for s in environment_mod.sentences(env))]
+    """The `show` text's environment block: what each case's conditions mean for the numbers (the host's
+    hypervisor and container are said with the answer; nothing without an environment or events)."""
+    said = environment_mod.sentences(env) if env else []
+    cases = said[len(environment_mod.host_sentences(env)) :] if env else []
+    return ["", "environment (what the numbers include):", *(f"  - {s}" for s in cases)] if cases else []
 
 
 def check_printable(bundle: Mapping, r: dict) -> None:
@@ -180,6 +203,7 @@ def show_json(data: dict) -> dict:
             for r in data["cases"]
         ],
         "verdict": data["manifest"].get("verdict"),
+        "answer": bundle_answer(data),
         **({"capability": data["manifest"]["capability"]} if "capability" in data["manifest"] else {}),
     }
 

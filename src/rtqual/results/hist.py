@@ -12,6 +12,7 @@ import base64
 import math
 import struct
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 LOWEST_NS = 1
@@ -109,6 +110,14 @@ class Histogram:
         out.sum_ns += other.sum_ns
         out.sumsq_ns2 += other.sumsq_ns2
         return out
+
+    @classmethod
+    def merged(cls, hists: Iterable[Histogram]) -> Histogram:
+        """One histogram holding all of them (a case's CPUs): empty when there are none."""
+        total = cls()
+        for h in hists:
+            total = total.merge(h)
+        return total
 
     def percentile_ns(self, ppm: int) -> int:
         """The DESIGN.md percentile: highest equivalent value of the bucket holding the rank, capped at max."""

@@ -10,7 +10,7 @@ from rtqual.results.hist import Histogram
 from rtqual.results.stream import Stream
 
 # The verdict names a result may carry (the vocabulary; their order and exit codes: rtqual.answers.verdict).
-VERDICTS = ("pass", "skip", "inconclusive", "fail", "error")
+VERDICTS = ("pass", "completed", "skip", "inconclusive", "fail", "error")
 
 
 def merged_hist(stream: Stream) -> Histogram:

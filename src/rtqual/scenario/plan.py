@@ -131,6 +131,8 @@ def _case(
     require = list(dict.fromkeys([*require, *also]))
     if require:
         case["require"] = require
+    if shape.get("profile"):
+        case["profile"] = shape["profile"]  # its requirements are judged against its cycle
     case["estimate_ns"] = PROBES[probe].time_ns(case["params"]) + conditions["settle_ns"] + CASE_OVERHEAD_NS
     return case
 

@@ -153,5 +153,7 @@ def single_run(a, argv: list[str]) -> tuple[list[dict], str | None]:
         cases[-1]["duration_auto"] = auto
     if require:
         cases[-1]["require"] = require
+    if a.profile:
+        cases[-1]["profile"] = a.profile  # its requirements are judged against its cycle
     given = given_options(a.probe, a)
     return cases, None if probe.hidden else scenario_text(cases, argv, given)

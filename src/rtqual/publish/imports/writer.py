@@ -248,7 +248,7 @@ def case_result(case: Case, case_id: str) -> dict:
     elif not stats["count"]:
         verdict, reason = "inconclusive", f"imported from {case.tool}: no samples"
     else:
-        verdict, reason = "pass", f"imported from {case.tool} (no requirements)"
+        verdict, reason = "completed", f"imported from {case.tool} (no requirements)"
     return {
         "schema_version": 1,
         "id": case_id,

@@ -225,7 +225,7 @@ def run_record(bundle: Model | Path) -> tuple[dict, list[dict]]:
     scenario, times, state, verdict) and its case rows (overall: cpu None, then one per CPU). A damaged manifest
     is an RtqError; damaged cases are left out (the model names them)."""
     data = bundle if isinstance(bundle, Model) else bundle_mod.load(bundle)
-    m = data.manifest
+    m = data.as_dict()["manifest"]  # with its cases read: the run's verdict by today's rule (unjudged: completed)
     path = data.path
     facts = data.facts("before") or data.facts("after") or {}
     kernel = facts["kernel"].get("release") if isinstance(facts.get("kernel"), dict) else None

@@ -67,7 +67,8 @@ class Model(Mapping):
         return len(KEYS)
 
     def as_dict(self) -> dict:
-        """The keys printers read as a plain dict (path, manifest, cases, table, damage, cut)."""
+        """The keys printers read as a plain dict (path, manifest, cases, table, damage, cut); the manifest's
+        verdict read by today's rule once the cases are (_unjudged_run)."""
         return {k: self[k] for k in KEYS}
 
     # ---- verification, once
@@ -136,10 +137,11 @@ class Model(Mapping):
                 except Unreadable as e:
                     why = str(e).split(": ", 1)[1]
                 if not why:
-                    cases.append(r)
+                    cases.append(_unjudged(r))
                     continue
                 damage.append(f"{rel}: {why}")
             stand_ins.append(_stand_in(entry, rel, why))
+        _unjudged_run(self.manifest, cases)
         return cases, damage, stand_ins
 
     def _unshowable(self, r: dict) -> str | None:
@@ -302,6 +304,21 @@ def _upgrade(manifest: dict) -> dict:
     rtqual 0.1.0 wrote it lacks `running_case` (a kill between cases: the cut case comes from the plan) and
     `checksums` (nothing to verify: verify says so); both are read as absent, so nothing is converted yet."""
     return manifest
+
+
+def _unjudged(r: dict) -> dict:
+    """A result read by today's rule: a case stored as "pass" that judged no requirement (bundles before
+    0.3 passed every clean case) is "completed" (docs/requirements.md): nothing passes unjudged."""
+    if r.get("verdict") == "pass" and not r.get("requirement_verdicts") and not r.get("requirements"):
+        r["verdict"] = "completed"
+    return r
+
+
+def _unjudged_run(manifest: dict, cases: list[dict]) -> None:
+    """The run's verdict by the same rule: a run stored as "pass" with an unjudged case is "completed" (a pass
+    run's cases all passed, and "completed" is the next verdict in rtqual.answers.verdict.ORDER)."""
+    if manifest.get("verdict") == "pass" and any(r.get("verdict") == "completed" for r in cases):
+        manifest["verdict"] = "completed"
 
 
 def _stand_in(entry: dict, rel: str, why: str) -> dict:
