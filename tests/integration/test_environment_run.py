@@ -36,7 +36,7 @@ def test_fake_run_states_its_environment(tmp_path, rtqual_cmd):
     assert all(0 <= v <= 100 for v in case["steal_pct"]["cpus"].values())
     assert case["others_running"] is not None and case["others_running"]["min"] >= 0
     text = rtqual_cmd("show", tmp_path / "b").stdout
-    assert all(f"  - {s}" in text for s in env.sentences(e))
+    assert all(s in text for s in env.sentences(e))  # the host sentences with the answer, the cases' below
     html = (tmp_path / "b" / names.REPORT).read_text()
     assert '<h2>Environment</h2><ul id="environment">' in html
 
