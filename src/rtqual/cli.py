@@ -300,6 +300,24 @@ def cmd_host(a, argv: list[str]) -> int:
     return 0
 
 
+def cmd_tail(a, argv: list[str]) -> int:
+    from rtqual.publish import tail
+    from rtqual.units import parse_duration_ns
+
+    periods = tuple(parse_duration_ns(d, "--period") / 1e9 for d in a.period)
+    data = load_bundle(a.bundle)
+    result = tail.analyse_bundle(data, a.case, periods)
+    if a.svg:
+        outside_system_trees(a.svg, "--svg")
+        Path(a.svg).mkdir(parents=True, exist_ok=True)
+        for i, c in enumerate(result["cases"]):
+            svg = tail.figure(c)
+            if svg:
+                (Path(a.svg) / f"tail-{i + 1:02d}-cpu{c['cpu']}.svg").write_text(svg)
+    print(json.dumps(result, indent=1) if a.json else tail.text(result))
+    return damage_exit([data])
+
+
 def _terminated(signum: int, _frame) -> None:
     """SIGTERM before a run installs its own guard (or after it): stop like Ctrl-C, exit 4, no traceback."""
     raise KeyboardInterrupt

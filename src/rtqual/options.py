@@ -149,6 +149,14 @@ def build_parser() -> Parser:
     h = sub.add_parser("host", help="host facts that matter for real-time behaviour")
     h.add_argument("--json", action="store_true")
     add_store_parsers(sub)
+    tl = sub.add_parser(
+        "tail", help="the worst case beyond the run: return levels per hour/day/year (EVT, docs/tail.md)"
+    )
+    tl.add_argument("bundle", metavar="BUNDLE")
+    tl.add_argument("--case", metavar="LABEL", help="only this case (its label or id)")
+    tl.add_argument("--period", metavar="D", action="append", default=[], help="also this return period (e.g. 1w)")
+    tl.add_argument("--svg", metavar="DIR", help="also write each case's return-level plot into DIR")
+    tl.add_argument("--json", action="store_true")
     return p
 
 

@@ -17,6 +17,7 @@ import signal
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from rtqual.answers import tail
 from rtqual.answers.requirements import describe, evaluate, parse
 from rtqual.errors import EXIT_ERROR, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_PASS, EXIT_SKIP
 from rtqual.results.hist import Histogram
@@ -99,7 +100,7 @@ def load_trouble(loads: Sequence[Mapping[str, Any]], load_error: str | None) -> 
     return f"load short of its rate: {short}" if short else None
 
 
-def judge(result: dict, texts: Sequence[str], hist: Histogram | None) -> dict:
+def judge(result: dict, texts: Sequence[str], hist: Histogram | None, blocks: Any = None) -> dict:
     """A case result with its requirements judged: "requirement_verdicts" added and, on a clean measurement
     (verdict pass), the verdict made the worst of the requirements' (a failed one decides: no longer run
     can make it pass); an error, skip or inconclusive ending stays what it was."""
@@ -107,7 +108,9 @@ def judge(result: dict, texts: Sequence[str], hist: Histogram | None) -> dict:
         return result
     stats = result.get("stats") or {}
     run_ns = (result.get("params") or {}).get("duration_ns")
-    judged = [evaluate(parse(t), stats, hist, run_ns) for t in texts]
+    reqs = [parse(t) for t in texts]
+    tail_case = tail.for_requirements(blocks, reqs)  # return(PERIOD) requirements: the block maxima's tail
+    judged = [evaluate(r, stats, hist, run_ns, tail_case) for r in reqs]
     out = dict(result, requirement_verdicts=judged)
     verdict = worst(v["verdict"] for v in judged)
     if result.get("verdict") != "pass":
@@ -139,7 +142,7 @@ def decide_case(
     rt = result.get("rt") or {}
     if verdict == "pass" and rt.get("degraded"):
         reason = f"{reason}, {degraded_text(rt)}"
-    out = judge({**result, "verdict": verdict, "reason": reason}, require, hist)
+    out = judge({**result, "verdict": verdict, "reason": reason}, require, hist, stream.blocks)
     trouble = load_trouble(result.get("loads") or [], load_error)
     if trouble and out["verdict"] not in ("error", "skip"):  # not measured as asked, whatever its samples say
         out["verdict"], out["reason"] = "inconclusive", trouble
