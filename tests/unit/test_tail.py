@@ -6,8 +6,8 @@ import json
 import warnings
 
 import pytest
-import tail_synth  # tests/unit: synthetic streams with known tails
 
+import tail_synth  # tests/: synthetic streams with known tails
 from rtqual.answers import tail
 from rtqual.results.blockmax import BlockMaxima, from_records, from_samples
 
@@ -92,6 +92,9 @@ def test_requirement_judgement_uses_the_interval() -> None:
     assert tail.judge(86400.0, "<=", 1e6, case)[0] == "fail"
     assert tail.judge(86400.0, "<=", 2e6, case)[0] == "inconclusive"
     assert tail.answer_line(case) == "once a day: ≤ 1.9 ms (95 % CI 1.6–2.4 ms)"
+    assert tail.level_sentence({"period_s": 3600.0, "value_ns": 85e3, "ci_ns": [78e3, None]}) == (
+        "once an hour: ≤ 85 us (95 % CI 78–unbounded us)"
+    )
     heavy = dict(case, verdict="heavy", shape={"xi": 0.3, "ci": [0.2, 0.4]})
     assert tail.judge(86400.0, "<=", 3e6, heavy)[0] == "inconclusive"
     assert tail.answer_line(heavy) == "no bound on this host: the tail is heavy (ξ = 0.3, CI 0.2–0.4)"

@@ -22,6 +22,7 @@ RUN_BLOCKS = 1  # runs declustering: a cluster ends after this many blocks at or
 MAX_EXCEEDED = 0.1  # a threshold exceeded in more than this share of blocks: independent bursts would merge
 ALPHA = 0.01  # a check fails below this p-value (four checks: a sound tail fails one about 4 % of the time)
 CHI2_95 = 3.841458820694124  # chi-square(1) 95 % quantile: the profile-likelihood interval's drop is half of it
+BAD = 1e30  # a log-likelihood this low: outside the distribution's support
 LIMITS = "EVT extrapolates what the run exercised; it cannot predict conditions the run never met"
 
 
@@ -57,16 +58,17 @@ def decluster(values: Any, u: float, run: int = RUN_BLOCKS) -> tuple[list[float]
 
 
 def loglik(xi: float, sigma: float, y: Any) -> float:
-    """The generalized Pareto log-likelihood of excesses y (the formula; -inf outside the support)."""
+    """The generalized Pareto log-likelihood of excesses y (the formula; -BAD outside the support, a finite
+    floor the optimizers can compare)."""
     np = _libs()[0]
     if sigma <= 0:
-        return -math.inf
+        return -BAD
     z = y / sigma
     if abs(xi) < 1e-9:
         return float(-len(y) * math.log(sigma) - z.sum())
     t = 1 + xi * z
     if (t <= 0).any():
-        return -math.inf
+        return -BAD
     return float(-len(y) * math.log(sigma) - (1 + 1 / xi) * np.log(t).sum())
 
 
@@ -173,7 +175,10 @@ def choose(values: Any, duration_s: float) -> tuple[dict | None, list[dict]]:
     usable = [r for r in tried if r["usable"]]
     for k, r in enumerate(usable):
         higher = usable[k:]
-        lo, hi = (-math.inf if r["xi_ci"][0] is None else r["xi_ci"][0]), (r["xi_ci"][1] or math.inf)
+        lo, hi = (
+            (-math.inf if r["xi_ci"][0] is None else r["xi_ci"][0]),
+            (math.inf if r["xi_ci"][1] is None else r["xi_ci"][1]),
+        )
         stable = all(lo <= h["xi"] <= hi for h in higher)
         if stable and _straight([h["threshold_ns"] for h in higher], [h["mean_excess_ns"] for h in higher]):
             return r, tried
@@ -364,8 +369,8 @@ def note(case: dict) -> str:
     return level_sentence(day) if day else v
 
 
-def _ms(ns: float | None) -> str:
-    return "?" if ns is None else f"{ns / 1e6:.3g}"
+def _in(ns: float | None, scale: float) -> str:
+    return "?" if ns is None else f"{ns / scale:.3g}"
 
 
 def level_sentence(r: dict) -> str:
@@ -373,8 +378,9 @@ def level_sentence(r: dict) -> str:
     names = {3600.0: "an hour", 86400.0: "a day", 365 * 86400.0: "a year"}
     name = names.get(r["period_s"], f"every {r['period_s']:g} s")
     lo, hi = r["ci_ns"]
-    top = "unbounded" if hi is None else _ms(hi)
-    return f"once {name}: ≤ {_ms(r['value_ns'])} ms (95 % CI {_ms(lo)}–{top} ms)"
+    scale, unit = (1e6, "ms") if (r["value_ns"] or 0) >= 1e6 else (1e3, "us")
+    top = "unbounded" if hi is None else _in(hi, scale)
+    return f"once {name}: ≤ {_in(r['value_ns'], scale)} {unit} (95 % CI {_in(lo, scale)}–{top} {unit})"
 
 
 def heavy_sentence(case: dict) -> str:
