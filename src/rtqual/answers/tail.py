@@ -107,7 +107,7 @@ def fit(peaks: list[float], u: float, rate_per_s: float, periods_s: list[float])
     y = (np.asarray(peaks, dtype=float) - u) / unit
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        xi, _, sigma = (float(v) for v in stats.genpareto.fit(y, floc=0))
+        xi, _, sigma = (float(v) for v in stats.genpareto.fit(y, 0.0, floc=0, scale=1.0))
     best = loglik(xi, sigma, y)
     cut = CHI2_95 / 2
 
@@ -146,6 +146,15 @@ def fit(peaks: list[float], u: float, rate_per_s: float, periods_s: list[float])
     return out
 
 
+def shape_mle(peaks: list[float], u: float) -> float:
+    """The maximum-likelihood shape of the excesses over u (scipy.stats.genpareto.fit, location 0)."""
+    np, stats, _ = _libs()
+    y = np.asarray(peaks, dtype=float) - u
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(stats.genpareto.fit(y / y.mean(), 0.0, floc=0, scale=1.0)[0])  # from the exponential
+
+
 def candidates(values: Any) -> list[float]:
     """Candidate thresholds: 9 quantiles of the block maxima, log-spaced in the share of blocks above them from
     10 % down to the share leaving MIN_CLUSTERS blocks (for a 1 kHz probe in 1 s blocks: the sample quantiles
@@ -159,7 +168,8 @@ def candidates(values: Any) -> list[float]:
 def choose(values: Any, duration_s: float) -> tuple[dict | None, list[dict]]:
     """The threshold by the documented rule (docs/tail.md): among the candidates exceeded in at most half the
     blocks and leaving MIN_CLUSTERS clusters, the lowest whose mean residual life is straight above it and whose
-    shape every higher candidate's estimate agrees with (inside its 95 % interval); else the highest one.
+    shape every higher candidate's estimate agrees with (inside its asymptotic 95 % interval, +-1.96 (1 + xi) /
+    sqrt(clusters)); else the highest one.
     Returns (the chosen fit or None, every candidate examined)."""
     np = _libs()[0]
     tried: list[dict] = []
@@ -170,8 +180,9 @@ def choose(values: Any, duration_s: float) -> tuple[dict | None, list[dict]]:
         if above > MAX_EXCEEDED * len(values) or len(peaks) < MIN_CLUSTERS:
             continue
         row["mean_excess_ns"] = float(np.mean(np.asarray(peaks) - u))
-        f = fit(peaks, u, len(peaks) / duration_s, [])
-        row.update(usable=True, xi=f["xi"], xi_ci=f["xi_ci"])
+        xi = shape_mle(peaks, u)
+        half = 1.96 * (1 + xi) / math.sqrt(len(peaks))  # asymptotic sd of the MLE: (1 + xi) / sqrt(n)
+        row.update(usable=True, xi=xi, xi_ci=[xi - half, xi + half])
     usable = [r for r in tried if r["usable"]]
     for k, r in enumerate(usable):
         higher = usable[k:]

@@ -19,7 +19,9 @@ from rtqual.errors import RtqError
 from rtqual.publish import views
 from rtqual.publish.hostview import host_rows
 from rtqual.publish.svgplot import Axis, Figure, Series, chart
+from rtqual.publish.tail import tail_section
 from rtqual.results import bundle as bundle_mod
+from rtqual.results.blockmax import BlockMaxima
 from rtqual.results.bundle import Model, names
 from rtqual.results.hist import Histogram, highest_equivalent
 from rtqual.units import format_ns
@@ -48,9 +50,11 @@ def load_bundle(bundle: Model | str | Path) -> dict:
             if (r.get("stats") or {}).get("count"):
                 r["missing"].append("hist.json (no histogram figures)")
         r["over_time"] = over = OverTime()
+        r["blocks"] = blocks = BlockMaxima()  # per-second maxima for the tail section (publish/tail.py)
         try:
             for rec in model.records(r["id"], marks=('"progress"',)):  # a day is 86 400 records
                 over.add(rec)
+                blocks.feed(rec)
         except bundle_mod.Unreadable:
             r["missing"].append("stream.jsonl (no figure over time)")
     data["facts"] = model.facts("before")
@@ -309,6 +313,7 @@ def case_section(r: dict) -> str:
         temp = f"{hs['temp_max_c']} °C max" if hs.get("temp_max_c") is not None else "no temperature sensor"
         out.append(f"<p>Host during the case: {escape(temp)}, load average max {hs.get('loadavg1_max')}.</p>")
     out.append('<div class="figs">' + "".join(chart(f) for f in case_figures(r)) + "</div>")
+    out.append(tail_section(r))
     for w in r.get("warnings") or []:
         out.append(f'<p class="warn">warning: {escape(str(w))}</p>')
     out.append("</section>")

@@ -123,3 +123,32 @@ def figure(case: dict) -> str | None:
         svgplot.Axis("latency (us)"),
     )
     return svgplot.chart(fig)
+
+
+REPORT_MIN_BLOCKS = 600  # the report's tail section: runs of at least 10 minutes (shorter: always insufficient)
+
+
+def tail_section(r: dict) -> str:
+    """The HTML report's tail of a case (its "blocks": BlockMaxima from the stream): per CPU row the verdict
+    sentence, the checks in words and the return-level plot; "" for a run shorter than REPORT_MIN_BLOCKS
+    blocks or without scipy (the report never needs it)."""
+    from html import escape
+
+    bm = r.get("blocks")
+    if bm is None or max((len(a) for a in bm.per_cpu.values()), default=0) < REPORT_MIN_BLOCKS:
+        return ""
+    try:
+        rows = analyse_case(bm, str(r.get("label") or r.get("id")))
+    except RtqError:
+        return ""
+    out = ['<div class="tail"><h3>Tail beyond the run (rtqual tail, docs/tail.md)</h3>']
+    for c in rows:
+        out.append(f"<p><b>cpu {escape(c['cpu'])}: {escape(c['verdict'])}</b>: {escape(c['note'])}</p>")
+        words = checks_in_words(c)
+        if words:
+            out.append("<ul>" + "".join(f"<li>{escape(w)}</li>" for w in words) + "</ul>")
+        svg = figure(c)
+        if svg:
+            out.append(svg)
+    out.append(f"<p>{escape(tail.LIMITS)}.</p></div>")
+    return "\n".join(out)
