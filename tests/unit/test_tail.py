@@ -131,3 +131,22 @@ def test_block_maxima_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     for i in range(20):
         bm.add(0, i)
     assert len(bm.series(0)) < 8 and bm.block_ns > 1_000_000_000 and max(bm.series(0)) == 19
+
+
+def test_return_requirements_parse_and_judge_on_the_tail() -> None:
+    from rtqual.answers import requirements
+    from rtqual.errors import RtqError
+
+    r = requirements.parse("return(1d) <= 2ms")
+    assert (r.stat, r.op, r.limit, r.period_s, r.unit) == ("return", "<=", 2_000_000, 86400.0, "ns")
+    assert requirements.parse(" return ( 90m ) < 1ms").period_s == 5400.0
+    for bad in ("return(soon) <= 2ms", "return(1d) <= 2", "return() <= 1ms"):
+        with pytest.raises(RtqError, match="^--require 'return"):
+            requirements.parse(bad)
+    light = {"verdict": "light", "threshold_ns": 1.0}
+    light["return_levels"] = [{"period_s": 86400.0, "value_ns": 1.9e6, "ci_ns": [1.6e6, 2.4e6]}]
+    assert requirements.evaluate(r, {"count": 10}, tail_case=light)["verdict"] == "inconclusive"
+    passed = requirements.evaluate(requirements.parse("return(1d) <= 3ms"), {}, tail_case=light)
+    assert passed["verdict"] == "pass" and passed["value"] == 1.9e6 and "once a day" in passed["note"]
+    assert requirements.describe(passed).startswith("return(1d) <= 3ms: pass (1.9ms")
+    assert requirements.evaluate(r, {"count": 10}, tail_case=None)["verdict"] == "inconclusive"
