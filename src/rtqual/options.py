@@ -154,7 +154,9 @@ def build_parser() -> Parser:
     )
     tl.add_argument("bundle", metavar="BUNDLE")
     tl.add_argument("--case", metavar="LABEL", help="only this case (its label or id)")
-    tl.add_argument("--period", metavar="D", action="append", default=[], help="also this return period (e.g. 1w)")
+    tl.add_argument(
+        "--period", metavar="D", action="append", default=[], help="also this return period (e.g. 7d; repeatable)"
+    )
     tl.add_argument("--svg", metavar="DIR", help="also write each case's return-level plot into DIR")
     tl.add_argument("--json", action="store_true")
     return p
