@@ -305,8 +305,13 @@ def cmd_tail(a, argv: list[str]) -> int:
     from rtqual.units import parse_duration_ns
 
     periods = tuple(parse_duration_ns(d, "--period") / 1e9 for d in a.period)
-    data = load_bundle(a.bundle)
-    result = tail.analyse_bundle(data, a.case, periods)
+    folder = Path(a.bundle)
+    data = None
+    if (folder / "samples.raw").is_file() and not (folder / "manifest.json").exists():  # jitterdebugger -o DIR -s
+        result = tail.analyse_jitterdebugger(folder, periods)
+    else:
+        data = load_bundle(a.bundle)
+        result = tail.analyse_bundle(data, a.case, periods)
     if a.svg:
         outside_system_trees(a.svg, "--svg")
         Path(a.svg).mkdir(parents=True, exist_ok=True)
@@ -315,7 +320,7 @@ def cmd_tail(a, argv: list[str]) -> int:
             if svg:
                 (Path(a.svg) / f"tail-{i + 1:02d}-cpu{c['cpu']}.svg").write_text(svg)
     print(json.dumps(result, indent=1) if a.json else tail.text(result))
-    return damage_exit([data])
+    return damage_exit([data]) if data is not None else 0
 
 
 def _terminated(signum: int, _frame) -> None:

@@ -150,3 +150,23 @@ def test_return_requirements_parse_and_judge_on_the_tail() -> None:
     assert passed["verdict"] == "pass" and passed["value"] == 1.9e6 and "once a day" in passed["note"]
     assert requirements.describe(passed).startswith("return(1d) <= 3ms: pass (1.9ms")
     assert requirements.evaluate(r, {"count": 10}, tail_case=None)["verdict"] == "inconclusive"
+
+
+def test_a_jitterdebugger_samples_raw_feeds_the_same_analysis(tmp_path, capsys) -> None:
+    """samples.raw (u32 thread, i64 s, i64 ns, u64 latency in us): timestamped samples cut into 1 s blocks."""
+    import struct
+
+    from rtqual import cli
+
+    series = tail_synth.stream(21, -0.2, seconds=1200)
+    with open(tmp_path / "samples.raw", "wb") as f:
+        for second, top in enumerate(series):
+            for thread in (0, 1):
+                f.write(struct.pack("<IqqQ", thread, 100 + second, 1000, 3))
+                f.write(struct.pack("<IqqQ", thread, 100 + second, 500_000_000, top // 1000 - thread))
+    (tmp_path / "results.json").write_text(json.dumps({"sysinfo": {"resolution_in_ns": 1000}}))
+    assert cli.main(["tail", str(tmp_path), "--json"]) == 0
+    cases = json.loads(capsys.readouterr().out)["cases"]
+    assert [c["cpu"] for c in cases] == ["0", "1", "all"]
+    assert all(c["blocks"] == 1200 and c["verdict"] != "insufficient" for c in cases)
+    assert cases[0]["threshold_ns"] % 1000 != 0  # microsecond ties spread inside their step

@@ -3,6 +3,8 @@ return-level figure (docs/tail.md)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rtqual.answers import tail
 from rtqual.errors import RtqError
 from rtqual.publish import svgplot
@@ -44,6 +46,15 @@ def analyse_bundle(model: Model, label: str | None = None, periods_s: tuple[floa
         bm = case_blocks(model, c)
         out += analyse_case(bm, str(c.get("label") or c.get("id")), periods_s)
     return {"cases": out, "limits": tail.LIMITS}
+
+
+def analyse_jitterdebugger(folder: Path, periods_s: tuple[float, ...] = ()) -> dict:
+    """{"cases": [...]} of a jitterdebugger output folder run with -s: its samples.raw's timestamped samples cut
+    into 1 s blocks per CPU (thread N is CPU N without -a), the same analysis as a bundle's."""
+    from rtqual.publish.imports import jitterdebugger
+
+    bm = blockmax.from_samples(jitterdebugger.timed_samples(folder))
+    return {"cases": analyse_case(bm, f"jitterdebugger {folder.name}", periods_s), "limits": tail.LIMITS}
 
 
 def _p(check: dict) -> str:
