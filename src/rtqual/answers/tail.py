@@ -30,6 +30,7 @@ def _libs() -> tuple[Any, Any, Any]:
     """numpy, scipy.stats and scipy.optimize, or one line saying what to install."""
     try:
         import numpy as np
+        import statsmodels  # noqa: F401  (the checks import it where they need it)
         from scipy import optimize, stats
     except ImportError:
         raise RtqError("rtqual tail needs scipy and statsmodels: .venv/bin/pip install 'rtqual[tail]'") from None
@@ -321,7 +322,7 @@ def analyse(
         "limits": LIMITS,
     }
     if len(values) < 10:
-        out["note"] = f"{len(values)} blocks: nothing to analyse"
+        out["note"] = f"{len(values)} block(s) of {block_s:g} s: too few to analyse (a tail needs minutes at least)"
         return out
     if with_checks:
         out["checks"] = block_checks(values, block_s)
@@ -416,6 +417,8 @@ def judge(period_s: float, op: str, limit_ns: float, case: dict | None) -> tuple
     insufficient or unfit. Returns (verdict, the level in ns or None, a note)."""
     if case is None:
         return "inconclusive", None, "no block maxima in the stream (no tail analysis)"
+    if "error" in case:
+        return "inconclusive", None, case["error"]
     r = next((r for r in case["return_levels"] if r["period_s"] == period_s), None)
     if case["verdict"] not in ("bounded", "light") or r is None or r["value_ns"] is None:
         return "inconclusive", None, note(case)
@@ -440,7 +443,10 @@ def for_requirements(blocks: Any, reqs: Any) -> dict | None:
     periods = tuple(r.period_s for r in reqs if r.stat == "return")
     if blocks is None or not blocks.per_cpu or not periods:
         return None
-    return analyse(blocks.series(None), blocks.block_ns / 1e9, blocks.samples(None), "", "all", periods)
+    try:
+        return analyse(blocks.series(None), blocks.block_ns / 1e9, blocks.samples(None), "", "all", periods)
+    except RtqError as e:  # no scipy here: the requirement stays undecided, the run keeps its results
+        return {"error": str(e)}
 
 
 def requirement_verdict(req: Any, case: dict | None) -> dict:
