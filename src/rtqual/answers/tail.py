@@ -390,7 +390,8 @@ def level_sentence(r: dict) -> str:
     names = {3600.0: "an hour", 86400.0: "a day", 365 * 86400.0: "a year"}
     name = names.get(r["period_s"], f"every {r['period_s']:g} s")
     lo, hi = r["ci_ns"]
-    scale, unit = (1e6, "ms") if (r["value_ns"] or 0) >= 1e6 else (1e3, "us")
+    biggest = max(x for x in (r["value_ns"], hi, 0.0) if x is not None)
+    scale, unit = (1e6, "ms") if biggest >= 1e6 else (1e3, "us")
     top = "unbounded" if hi is None else _in(hi, scale)
     return f"once {name}: ≤ {_in(r['value_ns'], scale)} {unit} (95 % CI {_in(lo, scale)}–{top} {unit})"
 

@@ -76,7 +76,7 @@ def checks_in_words(case: dict) -> list[str]:
     for lv in bt.get("levels", []):
         lines.append(
             f"backtest (fit on the first {bt['fit_s']:.0f} s): {format_ns(lv['value_ns'])} expected "
-            f"{lv['expected']:g} times in the last {bt['test_s']:.0f} s, seen {lv['observed']} "
+            f"{lv['expected']:g} time(s) in the last {bt['test_s']:.0f} s, seen {lv['observed']} "
             f"(p = {lv['p_value']:.3g})"
         )
     if bt.get("note"):
@@ -97,8 +97,9 @@ def text(result: dict) -> str:
                 f"{c['clusters']} clusters over {c['duration_s']:.0f} s; ξ = {f(xi)}, 95 % CI {f(lo)}–{f(hi)})"
             )
         lines.append(head)
-        lines.append(f"  {c['note']}")
-        if c["verdict"] in ("bounded", "light"):
+        if c["verdict"] not in ("bounded", "light"):
+            lines.append(f"  {c['note']}")
+        else:
             lines += [f"  {tail.level_sentence(r)}" for r in c["return_levels"] if r["value_ns"] is not None]
         if c["end_point_ns"] is not None:
             lines.append(f"  estimated end point: {format_ns(c['end_point_ns'])}")
