@@ -50,12 +50,14 @@ def main() -> int:
     ap.add_argument("--fit", default="10m", help="the span the levels are estimated from (the run's start)")
     ap.add_argument("--block", default="1s", help="block length (below 1s: from --raw samples)")
     ap.add_argument("--keep", metavar="DIR", help="keep the bundle here")
+    ap.add_argument("--bundle", metavar="DIR", help="analyse this run's bundle again (no new run)")
     a = ap.parse_args()
     block_ns = parse_duration_ns(a.block, "--block")
-    out = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="rtqual-tail-")) / "b"
-    cmd = [sys.executable, "-m", "rtqual", "run", "timer", "--duration", a.duration, "-o", str(out), "-q"]
-    cmd += ["--raw"] if block_ns < 1_000_000_000 else []
-    subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL)
+    out = Path(a.bundle or a.keep or Path(tempfile.mkdtemp(prefix="rtqual-tail-")) / "b")
+    if not a.bundle:
+        cmd = [sys.executable, "-m", "rtqual", "run", "timer", "--duration", a.duration, "-o", str(out), "-q"]
+        cmd += ["--raw"] if block_ns < 1_000_000_000 else []
+        subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL)
     values, block_s = blocks_of(out, block_ns)
     n_fit = int(parse_duration_ns(a.fit, "--fit") / 1e9 / block_s)
     first, rest = values[:n_fit], values[n_fit:]
@@ -97,7 +99,7 @@ def main() -> int:
             f"expected {row['expected_in_rest']} times in the rest, seen {row['seen_in_rest']}"
         )
     print(f"rest: maximum {format_ns(rest_max)} over {rest_s:.0f} s")
-    if not a.keep:
+    if not (a.keep or a.bundle):
         shutil.rmtree(out.parent, ignore_errors=True)
     return 0
 
