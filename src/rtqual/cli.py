@@ -308,7 +308,9 @@ def cmd_tail(a, argv: list[str]) -> int:
     folder = Path(a.bundle)
     data = None
     if (folder / "samples.raw").is_file() and not (folder / "manifest.json").exists():  # jitterdebugger -o DIR -s
-        result = tail.analyse_jitterdebugger(folder, periods)
+        from rtqual.publish.imports import jitterdebugger
+
+        result = tail.analyse_samples(jitterdebugger.timed_samples(folder), f"jitterdebugger {folder.name}", periods)
     else:
         data = load_bundle(a.bundle)
         result = tail.analyse_bundle(data, a.case, periods)

@@ -418,8 +418,8 @@ def judge(period_s: float, op: str, limit_ns: float, case: dict | None) -> tuple
     insufficient or unfit. Returns (verdict, the level in ns or None, a note)."""
     if case is None:
         return "inconclusive", None, "no block maxima in the stream (no tail analysis)"
-    if "error" in case:
-        return "inconclusive", None, case["error"]
+    if "unavailable" in case:
+        return "inconclusive", None, case["unavailable"]
     r = next((r for r in case["return_levels"] if r["period_s"] == period_s), None)
     if case["verdict"] not in ("bounded", "light") or r is None or r["value_ns"] is None:
         return "inconclusive", None, note(case)
@@ -447,7 +447,7 @@ def for_requirements(blocks: Any, reqs: Any) -> dict | None:
     try:
         return analyse(blocks.series(None), blocks.block_ns / 1e9, blocks.samples(None), "", "all", periods)
     except RtqError as e:  # no scipy here: the requirement stays undecided, the run keeps its results
-        return {"error": str(e)}
+        return {"unavailable": str(e)}
 
 
 def requirement_verdict(req: Any, case: dict | None) -> dict:

@@ -3,7 +3,7 @@ return-level figure (docs/tail.md)."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Iterable
 
 from rtqual.answers import tail
 from rtqual.errors import RtqError
@@ -48,13 +48,10 @@ def analyse_bundle(model: Model, label: str | None = None, periods_s: tuple[floa
     return {"cases": out, "limits": tail.LIMITS}
 
 
-def analyse_jitterdebugger(folder: Path, periods_s: tuple[float, ...] = ()) -> dict:
-    """{"cases": [...]} of a jitterdebugger output folder run with -s: its samples.raw's timestamped samples cut
-    into 1 s blocks per CPU (thread N is CPU N without -a), the same analysis as a bundle's."""
-    from rtqual.publish.imports import jitterdebugger
-
-    bm = blockmax.from_samples(jitterdebugger.timed_samples(folder))
-    return {"cases": analyse_case(bm, f"jitterdebugger {folder.name}", periods_s), "limits": tail.LIMITS}
+def analyse_samples(samples: Iterable[tuple[int, int, int]], label: str, periods_s: tuple[float, ...] = ()) -> dict:
+    """{"cases": [...]} of timestamped samples (cpu, time_ns, latency_ns) from outside a bundle (jitterdebugger's
+    samples.raw: thread N is CPU N without -a) cut into 1 s blocks per CPU: the same analysis as a bundle's."""
+    return {"cases": analyse_case(blockmax.from_samples(samples), label, periods_s), "limits": tail.LIMITS}
 
 
 def _p(check: dict) -> str:
