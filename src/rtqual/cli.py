@@ -257,7 +257,9 @@ def cmd_report(a, argv: list[str]) -> int:
         raise RtqError(f"--png {a.png}: exists and is not a folder")
     bundles = [load_bundle(p) for p in a.bundles]  # checked first: damage said on stderr, the report warns too
     out = Path(a.output) if a.output else bundles[0].path / REPORT if len(bundles) == 1 else None
-    path = htmlreport.write_report(bundles, out or Path("rtqual-report.html"), Path(a.png) if a.png else None)
+    path = htmlreport.write_report(
+        bundles, out or Path("rtqual-report.html"), Path(a.png) if a.png else None, tail=True
+    )
     print(path)
     return damage_exit(bundles)
 

@@ -30,7 +30,7 @@ ENVELOPE_POINTS = 2000  # max-over-time figures: at most this many min/max bucke
 HIST_BINS = 400  # OSADL-style histograms: at most this many linear bins per CPU
 
 
-def load_bundle(bundle: Model | str | Path) -> dict:
+def load_bundle(bundle: Model | str | Path, tail: bool = False) -> dict:
     """What the report draws of a bundle (its model, or a path read into one): the model's keys, each
     damaged result back as a stand-in that says so, and per case its histograms ("hists": {cpu: Histogram}),
     its maximum over time ("over_time": OverTime, folded from the progress records in bounded memory;
@@ -50,11 +50,12 @@ def load_bundle(bundle: Model | str | Path) -> dict:
             if (r.get("stats") or {}).get("count"):
                 r["missing"].append("hist.json (no histogram figures)")
         r["over_time"] = over = OverTime()
-        r["blocks"] = blocks = BlockMaxima()  # per-second maxima for the tail section (publish/tail.py)
+        r["blocks"] = blocks = BlockMaxima() if tail else None  # per-second maxima: the tail section (tail.py)
         try:
             for rec in model.records(r["id"], marks=('"progress"',)):  # a day is 86 400 records
                 over.add(rec)
-                blocks.feed(rec)
+                if blocks is not None:
+                    blocks.feed(rec)
         except bundle_mod.Unreadable:
             r["missing"].append("stream.jsonl (no figure over time)")
     data["facts"] = model.facts("before")
@@ -506,11 +507,15 @@ def write_images(bundles: list[dict], folder: Path) -> list[Path]:
     return written
 
 
-def write_report(bundles: Sequence[Model | str | Path], out: Path, png_dir: Path | None = None) -> Path:
+def write_report(
+    bundles: Sequence[Model | str | Path], out: Path, png_dir: Path | None = None, tail: bool = False
+) -> Path:
     """Read the bundles (models, or paths read into models), write the HTML report (and the images); returns
     the report's path. Written into the folder of the one bundle reported, as its report.html, it is that
-    bundle's own and recorded in its manifest; anywhere else it changes no bundle."""
-    views = [load_bundle(b) for b in bundles]
+    bundle's own and recorded in its manifest; anywhere else it changes no bundle. With `tail` (rtqual report,
+    not the end of a run: scipy stays out of the measuring process), each case of 10 minutes or more gets
+    its tail section (publish/tail.py)."""
+    views = [load_bundle(b, tail) for b in bundles]
     _write(out, render(views), own=_own_report(bundles, out))
     if png_dir is not None:
         write_images(views, png_dir)
