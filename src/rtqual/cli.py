@@ -260,7 +260,9 @@ def cmd_report(a, argv: list[str]) -> int:
         raise RtqError(f"--png {a.png}: exists and is not a folder")
     bundles = [load_bundle(p) for p in a.bundles]  # checked first: damage said on stderr, the report warns too
     out = Path(a.output) if a.output else bundles[0].path / REPORT if len(bundles) == 1 else None
-    path = htmlreport.write_report(bundles, out or Path("rtqual-report.html"), Path(a.png) if a.png else None)
+    path = htmlreport.write_report(
+        bundles, out or Path("rtqual-report.html"), Path(a.png) if a.png else None, tail=True
+    )
     print(path)
     return damage_exit(bundles)
 
@@ -312,6 +314,31 @@ def cmd_table(a, argv: list[str]) -> int:
     t = tables.build(a.layout, [(n, m.cases) for n, m in zip(names, models)])
     print(tables.csv_text(t) if a.csv else tables.text(t), end="" if a.csv else "\n")
     return damage_exit(models)
+
+
+def cmd_tail(a, argv: list[str]) -> int:
+    from rtqual.publish import tail
+    from rtqual.units import parse_duration_ns
+
+    periods = tuple(parse_duration_ns(d, "--period") / 1e9 for d in a.period)
+    folder = Path(a.bundle)
+    data = None
+    if (folder / "samples.raw").is_file() and not (folder / "manifest.json").exists():  # jitterdebugger -o DIR -s
+        from rtqual.publish.imports import jitterdebugger
+
+        result = tail.analyse_samples(jitterdebugger.timed_samples(folder), f"jitterdebugger {folder.name}", periods)
+    else:
+        data = load_bundle(a.bundle)
+        result = tail.analyse_bundle(data, a.case, periods)
+    if a.svg:
+        outside_system_trees(a.svg, "--svg")
+        Path(a.svg).mkdir(parents=True, exist_ok=True)
+        for i, c in enumerate(result["cases"]):
+            svg = tail.figure(c)
+            if svg:
+                (Path(a.svg) / f"tail-{i + 1:02d}-cpu{c['cpu']}.svg").write_text(svg)
+    print(json.dumps(result, indent=1) if a.json else tail.text(result))
+    return damage_exit([data]) if data is not None else 0
 
 
 def _terminated(signum: int, _frame) -> None:

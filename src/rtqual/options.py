@@ -193,6 +193,17 @@ def build_parser() -> Parser:
     tb.add_argument("layout", metavar="LAYOUT", choices=list(tables.LAYOUTS), help=", ".join(tables.LAYOUTS))
     tb.add_argument("bundles", metavar="BUNDLE", nargs="+")
     tb.add_argument("--csv", action="store_true", help="the same rows as CSV on stdout (no title, no notes)")
+
+    tl = sub.add_parser(
+        "tail", help="the worst case beyond the run: return levels per hour/day/year (EVT, docs/tail.md)"
+    )
+    tl.add_argument("bundle", metavar="BUNDLE")
+    tl.add_argument("--case", metavar="LABEL", help="only this case (its label or id)")
+    tl.add_argument(
+        "--period", metavar="D", action="append", default=[], help="also this return period (e.g. 7d; repeatable)"
+    )
+    tl.add_argument("--svg", metavar="DIR", help="also write each case's return-level plot into DIR")
+    tl.add_argument("--json", action="store_true")
     return p
 
 

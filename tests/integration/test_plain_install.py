@@ -102,6 +102,8 @@ def test_readme_commands_on_frozen_bundles(plain_venv, tmp_path):
     assert_works(out, args, optional=True)
     if out.returncode == 1:  # said before any work: nothing half written
         assert "matplotlib" in out.stderr and not (tmp_path / "figs").exists()
+    args = ["tail", b["timer-raw"]]  # scipy and statsmodels are the tail extra
+    assert_works(rtqual(plain_venv, *args, cwd=tmp_path), args, optional=True)
     args = ["history", "--store", "postgresql://rtqual@127.0.0.1:9/none"]  # psycopg is the postgresql extra
     out = rtqual(plain_venv, *args, cwd=tmp_path)
     assert_works(out, args, optional=True)

@@ -8,7 +8,10 @@ import rtqual.publish
 
 PUBLISH = Path(rtqual.publish.__file__).parent
 SHARED = {"rtqual.publish.views", "rtqual.publish.hostview"}  # rows and cells: no exporter
-OWN_PARTS = {"htmlreport": {"rtqual.publish.svgplot"}}  # the HTML report draws its figures with svgplot
+OWN_PARTS = {  # the HTML report draws its figures with svgplot, and its tail section with rtqual tail's own part
+    "htmlreport": {"rtqual.publish.svgplot", "rtqual.publish.tail"},
+    "tail": {"rtqual.publish.svgplot"},  # rtqual tail's return-level plot
+}
 
 
 def imported(path: Path) -> set[str]:

@@ -5,6 +5,7 @@ Grammar (docs/requirements.md):
     over(DURATION) OP PCT   share of samples above DURATION, in percent ("0.1%" or "0.1")
     overruns OP N           missed periods
     count OP N              samples measured
+    return(PERIOD) OP DURATION  the latency exceeded once per PERIOD (extreme-value fit, answers/tail.py)
     OP: <= < >= > ==
 
 Every function here is pure: a requirement and a case's statistics (and histogram) in, a verdict out.
@@ -17,6 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from rtqual.answers import tail
 from rtqual.errors import RtqError
 from rtqual.results.hist import Histogram, needed_samples
 from rtqual.units import format_ns, parse_duration_ns
@@ -42,7 +44,7 @@ OPS = {
     "==": lambda v, lim: v == lim,
 }
 _EXPR = re.compile(
-    r"^\s*(?P<lhs>over\s*\(\s*(?P<over>[^)]*)\)|[a-z][a-z0-9.]*)\s*(?P<op><=|>=|==|<|>)\s*(?P<rhs>\S+)\s*$"
+    r"^\s*(?P<lhs>over\s*\(\s*(?P<over>[^)]*)\)|return\s*\(\s*(?P<period>[^)]*)\)|[a-z][a-z0-9.]*)\s*(?P<op><=|>=|==|<|>)\s*(?P<rhs>\S+)\s*$"
 )
 # A short run's maximum is what it saw, not a worst case: below this many samples the verdict says so.
 WORST_CASE_SAMPLES = 1_000_000
@@ -101,10 +103,11 @@ class Requirement:
     op: str
     limit: float
     over_ns: int | None = None
+    period_s: float | None = None  # return(PERIOD): the return period
 
     @property
     def unit(self) -> str:
-        return "ns" if self.stat in STATS else "%" if self.stat == "over" else "count"
+        return "ns" if self.stat in STATS or self.stat == "return" else "%" if self.stat == "over" else "count"
 
 
 def parse(text: str, what: str = "--require") -> Requirement:
@@ -124,13 +127,19 @@ def parse(text: str, what: str = "--require") -> Requirement:
         if not 0 <= limit <= 100:
             raise RtqError(f"{where}: {rhs} is not between 0 and 100 %")
         return Requirement(str(text).strip(), "over", op, limit, over_ns)
+    if m["period"] is not None:
+        period_s = parse_duration_ns(m["period"].strip(), f"{where}: return()") / 1e9
+        if period_s <= 0:
+            raise RtqError(f"{where}: the return period must be longer than 0")
+        limit = parse_duration_ns(rhs, f"{where}: limit")
+        return Requirement(str(text).strip(), "return", op, limit, period_s=period_s)
     if lhs in STATS:
         return Requirement(str(text).strip(), lhs, op, parse_duration_ns(rhs, f"{where}: limit"))
     if lhs in COUNTS:
         if not rhs.isdigit():
             raise RtqError(f"{where}: '{rhs}' is not a whole number")
         return Requirement(str(text).strip(), lhs, op, int(rhs))
-    names = ", ".join([*STATS, "over(DURATION)", *COUNTS])
+    names = ", ".join([*STATS, "over(DURATION)", "return(PERIOD)", *COUNTS])
     raise RtqError(f"{where}: unknown statistic '{lhs}' (one of {names})")
 
 
@@ -196,11 +205,15 @@ def evaluate(
     run_ns: int | None = None,
     cycle_ns: int | None = None,
     probe_ns: int | None = None,
+    tail_case: dict | None = None,
 ) -> dict:
     """The verdict of one requirement on one case: pass, fail or inconclusive, with the value, the limit,
     the margin (positive: room left) and a note when the number cannot carry the claim. cycle_ns: the period
     of the profile the requirement comes from; its `overruns` then counts missed cycles of that period (the
-    probe's own overruns only when it sampled at that period, probe_ns)."""
+    probe's own overruns only when it sampled at that period, probe_ns). A return() requirement is judged on
+    the case's tail analysis (tail_case, answers/tail.py)."""
+    if req.stat == "return":
+        return tail.requirement_verdict(req, tail_case)
     count = int(stats.get("count") or 0)
     value = value_of(req, stats, hist)
     cycle_note = ""

@@ -19,6 +19,7 @@ import signal
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from rtqual.answers import tail
 from rtqual.answers.requirements import PROFILES, describe, evaluate, parse, probe_cycle_ns
 from rtqual.errors import EXIT_ERROR, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_PASS, EXIT_SKIP
 from rtqual.results.hist import Histogram
@@ -134,6 +135,7 @@ def judge(
     hist: Histogram | None,
     profile: str | None = None,
     degraded: Sequence[str] = (),
+    blocks: Any = None,
 ) -> dict:
     """A case result with its requirements judged: "requirement_verdicts" added and, on a clean measurement
     (verdict completed), the verdict made the worst of the requirements' (a failed one decides: no longer run
@@ -147,9 +149,12 @@ def judge(
     own = set(PROFILES[profile]["requirements"]) if profile in PROFILES else set()
     cycle_ns = PROFILES[profile]["period_ns"] if profile in PROFILES else None
     probe_ns = probe_cycle_ns(params)
+    reqs = [parse(t) for t in texts]
+    tail_case = tail.for_requirements(blocks, reqs)  # return(PERIOD) requirements: the block maxima's tail
     judged = []
-    for t in texts:
-        v = evaluate(parse(t), stats, hist, params.get("duration_ns"), cycle_ns if t in own else None, probe_ns)
+    for t, r in zip(texts, reqs):
+        cycle = cycle_ns if t in own else None
+        v = evaluate(r, stats, hist, params.get("duration_ns"), cycle, probe_ns, tail_case)
         if t in own:
             v["profile"] = profile
         if degraded and v["verdict"] != "inconclusive":
@@ -193,7 +198,7 @@ def decide_case(
     if verdict == "completed" and rt.get("degraded"):
         reason = f"{reason}, {degraded_text(rt)}"
     degraded = degradation(result, load_error)
-    out = judge({**result, "verdict": verdict, "reason": reason}, require, hist, profile, degraded)
+    out = judge({**result, "verdict": verdict, "reason": reason}, require, hist, profile, degraded, stream.blocks)
     trouble = load_trouble(result.get("loads") or [], load_error)
     if trouble and out["verdict"] not in ("error", "skip"):  # not measured as asked, whatever its samples say
         out["verdict"], out["reason"] = "inconclusive", trouble

@@ -18,10 +18,12 @@ from rtqual.answers.answer import answers
 from rtqual.answers.requirements import describe
 from rtqual.answers.verdict import NOT_JUDGED, headline
 from rtqual.errors import RtqError
-from rtqual.publish import report, views
+from rtqual.publish import views
 from rtqual.publish.hostview import host_rows
 from rtqual.publish.svgplot import Axis, Figure, Series, chart
+from rtqual.publish.tail import tail_section
 from rtqual.results import bundle as bundle_mod
+from rtqual.results.blockmax import BlockMaxima
 from rtqual.results.bundle import Model, names
 from rtqual.results.hist import Histogram, highest_equivalent
 from rtqual.units import format_ns
@@ -30,7 +32,7 @@ ENVELOPE_POINTS = 2000  # max-over-time figures: at most this many min/max bucke
 HIST_BINS = 400  # OSADL-style histograms: at most this many linear bins per CPU
 
 
-def load_bundle(bundle: Model | str | Path) -> dict:
+def load_bundle(bundle: Model | str | Path, tail: bool = False) -> dict:
     """What the report draws of a bundle (its model, or a path read into one): the model's keys, each
     damaged result back as a stand-in that says so, and per case its histograms ("hists": {cpu: Histogram}),
     its maximum over time ("over_time": OverTime, folded from the progress records in bounded memory;
@@ -50,13 +52,16 @@ def load_bundle(bundle: Model | str | Path) -> dict:
             if (r.get("stats") or {}).get("count"):
                 r["missing"].append("hist.json (no histogram figures)")
         r["over_time"] = over = OverTime()
+        r["blocks"] = blocks = BlockMaxima() if tail else None  # per-second maxima: the tail section (tail.py)
         try:
             for rec in model.records(r["id"], marks=('"progress"',)):  # a day is 86 400 records
                 over.add(rec)
+                if blocks is not None:
+                    blocks.feed(rec)
         except bundle_mod.Unreadable:
             r["missing"].append("stream.jsonl (no figure over time)")
     data["facts"] = model.facts("before")
-    data["environment"] = report.environment_of(model)
+    data["environment"] = views.environment_of(model)
     data["scenario_toml"] = model.text(names.SCENARIO)
     data["problems"] = [f"damaged: {d}" for d in model.damage]
     if model.manifest.get("status") == "running":
@@ -314,6 +319,7 @@ def case_section(r: dict) -> str:
         temp = f"{hs['temp_max_c']} °C max" if hs.get("temp_max_c") is not None else "no temperature sensor"
         out.append(f"<p>Host during the case: {escape(temp)}, load average max {hs.get('loadavg1_max')}.</p>")
     out.append('<div class="figs">' + "".join(chart(f) for f in case_figures(r)) + "</div>")
+    out.append(tail_section(r))
     for w in r.get("warnings") or []:
         out.append(f'<p class="warn">warning: {escape(str(w))}</p>')
     out.append("</section>")
@@ -537,11 +543,15 @@ def write_images(bundles: list[dict], folder: Path) -> list[Path]:
     return written
 
 
-def write_report(bundles: Sequence[Model | str | Path], out: Path, png_dir: Path | None = None) -> Path:
+def write_report(
+    bundles: Sequence[Model | str | Path], out: Path, png_dir: Path | None = None, tail: bool = False
+) -> Path:
     """Read the bundles (models, or paths read into models), write the HTML report (and the images); returns
     the report's path. Written into the folder of the one bundle reported, as its report.html, it is that
-    bundle's own and recorded in its manifest; anywhere else it changes no bundle."""
-    views = [load_bundle(b) for b in bundles]
+    bundle's own and recorded in its manifest; anywhere else it changes no bundle. With `tail` (rtqual report,
+    not the end of a run: scipy stays out of the measuring process), each case of 10 minutes or more gets
+    its tail section (publish/tail.py)."""
+    views = [load_bundle(b, tail) for b in bundles]
     _write(out, render(views), own=_own_report(bundles, out))
     if png_dir is not None:
         write_images(views, png_dir)

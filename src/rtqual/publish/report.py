@@ -16,6 +16,7 @@ from rtqual.publish.views import (
     PERCENTILE_NOTE,
     STAT_COLUMNS,
     cases_table,
+    environment_of,
     format_cell,
     format_table,
     ioc_lines,
@@ -140,13 +141,6 @@ def show_text(data: dict, table: str | None = None, env_lines: Sequence[str] = (
     if m.get("capability"):  # written by the run (bundles of rtqual 0.1.0 have none)
         out += ["", "capability (from the numbers above):", *(f"  - {line}" for line in m["capability"])]
     return "\n".join(out)
-
-
-def environment_of(model: Model) -> dict:
-    """A bundle model's `environment` (rtqual.answers.environment): from the host facts before the run and
-    each intact case's result and environment record."""
-    records = {r["id"]: model.environment_record(r["id"]) for r in model.cases}
-    return environment_mod.environment(model.facts("before"), model.cases, records)
 
 
 def environment_lines(env: dict | None) -> list[str]:

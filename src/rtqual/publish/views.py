@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from rtqual.answers import compare, spikes
+from rtqual.answers import environment as environment_mod
+from rtqual.results.bundle import Model
 from rtqual.units import format_ns
 
 STAT_COLUMNS = [
@@ -274,3 +276,10 @@ def ratio_cell(sa: dict, sb: dict, key: str) -> str:
     """The B/A cell of one statistic: the ratio to two decimals, empty where there is none."""
     x = compare.ratios(sa, sb, [key]).get(key)
     return "" if x is None else f"{x:.2f}"
+
+
+def environment_of(model: Model) -> dict:
+    """A bundle model's `environment` (rtqual.answers.environment): from the host facts before the run and
+    each intact case's result and environment record."""
+    records = {r["id"]: model.environment_record(r["id"]) for r in model.cases}
+    return environment_mod.environment(model.facts("before"), model.cases, records)

@@ -12,6 +12,8 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from rtqual.results.blockmax import BlockMaxima
+
 KNOWN_TYPES = {"header", "progress", "event", "hist", "hist_delta", "summary", "end"}
 EVENTS_KEPT = 1000  # threshold events kept in memory (the first ones); all stay in stream.jsonl
 MESSAGES_KEPT = 100  # warnings and problems kept in memory each; the rest are counted
@@ -91,6 +93,7 @@ class Stream:
     threshold_events_total: int = 0  # all threshold events seen, kept or not
     warnings_total: int = 0
     problems_total: int = 0
+    blocks: BlockMaxima = field(default_factory=BlockMaxima)  # per-CPU maxima of each progress period (EVT)
 
     def feed(self, line: str) -> dict | None:
         """Take one line (with or without its newline); return the record, or None if unusable."""
@@ -118,8 +121,12 @@ class Stream:
         kind = rec["type"]
         if kind == "header":
             self.header = rec
+            ms = rec.get("params", {}).get("progress_ms")
+            if isinstance(ms, int) and ms > 0 and not self.blocks.per_cpu:
+                self.blocks.block_ns = ms * 1_000_000
         elif kind == "progress":
             self.last_progress = rec
+            self.blocks.feed(rec)
         elif kind == "hist":
             self.hists[int(rec.get("cpu", 0))] = rec
         elif kind == "summary":

@@ -14,6 +14,7 @@ beyond the range, so samples.raw gives the exact values of overflowed samples wh
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from pathlib import Path
 
 from rtqual.errors import RtqError
@@ -151,3 +152,19 @@ def _fill_overflow(samples: Path, series: dict[str, Series], unit_ns: int) -> tu
             )
     info = {"file": str(samples), "records": whole, "record_bytes": SAMPLE.size, "read": True, "per_thread": per_thread}
     return info, warnings
+
+
+def timed_samples(folder: Path) -> Iterator[tuple[int, int, int]]:
+    """(thread, CLOCK_MONOTONIC time ns, latency ns) of every whole record of FOLDER/samples.raw, streamed (the
+    route of a jitterdebugger run into rtqual tail); the unit from results.json's sysinfo when present."""
+    unit_ns = 1000
+    if (folder / "results.json").exists():
+        sysinfo = read_json(folder / "results.json").get("sysinfo")
+        unit_ns = 1 if isinstance(sysinfo, dict) and sysinfo.get("resolution_in_ns") == 1 else 1000
+    try:
+        with open(folder / "samples.raw", "rb") as f:
+            while chunk := f.read(CHUNK_RECORDS * SAMPLE.size):
+                for tid, sec, nsec, value in SAMPLE.iter_unpack(chunk[: len(chunk) // SAMPLE.size * SAMPLE.size]):
+                    yield tid, sec * 1_000_000_000 + nsec, value * unit_ns
+    except OSError as e:
+        raise RtqError(f"{folder / 'samples.raw'}: unreadable ({e.strerror})") from None
