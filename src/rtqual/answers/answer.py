@@ -76,6 +76,9 @@ def _judged(question: str, pairs: list[tuple[dict, list[dict]]], hists: Mapping)
         r, vs = chosen[0]
         more = max(known) if len(known) == len(needs) else None
         return _answer(question, "undecided", _undecided(r, vs, needs[0]), more)
+    levels = [v["note"] for _, vs in chosen for v in vs if v.get("stat") == "return" and v.get("note")]
+    if levels:  # a return level: the tail's estimate with its interval, not the run's maximum
+        return _answer(question, "yes", "; ".join(levels))
     r = max((r for r, _ in chosen), key=lambda c: (c.get("stats") or {}).get("max_ns") or 0)
     return _answer(question, "yes", _worst_seen(r, len(chosen)))
 
@@ -141,7 +144,10 @@ def _over(r: dict, limit_ns: float, hist: Histogram | None) -> str:
 
 
 def _missed(r: dict, v: dict, hist: Histogram | None) -> str:
-    """Why a failed requirement failed, in numbers: the samples over its limit, or its value."""
+    """Why a failed requirement failed, in numbers: the samples over its limit, the tail's estimate, or its
+    value."""
+    if v.get("stat") == "return":
+        return f"{v['requirement']}: {v.get('note')}"
     if v.get("unit") == "ns" and v.get("op") in ("<", "<=") and v.get("stat") != "mean":
         return f"{v['requirement']}: {_over(r, v['limit'], hist)}"
     if v.get("cycle_ns"):
