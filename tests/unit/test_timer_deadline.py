@@ -13,7 +13,8 @@ def expand(text: str) -> list[dict]:
 
 
 def test_policy_matrix_with_deadline():
-    cases = expand('[[matrix]]\npolicy = ["fifo", "deadline"]\n[[matrix]]\npolicy = ["deadline"]\nruntime = ["100us"]\n')
+    text = '[[matrix]]\npolicy = ["fifo", "deadline"]\n[[matrix]]\npolicy = ["deadline"]\nruntime = ["100us"]\n'
+    cases = expand(text)
     fifo, dl_default, dl = cases
     assert [c["label"] for c in cases] == ["fifo", "deadline", "deadline 100us"]
     assert dl_default["params"]["runtime_ns"] == 100 * US  # a tenth of the 1 ms deadline
@@ -31,8 +32,10 @@ def test_deadline_defaults_and_period_is_the_interval():
 
 @pytest.mark.parametrize(
     "params",
-    ['policy = ["fifo"]\nbase.params.runtime = "100us"', 'policy = ["deadline"]\nbase.params.period = "2ms"\n'
-     'base.params.interval = "5ms"'],
+    [
+        'policy = ["fifo"]\nbase.params.runtime = "100us"',
+        'policy = ["deadline"]\nbase.params.period = "2ms"\nbase.params.interval = "5ms"',
+    ],
 )
 def test_refusals_are_one_line(params):
     with pytest.raises(RtqError) as e:

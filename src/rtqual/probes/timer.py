@@ -19,7 +19,7 @@ def deadline_params(p: dict, defaults: dict) -> dict:
         fail(
             "",
             f"period ({format_duration(period)}) and interval ({format_duration(p['interval'])}) differ: a deadline "
-            "thread wakes once per period; give one"
+            "thread wakes once per period; give one",
         )
     period = period or p["interval"]
     deadline = p.get("deadline") or period
