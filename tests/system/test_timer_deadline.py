@@ -7,27 +7,14 @@ from conftest import needs_probe, needs_root, probe_records, rtqual_run, show_js
 pytestmark = [needs_probe, needs_root]
 
 
+def run_deadline(bundle, cpus: str, *opts: str):
+    """`rtqual run timer --policy deadline` on `cpus` for 1 s into `bundle`."""
+    args = ["--cpus", cpus, "--policy", "deadline", *opts, "--duration", "1s", "-o", bundle, "-q"]
+    return rtqual_run("run", "timer", *args, timeout=60)
+
+
 def test_deadline_runs(tmp_path):
-    out = rtqual_run(
-        "run",
-        "timer",
-        "--cpus",
-        "0",
-        "--policy",
-        "deadline",
-        "--runtime",
-        "100us",
-        "--deadline",
-        "500us",
-        "--period",
-        "1ms",
-        "--duration",
-        "1s",
-        "-o",
-        tmp_path / "b",
-        "-q",
-        timeout=60,
-    )
+    out = run_deadline(tmp_path / "b", "0", "--runtime", "100us", "--deadline", "500us", "--period", "1ms")
     assert out.returncode == 0, out.stderr + out.stdout
     case = show_json(tmp_path / "b")["cases"][0]
     assert "deadline" in case["label"]
@@ -42,29 +29,11 @@ def test_deadline_runs(tmp_path):
 
 
 def test_refused_admission_one_line(tmp_path):
-    n = len(os.sched_getaffinity(0))
-    cpus = ",".join(map(str, sorted(os.sched_getaffinity(0))))
-    out = rtqual_run(
-        "run",
-        "timer",
-        "--cpus",
-        cpus,
-        "--policy",
-        "deadline",
-        "--runtime",
-        "990us",
-        "--period",
-        "1ms",
-        "--duration",
-        "1s",
-        "-o",
-        tmp_path / "b",
-        "-q",
-        timeout=60,
-    )
+    cpus = sorted(os.sched_getaffinity(0))
+    out = run_deadline(tmp_path / "b", ",".join(map(str, cpus)), "--runtime", "990us", "--period", "1ms")
     assert out.returncode == 1, out.stderr
     (line,) = out.stderr.strip().splitlines()
-    assert "deadline bandwidth not available" in line and f"{n} thread(s)" in line
+    assert "deadline bandwidth not available" in line and f"{len(cpus)} thread(s)" in line
 
 
 def test_bad_parameters_one_line():
