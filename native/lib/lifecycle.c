@@ -56,7 +56,7 @@ bool run_given(const struct run *r, const char *name)
 
 void run_params_sched(struct jw *w, int policy, int64_t priority)
 {
-	jw_str(w, "policy", rt_policy_names[policy]);
+	jw_str(w, "policy", rt_policy_names_all[policy]);
 	jw_i64(w, "priority", priority);
 }
 

@@ -15,6 +15,7 @@
 #include "rtqual/log.h"
 
 const char *const rt_policy_names[] = {"fifo", "rr", "other", NULL};
+const char *const rt_policy_names_all[] = {"fifo", "rr", "other", "deadline", NULL};
 
 #define PREFAULT_STACK_BYTES (64 * 1024)
 

@@ -246,7 +246,7 @@ int sink_header(struct sink *s, const char *probe, int argc, char **argv, sink_p
 	jw_str(w, "layout", "hdr");
 	jw_obj_end(w);
 	jw_obj_begin(w, "rt");
-	jw_str(w, "policy", rt_policy_names[rt->policy]);
+	jw_str(w, "policy", rt_policy_names_all[rt->policy]);
 	jw_i64(w, "priority", rt->priority);
 	jw_bool(w, "mlockall", rt->mlockall);
 	jw_bool(w, "dma_latency", rt->dma_latency);

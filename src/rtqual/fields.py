@@ -64,8 +64,10 @@ def type_name(value: Any) -> str:
 
 
 def suggest(word: str, choices: Iterable[Any]) -> str:
-    """' (did you mean 'interval'?)' or ''."""
-    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1)
+    """' (did you mean 'interval'?)' or '': a choice the word begins (an abbreviation) first, else the closest."""
+    names = [str(c) for c in choices]
+    close = [c for c in names if len(str(word)) >= 3 and c.startswith(str(word))][:1]
+    close = close or difflib.get_close_matches(str(word), names, n=1)
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 

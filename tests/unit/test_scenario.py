@@ -114,7 +114,7 @@ BAD = [
     (CASE + "[case.params]\npriority = 100\n", "case[1].params.priority: must be between 1 and 99 (got 100)"),
     (
         CASE + '[case.params]\npolicy = "fifi"\n',
-        "case[1].params.policy: 'fifi' is not one of fifo, rr, other (did you mean 'fifo'?)",
+        "case[1].params.policy: 'fifi' is not one of fifo, rr, other, deadline (did you mean 'fifo'?)",
     ),
     (CASE + '[case.params]\ncpus = "0-x"\n', "case[1].params.cpus: '0-x' is not a CPU list"),
     (CASE + '[case.params]\ncpus = "3-1"\n', "case[1].params.cpus: bad range '3-1'"),

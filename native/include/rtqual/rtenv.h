@@ -11,8 +11,9 @@
 
 #include "rtqual/log.h"
 
-enum rt_policy { RT_FIFO, RT_RR, RT_OTHER };
-extern const char *const rt_policy_names[]; /* "fifo", "rr", "other", NULL */
+enum rt_policy { RT_FIFO, RT_RR, RT_OTHER, RT_DEADLINE };
+extern const char *const rt_policy_names[]; /* "fifo", "rr", "other", NULL: the --policy of most probes */
+extern const char *const rt_policy_names_all[]; /* the same and "deadline" (the timer's --policy) */
 
 /* What the run really got (header "rt" object). */
 struct rt_info {

@@ -95,7 +95,7 @@ def degraded_text(rt: Mapping[str, Any]) -> str:
     missing = [
         name
         for name, ok in (
-            ("SCHED_FIFO/RR", rt.get("policy") in ("fifo", "rr")),
+            ("SCHED_FIFO/RR", rt.get("policy") in ("fifo", "rr", "deadline")),
             ("mlockall", rt.get("mlockall")),
             ("/dev/cpu_dma_latency", rt.get("dma_latency")),
         )
