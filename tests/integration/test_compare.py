@@ -98,3 +98,38 @@ def test_match_pairs_before_id_and_label():
     assert [(ra["label"], rb["label"]) for ra, rb in both] == [("x", "y")]
     with pytest.raises(RtqError, match="no case 'z'"):
         pairs(a, b, {"x": "z"})
+
+
+def test_what_differs_and_whether_it_is_within_the_spread(tmp_path):
+    """Host aspects that differ are listed and equal ones are not; a difference smaller than the range over
+    repeated cases (or CPUs) is within the spread, a larger one is not, and with one CPU and no repeat the
+    spread is said to be unknown."""
+    from kekstudy import kek_bundle
+    from rtqual.answers import compare as answers
+    from rtqual.publish.htmlreport import load_bundle
+
+    std, rt = (load_bundle(kek_bundle(tmp_path / k, k, samples=200)) for k in ("std", "rt"))
+    diff = dict(answers.differences([answers.host_aspects(b) for b in (std, rt)]))
+    assert set(diff) == {"kernel", "preemption"} and diff["preemption"] == ["PREEMPT_VOLUNTARY", "PREEMPT_RT"]
+
+    def timer(cid, mean, load="hackbench", per_cpu=None):
+        stats = {"count": 100, "mean_ns": mean}
+        params = {"policy": "fifo", "priority": 80, "interval_ns": 10**7, "cpus": [0]}
+        return {"id": cid, "label": cid, "probe": "timer", "params": params, "stats": stats,
+                "loads": [{"name": load}], "per_cpu": per_cpu or {"0": stats}}  # fmt: skip
+
+    a = {"path": "a", "cases": [timer("x", 100), timer("x2", 130), timer("idle", 50, load="")]}
+    b = {"path": "b", "cases": [timer("x", 120)]}
+    assert len(answers.repeats(a, a["cases"][0])) == 2  # x and x2 ran alike; idle did not
+    note = answers.spread_note([a, b], [a["cases"][0], b["cases"][0]], ["a", "b"], "mean_ns", "mean")
+    assert "within the run-to-run spread (30ns over 2 repeated cases)" in note
+    b["cases"][0]["stats"]["mean_ns"] = 200
+    note = answers.spread_note([a, b], [a["cases"][0], b["cases"][0]], ["a", "b"], "mean_ns", "mean")
+    assert "larger than the run-to-run spread" in note
+    lone = {"path": "c", "cases": [timer("idle", 50, load="")]}
+    note = answers.spread_note([lone, b], [lone["cases"][0], b["cases"][0]], ["c", "b"], "mean_ns", "mean")
+    assert "spread unknown" in note
+    two_cpus = {"0": {"mean_ns": 40}, "1": {"mean_ns": 200}}
+    lone["cases"][0]["per_cpu"] = two_cpus
+    note = answers.spread_note([lone, b], [lone["cases"][0], b["cases"][0]], ["c", "b"], "mean_ns", "mean")
+    assert "within the run-to-run spread (160ns over 2 CPUs)" in note

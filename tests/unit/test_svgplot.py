@@ -4,23 +4,13 @@ the threshold marked and stated."""
 
 import random
 import re
-from pathlib import Path
 
 import pytest
+from test_htmlreport import BUNDLES, hist
 
 from rtqual.errors import RtqError
 from rtqual.publish import htmlreport, svgplot
 from rtqual.publish.svgplot import Axis, Figure, Series, chart
-from rtqual.results.hist import Histogram
-
-BUNDLES = Path(__file__).resolve().parents[1] / "data" / "bundles"
-
-
-def hist(values):
-    h = Histogram()
-    for v in values:
-        h.record(v)
-    return h
 
 
 def svg_of(fig: Figure) -> str:
@@ -89,7 +79,7 @@ def test_ioc_stages_are_bars_named_by_stage():
     ioc = next(r for r in data["cases"] if r["id"] == "002-ioc")
     (stages,) = [f for f in htmlreport.case_figures(ioc) if f.slug.endswith("-stages")]
     svg = chart(stages)
-    named = set(re.findall(r'class="bar" data-name="[^"]+" data-category="([^"]+)"', svg))
+    named = set(re.findall(r'class="series bar" data-name="[^"]+" data-category="([^"]+)"', svg))
     assert named == {"wake", "dispatch", "chain", "return", "total"}
     shown = re.findall(r'class="tick category"[^>]*>([^<]+)<', svg)
     assert shown == ["wake", "dispatch", "chain", "return", "total"]

@@ -266,11 +266,11 @@ def _bars(fig: Figure, sx: _Scale, sy: _Scale, palette: list[str]) -> list[str]:
                 continue
             v = s.ys[k]
             bx, top = x0 + (x1 - x0) * 0.1 + j * width, sy(v) if v > 0 or not sy.log else base
-            out.append(
-                f'<rect x="{bx:.1f}" y="{top:.1f}" width="{width:.1f}" height="{max(base - top, 0):.1f}" '
-                f'fill="{color}" class="bar" data-name="{escape(s.name)}" data-category="{escape(cat)}">'
+            out.append(  # a path, as the lines are: one drawn series element per bar
+                f'<path d="M{bx:.1f},{base:.1f}V{top:.1f}H{bx + width:.1f}V{base:.1f}Z" fill="{color}" '
+                f'class="series bar" data-name="{escape(s.name)}" data-category="{escape(cat)}">'
                 f"<title>{escape(s.name)}, {escape(cat)}: {escape((s.labels or [])[k] if s.labels else _fmt(v))}"
-                "</title></rect>"
+                "</title></path>"
             )
             if s.labels and k < len(s.labels) and s.labels[k]:
                 out.append(
