@@ -337,7 +337,6 @@ def to_png(fig: Figure, path) -> None:
             ax.bar(pos, s.ys, width=width, color=color, label=s.name)
             for px, v, text in zip(pos, s.ys, s.labels or []):
                 ax.annotate(text, (px, v), ha="center", va="bottom", fontsize=6)
-        ax.set_xticks(range(len(fig.categories)), fig.categories, fontsize=7)
     for s, color in zip([] if fig.categories is not None else fig.series, palette):
         if s.band is not None:
             ax.fill_between(s.xs, s.band, s.ys, color=color, alpha=0.25, linewidth=0)
@@ -352,6 +351,8 @@ def to_png(fig: Figure, path) -> None:
         ax.annotate(text, (value, 0.02), xycoords=("data", "axes fraction"), fontsize=6)
     ax.set_xscale("log" if fig.x.log and fig.categories is None else "linear")
     ax.set_yscale("log" if fig.y.log else "linear")
+    if fig.categories is not None:  # after the scales, which reset the ticks
+        ax.set_xticks(range(len(fig.categories)), fig.categories, fontsize=7)
     if fig.y.lo is not None:
         ax.set_ylim(bottom=fig.y.lo)
     ax.set_xlabel(fig.x.label)
