@@ -514,7 +514,10 @@ def summary_table(data: dict) -> str:
     """The bundle's summary table: one row per case, or the seed paper's layout its scenario names."""
     cases = [r for r in data["cases"] if "missing" not in r or r.get("stats")]
     table = data.get("table") or "cases"
-    return views.cases_table(cases) if table == "cases" else views.paper_table(cases, table)
+    if table != "cases":
+        return views.paper_table(cases, table)
+    thr = views.threshold_text(cases)
+    return views.cases_table(cases) + (f"\n%>thr: share of samples over {thr}" if thr else "")
 
 
 def bundle_section(data: dict) -> str:
