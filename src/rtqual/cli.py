@@ -155,22 +155,24 @@ def cmd_verify(a, argv: list[str]) -> int:
 
 
 def cmd_compare(a, argv: list[str]) -> int:
+    from rtqual.answers.compare import parse_match
     from rtqual.publish import compare
 
     output_file(a.report, "--report")
+    match = parse_match(a.match)
     seen: dict[Path, Model] = {}  # a bundle named twice is read (and hashed) once
     bundles = [seen.get(Path(p).resolve()) or seen.setdefault(Path(p).resolve(), load_bundle(p))
                for p in [a.bundle_a, a.bundle_b, *a.more]]  # fmt: skip
     data = [b.as_dict() for b in bundles]
     if len(data) == 2:
-        out = compare.compare_json(*data) if a.json else compare.compare_text(*data)
+        out = compare.compare_json(data[0], data[1], match) if a.json else compare.compare_text(data[0], data[1], match)
     else:
-        out = compare.compare_many_json(data) if a.json else compare.compare_many_text(data)
+        out = compare.compare_many_json(data, match) if a.json else compare.compare_many_text(data, match)
     print(json.dumps(out, indent=1) if a.json else out)
     if a.report:
         from rtqual.publish import htmlreport
 
-        path = htmlreport.write_compare(bundles, Path(a.report))
+        path = htmlreport.write_compare(bundles, Path(a.report), match)
         print(f"report: {path}", file=sys.stderr if a.json else sys.stdout)
     return damage_exit(bundles)
 

@@ -128,7 +128,18 @@ def build_parser() -> Parser:
     c.add_argument("bundle_b", metavar="B")
     c.add_argument("more", metavar="C", nargs="*", help="more bundles (each compared with A)")
     c.add_argument("--json", action="store_true", help="machine-readable")
-    c.add_argument("--report", metavar="FILE.html", help="also write the comparison as HTML with overlaid figures")
+    c.add_argument(
+        "--report",
+        metavar="FILE.html",
+        help="also write the comparison as HTML: what differs between the bundles, each scenario matrix "
+        "(e.g. the KEK study's stress methods, frequencies, run lengths) side by side, overlaid figures",
+    )
+    c.add_argument(
+        "--match",
+        action="append",
+        metavar="A_LABEL=B_LABEL",
+        help="pair a case of A with a differently labelled case of the others (label or id; repeatable)",
+    )
 
     im = sub.add_parser(
         "import",

@@ -141,3 +141,97 @@ def test_png_and_svg_figures(tmp_path, rtqual_cmd):
     pngs = sorted((tmp_path / "png").glob("*.png"))
     assert pngs and len(pngs) == len(list((tmp_path / "png").glob("*.svg")))
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000 for p in pngs)
+
+
+def histogram_lines(page) -> list[dict]:
+    """Per histogram figure: its axis labels, the frame's bottom edge and the lowest point of its lines (px)."""
+    return page.evaluate(
+        """() => [...document.querySelectorAll('svg.chart')]
+            .filter(s => /histogram/i.test(s.getAttribute('aria-label') || ''))
+            .map(s => {
+                const frame = s.querySelector('rect.frame');
+                const bottom = +frame.getAttribute('y') + +frame.getAttribute('height');
+                let lowest = -1, runs = 0;
+                for (const p of s.querySelectorAll('path.series')) {
+                    const d = p.getAttribute('d') || '';
+                    runs += (d.match(/M/g) || []).length;
+                    for (const m of d.matchAll(/([MV])([-\\d.]+)(?:,([-\\d.]+))?/g))
+                        lowest = Math.max(lowest, +(m[1] === 'M' ? m[3] : m[2]));
+                }
+                return {title: s.getAttribute('aria-label'), bottom, lowest, runs,
+                        labels: [...s.querySelectorAll('text.axis-label')].map(t => t.textContent)};
+            })"""
+    )
+
+
+def test_histograms_draw_no_empty_bin_and_label_both_axes(tmp_path, rtqual_cmd, browser):
+    """No histogram line lies on (or below) the frame's bottom: an empty bin draws nothing, rather than a line
+    at a stand-in count; the latency axis is log scaled and says the worst case; the IOC's CPUs are named."""
+    out = tmp_path / "report.html"
+    assert rtqual_cmd("report", *(DATA / b for b in BUNDLES), "-o", out).returncode == 0
+    ctx, page, errors, _ = open_offline(browser, out)
+    try:
+        hists = histogram_lines(page)
+        assert len(hists) >= len(BUNDLES) and errors == []
+        for h in hists:
+            assert 0 < h["lowest"] < h["bottom"] - 1, h
+            assert "log scale" in h["labels"][0] and "worst case" in h["labels"][0] and "Samples" in h["labels"][1]
+        legends = page.evaluate(
+            "() => [...document.querySelectorAll('#case-002-ioc text.legend')].map(t => t.textContent)"
+        )
+        assert "IOC on cpus 0-1" in legends and "cpu0" not in legends
+        stages = page.evaluate(
+            "() => [...document.querySelectorAll('#case-002-ioc text.category')].map(t => t.textContent)"
+        )
+        assert stages == ["wake", "dispatch", "chain", "return", "total"]
+        assert page.locator("#case-002-ioc table.stats th", has_text="% over 100us").count() == 1
+    finally:
+        ctx.close()
+
+
+def test_kek_compare_report_names_the_bundles_and_what_differs(tmp_path, rtqual_cmd, browser):
+    """The KEK study in one page from hand-built standard and RT kernel bundles of both KEK scenarios: both
+    bundles named in the title and the figures, kernel and preemption listed as what differs, one section per
+    question of the paper with one bar per bundle and matrix value, the IOC delay with its mean and σ."""
+    from kekstudy import kek_bundle
+
+    bundles = [kek_bundle(tmp_path / "std", "std"), kek_bundle(tmp_path / "rt", "rt")]
+    bundles += [kek_bundle(tmp_path / f"{k}-ioc", k, "kek-rpi-ioc-2020", samples=300) for k in ("std", "rt")]
+    out = tmp_path / "kek.html"
+    r = rtqual_cmd("compare", *bundles, "--report", out)
+    assert r.returncode == 0, r.stderr
+    ctx, page, errors, requests = open_offline(browser, out)
+    try:
+        assert errors == [] and requests == []
+        assert page.locator("h1").inner_text() == "rtqual comparison: std vs rt vs std-ioc vs rt-ioc"
+        differs = page.evaluate(
+            "() => [...document.querySelectorAll('#differences tr td:first-child')].map(t => t.textContent)"
+        )
+        assert {"kernel", "preemption"} <= set(differs) and "host" not in differs
+        for section, values in (
+            ("stress", ["idle", "hackbench", "cat-dev-zero", "pi_stress"]),
+            ("frequency", ["600MHz", "750MHz", "1000MHz", "1500MHz"]),
+            ("runtime", ["10m", "50m"]),
+        ):
+            sel = f"#study-kek-rpi-2020-{section}"
+            figs = page.evaluate(
+                f"""() => [...document.querySelectorAll('{sel} svg.chart')].map(s => ({{
+                    title: s.getAttribute('aria-label'),
+                    cats: [...s.querySelectorAll('text.category')].map(t => t.textContent),
+                    bars: [...s.querySelectorAll('path.bar')].map(b => b.dataset.name + ' ' + b.dataset.category),
+                    labels: [...s.querySelectorAll('text.axis-label')].map(t => t.textContent)}}))"""
+            )
+            assert [f["title"].split(" per ")[0] for f in figs] == ["Average latency", "Maximum latency"], figs
+            for f in figs:
+                assert f["cats"] == values and "std vs rt" in f["title"] and all(f["labels"])
+                assert sorted(f["bars"]) == sorted(f"{b} {v}" for b in ("std", "rt") for v in values)
+        ran = page.locator("#study-kek-rpi-2020-frequency table.study").inner_text()
+        assert "750000 kHz not applied" in ran  # the RT kernel cannot set 750 MHz: said, not hidden
+        ioc = page.locator("#study-kek-rpi-ioc-2020-ioc-25-hz")
+        assert ioc.locator("svg.chart").count() == 4  # mean and σ bars, a histogram per load
+        legends = ioc.locator("text.legend").all_inner_texts()
+        assert any(t.startswith("std-ioc: mean ") and ", σ " in t for t in legends)
+        assert page.locator("ul.spread li").count() > 0
+        page.screenshot(path=str(tmp_path / "kek.png"), full_page=True)
+    finally:
+        ctx.close()

@@ -1,9 +1,17 @@
 """The comparison printers (`rtqual compare A B [C...]`): bundles side by side, their cases paired by
-answers.compare (id, else label). Pure functions of loaded bundles (rtqual.results.bundle.load). Two bundles
-give the A/B/ratio table; more give one row per bundle and the ratio of each to the first."""
+answers.compare (--match, else id, else label). Pure functions of loaded bundles (rtqual.results.bundle.load).
+Two bundles give the A/B/ratio table; more give one row per bundle and the ratio of each to the first. The
+'% over' column states the threshold it counts against."""
 
-from rtqual.answers.compare import matches, pairs, ratios
-from rtqual.publish.views import COMPARE_COLUMNS, PERCENTILE_NOTE, format_cell, format_table, ratio_cell
+from rtqual.answers.compare import Match, matches, pairs, ratios
+from rtqual.publish.views import (
+    COMPARE_COLUMNS,
+    PERCENTILE_NOTE,
+    format_cell,
+    format_table,
+    ratio_cell,
+    threshold_headers,
+)
 
 KEYS = [k for _, k in COMPARE_COLUMNS]  # the statistics compared, in the tables' order
 
@@ -14,9 +22,9 @@ def _bundle_line(name: str, data: dict) -> str:
     return f"{name}: {data['path']}  (host {m.get('hostname')}, started {m.get('start')}, {m.get('status')})"
 
 
-def compare_text(a: dict, b: dict) -> str:
+def compare_text(a: dict, b: dict, match: Match | None = None) -> str:
     """Two bundles: per paired case, A's and B's statistics and B/A; then the cases only one has."""
-    both, only_a, only_b = pairs(a, b)
+    both, only_a, only_b = pairs(a, b, match)
     out = [_bundle_line("A", a), _bundle_line("B", b)]
     for ra, rb in both:
         case_id = ra["id"] if ra["id"] == rb["id"] else f"{ra['id']} | {rb['id']}"
@@ -30,7 +38,7 @@ def compare_text(a: dict, b: dict) -> str:
         out += [
             "",
             f"case {case_id}: {label}  (verdict A {ra.get('verdict')}, B {rb.get('verdict')})",
-            format_table(["", *(h for h, _ in COMPARE_COLUMNS)], rows),
+            format_table(["", *threshold_headers(COMPARE_COLUMNS, [ra, rb])], rows),
         ]
     for name, ids in (("A", only_a), ("B", only_b)):
         if ids:
@@ -39,9 +47,9 @@ def compare_text(a: dict, b: dict) -> str:
     return "\n".join(out)
 
 
-def compare_json(a: dict, b: dict) -> dict:
+def compare_json(a: dict, b: dict, match: Match | None = None) -> dict:
     """The `rtqual compare A B --json` document (a contract: keys are never renamed)."""
-    both, only_a, only_b = pairs(a, b)
+    both, only_a, only_b = pairs(a, b, match)
     return {
         "a": a["path"],
         "b": b["path"],
@@ -64,11 +72,11 @@ def compare_json(a: dict, b: dict) -> dict:
     }
 
 
-def compare_many_text(bundles: list[dict]) -> str:
+def compare_many_text(bundles: list[dict], match: Match | None = None) -> str:
     """Three or more bundles: per case, one row per bundle and the ratios of each to the first."""
     names = [chr(ord("A") + i) if i < 26 else f"#{i + 1}" for i in range(len(bundles))]
     out = [_bundle_line(n, b) for n, b in zip(names, bundles)]
-    for row in matches(bundles):
+    for row in matches(bundles, match):
         first = row[0]
         assert first is not None
         rows = [[n, *(format_cell(k, r["stats"].get(k)) for k in KEYS)] for n, r in zip(names, row) if r]
@@ -79,12 +87,12 @@ def compare_many_text(bundles: list[dict]) -> str:
         ]
         verdicts = ", ".join(f"{n} {r.get('verdict')}" for n, r in zip(names, row) if r)
         out += ["", f"case {first['id']}: {first['label']}  (verdict {verdicts})"]
-        out.append(format_table(["", *(h for h, _ in COMPARE_COLUMNS)], rows))
+        out.append(format_table(["", *threshold_headers(COMPARE_COLUMNS, row)], rows))
     out += ["", PERCENTILE_NOTE]
     return "\n".join(out)
 
 
-def compare_many_json(bundles: list[dict]) -> dict:
+def compare_many_json(bundles: list[dict], match: Match | None = None) -> dict:
     """The `rtqual compare A B C... --json` document (a contract: keys are never renamed)."""
     return {
         "bundles": [b["path"] for b in bundles],
@@ -97,6 +105,6 @@ def compare_many_json(bundles: list[dict]) -> dict:
                 "stats": [{k: r["stats"].get(k) for k in KEYS} if r else None for r in row],
                 "ratio_to_first": [ratios(row[0]["stats"], r["stats"], KEYS) if r and row[0] else None for r in row],
             }
-            for row in matches(bundles)
+            for row in matches(bundles, match)
         ],
     }

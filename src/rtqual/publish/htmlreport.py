@@ -9,6 +9,8 @@ still appears, saying what is missing.
 from __future__ import annotations
 
 import json
+import math
+import tomllib
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
@@ -20,7 +22,7 @@ from rtqual.answers.verdict import NOT_JUDGED, headline
 from rtqual.errors import RtqError
 from rtqual.publish import views
 from rtqual.publish.hostview import host_rows
-from rtqual.publish.svgplot import Axis, Figure, Series, chart
+from rtqual.publish.svgplot import PALETTE, Axis, Figure, Series, chart
 from rtqual.publish.tail import tail_section
 from rtqual.results import bundle as bundle_mod
 from rtqual.results.blockmax import BlockMaxima
@@ -29,7 +31,8 @@ from rtqual.results.hist import Histogram, highest_equivalent
 from rtqual.units import format_ns
 
 ENVELOPE_POINTS = 2000  # max-over-time figures: at most this many min/max buckets, every spike kept
-HIST_BINS = 400  # OSADL-style histograms: at most this many linear bins per CPU
+HIST_BINS = 400  # OSADL-style histograms: at most this many bins per CPU
+BINS_PER_DECADE = 40  # histogram bins on the log latency axis: each 1/40 decade (about 6 %) wide
 
 
 def load_bundle(bundle: Model | str | Path, tail: bool = False) -> dict:
@@ -62,6 +65,7 @@ def load_bundle(bundle: Model | str | Path, tail: bool = False) -> dict:
             r["missing"].append("stream.jsonl (no figure over time)")
     data["facts"] = model.facts("before")
     data["environment"] = views.environment_of(model)
+    data["plan"] = model.plan or {}
     data["scenario_toml"] = model.text(names.SCENARIO)
     data["problems"] = [f"damaged: {d}" for d in model.damage]
     if model.manifest.get("status") == "running":
@@ -75,32 +79,55 @@ def load_bundle(bundle: Model | str | Path, tail: bool = False) -> dict:
 # ---- figure data (pure) ----
 
 
-def hist_series(hists: dict[str, Histogram]) -> tuple[list[Series], int]:
-    """Per CPU, counts in equal-width latency bins (µs), as stepped lines; and the worst case in ns."""
-    worst = max((h.max_ns for h in hists.values() if h.count), default=0)
-    if not worst:
+def _log_edges(lo_ns: int, hi_ns: int) -> tuple[list[float], int]:
+    """Bin edges in µs on a log grid covering lo..hi, and the grid's bins per decade: BINS_PER_DECADE, more
+    (up to 8 times) for a narrow range so that its body has some 50 bins, fewer where the range would need
+    more than HIST_BINS."""
+    lo_us, hi_us = max(lo_ns, 1) / 1000, max(hi_ns, lo_ns, 1) / 1000
+    per, decades = BINS_PER_DECADE, math.log10(hi_us / lo_us)
+    while per * decades < HIST_BINS / 8 and per < 8 * BINS_PER_DECADE:  # a narrow range: finer bins
+        per *= 2
+    while per > 1 and per * (decades + 2 / per) > HIST_BINS:
+        per //= 2
+    k0, k1 = math.floor(per * math.log10(lo_us)), math.floor(per * math.log10(hi_us)) + 1
+    return [10 ** (k / per) for k in range(k0, k1 + 1)], per
+
+
+def log_hist_series(named: list[tuple[str, Histogram]]) -> tuple[list[Series], int]:
+    """Each (name, histogram) as counts per bin of one log latency grid (µs; BINS_PER_DECADE bins a decade:
+    the body keeps its shape and the tail its place), as stepped lines whose empty bins draw nothing;
+    and the worst case in ns."""
+    named = [(n, h) for n, h in named if h.count]
+    if not named:
         return [], 0
-    width_ns = max(1000, -(-worst // HIST_BINS // 1000) * 1000)  # whole microseconds
-    nbins = worst // width_ns + 1
+    worst = max(h.max_ns for _, h in named)
+    edges, per = _log_edges(min(h.min_ns for _, h in named), worst)
+    k0 = round(per * math.log10(edges[0]))
     out = []
-    for cpu, h in sorted(hists.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else -1):
-        bins = [0] * nbins
+    for name, h in named:
+        bins = [0] * (len(edges) - 1)
         for i, c in h.counts.items():
-            bins[min(highest_equivalent(i), h.max_ns) // width_ns] += c
-        xs = [b * width_ns / 1000 for b in range(nbins + 1)]
-        ys = [max(c, 0.5) for c in bins] + [0.5]
-        out.append(Series(f"cpu{cpu}", xs, ys, step=True))
+            v_us = max(min(highest_equivalent(i), h.max_ns), h.min_ns, 1) / 1000
+            bins[min(max(math.floor(per * math.log10(v_us) + 1e-9) - k0, 0), len(bins) - 1)] += c
+        out.append(Series(name, list(edges), [*bins, 0], step=True))
     return out, worst
 
 
-def tail_series(hists: dict[str, Histogram]) -> list[Series]:
-    """Fraction of samples above x (µs), per CPU and for all CPUs, log-log."""
+def hist_series(hists: dict[str, Histogram], name=lambda cpu: f"cpu{cpu}") -> tuple[list[Series], int]:
+    """Per CPU (named by `name`), counts per bin of a log latency grid, as stepped lines; and the worst
+    case in ns."""
+    order = sorted(hists.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else -1)
+    return log_hist_series([(name(cpu), h) for cpu, h in order])
+
+
+def tail_series(hists: dict[str, Histogram], name=lambda cpu: f"cpu{cpu}") -> list[Series]:
+    """Fraction of samples above x (µs), per CPU (named by `name`) and for all CPUs, log-log."""
     merged = Histogram()
     for h in hists.values():
         merged = merged.merge(h)
     out = []
-    named = [(f"cpu{c}", h) for c, h in sorted(hists.items())] + ([("all", merged)] if len(hists) > 1 else [])
-    for name, h in named:
+    named = [(name(c), h) for c, h in sorted(hists.items())] + ([("all", merged)] if len(hists) > 1 else [])
+    for label, h in named:
         if not h.count:
             continue
         xs, ys, seen = [], [], 0
@@ -113,7 +140,7 @@ def tail_series(hists: dict[str, Histogram]) -> list[Series]:
             ys.append(above / h.count)
         xs.append(h.max_ns / 1000)
         ys.append(1 / h.count)  # the worst sample: one in count
-        out.append(Series(name, xs, ys))
+        out.append(Series(label, xs, ys))
     return out
 
 
@@ -213,6 +240,8 @@ pre{background:#f6f6f6;padding:8px;overflow-x:auto;font-size:12px}
 .chart .axis-label{font-size:12px} .chart .legend{font-size:11px}
 .chart .frame{fill:none;stroke:#999} .chart .grid{stroke:#eee}
 .figs{display:flex;flex-wrap:wrap;gap:12px} .warn{color:#8a4b00} .missing{color:#8a1010}
+.chart .note{font-size:11px;fill:#555} .chart .mark{stroke:#555;stroke-dasharray:4 3}
+.chart .mark-label,.chart .bar-label{font-size:10px;fill:#333} .chart .legend-box{fill:#fff;fill-opacity:.85}
 """
 
 
@@ -234,30 +263,83 @@ def stats_table(r: dict) -> str:
         for cpu, s in sorted((r.get("per_cpu") or {}).items(), key=lambda kv: int(kv[0]))
     ]
     rows.append(["all", *(_stat_td(k, (r.get("stats") or {}).get(k)) for _, k in views.STAT_COLUMNS)])
-    return _table(["", *(h for h, _ in views.STAT_COLUMNS)], rows, "stats")
+    return _table(["", *views.threshold_headers(views.STAT_COLUMNS, [r])], rows, "stats")
+
+
+def threshold_marks(results: list[dict | None]) -> list[tuple[float, str]]:
+    """The threshold the cases count against, as a marked latency (µs) on their figures; none where the
+    cases' thresholds differ or none is recorded."""
+    thrs = {(r.get("params") or {}).get("threshold_ns") for r in results if r}
+    thr = thrs.pop() if len(thrs) == 1 else None
+    return [(thr / 1000, f"threshold {format_ns(thr)}")] if isinstance(thr, int | float) and thr > 0 else []
+
+
+def cpu_namer(r: dict):
+    """How a case's per-CPU series are named: 'cpu0', or for an IOC the CPUs it ran on ('IOC on cpus 0-1'):
+    an IOC case's histogram is keyed by the harness' CPU, which says nothing of where the IOC ran."""
+    cpus = (r.get("ioc") or {}).get("cpus_allowed")
+    if not summary.is_response(r) or not cpus:
+        return lambda cpu: f"cpu{cpu}"
+    several = len(r.get("hists") or {}) > 1
+    return lambda cpu: f"IOC on cpus {cpus}" + (f", harness cpu{cpu}" if several else "")
+
+
+HIST_NOTE = "bins 1/{per} decade wide; empty bins not drawn"
+
+
+def hist_figure(slug: str, title: str, series: list[Series], worst: int, marks: list, **size) -> Figure:
+    """A latency histogram as OSADL plots it (stepped counts on a log count axis, worst case in the x label),
+    on a log latency axis: the body readable, the tail visible."""
+    per = round(1 / math.log10(series[0].xs[1] / series[0].xs[0])) if len(series[0].xs) > 1 else BINS_PER_DECADE
+    return Figure(
+        slug,
+        title,
+        series,
+        Axis(
+            f"Latency (µs, log scale), worst case {format_ns(worst)}", log=True, lo=series[0].xs[0], hi=series[0].xs[-1]
+        ),  # fmt: skip
+        Axis("Samples per bin (log scale)", log=True, lo=0.5),
+        marks=marks,
+        note=HIST_NOTE.format(per=per),
+        **size,
+    )
+
+
+def stage_figure(r: dict, stages: dict) -> Figure:
+    """An IOC case's stages as bars per named stage (p50, p99, max) and the total, each bar labelled."""
+    names = [n for n in views.STAGES if n in stages] + ["total"]
+    values = {**stages, "total": r.get("stats") or {}}
+    series = []
+    for stat, key in (("p50", "p50_ns"), ("p99", "p99_ns"), ("max", "max_ns")):
+        ns = [values[n].get(key) for n in names]
+        series.append(
+            Series(stat, list(range(len(names))), [(v or 0) / 1000 for v in ns], labels=[format_ns(v) for v in ns])
+        )
+    return Figure(
+        f"{r['id']}-stages",
+        "IOC stages: p50, p99 and max of each stage",
+        series,
+        Axis("Stage (in order, then the whole input -> output)"),
+        Axis("Latency (µs)", lo=0),
+        categories=names,
+    )
 
 
 def case_figures(r: dict) -> list[Figure]:
     """The figures of one case: histogram per CPU, tail, maximum over time, IOC stages."""
     figs = []
-    series, worst = hist_series(r.get("hists") or {})
+    name, marks = cpu_namer(r), threshold_marks([r])
+    series, worst = hist_series(r.get("hists") or {}, name)
     if series:
-        figs.append(
-            Figure(
-                f"{r['id']}-histogram",
-                f"Latency histogram ({r['label']})",
-                series,
-                Axis(f"Latency (us), worst case {format_ns(worst)}"),
-                Axis("Number of samples", log=True, lo=0.5),
-            )
-        )
+        figs.append(hist_figure(f"{r['id']}-histogram", f"Latency histogram ({r['label']})", series, worst, marks))
         figs.append(
             Figure(
                 f"{r['id']}-tail",
                 "Tail: fraction of samples above x",
-                tail_series(r["hists"]),
-                Axis("Latency (us)", log=True),
-                Axis("Fraction above", log=True),
+                tail_series(r["hists"], name),
+                Axis("Latency (µs, log scale)", log=True),
+                Axis("Fraction above (log scale)", log=True),
+                marks=marks,
             )
         )
     over = r.get("over_time")
@@ -266,6 +348,8 @@ def case_figures(r: dict) -> list[Figure]:
         for rec in r.get("progress") or []:
             over.add(rec)
     over_time = over.series()
+    for s in over_time:
+        s.name = name(s.name[3:])
     if any(len(s.xs) > 1 for s in over_time):  # one progress record is no course over time
         figs.append(
             Figure(
@@ -273,25 +357,12 @@ def case_figures(r: dict) -> list[Figure]:
                 "Maximum per interval over time",
                 over_time,
                 Axis(f"Time ({over.unit()[0]})"),
-                Axis("Maximum latency (us)", log=True),
+                Axis("Maximum latency (µs, log scale)", log=True),
             )
         )
     stages = (r.get("probe_summary") or {}).get("stages") or {}
     if stages:
-        names = [n for n in views.STAGES if n in stages]
-        series = [
-            Series(stat, list(range(len(names) + 1)), [stages[n].get(key, 0) / 1000 for n in names] + [0], step=True)
-            for stat, key in (("p50", "p50_ns"), ("p99", "p99_ns"), ("max", "max_ns"))
-        ]
-        figs.append(
-            Figure(
-                f"{r['id']}-stages",
-                "IOC stages: " + ", ".join(f"{i} {n}" for i, n in enumerate(names)),
-                series,
-                Axis("Stage (in order)"),
-                Axis("Latency (us)", log=True),
-            )
-        )
+        figs.append(stage_figure(r, stages))
     return figs
 
 
@@ -373,33 +444,51 @@ def _merged(r: dict | None) -> Histogram | None:
     return total
 
 
-def overlay_figure(cases: list[dict], slug: str, title: str) -> Figure | None:
-    """Several cases' histograms (all CPUs) in one figure: the papers' per-stress-method histograms."""
-    series, worst = [], 0
+def comparable(r: dict) -> tuple:
+    """What must be equal for two cases' histograms to share a figure: the probe and what it times (pio's
+    per access or per pass, rhealstone's component), and whether it is an input -> output response."""
+    p = r.get("params") or {}
+    return r.get("probe"), p.get("sample"), p.get("component"), summary.is_response(r)
+
+
+def overlay_figures(cases: list[dict], slug: str, title: str) -> list[Figure]:
+    """Cases' histograms (all CPUs) overlaid as the papers' per-stress-method histograms: only comparable
+    cases together (same probe and unit), at most one palette of distinct colours per figure."""
+    groups: dict[tuple, list[tuple[str, Histogram]]] = {}
     for r in cases:
         merged = _merged(r)
-        if merged is None:
+        if merged is not None and merged.count:
+            groups.setdefault(comparable(r), []).append((r["label"], merged))
+    figs = []
+    for key, named in groups.items():
+        if len(named) < 2:
             continue
-        s, w = hist_series({"all": merged})
-        if s:
-            s[0].name = r["label"]
-            series += s
-            worst = max(worst, w)
-    if len(series) < 2:
-        return None
-    return Figure(
-        slug,
-        title,
-        series,
-        Axis(f"Latency (us), worst case {format_ns(worst)}"),
-        Axis("Number of samples", log=True, lo=0.5),
-        width=1000,
-        height=380,
-    )
+        what = " ".join(str(x) for x in key[:3] if x)
+        chunks = [named[k : k + len(PALETTE)] for k in range(0, len(named), len(PALETTE))]
+        for n, chunk in enumerate(chunks, 1):
+            series, worst = log_hist_series(chunk)
+            part = f" ({n} of {len(chunks)})" if len(chunks) > 1 else ""
+            marks = threshold_marks([r for r in cases if comparable(r) == key])
+            figs.append(
+                hist_figure(
+                    f"{slug}-{_slug(what)}{'-' + str(n) if part else ''}",
+                    f"{title}: {what}{part}",
+                    series,
+                    worst,
+                    marks,
+                    width=1000,
+                    height=380,
+                )  # fmt: skip
+            )
+    return figs
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-") or "x"
 
 
 def throughput_figure(cases: list[dict]) -> Figure | None:
-    """Transfer speed per case normalised to the first (seed 004 Fig. 1), where cases report one."""
+    """Transfer speed per case as labelled bars, with each one's ratio to the first (seed 004 Fig. 1)."""
     rates: list[tuple[str, float]] = []
     for r in cases:
         x = views.throughput_mb_s(r)
@@ -408,41 +497,38 @@ def throughput_figure(cases: list[dict]) -> Figure | None:
     if not rates:
         return None
     ref = rates[0][1]
-    xs = [float(i) for i in range(len(rates) + 1)]
-    ys = [x / ref for _, x in rates] + [0.0]
-    names = ", ".join(f"{i} {label}" for i, (label, _) in enumerate(rates))
+    labels = [f"{x:.1f} ({x / ref:.2f}×)" for _, x in rates]
     return Figure(
         "transfer-speed",
-        f"Transfer speed relative to {rates[0][0]} ({ref:.1f} MB/s)",
-        [Series("speed / first case", xs, ys, step=True)],
-        Axis(f"Case: {names}"[:160]),
-        Axis("Relative speed", lo=0),
+        f"Transfer speed per case (MB = 10^6 B); in brackets relative to {rates[0][0]}",
+        [Series("MB/s", list(range(len(rates))), [x for _, x in rates], labels=labels)],
+        Axis("Case"),
+        Axis("Transfer speed (MB/s)", lo=0),
         width=1000,
+        categories=[label for label, _ in rates],
     )
 
 
 def bundle_figures(cases: list[dict]) -> list[Figure]:
-    """The bundle's own figures: latency and IOC response histograms of every case overlaid, and the
+    """The bundle's own figures: latency and IOC response histograms of comparable cases overlaid, and the
     transfer speeds."""
-    figs = [
-        overlay_figure(
-            [r for r in cases if not summary.is_response(r)], "latency-histograms", "Latency histograms of every case"
-        ),
-        overlay_figure(
-            [r for r in cases if summary.is_response(r)],
-            "ioc-histograms",
-            "IOC input -> output histograms of every case",
-        ),
-        throughput_figure(cases),
-    ]
-    return [f for f in figs if f is not None]
+    figs = overlay_figures(
+        [r for r in cases if not summary.is_response(r)], "latency-histograms", "Latency histograms"
+    ) + overlay_figures(
+        [r for r in cases if summary.is_response(r)], "ioc-histograms", "IOC input -> output histograms"
+    )
+    speed = throughput_figure(cases)
+    return figs + ([speed] if speed else [])
 
 
 def summary_table(data: dict) -> str:
     """The bundle's summary table: one row per case, or the seed paper's layout its scenario names."""
     cases = [r for r in data["cases"] if "missing" not in r or r.get("stats")]
     table = data.get("table") or "cases"
-    return views.cases_table(cases) if table == "cases" else views.paper_table(cases, table)
+    if table != "cases":
+        return views.paper_table(cases, table)
+    thr = views.threshold_text(cases)
+    return views.cases_table(cases) + (f"\n%>thr: share of samples over {thr}" if thr else "")
 
 
 def environment_html(env: dict | None) -> str:
@@ -558,9 +644,9 @@ def write_report(
     return out
 
 
-def write_compare(bundles: Sequence[Model | str | Path], out: Path) -> Path:
+def write_compare(bundles: Sequence[Model | str | Path], out: Path, match: compare.Match | None = None) -> Path:
     """The comparison of bundles as HTML (rtqual compare --report): never recorded in any bundle."""
-    _write(out, render_compare([load_bundle(b) for b in bundles]))
+    _write(out, render_compare([load_bundle(b) for b in bundles], match))
     return out
 
 
@@ -583,74 +669,268 @@ def _write(out: Path, html: str, own: Path | None = None) -> None:
         raise RtqError(f"{out}: cannot write the report ({e.strerror or e})") from None
 
 
-def _bundle_name(i: int, data: dict) -> str:
-    m = data["manifest"]
-    kernel = ((data.get("facts") or {}).get("kernel") or {}).get("release") or "?"
-    return f"{chr(ord('A') + i) if i < 26 else i + 1}: {m.get('hostname')} {kernel} {m.get('start')}"
+def _bundle_line(name: str, data: dict) -> str:
+    """One bundle in the comparison's list: its name, host, kernel, start and folder."""
+    m, a = data["manifest"], compare.host_aspects(data)
+    return (
+        f"<li><b>{escape(name)}</b>: host {escape(a['host'])}, kernel {escape(a['kernel'])}, "
+        f"{escape(a['preemption'])}, started {escape(str(m.get('start')))} <small>({escape(data['path'])})</small></li>"
+    )
+
+
+def differences_html(items: list[dict[str, str]], names: list[str], table_id: str = "") -> str:
+    """What differs between the bundles (or between one case's results), as a table of aspect and value per
+    bundle, and what is the same in all, in one line."""
+    diff = compare.differences(items)
+    same = [f"{k} {v}" for k, v in items[0].items() if k not in dict(diff)] if items else []
+    ident = f' id="{table_id}"' if table_id else ""
+    out = []
+    if diff:
+        rows = [[escape(k), *(escape(v) for v in vs)] for k, vs in diff]
+        out.append(_table(["differs", *names], rows, "differences").replace("<table", f"<table{ident}", 1))
+    else:
+        out.append(f'<p{ident} class="differences">Nothing recorded differs.</p>')
+    if same:
+        out.append(f"<p><small>Same in all: {escape('; '.join(same))}.</small></p>")
+    return "".join(out)
+
+
+def bundle_colors(row: list, names: list[str]) -> dict[str, str]:
+    """One colour per bundle, the same in every figure of a comparison."""
+    return {n: PALETTE[i % len(PALETTE)] for i, n in enumerate(names)}
 
 
 def compare_figures(row: list[dict | None], names: list[str]) -> list[Figure]:
-    """One matched case across bundles: overlaid histograms (all CPUs) and tail plots."""
-    hists = {n: h for n, h in zip(names, (_merged(r) for r in row)) if h is not None and h.count}
-    if not hists:
+    """One matched case across bundles: overlaid histograms (all CPUs) and tail plots, each series named by
+    its bundle."""
+    named = [(n, h) for n, h in zip(names, (_merged(r) for r in row)) if h is not None and h.count]
+    if not named:
         return []
     first = next(r for r in row if r)
-    series, worst = [], 0
-    for n, h in hists.items():
-        s, w = hist_series({"all": h})
-        s[0].name, worst = n, max(worst, w)
-        series += s
+    colors = bundle_colors(row, names)
+    series, worst = log_hist_series(named)
     tails = []
-    for n, h in hists.items():
+    for n, h in named:
         (t,) = tail_series({"0": h})
         t.name = n
         tails.append(t)
+    for s in series + tails:
+        s.color = colors[s.name]
+    marks = threshold_marks(row)
+    shown = " vs ".join(n for n, _ in named)
     return [
-        Figure(
-            f"compare-{first['id']}-histogram",
-            f"Latency histograms ({first['label']})",
-            series,
-            Axis(f"Latency (us), worst case {format_ns(worst)}"),
-            Axis("Number of samples", log=True, lo=0.5),
-        ),
+        hist_figure(f"compare-{first['id']}-histogram", f"{first['label']}: {shown}", series, worst, marks),
         Figure(
             f"compare-{first['id']}-tail",
-            "Tail: fraction of samples above x",
+            f"Tail: fraction above x, {shown}",
             tails,
-            Axis("Latency (us)", log=True),
-            Axis("Fraction above", log=True),
+            Axis("Latency (µs, log scale)", log=True),
+            Axis("Fraction above (log scale)", log=True),
+            marks=marks,
         ),
     ]
 
 
-def render_compare(bundles: list[dict]) -> str:
-    """`rtqual compare ... --report FILE`: every matched case overlaid across the bundles, with the
-    statistics of each and their ratio to the first bundle."""
-    names = [chr(ord("A") + i) if i < 26 else str(i + 1) for i in range(len(bundles))]
-    out = ["<h1>rtqual comparison</h1><ul>"]
-    out += [
-        f"<li>{escape(_bundle_name(i, b))} <small>({escape(b['path'])})</small></li>" for i, b in enumerate(bundles)
+def _compare_rows(row: list[dict | None], names: list[str]) -> str:
+    """A matched case's statistics per bundle and each one's ratio to the first, the threshold stated."""
+    first = next(r for r in row if r)
+    head = ["", *views.threshold_headers(views.COMPARE_COLUMNS, row), "verdict"]
+    rows = [
+        [escape(n), *(_stat_td(k, r["stats"].get(k)) for _, k in views.COMPARE_COLUMNS), escape(str(r.get("verdict")))]
+        for n, r in zip(names, row)
+        if r
     ]
-    out.append("</ul>")
-    for row in compare.matches(bundles):
-        first = row[0]
-        assert first is not None
-        out.append(f'<section class="case" id="case-{escape(first["id"])}">')
-        out.append(f"<h2>Case {escape(first['id'])}: {escape(first['label'])}</h2>")
-        head = ["", *(h for h, _ in views.COMPARE_COLUMNS), "verdict"]
-        rows = [
-            [n, *(_stat_td(k, r["stats"].get(k)) for _, k in views.COMPARE_COLUMNS), escape(str(r.get("verdict")))]
-            for n, r in zip(names, row)
-            if r
+    rows += [
+        [
+            escape(f"{n}/{names[0]}"),
+            *(escape(views.ratio_cell(first["stats"], r["stats"], k)) for _, k in views.COMPARE_COLUMNS),
+            "",
         ]
-        rows += [
-            [f"{n}/A", *(escape(views.ratio_cell(first["stats"], r["stats"], k)) for _, k in views.COMPARE_COLUMNS), ""]
-            for n, r in zip(names[1:], row[1:])
-            if r
-        ]
-        out.append(_table(head, rows, "stats"))
-        out.append('<div class="figs">' + "".join(chart(f) for f in compare_figures(row, names)) + "</div>")
-        out.append("</section>")
+        for n, r in zip(names[1:], row[1:])
+        if r
+    ]
+    return _table(head, rows, "stats")
+
+
+def _spread_html(bundles: list[dict], row: list[dict | None], names: list[str]) -> str:
+    """Whether the mean's and the max's differences between the bundles are within the run-to-run spread."""
+    notes = [compare.spread_note(bundles, row, names, k, w) for k, w in (("mean_ns", "mean"), ("max_ns", "max"))]
+    notes = [n for n in notes if n]
+    return '<ul class="spread">' + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>" if notes else ""
+
+
+def case_compare_section(bundles: list[dict], row: list[dict | None], names: list[str]) -> str:
+    """One matched case across bundles: what differs in how it ran, its statistics, the spread notes, the
+    overlaid figures."""
+    first = next(r for r in row if r)
+    have = [(n, r) for n, r in zip(names, row) if r]
+    labels = {r["label"] for _, r in have}
+    title = first["label"] if len(labels) == 1 else " | ".join(f"{n}: {r['label']}" for n, r in have)
+    out = [f'<section class="case" id="case-{escape(first["id"])}">', f"<h3>Case {escape(title)}</h3>"]
+    diff = compare.differences([compare.case_aspects(r) for _, r in have])
+    if diff:
+        out.append(
+            "<p>This case ran differently: "
+            + escape("; ".join(f"{k}: " + ", ".join(f"{n} {v}" for (n, _), v in zip(have, vs)) for k, vs in diff))
+            + "</p>"
+        )
+    out.append(_compare_rows(row, names))
+    out.append(_spread_html(bundles, row, names))
+    out.append('<div class="figs">' + "".join(chart(f) for f in compare_figures(row, names)) + "</div>")
+    out.append("</section>")
+    return "\n".join(out)
+
+
+# The seed papers' figures a scenario's [[matrix]] reproduces: (scenario name, matrix label) -> what to say
+STUDY_FIGURES = {
+    ("kek-rpi-2020", "stress"): "seed 000 Figs. 1-2: CPU stress method, standard vs RT kernel (600 MHz)",
+    ("kek-rpi-2020", "frequency"): "seed 000 Figs. 3-4: CPU frequency under hackbench",
+    ("kek-rpi-2020", "runtime"): "seed 000 Fig. 5: program running time, 10 vs 50 minutes",
+    ("kek-rpi-2020", "sleep"): "seed 002 slides: thread sleep time (the -i interval)",
+    ("kek-rpi-ioc-2020", "timer baseline"): "timer latency on the IOC's host, same load (beside Figs. 7-8)",
+    ("kek-rpi-ioc-2020", "ioc 25 Hz"): "seed 000 Figs. 7-8: EPICS IOC input -> output delay, mean and σ",
+}
+
+
+def matrix_labels(data: dict) -> list[str]:
+    """The labels of a bundle's scenario [[matrix]] tables (each a question the study asks), in file order."""
+    try:
+        doc = tomllib.loads(data.get("scenario_toml") or "")
+    except (tomllib.TOMLDecodeError, TypeError):
+        return []
+    return [str(m["label"]) for m in doc.get("matrix") or [] if isinstance(m, dict) and m.get("label")]
+
+
+def study_sections(bundles: list[dict], names: list[str]) -> list[str]:
+    """Each scenario matrix (a question of the study: stress method, frequency, run length, IOC delay) with
+    the bundles side by side: average and maximum (IOC: mean and σ) per matrix value as labelled bars, one
+    colour per bundle, a table and whether each difference is within the run-to-run spread."""
+    colors = bundle_colors([], names)
+    questions: dict[tuple[str, str], None] = {}
+    for b in bundles:
+        for label in matrix_labels(b):
+            questions[(str((b.get("plan") or {}).get("name")), label)] = None
+    out = []
+    for scenario, label in questions:
+        rows: dict[str, list[dict | None]] = {}  # matrix value -> the case of each bundle
+        for i, b in enumerate(bundles):
+            if str((b.get("plan") or {}).get("name")) != scenario:
+                continue
+            for r in b["cases"]:
+                if r["label"].startswith(label + " ") and (r.get("stats") or {}).get("count"):
+                    rows.setdefault(r["label"][len(label) + 1 :], [None] * len(bundles))[i] = r
+        if rows:
+            out.append(study_section(bundles, names, colors, scenario, label, rows))
+    return out
+
+
+def _ran_differently(have: list[tuple[str, dict]]) -> str:
+    """How the bundles' results of one case ran differently ('frequency: std 750MHz, rt 750MHz not applied')."""
+    diff = compare.differences([compare.case_aspects(r) for _, r in have])
+    return "; ".join(f"{k}: " + ", ".join(f"{n} {v}" for (n, _), v in zip(have, vs)) for k, vs in diff)
+
+
+def _value_bars(names: list[str], colors: dict, rows: dict, key: str, what: str, label: str) -> Figure:
+    """One statistic of a matrix's cases as bars: one group per matrix value, one bar per bundle, labelled."""
+    series = []
+    for i, name in enumerate(names):
+        vals = [((row[i] or {}).get("stats") or {}).get(key) for row in rows.values()]
+        if any(v is not None for v in vals):
+            ys = [(v or 0) / 1000 for v in vals]
+            shown = [format_ns(v) if v is not None else "-" for v in vals]
+            series.append(Series(name, list(range(len(rows))), ys, labels=shown, color=colors[name]))
+    return Figure(
+        f"study-{_slug(label)}-{key}",
+        f"{what} per {label}: {' vs '.join(s.name for s in series)}",
+        series,
+        Axis(label),
+        Axis(f"{what} (µs)", lo=0),
+        categories=list(rows),
+        width=540,
+    )
+
+
+def _delay_histogram(names: list[str], colors: dict, label: str, cat: str, row: list[dict | None]) -> Figure | None:
+    """An IOC case's delay histograms across the bundles, each named with its mean and σ (seed 000 Figs. 7-8)."""
+    named, own = [], []
+    for name, r in zip(names, row):
+        h = _merged(r)
+        if r and h is not None and h.count:
+            st = r["stats"]
+            named.append((f"{name}: mean {format_ns(st.get('mean_ns'))}, σ {format_ns(st.get('stddev_ns'))}", h))
+            own.append(colors[name])
+    series, worst = log_hist_series(named)
+    for s, color in zip(series, own):
+        s.color = color
+    title = f"{label} {cat}: delay histograms"
+    return (
+        hist_figure(f"study-{_slug(label)}-{_slug(cat)}", title, series, worst, threshold_marks(row))
+        if series
+        else None
+    )
+
+
+def study_section(bundles, names, colors, scenario: str, label: str, rows: dict[str, list[dict | None]]) -> str:
+    """One matrix of the study across the bundles (see study_sections)."""
+    used = [i for i in range(len(bundles)) if any(row[i] for row in rows.values())]
+    response = any(summary.is_response(r) for row in rows.values() for r in row if r)
+    stats = [("mean_ns", "Mean delay"), ("stddev_ns", "Standard deviation σ")] if response else []
+    stats = stats or [("mean_ns", "Average latency"), ("max_ns", "Maximum latency")]
+    figs: list[Figure | None] = [_value_bars(names, colors, rows, key, what, label) for key, what in stats]
+    if response:
+        figs += [_delay_histogram(names, colors, label, cat, row) for cat, row in rows.items()]
+    head = ["", *(f"{names[i]} {w}" for i in used for w in ("mean", "σ", "max", "count")), "ran differently"]
+    table, notes = [], []
+    for cat, row in rows.items():
+        cells = [escape(cat)]
+        for i in used:
+            st = (row[i] or {}).get("stats") or {}
+            cells += [_stat_td(k, st.get(k)) if row[i] else "" for k in ("mean_ns", "stddev_ns", "max_ns", "count")]
+        table.append([*cells, escape(_ran_differently([(names[i], r) for i in used if (r := row[i])]))])
+        for key, what in (("mean_ns", "mean"), ("max_ns", "max")):
+            note = compare.spread_note(bundles, row, names, key, what)
+            notes += [f"{cat}: {note}"] if note else []
+    ref = STUDY_FIGURES.get((scenario, label), f"scenario {scenario}, matrix '{label}'")
+    out = [f'<section class="study" id="study-{escape(_slug(scenario + "-" + label))}">']
+    out.append(f"<h2>{escape(label)}: {escape(ref)}</h2>")
+    out.append('<div class="figs">' + "".join(chart(f) for f in figs if f) + "</div>")
+    out.append(_table(head, table, "study"))
+    if notes:
+        out.append('<ul class="spread">' + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>")
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def compare_groups(bundles: list[dict]) -> list[list[int]]:
+    """Which bundles' cases are paired with each other: those of the same scenario (a kernel's timer study
+    with the other kernel's, its IOC study with the other's); all together where no scenario has two."""
+    groups: dict[str, list[int]] = {}
+    for i, b in enumerate(bundles):
+        groups.setdefault(str((b.get("plan") or {}).get("name")), []).append(i)
+    paired = [g for g in groups.values() if len(g) > 1]
+    return paired or [list(range(len(bundles)))]
+
+
+def render_compare(bundles: list[dict], match: compare.Match | None = None) -> str:
+    """`rtqual compare ... --report FILE`: the bundles named, what differs between them, each scenario matrix
+    side by side (the study's questions), then every matched case overlaid across the bundles with the
+    statistics of each, their ratio to the first and whether differences are within the run-to-run spread."""
+    names = compare.bundle_names(bundles)
+    out = [f"<h1>rtqual comparison: {escape(' vs '.join(names))}</h1>", '<ul id="bundles">']
+    out += [_bundle_line(n, b) for n, b in zip(names, bundles)]
+    out.append("</ul><h2>What differs between the bundles</h2>")
+    out.append(differences_html([compare.host_aspects(b) for b in bundles], names, "differences"))
+    out += study_sections(bundles, names)
+    for group in compare_groups(bundles):
+        sub, sub_names = [bundles[i] for i in group], [names[i] for i in group]
+        here = {x: y for x, y in (match or {}).items() if compare.find_case(sub[0], x)}
+        try:
+            rows = compare.matches(sub, here)
+        except RtqError as e:
+            out.append(f'<p class="missing">{escape(str(e))}</p>')
+            continue
+        out.append(f"<h2>Cases side by side: {escape(' vs '.join(sub_names))}</h2>")
+        out += [case_compare_section(sub, row, sub_names) for row in rows]
     out.append(f"<p><small>{escape(views.PERCENTILE_NOTE)}</small></p>")
     body = "\n".join(out)
     return (

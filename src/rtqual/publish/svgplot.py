@@ -1,5 +1,9 @@
-"""A small SVG line-chart writer for the HTML report: linear or log axes, stepped or straight lines,
-filled bands, a legend. Pure: data in, SVG text out; no JavaScript, no network, nothing to load.
+"""A small SVG chart writer for the HTML report: linear or log axes, stepped or straight lines, filled
+bands, grouped bars over named categories, marked values (a threshold), a legend. Pure: data in, SVG text
+out; no JavaScript, no network, nothing to load.
+
+Histograms are stepped lines whose empty bins (y <= 0) draw nothing: on a log count axis a zero has no
+place, and a line at some stand-in value would read as samples that never were.
 
 Chosen over an inlined chart library because the report's figures are few, static and of bounded size
 (histograms of at most a few hundred bins, envelopes of at most 2,000 points): a browser draws them at
@@ -17,7 +21,18 @@ from html import escape
 
 from rtqual.errors import RtqError
 
-PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f"]
+PALETTE = [
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#ff7f0e",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+    "#7f7f7f",
+    "#bcbd22",
+]  # one figure draws at most this many series, each its own colour (overlays split beyond it)
 
 
 @dataclass
@@ -25,8 +40,22 @@ class Series:
     name: str
     xs: list[float]
     ys: list[float]
-    step: bool = False  # draw as a stepped line (histograms)
+    step: bool = False  # a stepped line (histograms): xs are bin edges, ys[i] the bin from xs[i] to xs[i + 1]
     band: list[float] | None = None  # lower edge of a filled band under ys (min/max envelopes)
+    labels: list[str] | None = None  # bars: the text above each bar
+    color: str | None = None  # a colour of its own (a bundle's, the same in every figure of a comparison)
+
+
+def runs(s: Series) -> list[tuple[int, int]]:
+    """A stepped series' runs of non-empty bins as (first, last + 1) indexes: what is drawn of it."""
+    out: list[tuple[int, int]] = []
+    for i, y in enumerate(s.ys[: len(s.xs) - 1]):
+        if y > 0:
+            if out and out[-1][1] == i:
+                out[-1] = (out[-1][0], i + 1)
+            else:
+                out.append((i, i + 1))
+    return out
 
 
 @dataclass
@@ -50,7 +79,10 @@ def _nice_ticks(lo: float, hi: float, n: int = 6) -> list[float]:
 
 
 def _log_ticks(lo: float, hi: float) -> list[float]:
-    return [10.0**e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1) if lo <= 10.0**e <= hi]
+    """Decades, and 2 and 5 times them over a range of less than three decades (3 too within one)."""
+    steps = (1, 2, 3, 5) if hi < lo * 10 else (1, 2, 5) if hi < lo * 1000 else (1,)
+    decades = [10.0**e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)]
+    return [d * m for d in decades for m in steps if lo <= d * m <= hi * (1 + 1e-9)]
 
 
 def _fmt(v: float) -> str:
@@ -66,9 +98,11 @@ class _Scale:
         vals = [v for v in values if v > 0] if axis.log else values
         lo = axis.lo if axis.lo is not None else min(vals, default=0.0)
         hi = axis.hi if axis.hi is not None else max(vals, default=1.0)
-        if axis.log:
-            lo, hi = max(lo, 1e-12), max(hi, lo * 10)
-            lo, hi = 10 ** math.floor(math.log10(lo)), 10 ** math.ceil(math.log10(hi))
+        if axis.log:  # whole decades, but given ends stay (a count axis from 0.5: one sample shows)
+            lo = max(lo, 1e-12)
+            hi = max(hi, lo * 1.01) if axis.hi is not None else max(hi, lo * 10)
+            lo = lo if axis.lo is not None else 10 ** math.floor(math.log10(lo))
+            hi = hi if axis.hi is not None else 10 ** math.ceil(math.log10(hi))
         elif hi <= lo:
             hi = lo + 1
         self.log, self.lo, self.hi, self.px0, self.px1 = axis.log, lo, hi, px0, px1
@@ -94,30 +128,57 @@ class Figure:
     y: Axis
     width: int = 720
     height: int = 320
+    categories: list[str] | None = None  # grouped bars: one group per category, one bar per series
+    marks: list[tuple[float, str]] = field(default_factory=list)  # x values marked by a dashed line (threshold)
+    note: str = ""  # one line under the title (what the bins are, what differs)
 
 
 _clip_ids = itertools.count(1)
 
 
+def colors(series: list[Series]) -> list[str]:
+    """Each series' colour (its own, else the palette's in order), all distinct; RtqError for more series than
+    PALETTE or two of one colour: the figure's maker must split it."""
+    if len(series) > len(PALETTE):
+        raise RtqError(f"a figure of {len(series)} series: at most {len(PALETTE)} (split it)")
+    own = all(s.color for s in series)
+    out = [s.color or "" for s in series] if own else PALETTE[: len(series)]
+    if len(set(out)) < len(out):
+        raise RtqError(f"a figure with two series of one colour: {', '.join(s.name for s in series)}")
+    return out
+
+
 def chart(fig: Figure) -> str:
-    """One SVG figure: axes with ticks and labels, each series a path, a legend at the top right."""
+    """One SVG figure: title (and note), axes with ticks and labels, each series a path (or bars over
+    categories), marked values, a legend at the top right."""
     title, series, x, y, width, height = fig.title, fig.series, fig.x, fig.y, fig.width, fig.height
-    left, right, top, bottom = 64, 16, 28, 46
+    bars = fig.categories is not None
+    left, right, top, bottom = 64, 16, (40 if fig.note else 28) + (14 if bars else 0), 46
     clip = f"clip{next(_clip_ids)}"
-    xs = [v for s in series for v in s.xs]
-    ys = [v for s in series for v in s.ys] + [v for s in series for v in (s.band or [])]
-    sx = _Scale(x, xs, left, width - right)
+    palette = colors(series)
+    xs = [0.0, float(len(fig.categories or []))] if bars else [v for s in series for v in s.xs]
+    ys = [v for s in series for v in s.ys if not (s.step and v <= 0)] + [v for s in series for v in (s.band or [])]
+    sx = _Scale(Axis(x.label, lo=0, hi=xs[1]) if bars else x, xs, left, width - right)
+    if bars and not y.log and y.hi is None:  # room above the tallest bar for its label
+        y = Axis(y.label, y.log, y.lo, max(ys, default=1.0) * 1.15 or 1.0, y.ticks)
     sy = _Scale(y, ys, height - bottom, top)
     out = [
         f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
         f'width="{width}" height="{height}" role="img" aria-label="{escape(title)}">',
         f'<text x="{left}" y="16" class="title">{escape(title)}</text>',
-        f'<rect x="{left}" y="{top}" width="{width - left - right}" height="{height - top - bottom}" class="frame"/>',
     ]
-    for t in sx.ticks():
-        px = sx(t)
-        out.append(f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{top}" y2="{height - bottom}" class="grid"/>')
-        out.append(f'<text x="{px:.1f}" y="{height - bottom + 14}" class="tick" text-anchor="middle">{_fmt(t)}</text>')
+    if fig.note:
+        out.append(f'<text x="{left}" y="31" class="note">{escape(fig.note)}</text>')
+    out.append(
+        f'<rect x="{left}" y="{top}" width="{width - left - right}" height="{height - top - bottom}" class="frame"/>'
+    )
+    if not bars:
+        for t in sx.ticks():
+            px = sx(t)
+            out.append(f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{top}" y2="{height - bottom}" class="grid"/>')
+            out.append(
+                f'<text x="{px:.1f}" y="{height - bottom + 14}" class="tick" text-anchor="middle">{_fmt(t)}</text>'
+            )
     for t in sy.ticks():
         py = sy(t)
         out.append(f'<line x1="{left}" x2="{width - right}" y1="{py:.1f}" y2="{py:.1f}" class="grid"/>')
@@ -134,8 +195,12 @@ def chart(fig: Figure) -> str:
         f'<clipPath id="{clip}"><rect x="{left}" y="{top}" width="{width - left - right}" '
         f'height="{height - top - bottom}"/></clipPath><g clip-path="url(#{clip})">'
     )
-    for i, s in enumerate(series):
-        color = PALETTE[i % len(PALETTE)]
+    if bars:
+        out += _bars(fig, sx, sy, palette)
+        out.append("</g>")
+        out += _category_labels(fig.categories or [], sx, sy)
+        out.append(f'<g clip-path="url(#{clip})">')
+    for s, color in zip([] if bars else series, palette):
         if s.band is not None and s.xs:
             upper = " ".join(f"{sx(a):.1f},{sy(b):.1f}" for a, b in zip(s.xs, s.ys))
             lower = " ".join(f"{sx(a):.1f},{sy(b):.1f}" for a, b in reversed(list(zip(s.xs, s.band))))
@@ -146,28 +211,99 @@ def chart(fig: Figure) -> str:
         )
         if not s.step and len(s.xs) <= 60:  # few points: each one visible
             out += [f'<circle cx="{sx(a):.1f}" cy="{sy(b):.1f}" r="2.5" fill="{color}"/>' for a, b in zip(s.xs, s.ys)]
+    for value, text in [] if bars else fig.marks:
+        if sx.lo <= value <= sx.hi:
+            px = sx(value)
+            out.append(
+                f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{top}" y2="{height - bottom}" class="mark"/>'
+                f'<text x="{px + 3:.1f}" y="{height - bottom - 4}" class="mark-label">{escape(text)}</text>'
+            )
     out.append("</g>")
-    for i, s in enumerate(series):
-        ly = top + 14 + 14 * i
-        color = PALETTE[i % len(PALETTE)]
-        out.append(
-            f'<line x1="{width - right - 150}" x2="{width - right - 134}" y1="{ly - 4}" y2="{ly - 4}" '
-            f'stroke="{color}" stroke-width="2"/>'
-        )
-        out.append(f'<text x="{width - right - 130}" y="{ly}" class="legend">{escape(s.name[:28])}</text>')
+    out += _legend(series, palette, bars, left, top, width - right)
     out.append("</svg>")
     return "\n".join(out)
 
 
+def _legend(series: list[Series], palette: list[str], bars: bool, left: int, top: int, right: int) -> list[str]:
+    """Each series' colour and name: for lines at the top right inside the frame on a white box (no line runs
+    through a name), for bars in one row above the frame (no bar or its label hidden)."""
+    if not series:
+        return []
+    names = [s.name[:40] for s in series]
+    if bars:
+        out, x = [], right
+        for name, color in reversed(list(zip(names, palette))):
+            x -= 6 * len(name) + 26
+            out.append(
+                f'<rect x="{x}" y="{top - 13}" width="12" height="9" fill="{color}"/>'
+                f'<text x="{x + 16}" y="{top - 5}" class="legend">{escape(name)}</text>'
+            )
+        return out
+    lx = right - 8 - 6 * max(len(n) for n in names)
+    out = [
+        f'<rect x="{lx - 24}" y="{top + 2}" width="{right - lx + 20}" height="{14 * len(series) + 4}" '
+        'class="legend-box"/>'
+    ]
+    for i, (name, color) in enumerate(zip(names, palette)):
+        ly = top + 14 + 14 * i
+        out.append(
+            f'<line x1="{lx - 18}" x2="{lx - 4}" y1="{ly - 4}" y2="{ly - 4}" stroke="{color}" stroke-width="2"/>'
+            f'<text x="{lx}" y="{ly}" class="legend">{escape(name)}</text>'
+        )
+    return out
+
+
+def _bars(fig: Figure, sx: _Scale, sy: _Scale, palette: list[str]) -> list[str]:
+    """Grouped bars: per category (named under the axis), one bar per series with its label above it."""
+    cats, series = fig.categories or [], fig.series
+    base = sy(sy.lo)
+    out = []
+    for k, cat in enumerate(cats):
+        x0, x1 = sx(k), sx(k + 1)
+        width = (x1 - x0) * 0.8 / max(1, len(series))
+        for j, (s, color) in enumerate(zip(series, palette)):
+            if k >= len(s.ys) or s.ys[k] is None:
+                continue
+            v = s.ys[k]
+            bx, top = x0 + (x1 - x0) * 0.1 + j * width, sy(v) if v > 0 or not sy.log else base
+            out.append(  # a path, as the lines are: one drawn series element per bar
+                f'<path d="M{bx:.1f},{base:.1f}V{top:.1f}H{bx + width:.1f}V{base:.1f}Z" fill="{color}" '
+                f'class="series bar" data-name="{escape(s.name)}" data-category="{escape(cat)}">'
+                f"<title>{escape(s.name)}, {escape(cat)}: {escape((s.labels or [])[k] if s.labels else _fmt(v))}"
+                "</title></path>"
+            )
+            if s.labels and k < len(s.labels) and s.labels[k]:
+                out.append(
+                    f'<text x="{bx + width / 2:.1f}" y="{top - 3:.1f}" class="bar-label" text-anchor="middle">'
+                    f"{escape(s.labels[k])}</text>"
+                )
+    return out
+
+
+def _category_labels(cats: list[str], sx: _Scale, sy: _Scale) -> list[str]:
+    """Each bar group's name under the axis (shortened to its room, whole in its tooltip)."""
+    out = []
+    for k, cat in enumerate(cats):
+        x0, x1 = sx(k), sx(k + 1)
+        room = max(4, int((x1 - x0) / 6.2))
+        short = cat if len(cat) <= room else cat[: room - 1] + "…"
+        out.append(
+            f'<text x="{(x0 + x1) / 2:.1f}" y="{sy.px0 + 14:.1f}" class="tick category" text-anchor="middle">'
+            f"{escape(short)}<title>{escape(cat)}</title></text>"
+        )
+    return out
+
+
 def _path(s: Series, sx: _Scale, sy: _Scale) -> str:
+    """A series' SVG path: straight segments, or per run of non-empty bins a stepped line (empty bins: none)."""
     if not s.xs:
         return ""
-    pts = [(sx(a), sy(b)) for a, b in zip(s.xs, s.ys)]
     if not s.step:
-        return "M" + " L".join(f"{a:.1f},{b:.1f}" for a, b in pts)
-    d = [f"M{pts[0][0]:.1f},{pts[0][1]:.1f}"]
-    for x1, y1 in pts[1:]:
-        d.append(f"H{x1:.1f}V{y1:.1f}")
+        return "M" + " L".join(f"{sx(a):.1f},{sy(b):.1f}" for a, b in zip(s.xs, s.ys))
+    d = []
+    for first, end in runs(s):
+        d.append(f"M{sx(s.xs[first]):.1f},{sy(s.ys[first]):.1f}H{sx(s.xs[first + 1]):.1f}")
+        d += [f"V{sy(s.ys[i]):.1f}H{sx(s.xs[i + 1]):.1f}" for i in range(first + 1, end)]
     return "".join(d)
 
 
@@ -193,18 +329,35 @@ def to_png(fig: Figure, path) -> None:
     import matplotlib.pyplot as plt
 
     f, ax = plt.subplots(figsize=(fig.width / 100, fig.height / 100), dpi=150)
-    for i, s in enumerate(fig.series):
-        color = PALETTE[i % len(PALETTE)]
+    palette = colors(fig.series)
+    if fig.categories is not None:
+        width = 0.8 / max(1, len(fig.series))
+        for j, (s, color) in enumerate(zip(fig.series, palette)):
+            pos = [k - 0.4 + width * (j + 0.5) for k in range(len(s.ys))]
+            ax.bar(pos, s.ys, width=width, color=color, label=s.name)
+            for px, v, text in zip(pos, s.ys, s.labels or []):
+                ax.annotate(text, (px, v), ha="center", va="bottom", fontsize=6)
+    for s, color in zip([] if fig.categories is not None else fig.series, palette):
         if s.band is not None:
             ax.fill_between(s.xs, s.band, s.ys, color=color, alpha=0.25, linewidth=0)
-        ax.plot(s.xs, s.ys, drawstyle="steps-post" if s.step else "default", color=color, lw=1, label=s.name)
-    ax.set_xscale("log" if fig.x.log else "linear")
+        if s.step:  # each run of non-empty bins on its own: nothing drawn for an empty bin
+            for n, (first, end) in enumerate(runs(s)):
+                ax.stairs(s.ys[first:end], s.xs[first : end + 1], baseline=None, color=color, lw=1,
+                          label=s.name if n == 0 else None)  # fmt: skip
+        else:
+            ax.plot(s.xs, s.ys, color=color, lw=1, label=s.name)
+    for value, text in fig.marks:
+        ax.axvline(value, color="#555", ls="--", lw=0.8)
+        ax.annotate(text, (value, 0.02), xycoords=("data", "axes fraction"), fontsize=6)
+    ax.set_xscale("log" if fig.x.log and fig.categories is None else "linear")
     ax.set_yscale("log" if fig.y.log else "linear")
+    if fig.categories is not None:  # after the scales, which reset the ticks
+        ax.set_xticks(range(len(fig.categories)), fig.categories, fontsize=7)
     if fig.y.lo is not None:
         ax.set_ylim(bottom=fig.y.lo)
     ax.set_xlabel(fig.x.label)
     ax.set_ylabel(fig.y.label)
-    ax.set_title(fig.title, fontsize=9)
+    ax.set_title(fig.title + (f"\n{fig.note}" if fig.note else ""), fontsize=8)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)
     f.tight_layout()

@@ -269,7 +269,22 @@ def paper_table(results: list[dict], layout: str) -> str:
 
 # ---------------------------------------------------------------- comparisons (rtqual compare, --report)
 
-COMPARE_COLUMNS = stat_columns(leave_out=("p9999_ns", "overruns", "over_threshold"))
+COMPARE_COLUMNS = stat_columns(leave_out=("over_threshold",))
+
+
+def threshold_text(results: list[dict | None]) -> str | None:
+    """The threshold the cases' "over threshold" counts are against ("100us"), None where they differ or
+    none is recorded: a table or figure that counts against it says which."""
+    thrs = {(r.get("params") or {}).get("threshold_ns") for r in results if r}
+    thr = thrs.pop() if len(thrs) == 1 else None
+    return format_ns(thr) if isinstance(thr, int | float) and thr > 0 else None
+
+
+def threshold_headers(columns: list[tuple[str, str]], results: list[dict | None]) -> list[str]:
+    """Column headings with the threshold stated: '% over 100us' and 'over 100us' for '%>thr' and '>thr'."""
+    thr = threshold_text(results)
+    named = {"over_threshold_pct": f"% over {thr}", "over_threshold": f"over {thr}"} if thr else {}
+    return [named.get(k, h) for h, k in columns]
 
 
 def ratio_cell(sa: dict, sb: dict, key: str) -> str:
