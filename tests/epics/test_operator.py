@@ -172,9 +172,11 @@ def test_bad_cpus_or_rtprio_is_one_line(tmp_path, args, words):
 @needs_root
 @pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv (util-linux) missing")
 def test_rtprio_not_permitted_is_one_line(tmp_path):
-    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"]
+    # root without CAP_SYS_NICE and with RLIMIT_RTPRIO 0, as in a container that drops it (not another user:
+    # the checkout, e.g. under /root, need not be readable by one)
+    no_nice = ["prlimit", "--rtprio=0:0", "setpriv", "--bounding-set=-sys_nice", "--inh-caps=-all"]
     p = subprocess.run(
-        [*nobody, *iocmain_argv(tmp_path, "--rtprio", "10")],
+        [*no_nice, *iocmain_argv(tmp_path, "--rtprio", "10")],
         capture_output=True,
         text=True,
         timeout=30,
