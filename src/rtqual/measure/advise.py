@@ -11,6 +11,7 @@ each fix's rounds with the baseline's (rtqual.answers.advise.effects, which the 
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 from rtqual.answers.advise import BASELINE, effects, measurable
 from rtqual.results.bundle import Model
@@ -22,9 +23,10 @@ def arms_of_round(fix_ids: list[str], round_no: int) -> list[str]:
     return arms if round_no % 2 == 0 else arms[::-1]
 
 
-def plan(base_case: dict, findings: list[dict], rounds: int) -> list[dict]:
+def plan(base_case: dict, findings: list[dict], rounds: int, root: str = "/") -> list[dict]:
     """The cases of the measurement: `rounds` rounds of the baseline and each fix (base_case with the fix's
-    writes as its "tunables" condition), ids NNN-rR-ARM, labels naming round and arm, "advise" saying which."""
+    writes, below root, as its "tunables" condition), ids NNN-rR-ARM, labels naming round and arm, "advise"
+    saying which."""
     fixes = {f["id"]: f for f in measurable(findings)}
     cases, n = [], 0
     for r in range(rounds):
@@ -37,7 +39,7 @@ def plan(base_case: dict, findings: list[dict], rounds: int) -> list[dict]:
             if arm != BASELINE:
                 conditions = case.setdefault("conditions", {})
                 conditions["tunables"] = [
-                    {"knob": k["knob"], "value": k["value"], "condition": f"advise:{arm}"} for k in fixes[arm]["knobs"]
+                    {"knob": str(Path(root) / k["knob"].lstrip("/")), "value": k["value"], "condition": f"advise:{arm}"} for k in fixes[arm]["knobs"]
                 ]
             cases.append(case)
     return cases
@@ -51,12 +53,18 @@ def measure(
     output: str | None = None,
     quiet: bool = False,
 ) -> tuple[Model, list[dict]]:
-    """Run the rounds into one bundle (every write journaled before it is made and restored after its case,
+    """Run `rounds` rounds of the baseline and each run-time fix into one bundle (run_plan)."""
+    return run_plan(plan(base_case, findings, rounds), findings, argv, output, quiet)
+
+
+def run_plan(
+    cases: list[dict], findings: list[dict], argv: list[str], output: str | None = None, quiet: bool = False
+) -> tuple[Model, list[dict]]:
+    """Run planned rounds into one bundle (every write journaled before it is made and restored after its case,
     at the run's end, or by `rtqual restore`); the bundle's model and the measured effects. The findings are
     kept in the bundle's plan.json ("advise"), so a report computes the same effects from the cases."""
     from rtqual.measure.run import run
 
-    cases = plan(base_case, findings, rounds)
     the_plan = {"schema_version": 1, "cases": cases, "advise": {"findings": findings}}
     model = run(cases, argv, output=output, quiet=quiet, plan=the_plan, store="off")
     return model, effects(list(model.cases), findings)
