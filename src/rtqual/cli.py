@@ -353,7 +353,8 @@ def advise_case(name: str | None, cpus: str, priority: int, duration: str) -> di
         params = check_params(name, {k: v for k, v in given.items() if k in fields}, "", name_of=lambda k: "--" + k)
         return probe_case(name, params, online_cpus(), f"001-{name}")
     if not Path(name).is_file():
-        raise RtqError(f"--case {name}: neither a probe ({', '.join(n for n, p in ALL_PROBES.items() if not p.hidden)}) nor a scenario file")
+        shown = ", ".join(n for n, p in ALL_PROBES.items() if not p.hidden)
+        raise RtqError(f"--case {name}: neither a probe ({shown}) nor a scenario file")
     from rtqual import scenario
 
     _, cases = scenario.load_scaled(name, None)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from conftest import needs_probe
 from rtqual.answers import advise
-from rtqual.measure import conditions
 from rtqual.measure import advise as measuring
+from rtqual.measure import conditions
 from rtqual.measure.host import facts as hf
 from rtqual.probes.catalog import check_params, probe_case
 from rtqual.publish import htmlreport

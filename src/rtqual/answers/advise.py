@@ -117,7 +117,10 @@ def preempt_model(c: Context) -> dict | None:
     if model == "PREEMPT_DYNAMIC":
         evidence.append(f"dynamic mode: {mode or 'unknown (debugfs not mounted, no preempt= on the command line)'}")
     full = model == "PREEMPT" or (model == "PREEMPT_DYNAMIC" and mode == "full")
-    fix = "install a PREEMPT_RT kernel (Debian: apt install linux-image-rt-$(dpkg --print-architecture); Ubuntu: pro enable realtime-kernel; RHEL: dnf install kernel-rt)"
+    fix = (
+        "install a PREEMPT_RT kernel (Debian: apt install linux-image-rt-$(dpkg --print-architecture); "
+        "Ubuntu: pro enable realtime-kernel; RHEL: dnf install kernel-rt)"
+    )
     if model == "PREEMPT_DYNAMIC" and not full:
         fix += "\nor at least, on this kernel: add preempt=full to the kernel command line"
     return finding(
@@ -207,7 +210,9 @@ def irq_affinity(c: Context) -> dict | None:
     numbers = " ".join(str(q["irq"]) for q in on_rt)
     lines = [f"for i in {numbers}; do echo {c.hk} > /proc/irq/$i/smp_affinity_list; done"] if on_rt else []
     if balance:
-        lines.insert(0, f"echo 'IRQBALANCE_BANNED_CPULIST={c.rt}' >> /etc/default/irqbalance && systemctl restart irqbalance")
+        lines.insert(
+            0, f"echo 'IRQBALANCE_BANNED_CPULIST={c.rt}' >> /etc/default/irqbalance && systemctl restart irqbalance"
+        )
     return finding(
         "irq-affinity",
         "major",
@@ -233,7 +238,9 @@ def irq_thread_priority(c: Context) -> dict | None:
     below = [t for t in irq + soft if t["rt_priority"] < c.priority]
     if not below:
         return None
-    evidence = [f"{t['comm']} (tid {t['tid']}): {t['policy'].upper()} {t['rt_priority']}, CPUs {t['cpus']}" for t in below[:12]]
+    evidence = [
+        f"{t['comm']} (tid {t['tid']}): {t['policy'].upper()} {t['rt_priority']}, CPUs {t['cpus']}" for t in below[:12]
+    ]
     if len(below) > 12:
         evidence.append(f"... and {len(below) - 12} more interrupt threads below priority {c.priority}")
     first = next((t for t in below if t["comm"].startswith("irq/")), below[0])
@@ -245,7 +252,8 @@ def irq_thread_priority(c: Context) -> dict | None:
         "before them, so the interrupt that brings its own input waits until the application sleeps.",
         f"raise the thread of the application's own device above it, e.g. chrt -f -p {min(c.priority + 1, 99)} "
         f"$(pgrep -x '{first['comm']}'); or run the application below it (FIFO {max(first['rt_priority'] - 1, 1)}); "
-        "persistent: a systemd unit or udev rule running the same chrt at boot (tuna --threads='irq/*-NAME' --priority=FIFO:N)",
+        "persistent: a systemd unit or udev rule running the same chrt at boot "
+        "(tuna --threads='irq/*-NAME' --priority=FIFO:N)",
         True,
         "ps -eLo tid,cls,rtprio,psr,comm | grep -E 'irq/|ksoftirqd|ktimers'",
     )
@@ -263,7 +271,10 @@ def rt_throttling(c: Context) -> dict | None:
         return None
     evidence = [f"/proc/sys/kernel/sched_rt_runtime_us: {runtime}", f"/proc/sys/kernel/sched_rt_period_us: {period}"]
     if c.fact("sched.fair_server_cpu0_runtime_ns") is not None:
-        evidence.append(f"fair server (cpu0): {c.fact('sched.fair_server_cpu0_runtime_ns')} ns per {c.fact('sched.fair_server_cpu0_period_ns')} ns")
+        evidence.append(
+            f"fair server (cpu0): {c.fact('sched.fair_server_cpu0_runtime_ns')} ns "
+            f"per {c.fact('sched.fair_server_cpu0_period_ns')} ns"
+        )
     return finding(
         "rt-throttling",
         "minor",
@@ -281,15 +292,25 @@ def rt_throttling(c: Context) -> dict | None:
 def governor(c: Context) -> dict | None:
     """cpufreq governor of the RT CPUs and boost."""
     per_cpu = {e["cpu"]: e for e in c.fact("cpu.per_cpu") or []}
-    slow = [(cpu, per_cpu[cpu]["governor"]) for cpu in c.cpus if (per_cpu.get(cpu) or {}).get("governor") not in (None, "performance")]
+    slow = [
+        (cpu, per_cpu[cpu]["governor"])
+        for cpu in c.cpus
+        if (per_cpu.get(cpu) or {}).get("governor") not in (None, "performance")
+    ]
     boost = c.tun.get("boost") == 1 or c.tun.get("no_turbo") == 0
     if not slow and not boost:
         return None
     evidence = [f"/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor: {g}" for cpu, g in slow]
     lines, knobs = [], []
     if slow:
-        lines.append(f"for c in {' '.join(str(cpu) for cpu, _ in slow)}; do echo performance > /sys/devices/system/cpu/cpu$c/cpufreq/scaling_governor; done")
-        knobs += [{"knob": f"/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor", "value": "performance"} for cpu, _ in slow]
+        lines.append(
+            f"for c in {' '.join(str(cpu) for cpu, _ in slow)}; "
+            "do echo performance > /sys/devices/system/cpu/cpu$c/cpufreq/scaling_governor; done"
+        )
+        knobs += [
+            {"knob": f"/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor", "value": "performance"}
+            for cpu, _ in slow
+        ]
     if c.tun.get("boost") == 1:
         evidence.append("/sys/devices/system/cpu/cpufreq/boost: 1")
         lines.append("echo 0 > /sys/devices/system/cpu/cpufreq/boost")
@@ -318,14 +339,28 @@ def cstates(c: Context) -> dict | None:
     deep = []
     for entry in c.fact("cpuidle.per_cpu") or []:
         if entry["cpu"] in c.cpus:
-            deep += [(entry["cpu"], s) for s in entry.get("states") or [] if not s.get("disabled") and (s.get("latency_us") or 0) > limit_us]
-    qos = [e for e in c.tun.get("per_cpu", []) if e["cpu"] in c.cpus and e.get("pm_qos_resume_latency_us") not in (None, "0", "n/a")]
+            deep += [
+                (entry["cpu"], s)
+                for s in entry.get("states") or []
+                if not s.get("disabled") and (s.get("latency_us") or 0) > limit_us
+            ]
+    qos = [
+        e
+        for e in c.tun.get("per_cpu", [])
+        if e["cpu"] in c.cpus and e.get("pm_qos_resume_latency_us") not in (None, "0", "n/a")
+    ]
     if not deep:
         return None
-    evidence = [f"/sys/devices/system/cpu/cpu{cpu}/cpuidle/state{s['index']}: {s['name']}, exit latency {s['latency_us']} us, enabled" for cpu, s in deep]
+    evidence = [
+        f"/sys/devices/system/cpu/cpu{cpu}/cpuidle/state{s['index']}: {s['name']}, "
+        f"exit latency {s['latency_us']} us, enabled"
+        for cpu, s in deep
+    ]
     evidence += [f"cpu{e['cpu']} pm_qos_resume_latency_us: {e['pm_qos_resume_latency_us']}" for e in qos]
     evidence.append(f"cpuidle driver {c.fact('cpuidle.driver')}, governor {c.fact('cpuidle.governor')}")
-    knobs = [{"knob": f"/sys/devices/system/cpu/cpu{cpu}/cpuidle/state{s['index']}/disable", "value": "1"} for cpu, s in deep]
+    knobs = [
+        {"knob": f"/sys/devices/system/cpu/cpu{cpu}/cpuidle/state{s['index']}/disable", "value": "1"} for cpu, s in deep
+    ]
     worst = max(s["latency_us"] for _, s in deep)
     return finding(
         "cstates",
@@ -338,24 +373,34 @@ def cstates(c: Context) -> dict | None:
         True,
         "grep . /sys/devices/system/cpu/cpu*/cpuidle/state*/disable",
         knobs=knobs,
-        persistent={"cmdline": ["intel_idle.max_cstate=1", "processor.max_cstate=1"], "tuned": [f"cpu:force_latency={limit_us}"]},
+        persistent={
+            "cmdline": ["intel_idle.max_cstate=1", "processor.max_cstate=1"],
+            "tuned": [f"cpu:force_latency={limit_us}"],
+        },
     )
 
 
 def smt(c: Context) -> dict | None:
     """Hyper-threads: an RT CPU whose sibling is online shares its core."""
     siblings = {e["cpu"]: e.get("siblings") for e in c.tun.get("per_cpu", [])}
-    shared = [(cpu, siblings[cpu]) for cpu in c.cpus if siblings.get(cpu) and len(parse_kernel_cpulist(siblings[cpu]) or []) > 1]
+    shared = [
+        (cpu, siblings[cpu])
+        for cpu in c.cpus
+        if siblings.get(cpu) and len(parse_kernel_cpulist(siblings[cpu]) or []) > 1
+    ]
     if not shared:
         return None
-    others = sorted({s for cpu, text in shared for s in parse_kernel_cpulist(text) or [] if s != cpu and s not in c.cpus})
+    others = sorted(
+        {s for cpu, text in shared for s in parse_kernel_cpulist(text) or [] if s != cpu and s not in c.cpus}
+    )
     return finding(
         "smt",
         "major",
         [f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list: {text}" for cpu, text in shared],
         "Two hyper-threads share one core's execution units and caches, so whatever runs on the sibling slows "
         "the real-time task by a varying amount.",
-        "".join(f"echo 0 > /sys/devices/system/cpu/cpu{s}/online\n" for s in others) + "or at boot: nosmt on the kernel command line",
+        "".join(f"echo 0 > /sys/devices/system/cpu/cpu{s}/online\n" for s in others)
+        + "or at boot: nosmt on the kernel command line",
         True,
         "cat /sys/devices/system/cpu/smt/active (prints 0) or the siblings lists hold one CPU",
         persistent={"cmdline": ["nosmt"]},
@@ -388,14 +433,18 @@ def watchdog(c: Context) -> dict | None:
     return finding(
         "watchdog",
         "minor",
-        [f"/proc/sys/kernel/{name}: {w.get(name)}" for name in ("watchdog", *on)] + [f"/proc/sys/kernel/watchdog_cpumask: {w.get('cpumask')}"],
+        [f"/proc/sys/kernel/{name}: {w.get(name)}" for name in ("watchdog", *on)]
+        + [f"/proc/sys/kernel/watchdog_cpumask: {w.get('cpumask')}"],
         "The lockup watchdogs run a timer and a highest-priority thread (the NMI one a perf interrupt) on every "
         "CPU they watch, interrupting the real-time task periodically.",
         f"sysctl -w kernel.watchdog=0 (or keep it on the others: sysctl -w kernel.watchdog_cpumask={c.hk or '0'})",
         True,
         "sysctl kernel.watchdog (prints 0)",
         knobs=[{"knob": "/proc/sys/kernel/watchdog", "value": "0"}],
-        persistent={"sysctl": ["kernel.watchdog = 0"], "cmdline": ["nowatchdog", "nmi_watchdog=0"], },
+        persistent={
+            "sysctl": ["kernel.watchdog = 0"],
+            "cmdline": ["nowatchdog", "nmi_watchdog=0"],
+        },
     )
 
 
@@ -429,7 +478,8 @@ def thp(c: Context) -> dict | None:
         "for the kernel at unpredictable moments.",
         "\n".join(lines),
         True,
-        "cat /sys/kernel/mm/transparent_hugepage/enabled ([never] or [madvise]); sysctl kernel.numa_balancing; swapon --show",
+        "cat /sys/kernel/mm/transparent_hugepage/enabled ([never] or [madvise]); sysctl kernel.numa_balancing; "
+        "swapon --show",
         knobs=knobs,
         persistent={"sysctl": sysctl, "cmdline": ["transparent_hugepage=never"] if m.get("thp") == "always" else []},
     )
@@ -463,7 +513,10 @@ def rt_tasks(c: Context) -> dict | None:
     ]
     if not found:
         return None
-    evidence = [f"{t['comm']} (pid {t['pid']}, tid {t['tid']}): {t['policy'].upper()} {t['rt_priority']}, CPUs {t['cpus']}" for t in found[:12]]
+    evidence = [
+        f"{t['comm']} (pid {t['pid']}, tid {t['tid']}): {t['policy'].upper()} {t['rt_priority']}, CPUs {t['cpus']}"
+        for t in found[:12]
+    ]
     first = found[0]
     return finding(
         "rt-tasks",
@@ -471,9 +524,7 @@ def rt_tasks(c: Context) -> dict | None:
         evidence,
         f"A thread at priority {first['rt_priority']} on the same CPU runs before an application at {c.priority} "
         "for as long as it wants.",
-        "\n".join(
-            [f"taskset -a -p -c {c.hk} {t['pid']}" if c.hk else f"chrt -o -p 0 {t['pid']}" for t in found[:12]]
-        ),
+        "\n".join([f"taskset -a -p -c {c.hk} {t['pid']}" if c.hk else f"chrt -o -p 0 {t['pid']}" for t in found[:12]]),
         True,
         "ps -eLo pid,tid,cls,rtprio,psr,comm --sort=-rtprio | head",
     )
@@ -494,14 +545,18 @@ def rt_limits(c: Context) -> dict | None:
     lock_ok = lock or memlock == "unlimited"
     if prio_ok and lock_ok:
         return None
-    evidence = [f"/proc/self/limits: rtprio {rtprio}, memlock {memlock}", f"capabilities: {'CAP_SYS_NICE ' if nice else ''}{'CAP_IPC_LOCK' if lock else ''}".strip()]
+    evidence = [
+        f"/proc/self/limits: rtprio {rtprio}, memlock {memlock}",
+        f"capabilities: {'CAP_SYS_NICE ' if nice else ''}{'CAP_IPC_LOCK' if lock else ''}".strip(),
+    ]
     return finding(
         "rt-limits",
         "blocker" if not prio_ok else "major",
         evidence,
         f"Without rtprio {c.priority} (or CAP_SYS_NICE) the application cannot be SCHED_FIFO at all, and without "
         "a memlock limit it cannot lock its memory, so page faults land in its loop.",
-        f"/etc/security/limits.d/99-realtime.conf: '@realtime - rtprio {c.priority}' and '@realtime - memlock unlimited' "
+        f"/etc/security/limits.d/99-realtime.conf: '@realtime - rtprio {c.priority}' and "
+        "'@realtime - memlock unlimited' "
         "(then add the user to group realtime and log in again); for a service, in its unit: LimitRTPRIO=99 "
         "LimitMEMLOCK=infinity (or AmbientCapabilities=CAP_SYS_NICE CAP_IPC_LOCK)",
         False,
@@ -521,11 +576,15 @@ def clocksource(c: Context) -> dict | None:
         "major" if better else "minor",
         [f"{base}/current_clocksource: {current}", f"{base}/available_clocksource: {' '.join(available)}"],
         f"Reading the {current} clock takes microseconds, so every timestamp and timer costs that much.",
-        f"echo {better} > {base}/current_clocksource" if better else "no faster clocksource on this host: check the firmware's TSC settings",
+        f"echo {better} > {base}/current_clocksource"
+        if better
+        else "no faster clocksource on this host: check the firmware's TSC settings",
         better is not None,
         f"cat {base}/current_clocksource",
         knobs=[{"knob": f"{base}/current_clocksource", "value": better}] if better else [],
-        persistent={"cmdline": [f"clocksource={better}"] + (["tsc=reliable"] if better == "tsc" else [])} if better else {},
+        persistent={"cmdline": [f"clocksource={better}"] + (["tsc=reliable"] if better == "tsc" else [])}
+        if better
+        else {},
     )
 
 
@@ -536,7 +595,13 @@ def virtualized(c: Context) -> dict | None:
     v = c.fact("virtualization") or {}
     evidence = [
         f"{k}: {v[k]}"
-        for k in ("systemd_detect_virt_vm", "cpuinfo_hypervisor_flag", "hypervisor_type", "dmi_sys_vendor", "dmi_product_name")
+        for k in (
+            "systemd_detect_virt_vm",
+            "cpuinfo_hypervisor_flag",
+            "hypervisor_type",
+            "dmi_sys_vendor",
+            "dmi_product_name",
+        )
         if v.get(k) not in (None, "")
     ]
     return finding(
@@ -568,7 +633,10 @@ def rpi(c: Context) -> dict | None:
     if not meaning and turbo:
         return None
     evidence = [f"{pi['model']}: get_throttled {pi.get('throttled')}" + (f" ({'; '.join(meaning)})" if meaning else "")]
-    evidence.append(f"{pi.get('config_file') or 'no config.txt'}: " + (", ".join(f"{k}={v}" for k, v in config.items()) or "no frequency settings"))
+    evidence.append(
+        f"{pi.get('config_file') or 'no config.txt'}: "
+        + (", ".join(f"{k}={v}" for k, v in config.items()) or "no frequency settings")
+    )
     if pi.get("temp_mc") is not None:
         evidence.append(f"/sys/class/thermal/thermal_zone0/temp: {pi['temp_mc'] / 1000:.1f} C")
     now = flags & 0xF
@@ -706,7 +774,9 @@ def profile_budget_ns(profile: str | None) -> int | None:
     return min(limits) if limits else None
 
 
-def bundle_advice(plan: dict | None, facts: dict | None, tun: dict | None, cases: list[dict]) -> tuple[list[dict], list[dict]]:
+def bundle_advice(
+    plan: dict | None, facts: dict | None, tun: dict | None, cases: list[dict]
+) -> tuple[list[dict], list[dict]]:
     """What to change for a bundle's host, and the measured effects: the findings `advise --measure` kept in
     its plan with the effects of its rounds, else the checks over the host facts the run recorded."""
     kept = (plan or {}).get("advise") if isinstance(plan, dict) else None
@@ -725,7 +795,9 @@ def default_cpus(facts: dict, tun: dict) -> list[int]:
     return isolated or online[1:] or online[:1]
 
 
-def advise(facts: dict, tun: dict, cpus: list[int] | None = None, priority: int | None = None, budget_ns: int | None = None) -> dict:
+def advise(
+    facts: dict, tun: dict, cpus: list[int] | None = None, priority: int | None = None, budget_ns: int | None = None
+) -> dict:
     """Every check over the host facts: {"cpus", "priority", "findings" (blockers first), "passed" (ids)}."""
     cpus = cpus or default_cpus(facts, tun)
     c = Context(facts, tun, cpus, priority or DEFAULT_PRIORITY, budget_ns)
@@ -744,7 +816,9 @@ def effect_text(m: dict) -> str:
     """One line of a measured effect: 'p99 -12.0us (spread 3.1us), max -40us ...' or 'no measurable effect'."""
     if m.get("effect") == "no measurable effect" or not m.get("change"):
         return f"no measurable effect ({m.get('rounds')} rounds)"
-    parts = [f"{stat} {'+' if d['delta_ns'] > 0 else '-'}{format_ns(abs(d['delta_ns']))}" for stat, d in m["change"].items()]
+    parts = [
+        f"{stat} {'+' if d['delta_ns'] > 0 else '-'}{format_ns(abs(d['delta_ns']))}" for stat, d in m["change"].items()
+    ]
     return f"{m['effect']}: " + ", ".join(parts) + f" ({m.get('rounds')} rounds)"
 
 
@@ -791,7 +865,10 @@ def emit(findings: list[dict], measured: list[dict], form: str) -> str:
         return f"# {SYSCTL_FILE} (then: sysctl --system)\n" + "\n".join(dict.fromkeys(words)) + "\n"
     sections: dict[str, list[str]] = {}
     for f in chosen:
-        for entry in [*f["persistent"].get("tuned", []), *("sysctl:" + w.replace(" = ", "=") for w in f["persistent"].get("sysctl", []))]:
+        for entry in [
+            *f["persistent"].get("tuned", []),
+            *("sysctl:" + w.replace(" = ", "=") for w in f["persistent"].get("sysctl", [])),
+        ]:
             section, _, line = entry.partition(":")
             sections.setdefault(section, []).append(line)
         sections.setdefault("bootloader", [])
@@ -799,7 +876,9 @@ def emit(findings: list[dict], measured: list[dict], form: str) -> str:
     base = "realtime" if "variables" in sections else "latency-performance"
     out = ["# /etc/tuned/rtqual/tuned.conf (then: tuned-adm profile rtqual)", "[main]", f"include={base}"]
     for section, lines in sections.items():
-        lines = list(dict.fromkeys(lines)) + ([f"cmdline_rtqual={cmdline}"] if section == "bootloader" and cmdline else [])
+        lines = list(dict.fromkeys(lines)) + (
+            [f"cmdline_rtqual={cmdline}"] if section == "bootloader" and cmdline else []
+        )
         if lines:
             out += [f"[{section}]", *lines]
     return "\n".join(out) + "\n"

@@ -39,7 +39,8 @@ def plan(base_case: dict, findings: list[dict], rounds: int, root: str = "/") ->
             if arm != BASELINE:
                 conditions = case.setdefault("conditions", {})
                 conditions["tunables"] = [
-                    {"knob": str(Path(root) / k["knob"].lstrip("/")), "value": k["value"], "condition": f"advise:{arm}"} for k in fixes[arm]["knobs"]
+                    {"knob": str(Path(root) / k["knob"].lstrip("/")), "value": k["value"], "condition": f"advise:{arm}"}
+                    for k in fixes[arm]["knobs"]
                 ]
             cases.append(case)
     return cases

@@ -969,7 +969,9 @@ class Conditions:
         if case_conditions.get("cpuset"):
             out += self._cpusets(case_conditions["cpuset"])
         for t in case_conditions.get("tunables") or ():
-            out.append(self._set(self.root / t["knob"].lstrip("/"), str(t["value"]), t["condition"], None, kind="tunable"))
+            out.append(
+                self._set(self.root / t["knob"].lstrip("/"), str(t["value"]), t["condition"], None, kind="tunable")
+            )
         return out
 
     def note_temp(self, path: str | os.PathLike) -> dict:

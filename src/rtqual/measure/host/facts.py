@@ -606,7 +606,10 @@ def tunables(facts: dict) -> dict:
 # ---------------------------------------------------------------- what `rtqual advise` reads besides collect()
 
 SCHED_POLICIES = {0: "other", 1: "fifo", 2: "rr", 3: "batch", 5: "idle", 6: "deadline"}
-RPI_THROTTLED_FILES = ("/sys/devices/platform/soc/soc:firmware/get_throttled", "/sys/devices/platform/soc/soc:firmware/throttled")
+RPI_THROTTLED_FILES = (
+    "/sys/devices/platform/soc/soc:firmware/get_throttled",
+    "/sys/devices/platform/soc/soc:firmware/throttled",
+)
 RPI_CONFIG_FILES = ("/boot/firmware/config.txt", "/boot/config.txt")
 RPI_CONFIG_KEYS = ("arm_freq", "arm_freq_min", "force_turbo", "arm_boost", "core_freq", "temp_limit", "initial_turbo")
 _LIMITS_LINES = {"rtprio": "Max realtime priority", "memlock_bytes": "Max locked memory"}
@@ -619,7 +622,11 @@ def parse_task_stat(text: str) -> dict | None:
         return None
     fields = tail.split()  # fields[0] is field 3 (state): rt_priority is field 40, policy field 41
     try:
-        return {"comm": head.partition("(")[2], "rt_priority": int(fields[37]), "policy": SCHED_POLICIES.get(int(fields[38]), fields[38])}
+        return {
+            "comm": head.partition("(")[2],
+            "rt_priority": int(fields[37]),
+            "policy": SCHED_POLICIES.get(int(fields[38]), fields[38]),
+        }
     except (IndexError, ValueError):
         return None
 
@@ -683,7 +690,7 @@ def _irqs(r: _Reader) -> dict:
 def _tasks(r: _Reader, rt_only: bool = True, comm: str | None = None) -> list[dict]:
     """Threads below /proc: pid, tid, comm, policy, rt priority and allowed CPUs; only real-time ones by default
     (the allowed CPUs read only for those kept)."""
-    out = []
+    out: list[dict] = []
     try:
         pids = [p for p in r.path("/proc").iterdir() if p.name.isdigit()]
     except OSError:
@@ -728,7 +735,13 @@ def _rpi(r: _Reader) -> dict | None:
         if sep and key.strip() in RPI_CONFIG_KEYS:
             config[key.strip()] = value.strip()
     temp = r.int("rpi.temp_mc", "/sys/class/thermal/thermal_zone0/temp", optional=True)
-    return {"model": model.strip("\x00"), "throttled": throttled, "config_file": config_path, "config": config, "temp_mc": temp}
+    return {
+        "model": model.strip("\x00"),
+        "throttled": throttled,
+        "config_file": config_path,
+        "config": config,
+        "temp_mc": temp,
+    }
 
 
 def tuning(root: str | os.PathLike = "/") -> dict:
@@ -763,7 +776,9 @@ def tuning(root: str | os.PathLike = "/") -> dict:
             {
                 "cpu": c,
                 "siblings": r.text(f"cpu{c}.siblings", f"{cpu}/cpu{c}/topology/thread_siblings_list", optional=True),
-                "pm_qos_resume_latency_us": r.text(f"cpu{c}.pm_qos", f"{cpu}/cpu{c}/power/pm_qos_resume_latency_us", optional=True),
+                "pm_qos_resume_latency_us": r.text(
+                    f"cpu{c}.pm_qos", f"{cpu}/cpu{c}/power/pm_qos_resume_latency_us", optional=True
+                ),
             }
             for c in online
         ],
