@@ -326,6 +326,9 @@ def cmd_advise(a, argv: list[str]) -> int:
         case = advise_case(a.case, result["cpus"], result["priority"], a.duration)
         model, measured = measure(case, result["findings"], a.rounds, argv, output=a.output, quiet=a.quiet or a.json)
         bundle = model.path
+        if model.manifest.get("status") == "interrupted":
+            print(f"rtqual: interrupted; every setting restored; the rounds so far: {bundle}", file=sys.stderr)
+            return exit_code("inconclusive")
     if a.emit:
         print(advise.emit(result["findings"], measured, a.emit), end="")
     elif a.json:
