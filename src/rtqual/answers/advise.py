@@ -14,6 +14,7 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
+from rtqual.results.facts import UNLIMITED, get_fact
 from rtqual.units import format_cpulist, format_ns, parse_kernel_cpulist
 
 SEVERITIES = ("blocker", "major", "minor", "info")
@@ -49,10 +50,7 @@ class Context:
 
     def fact(self, dotted: str) -> Any:
         """A collect() fact by dotted path, None when absent."""
-        node: Any = self.facts
-        for part in dotted.split("."):
-            node = node.get(part) if isinstance(node, dict) else None
-        return node
+        return get_fact(self.facts, dotted)
 
 
 def finding(
@@ -541,8 +539,8 @@ def rt_limits(c: Context) -> dict | None:
         memlock = c.fact("limits.memlock_bytes.soft")
     nice = caps is not None and "CAP_SYS_NICE" in caps
     lock = caps is not None and "CAP_IPC_LOCK" in caps
-    prio_ok = nice or rtprio == "unlimited" or (isinstance(rtprio, int) and rtprio >= c.priority)
-    lock_ok = lock or memlock == "unlimited"
+    prio_ok = nice or rtprio == UNLIMITED or (isinstance(rtprio, int) and rtprio >= c.priority)
+    lock_ok = lock or memlock == UNLIMITED
     if prio_ok and lock_ok:
         return None
     evidence = [
