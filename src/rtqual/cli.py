@@ -343,6 +343,70 @@ def cmd_tail(a, argv: list[str]) -> int:
     return damage_exit([data]) if data is not None else 0
 
 
+def cmd_advise(a, argv: list[str]) -> int:
+    from rtqual.answers import advise
+    from rtqual.measure.host import facts
+    from rtqual.units import parse_cpulist
+
+    live = Path(a.root).resolve() == Path("/")
+    if not Path(a.root).is_dir():
+        raise RtqError(f"--root {a.root}: not a folder")
+    cpus = parse_cpulist(a.cpus, check_online=live) if a.cpus else None
+    if a.priority is not None and not 1 <= a.priority <= 99:
+        raise RtqError(f"--priority: must be 1..99 (got {a.priority})")
+    if a.measure and not live:
+        raise RtqError("--measure: only on the live host (--root /): it measures this kernel")
+    if a.measure and a.rounds < 2:
+        raise RtqError(f"--rounds: at least 2 (got {a.rounds}): the spread across rounds says what is noise")
+    f = facts.collect(root=a.root)
+    result = advise.advise(f, facts.tuning(a.root), cpus, a.priority, advise.profile_budget_ns(a.profile))
+    measured: list[dict] = []
+    bundle = None
+    if a.measure:
+        from rtqual.measure.advise import measure
+
+        output_dir(a.output)
+        case = advise_case(a.case, result["cpus"], result["priority"], a.duration)
+        model, measured = measure(case, result["findings"], a.rounds, argv, output=a.output, quiet=a.quiet or a.json)
+        bundle = model.path
+        if model.manifest.get("status") == "interrupted":
+            print(f"rtqual: interrupted; every setting restored; the rounds so far: {bundle}", file=sys.stderr)
+            return exit_code("inconclusive")
+    if a.emit:
+        print(advise.emit(result["findings"], measured, a.emit), end="")
+    elif a.json:
+        out = {**result, **({"measured": measured, "bundle": str(bundle)} if a.measure else {})}
+        print(json.dumps(out, indent=1))
+    elif a.short:
+        print("\n".join(["What to change", *advise.what_to_change(result["findings"], measured)]))
+    else:
+        print(advise.text(result, measured))
+        if bundle is not None:
+            print(bundle)
+    return 0
+
+
+def advise_case(name: str | None, cpus: str, priority: int, duration: str) -> dict:
+    """What `advise --measure` measures: a probe on the real-time CPUs at the application's priority for
+    --duration (default the timer), or the first case of a scenario file as it is written."""
+    from rtqual.probes.catalog import ALL_PROBES, check_params, probe_case
+    from rtqual.units import online_cpus
+
+    name = name or "timer"
+    if name in ALL_PROBES and not ALL_PROBES[name].hidden:
+        fields = ALL_PROBES[name].params
+        given = {"duration": duration, "cpus": cpus, "priority": priority}
+        params = check_params(name, {k: v for k, v in given.items() if k in fields}, "", name_of=lambda k: "--" + k)
+        return probe_case(name, params, online_cpus(), f"001-{name}")
+    if not Path(name).is_file():
+        shown = ", ".join(n for n, p in ALL_PROBES.items() if not p.hidden)
+        raise RtqError(f"--case {name}: neither a probe ({shown}) nor a scenario file")
+    from rtqual import scenario
+
+    _, cases = scenario.load_scaled(name, None)
+    return cases[0]
+
+
 def _terminated(signum: int, _frame) -> None:
     """SIGTERM before a run installs its own guard (or after it): stop like Ctrl-C, exit 4, no traceback."""
     raise KeyboardInterrupt

@@ -17,7 +17,8 @@ name it was written under, and the run seals it (its sha256 in the manifest) whe
 as someone else's input: it acts only on a journal of this host and boot, sealed or cut by a kill, whose
 records to undo are all kinds and names rtqual makes (refusal); otherwise one line and nothing touched.
 
-Kinds: "file" (write "before" back; before None = nothing to write back), "cpuset" (a cgroup
+Kinds: "file" (write "before" back; before None = nothing to write back), "tunable" (a kernel setting
+`rtqual advise --measure` changes for a while, written back the same way; TUNABLES lists which), "cpuset" (a cgroup
 directory rtqual created: move its tasks to the parent, rmdir), "controller" (cgroup v2
 subtree_control: before is "-cpuset"), "netns" and "veth" (a network namespace or veth pair the
 network load made: deleted; one already gone counts as removed), "trace-instance" and "mount" (the tracefs
@@ -89,6 +90,25 @@ def order_min_max(target_khz: int, cur_min_khz: int) -> tuple[str, str]:
     if target_khz < cur_min_khz:
         return "scaling_min_freq", "scaling_max_freq"
     return "scaling_max_freq", "scaling_min_freq"
+
+
+def selected_value(text: str | None) -> str | None:
+    """The value of a kernel file as it is written back: the selected word of a choice file
+    ('always [madvise] never' -> 'madvise'), other text as is."""
+    m = re.fullmatch(r"[^\[]*\[([^\]]+)\].*", text or "", re.S)
+    return m.group(1) if m else text
+
+
+def same_value(knob: Path, now: str | None, value: str) -> bool:
+    """Whether a kernel file reads back the value written (a hex CPU mask in any width: '1' is '00000001')."""
+    if now == value:
+        return True
+    if knob.name == "cpumask" and now is not None:
+        try:
+            return int(now.replace(",", ""), 16) == int(value.replace(",", ""), 16)
+        except ValueError:
+            return False
+    return False
 
 
 def not_applied(records: list[dict]) -> list[str]:
@@ -391,7 +411,7 @@ def write_state(path: str | os.PathLike, records: list[dict], pid: int | None = 
 #   netns, veth loads/network.py _make_path: namespace rtqual-<pid>n<K>, veth rq<pid>n<K>h
 #   trace-instance, mount   trace.py Tracer: TRACEFS/instances/rtqual-<pid>-<n>, TMP/rtqual-tracefs-XXXXXXXX
 #   tempdir     run.py note_temp of a service's temp_paths (epics/ioc.py TEMP_PREFIX); the monitor's folder
-# rtqual changes no /proc/sys tunable: none is allowed.
+#   tunable     Conditions.apply from a case's "tunables" (rtqual advise --measure): the files of TUNABLES
 
 CPUFREQ_VALUES = {  # cpufreq file -> the shape of the value written back
     "scaling_governor": re.compile(r"[A-Za-z0-9_-]{1,32}"),
@@ -407,7 +427,19 @@ NAMES = {
     "mount": re.compile(r"rtqual-tracefs-[A-Za-z0-9_]{1,32}"),
     "tempdir": re.compile(r"(?:rtqual-ioc-|rtqual-monitor-)[0-9]{1,10}-[A-Za-z0-9_]{1,32}"),
 }
-KINDS = {"file", "controller", *NAMES}
+TUNABLES = {  # file below root that `rtqual advise --measure` sets for a while -> the shape of the value written back
+    re.compile(r"proc/sys/kernel/sched_rt_runtime_us"): re.compile(r"-?[0-9]{1,10}"),
+    re.compile(r"proc/sys/kernel/(?:timer_migration|watchdog|numa_balancing)"): re.compile(r"[0-9]{1,3}"),
+    re.compile(r"sys/kernel/mm/transparent_hugepage/enabled"): re.compile(r"always|madvise|never"),
+    re.compile(r"sys/kernel/mm/ksm/run"): re.compile(r"[0-2]"),
+    re.compile(r"sys/devices/system/cpu/(?:cpufreq/boost|intel_pstate/no_turbo)"): re.compile(r"[01]"),
+    re.compile(r"sys/devices/system/cpu/cpu[0-9]{1,5}/cpuidle/state[0-9]{1,3}/disable"): re.compile(r"[01]"),
+    re.compile(r"sys/devices/system/cpu/cpu[0-9]{1,5}/cpufreq/scaling_governor"): re.compile(r"[A-Za-z0-9_-]{1,32}"),
+    re.compile(r"proc/irq/[0-9]{1,6}/smp_affinity_list"): re.compile(r"[0-9,-]{1,1024}"),
+    re.compile(r"sys/devices/virtual/workqueue/cpumask"): re.compile(r"[0-9a-fA-F,]{1,1024}"),
+    re.compile(r"sys/devices/system/clocksource/clocksource0/current_clocksource"): re.compile(r"[a-z0-9_-]{1,32}"),
+}
+KINDS = {"file", "tunable", "controller", *NAMES}
 JOURNAL_MAX_BYTES = 16 << 20  # about 80 000 records: far more than any run writes
 MANIFEST_MAX_BYTES = 64 << 20
 JSON_MAX_DEPTH = 8  # a journal is 3 deep (state, changes, record)
@@ -467,6 +499,8 @@ def refusal(record: dict, root: Path = Path("/"), mounts_text: str | None = None
             return f"{knob}: {str(record.get('before'))[:40]!r} is not a value rtqual writes back there"
         cpu_dir = os.path.realpath(root / "sys/devices/system/cpu")
         return None if os.path.realpath(knob).startswith(cpu_dir + "/") else f"{knob} leads out of {cpu_dir}"
+    if kind == "tunable":
+        return tunable_refusal(knob, record.get("before"), root)
     if kind == "controller":
         roots = _mount_points(mounts_text, {"cgroup2"})
         if path.name != "cgroup.subtree_control" or path.parent not in roots or record.get("before") != "-cpuset":
@@ -485,6 +519,20 @@ def refusal(record: dict, root: Path = Path("/"), mounts_text: str | None = None
         roots |= {Path(forced)} if forced else set()
         return None if path.parent.name == "instances" and path.parent.parent in roots else f"{knob}: not in a tracefs"
     return None if _in_temp_dir(path) else f"{kind} {knob} is not in the temp folder {tempfile.gettempdir()}"
+
+
+def tunable_refusal(knob: str, before: Any, root: Path) -> str | None:
+    """Why a "tunable" record is none `rtqual advise --measure` writes: its file not in TUNABLES below root,
+    its value not of that file's shape, or the path leading out of root's /proc and /sys; None when it is."""
+    rel = os.path.relpath(knob, root) if knob.startswith(str(root)) else None
+    shape = next((v for k, v in TUNABLES.items() if rel is not None and k.fullmatch(rel)), None)
+    if shape is None:
+        return f"{knob} is not a setting rtqual advise changes"
+    if not shape.fullmatch(before or ""):
+        return f"{knob}: {str(before)[:40]!r} is not a value rtqual writes back there"
+    trees = [os.path.realpath(root / name) + "/" for name in ("proc", "sys")]
+    real = os.path.realpath(knob)
+    return None if any(real.startswith(t) for t in trees) else f"{knob} leads out of {root}'s /proc and /sys"
 
 
 # ---------------------------------------------------------------- reading a bundle's journal safely
@@ -606,7 +654,7 @@ def _replace_file(path: Path, text: str) -> None:
 
 def _planned(record: dict) -> dict:
     """What undoing a record would do, for --dry-run."""
-    if record.get("kind", "file") in ("file", "controller"):
+    if record.get("kind", "file") in ("file", "tunable", "controller"):
         return {"knob": record["knob"], "action": "would write", "value": record["before"]}
     return {"knob": record["knob"], "action": f"would remove {record.get('kind')}"}
 
@@ -703,13 +751,16 @@ class Conditions:
         restore() undoes it unless the maker marked it restored (then call save_state())."""
         return self._note(record)
 
-    def _set(self, knob: Path, value: str, condition: str, cpu: int | None, restore: bool = True) -> dict:
+    def _set(
+        self, knob: Path, value: str, condition: str, cpu: int | None, restore: bool = True, kind: str = "file"
+    ) -> dict:
         """Write one knob: record (with before, unless restore is False) saved first, then written,
         then read back."""
         before, reason = read_text(knob)
+        before = selected_value(before)
         record = {
             "knob": str(knob),
-            "kind": "file",
+            "kind": kind,
             "condition": condition,
             "cpu": cpu,
             "before": before if restore else None,
@@ -724,9 +775,11 @@ class Conditions:
             _write(knob, value)
         except OSError as e:
             record.update(applied=False, reason=_reason(e))
+            if kind == "tunable" and selected_value(read_text(knob)[0]) == before:
+                record["restored"] = True  # the kernel refused it (an IRQ it manages): nothing to put back
         else:
             now, _ = read_text(knob)
-            if now != value:
+            if not same_value(knob, selected_value(now), value):
                 record.update(applied=False, reason=f"the kernel kept {now!r}")
         self.save_state()
         return record
@@ -906,7 +959,8 @@ class Conditions:
     # -- the two entry points
 
     def apply(self, case_conditions: dict, cpus: list[int] | None = None) -> list[dict]:
-        """Apply a case's conditions (plan.py keys: governor, frequency_khz, cpuset{probe,loads};
+        """Apply a case's conditions (plan.py keys: governor, frequency_khz, cpuset{probe,loads}; tunables:
+        [{"knob": absolute path, "value", "condition"}] from `rtqual advise --measure`, written below root;
         settle_ns is the runner's). cpus: CPUs whose cpufreq is set (default all online).
         Returns this case's records; the ones with applied False must mark the case."""
         out = []
@@ -914,6 +968,10 @@ class Conditions:
             out += self._cpufreq(case_conditions, self.online_cpus() if cpus is None else list(cpus))
         if case_conditions.get("cpuset"):
             out += self._cpusets(case_conditions["cpuset"])
+        for t in case_conditions.get("tunables") or ():
+            out.append(
+                self._set(self.root / t["knob"].lstrip("/"), str(t["value"]), t["condition"], None, kind="tunable")
+            )
         return out
 
     def note_temp(self, path: str | os.PathLike) -> dict:

@@ -90,6 +90,7 @@ class Run:
                 before = facts.collect(tools=tools)
                 bundle_mod.write_json(b.path / "host" / "facts-before.json", before)
                 bundle_mod.write_json(b.path / "host" / "tunables-before.json", facts.tunables(before))
+                bundle_mod.write_json(b.path / "host" / "tuning-before.json", facts.tuning())  # for "What to change"
                 bundle_mod.write_json(b.path / "plan.json", self.plan)
                 if self.scenario_toml is not None:
                     bundle_mod.write_text(b.path / "scenario.toml", self.scenario_toml)

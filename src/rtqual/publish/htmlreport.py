@@ -66,6 +66,7 @@ def load_bundle(bundle: Model | str | Path, tail: bool = False) -> dict:
     data["facts"] = model.facts("before")
     data["environment"] = views.environment_of(model)
     data["plan"] = model.plan or {}
+    data["advice"] = advice_of(model)
     data["scenario_toml"] = model.text(names.SCENARIO)
     data["problems"] = [f"damaged: {d}" for d in model.damage]
     if model.manifest.get("status") == "running":
@@ -593,6 +594,7 @@ def bundle_section(data: dict) -> str:
     if data.get("scenario_toml"):
         out.append("<pre>" + escape(data["scenario_toml"]) + "</pre>")
     out += [case_section(r) for r in data["cases"]]
+    out.append(what_to_change_html(data.get("advice")))
     out.append(f"<p><small>{escape(views.PERCENTILE_NOTE)}</small></p>")
     return "\n".join(out)
 
@@ -937,3 +939,26 @@ def render_compare(bundles: list[dict], match: compare.Match | None = None) -> s
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>rtqual comparison</title>'
         f"<style>{CSS}</style></head><body>\n{body}\n</body></html>\n"
     )
+
+
+def advice_of(model: Model) -> tuple[list[dict], list[dict]]:
+    """What to change on the bundle's host (rtqual.answers.advise.bundle_advice): the findings and effects of
+    `advise --measure`, else the checks over the host facts the run recorded."""
+    from rtqual.answers import advise
+
+    try:
+        tuning = model.read_json("host/tuning-before.json")
+    except bundle_mod.Unreadable:
+        tuning = None
+    return advise.bundle_advice(model.plan, model.facts("before"), tuning, list(model.cases))
+
+
+def what_to_change_html(advice: tuple[list[dict], list[dict]] | None) -> str:
+    """The report's last section: each finding's fix, blockers first, with its measured effect."""
+    from rtqual.answers import advise
+
+    findings, measured = advice or ([], [])
+    if not findings:
+        return '<h2 id="what-to-change">What to change</h2><p>nothing found in the recorded host facts</p>'
+    items = "".join(f"<li>{escape(line)}</li>" for line in advise.what_to_change(findings, measured))
+    return f'<h2 id="what-to-change">What to change</h2><ul class="advice">{items}</ul>'
