@@ -212,8 +212,10 @@ def pingpong_samples(recs, until=None, rtt=20 * US, other_late=None, host_before
 
 def test_a_stall_timed_from_a_late_start_or_merged_with_a_host_delay_is_stated_and_counted():
     recs = stalls(5, 10 * MS)
-    for k, (how, late, before) in enumerate(
-        (("in part", {2: 2 * MS}, None), ("merged", None, {3: 15 * MS}), ("unseen", {1: 15 * MS}, None))
+    for how, late, before in (
+        ("in part", {2: 2 * MS}, None),
+        ("merged", None, {3: 15 * MS}),
+        ("unseen", {1: 15 * MS}, None),
     ):
         samples = pingpong_samples(recs, other_late=late, host_before=before)
         row = selftest.judge_stalls(samples, recs, 10 * MS, 5, 0, cpu=1)

@@ -258,15 +258,18 @@ def stall_seen(
     late = max(0, a - int(rec["planned_ns"])) if rec.get("planned_ns") is not None else None
     d = claimed_ns + over
     inside = [(t, lat) for _, t, lat in samples if a <= t <= b + delta + period_ns]
-    t, lat = max(inside, key=lambda x: x[1], default=(None, None))
-    out = {"seen_ns": lat, "expected_ns": d, "host_end_ns": over, "late_ns": late, "blind_ns": 0, "merged_ns": 0}
-    at_end = t is not None and d - eps <= t - a <= d + delta
-    if lat is not None and d - eps <= lat <= d + delta:
-        return out | {"how": "whole"}
-    if at_end and t - lat > a + eps:
-        return out | {"how": "in part", "blind_ns": t - lat - a}
-    if at_end and t - lat < a - eps:
-        return out | {"how": "merged", "merged_ns": a - (t - lat)}
+    best = max(inside, key=lambda x: x[1], default=None)
+    out = {"seen_ns": best[1] if best else None, "expected_ns": d, "host_end_ns": over, "late_ns": late}
+    out |= {"blind_ns": 0, "merged_ns": 0}
+    if best is not None:
+        t, lat = best
+        at_end = d - eps <= t - a <= d + delta
+        if d - eps <= lat <= d + delta:
+            return out | {"how": "whole"}
+        if at_end and t - lat > a + eps:
+            return out | {"how": "in part", "blind_ns": t - lat - a}
+        if at_end and t - lat < a - eps:
+            return out | {"how": "merged", "merged_ns": a - (t - lat)}
     if not any(s < b - eps and e > a + eps for s, e in on_cpu):
         return out | {"how": "unseen", "blind_ns": b - a}
     return out | {"how": "missed"}
