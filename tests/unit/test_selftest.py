@@ -248,6 +248,8 @@ def test_a_probe_that_adds_to_every_latency_or_times_another_cpu_fails():
     elsewhere = [(0, t, 20 * US) for t in range(20 * US, recs[-1]["end_ns"] + 300 * MS, 20 * US)]  # never stalled
     row = selftest.judge_stalls(elsewhere, recs, 10 * MS, 5, 0, cpu=1)
     assert not row["ok"] and row["unseen"] == 5 and row["caught"] == 0, row
+    row = selftest.judge_stalls(elsewhere, recs, 10 * MS, 5, 0, cpu=None)  # every sample a wait on the CPU (ioc)
+    assert not row["ok"] and row["unseen"] == 0 and "5 stall(s) not seen in [D-eps, D+delta]" in row["problems"]
 
 
 def test_a_stall_the_host_lengthened_at_its_end_is_expected_at_its_length_and_the_lies_still_fail():

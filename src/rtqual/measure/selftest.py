@@ -57,7 +57,8 @@ def setup(probe: str) -> dict:
     """How a probe is measured here, from its own module (rtqual.probes.<name>.SELFTEST): "order" (its place),
     "period_ns" (a stimulus or deadline every period, 0: back to back), "params" ((cpu, other, duration text) ->
     its params, on CPU cpu, its other side on other), "quick_every_size", "blind" (the window in which it cannot
-    time a stall on the CPU, printed with its table); {}: the selftest does not run it."""
+    time a stall on the CPU, printed with its table), "all_samples_wait_on_cpu" (its samples are in another
+    CPU's slot, yet each times a wait on the CPU); {}: the selftest does not run it."""
     return (native_table.hook(probe, "SELFTEST") if probe in ALL_PROBES else None) or {}
 
 
@@ -170,7 +171,8 @@ def judge_stalls(
     span count against that tolerance too: spikes_allowed(K, expected), expected = the natural rate above
     D - eps (spikes per second: natural_rate's from the baseline, or this case's own outside the span if
     higher) times that span. spun_ns: the injector's real --stall (its header), so that a stall the host
-    made longer (its spin ended late) is expected at its measured length; cpu: the stalled CPU."""
+    made longer (its spin ended late) is expected at its measured length; cpu: the slot whose samples are
+    waits on the stalled CPU (None: every sample's)."""
     eps, problems = eps_ns(period_ns), []
     claimed = [int(s.get("claimed_ns") or stall_ns) for s in stalls]
     d = max(claimed) if claimed else stall_ns
@@ -439,7 +441,7 @@ def analyse_case(model: Model, result: dict, plan_case: dict, natural_rate: Any 
                 setup(st["probe"])["period_ns"],
                 natural_rate,
                 spun_ns=((load.get("injector_header") or {}).get("params") or {}).get("stall_ns"),
-                cpu=st["cpu"],
+                cpu=None if setup(st["probe"]).get("all_samples_wait_on_cpu") else st["cpu"],
             )
         )
         row["blind_window"] = setup(st["probe"]).get("blind", "")
