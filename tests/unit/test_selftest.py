@@ -263,3 +263,13 @@ def test_a_stall_the_host_lengthened_at_its_end_is_expected_at_its_length_and_th
         recs = stalls(3, real, claimed=claimed)
         row = selftest.judge_stalls(pingpong_samples(recs), recs, claimed, 3, 0, spun_ns=real, cpu=1)
         assert not row["ok"] and row["caught"] == 0, row
+
+
+def test_a_wait_that_began_after_the_stall_leaves_it_unseen_not_seen_in_part():
+    """msg's blind window: the client, held in its own work between a reply and the next send, sends only
+    after the stall: its next round trip is short and began after the stall's end."""
+    recs = stalls(5, 10 * MS)
+    samples = [x for x in pingpong_samples(recs) if not recs[3]["start_ns"] <= x[1] <= recs[3]["end_ns"] + MS]
+    samples.append((1, recs[3]["end_ns"] + 100 * US, 60 * US))  # sent 40 us after the stall's end
+    row = selftest.judge_stalls(sorted(samples, key=lambda x: x[1]), recs, 10 * MS, 5, 0, cpu=1)
+    assert row["ok"] and [(h["index"], h["how"]) for h in row["host"]] == [(3, "unseen")], row

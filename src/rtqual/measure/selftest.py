@@ -268,7 +268,7 @@ def stall_seen(
         at_end = d - eps <= t - a <= d + delta
         if d - eps <= lat <= d + delta:
             return out | {"how": "whole"}
-        if at_end and t - lat > a + eps:
+        if at_end and a + eps < t - lat < b:
             return out | {"how": "in part", "blind_ns": t - lat - a}
         if at_end and t - lat < a - eps:
             return out | {"how": "merged", "merged_ns": a - (t - lat)}
