@@ -3,7 +3,7 @@
  * itself `rtqual-stall`, pins itself to --cpu, becomes SCHED_FIFO at --priority (above the
  * probes' default 80) and busy-loops --stall, --count times, sleeping --gap between the end of
  * one stall and the start of the next (clock_nanosleep), after --start-delay. Each stall is one
- * record {"type":"stall","cpu","start_ns","end_ns","claimed_ns","index"} on CLOCK_MONOTONIC (the
+ * record {"type":"stall","cpu","start_ns","end_ns","claimed_ns","index","planned_ns"} on CLOCK_MONOTONIC (the
  * probes' clock) and one sample (its real length) in the slot of its CPU, so the end records
  * are the usual hist/summary/end. --claim makes the records claim another length than the one
  * spun: the lie that `rtqual selftest` must catch.
@@ -107,8 +107,9 @@ static const char *spin(int64_t stall_ns, int64_t *start_ns, int64_t *end_ns)
 	return by;
 }
 
-/* {"type":"stall","cpu","start_ns","end_ns","claimed_ns","index"} */
-static void emit_stall(struct inject *t, int64_t start_ns, int64_t end_ns)
+/* {"type":"stall","cpu","start_ns","end_ns","claimed_ns","index","planned_ns"}: planned_ns is when the
+ * stall was meant to start (start_ns - planned_ns: how long the CPU was held from the injector then). */
+static void emit_stall(struct inject *t, int64_t planned_ns, int64_t start_ns, int64_t end_ns)
 {
 	struct jw *w = &t->run.sink.jw;
 	jw_obj_begin(w, NULL);
@@ -118,6 +119,7 @@ static void emit_stall(struct inject *t, int64_t start_ns, int64_t end_ns)
 	jw_i64(w, "end_ns", end_ns);
 	jw_i64(w, "claimed_ns", t->claimed_ns);
 	jw_i64(w, "index", t->stalls);
+	jw_i64(w, "planned_ns", planned_ns);
 	jw_obj_end(w);
 	emit(&t->run.sink);
 }
@@ -239,7 +241,7 @@ static void inject_measure(struct run *run)
 		int64_t start, end;
 		t->stopped_by = spin(c->stall_ns, &start, &end);
 		sink_sample(cs, end - start, end, 0);
-		emit_stall(t, start, end);
+		emit_stall(t, next, start, end);
 		t->stalls++;
 		if (strcmp(t->stopped_by, "clock") != 0)
 			break;

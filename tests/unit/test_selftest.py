@@ -179,3 +179,97 @@ def test_the_verdict_orders_interrupted_skip_error_then_the_checks():
     assert selftest.verdict(clock, [{**bad, "probe_verdict": "skip"}]) == "skip"
     assert selftest.verdict(clock, [{**ok, "probe_verdict": "pass"}], interrupted=True) == "inconclusive"
     assert {exit_code(v) for v in ("pass", "fail", "skip", "inconclusive")} == {0, 2, 3, 4}
+
+
+def pingpong_samples(recs, until=None, rtt=20 * US, other_late=None, host_before=None, shift=0):
+    """A back-to-back probe whose waits on CPU 1 are `rtt` long (samples (cpu, wake, latency)), and whose
+    wait in progress at each stall wakes 30 us after its end. other_late {k: ns}: stall k begins while the
+    other side (CPU 0) is late by that long, so the wait on CPU 1 begins that far into it (or never, when
+    longer than the stall: the other side's own sample covers it); host_before {k: ns}: the wait began that
+    long before stall k (a host delay on the CPU ran into it); shift: added to every latency (a bad probe)."""
+    other_late, host_before = other_late or {}, host_before or {}
+    end = until or recs[-1]["end_ns"] + 300 * MS
+    out, t = [], 0
+    for k, r in enumerate(recs):
+        a, b = r["start_ns"], r["end_ns"]
+        while t + rtt < a:
+            t += rtt
+            out.append((1, t, rtt + shift))
+        late = other_late.get(k, 0)
+        if late >= b - a:  # side A on CPU 0 woke only after the stall: nothing waited on CPU 1
+            out.append((0, a + late, late + (a - t)))
+            t = a + late
+            continue
+        begin = a + late if late else t - host_before.get(k, 0)
+        wake = b + 30 * US
+        out.append((1, wake, wake - begin + shift))
+        t = wake
+    while t < end:
+        t += rtt
+        out.append((1, t, rtt + shift))
+    return out
+
+
+def test_a_stall_timed_from_a_late_start_or_merged_with_a_host_delay_is_stated_and_counted():
+    recs = stalls(5, 10 * MS)
+    for how, late, before in (
+        ("in part", {2: 2 * MS}, None),
+        ("merged", None, {3: 15 * MS}),
+        ("unseen", {1: 15 * MS}, None),
+    ):
+        samples = pingpong_samples(recs, other_late=late, host_before=before)
+        row = selftest.judge_stalls(samples, recs, 10 * MS, 5, 0, cpu=1)
+        assert row["ok"] and len(row["host"]) == 1 and row["host"][0]["how"] == how, row
+        h = row["host"][0]
+        assert h["index"] == {"in part": 2, "merged": 3, "unseen": 1}[how]
+        if how == "in part":
+            assert h["blind_ns"] == 2 * MS and h["seen_ns"] == 8 * MS + 30 * US and row["caught"] == 5
+        elif how == "merged":
+            assert 15 * MS < h["merged_ns"] <= 15 * MS + 20 * US and row["caught"] == 5
+        else:
+            assert h["seen_ns"] is None and row["caught"] == 4 and row["unseen"] == 1
+            assert row["natural_spikes"] == 1  # side A's own 15 ms wait on CPU 0, after the window
+        assert row["caught_whole"] == 4
+        assert "stall" in selftest._host_line(h)
+
+
+def test_host_coincidences_beyond_the_natural_tolerance_fail():
+    recs = stalls(5, 10 * MS)
+    samples = pingpong_samples(recs, other_late={0: 2 * MS, 1: 3 * MS}, host_before={4: 5 * MS})
+    row = selftest.judge_stalls(samples, recs, 10 * MS, 5, 0, cpu=1)
+    assert not row["ok"] and len(row["host"]) == 3 and row["natural_allowed"] == 2, row
+    assert any("tolerance 2 together" in p for p in row["problems"])
+
+
+def test_a_probe_that_adds_to_every_latency_or_times_another_cpu_fails():
+    recs = stalls(5, 10 * MS)
+    row = selftest.judge_stalls(pingpong_samples(recs, shift=3 * MS), recs, 10 * MS, 5, 0, cpu=1)
+    assert not row["ok"] and {h["how"] for h in row["host"]} == {"merged"} and len(row["host"]) == 5, row
+    elsewhere = [(0, t, 20 * US) for t in range(20 * US, recs[-1]["end_ns"] + 300 * MS, 20 * US)]  # never stalled
+    row = selftest.judge_stalls(elsewhere, recs, 10 * MS, 5, 0, cpu=1)
+    assert not row["ok"] and row["unseen"] == 5 and row["caught"] == 0, row
+    row = selftest.judge_stalls(elsewhere, recs, 10 * MS, 5, 0, cpu=None)  # every sample a wait on the CPU (ioc)
+    assert not row["ok"] and row["unseen"] == 0 and "5 stall(s) not seen in [D-eps, D+delta]" in row["problems"]
+
+
+def test_a_stall_the_host_lengthened_at_its_end_is_expected_at_its_length_and_the_lies_still_fail():
+    recs = stalls(5, 10 * MS)
+    recs[2]["end_ns"] += 10 * MS  # the spin's last clock read came 10 ms late: the host held the CPU
+    samples = pingpong_samples(recs)
+    row = selftest.judge_stalls(samples, recs, 10 * MS, 5, 0, spun_ns=10 * MS, cpu=1)
+    assert row["ok"] and row["caught_whole"] == 5 and row["seen_max_ns"] > 20 * MS, row
+    assert not selftest.judge_stalls(samples, recs, 10 * MS, 5, 0, cpu=1)["ok"]  # without the header: missed
+    for claimed, real in ((30 * MS, 10 * MS), (10 * MS, 40 * MS)):
+        recs = stalls(3, real, claimed=claimed)
+        row = selftest.judge_stalls(pingpong_samples(recs), recs, claimed, 3, 0, spun_ns=real, cpu=1)
+        assert not row["ok"] and row["caught"] == 0, row
+
+
+def test_a_wait_that_began_after_the_stall_leaves_it_unseen_not_seen_in_part():
+    """msg's blind window: the client, held in its own work between a reply and the next send, sends only
+    after the stall: its next round trip is short and began after the stall's end."""
+    recs = stalls(5, 10 * MS)
+    samples = [x for x in pingpong_samples(recs) if not recs[3]["start_ns"] <= x[1] <= recs[3]["end_ns"] + MS]
+    samples.append((1, recs[3]["end_ns"] + 100 * US, 60 * US))  # sent 40 us after the stall's end
+    row = selftest.judge_stalls(sorted(samples, key=lambda x: x[1]), recs, 10 * MS, 5, 0, cpu=1)
+    assert row["ok"] and [(h["index"], h["how"]) for h in row["host"]] == [(3, "unseen")], row

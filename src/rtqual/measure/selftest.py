@@ -56,7 +56,9 @@ PCT_KEYS = ("count", "min_ns", "p50_ns", "p99_ns", "p999_ns", "p9999_ns", "max_n
 def setup(probe: str) -> dict:
     """How a probe is measured here, from its own module (rtqual.probes.<name>.SELFTEST): "order" (its place),
     "period_ns" (a stimulus or deadline every period, 0: back to back), "params" ((cpu, other, duration text) ->
-    its params, on CPU cpu, its other side on other), "quick_every_size"; {}: the selftest does not run it."""
+    its params, on CPU cpu, its other side on other), "quick_every_size", "blind" (the window in which it cannot
+    time a stall on the CPU, printed with its table), "all_samples_wait_on_cpu" (its samples are in another
+    CPU's slot, yet each times a wait on the CPU); {}: the selftest does not run it."""
     return (native_table.hook(probe, "SELFTEST") if probe in ALL_PROBES else None) or {}
 
 
@@ -158,13 +160,19 @@ def judge_stalls(
     count: int,
     period_ns: int,
     natural_rate: Any = None,
+    spun_ns: int | None = None,
+    cpu: int | None = None,
 ) -> dict:
     """One case: samples (cpu, time_ns, latency_ns) against the injector's stall records. A stall's window
     runs from its start to its end + delta + the period (its delayed sample wakes by then); its largest
-    sample there is what the probe saw of it, caught when in [claimed - eps, claimed + delta]. The samples
-    above D - eps must number K, plus at most spikes_allowed(K, expected) natural ones outside every window
-    in the stalls' span, where expected = the natural rate above D - eps (spikes per second: natural_rate's
-    from the baseline, or this case's own outside the span if higher) times that span."""
+    sample there is what the probe saw of it (stall_seen says how: whole, in part, merged or unseen). Every
+    stall must be seen whole or, for at most the natural-spike tolerance, in part, merged with a host delay
+    or wholly in the probe's blind window. The samples above D - eps outside every window in the stalls'
+    span count against that tolerance too: spikes_allowed(K, expected), expected = the natural rate above
+    D - eps (spikes per second: natural_rate's from the baseline, or this case's own outside the span if
+    higher) times that span. spun_ns: the injector's real --stall (its header), so that a stall the host
+    made longer (its spin ended late) is expected at its measured length; cpu: the slot whose samples are
+    waits on the stalled CPU (None: every sample's)."""
     eps, problems = eps_ns(period_ns), []
     claimed = [int(s.get("claimed_ns") or stall_ns) for s in stalls]
     d = max(claimed) if claimed else stall_ns
@@ -172,13 +180,12 @@ def judge_stalls(
     windows = [(int(s["start_ns"]), int(s["end_ns"]) + delta + period_ns) for s in stalls]
     first = min((t for _, t, _ in samples), default=0)
     last = max((t for _, t, _ in samples), default=0)
-    seen, covered = [], 0
-    for lo, hi in windows:
-        if samples and first <= lo and hi <= last:
-            covered += 1
-        inside = [lat for _, t, lat in samples if lo <= t <= hi]
-        seen.append(max(inside) if inside else None)
-    caught = sum(1 for s, c in zip(seen, claimed) if s is not None and c - eps <= s <= c + delta)
+    covered = sum(1 for lo, hi in windows if samples and first <= lo and hi <= last)
+    on_cpu = [(t - lat, t) for c, t, lat in samples if cpu is None or c == cpu]
+    seen = [stall_seen(samples, on_cpu, rec, c, spun_ns, eps, delta, period_ns) for rec, c in zip(stalls, claimed)]
+    whole = sum(1 for v in seen if v["how"] == "whole")
+    caught = sum(1 for v in seen if v["how"] in ("whole", "in part", "merged"))
+    missed = sum(1 for v in seen if v["how"] == "missed")
     span = (windows[0][0], windows[-1][1]) if windows else (0, 0)
     above = [(t, lat) for _, t, lat in samples if lat > d - eps and span[0] <= t <= span[1]]
     extra = [lat for t, lat in above if not any(lo <= t <= hi for lo, hi in windows)]
@@ -189,15 +196,19 @@ def judge_stalls(
     rate = max(natural_rate(d - eps) if natural_rate else 0.0, outside / outside_s if outside_s > 0.5 else 0.0)
     expected = rate * (span[1] - span[0]) / S
     allowed = spikes_allowed(count, expected)
+    host = [dict(v, index=k) for k, v in enumerate(seen) if v["how"] not in ("whole", "missed")]
     if len(stalls) != count:
         problems.append(f"the injector made {len(stalls)} of {count} stalls")
     if covered < len(stalls):
         problems.append(f"{len(stalls) - covered} stall(s) outside the probe's measurement")
-    if caught < len(stalls):
-        problems.append(f"{len(stalls) - caught} stall(s) not seen in [D-eps, D+delta]")
-    if len(extra) > allowed:
-        problems.append(f"{len(extra)} samples above D-eps outside the stalls (tolerance {allowed})")
-    got = [s for s in seen if s is not None]
+    if missed:
+        problems.append(f"{missed} stall(s) not seen in [D-eps, D+delta]")
+    if len(extra) + len(host) > allowed:
+        problems.append(
+            f"{len(extra)} samples above D-eps outside the stalls and {len(host)} stall(s) seen in part, merged "
+            f"or unseen (tolerance {allowed} together)"
+        )
+    got = [v["seen_ns"] for v in seen if v["seen_ns"] is not None]
     return {
         "stall_ns": stall_ns,
         "claimed_ns": d,
@@ -205,19 +216,65 @@ def judge_stalls(
         "stalls": len(stalls),
         "covered": covered,
         "caught": caught,
+        "caught_whole": whole,
+        "unseen": sum(1 for v in seen if v["how"] == "unseen"),
+        "host": host,
         "above": len(above),
         "natural_spikes": len(extra),
         "natural_expected": round(expected, 3),
         "natural_allowed": allowed,
         "seen_min_ns": min(got) if got else None,
         "seen_max_ns": max(got) if got else None,
-        "seen_ns": seen,
+        "seen_ns": [v["seen_ns"] for v in seen],
         "eps_ns": eps,
         "delta_ns": delta,
         "window_ns": [d - eps, d + delta],
         "ok": not problems,
         "problems": problems,
     }
+
+
+def stall_seen(
+    samples: list[tuple[int, int, int]],
+    on_cpu: list[tuple[int, int]],
+    rec: dict,
+    claimed_ns: int,
+    spun_ns: int | None,
+    eps: int,
+    delta: int,
+    period_ns: int,
+) -> dict:
+    """What the probe saw of one stall [a, b], D = its claimed length plus what the host added at its end
+    (the spin ended after its planned length: the CPU was held from the injector then). Its largest sample
+    in the window, waking at t after waiting from s = t - latency, is:
+    - "whole": its latency in [D-eps, D+delta];
+    - "in part": it woke at the stall's end (t - a in [D-eps, D+delta]) but began waiting only after
+      s - a > eps into the stall: the probe was not timing on the CPU at its start (its blind window:
+      the other side late with its stimulus, or the probe's own work between two samples);
+    - "merged": it woke at the stall's end but had waited since a - s > eps before it: a host delay on
+      the CPU ran into the stall (late_ns: how late the injector itself got the CPU);
+    - "unseen": no wait on the stalled CPU overlaps the stall (the probe's blind window held all of it);
+    - "missed": anything else (a lie, a probe that does not see the stall)."""
+    a, b = int(rec["start_ns"]), int(rec["end_ns"])
+    over = max(0, b - a - spun_ns) if spun_ns else 0
+    late = max(0, a - int(rec["planned_ns"])) if rec.get("planned_ns") is not None else None
+    d = claimed_ns + over
+    inside = [(t, lat) for _, t, lat in samples if a <= t <= b + delta + period_ns]
+    best = max(inside, key=lambda x: x[1], default=None)
+    out = {"seen_ns": best[1] if best else None, "expected_ns": d, "host_end_ns": over, "late_ns": late}
+    out |= {"blind_ns": 0, "merged_ns": 0}
+    if best is not None:
+        t, lat = best
+        at_end = d - eps <= t - a <= d + delta
+        if d - eps <= lat <= d + delta:
+            return out | {"how": "whole"}
+        if at_end and a + eps < t - lat < b:
+            return out | {"how": "in part", "blind_ns": t - lat - a}
+        if at_end and t - lat < a - eps:
+            return out | {"how": "merged", "merged_ns": a - (t - lat)}
+    if not any(s < b - eps and e > a + eps for s, e in on_cpu):
+        return out | {"how": "unseen", "blind_ns": b - a}
+    return out | {"how": "missed"}
 
 
 def raw_hists(samples: Iterable[tuple[int, int, int]]) -> dict[int, Histogram]:
@@ -383,8 +440,11 @@ def analyse_case(model: Model, result: dict, plan_case: dict, natural_rate: Any 
                 st["count"],
                 setup(st["probe"])["period_ns"],
                 natural_rate,
+                spun_ns=((load.get("injector_header") or {}).get("params") or {}).get("stall_ns"),
+                cpu=None if setup(st["probe"]).get("all_samples_wait_on_cpu") else st["cpu"],
             )
         )
+        row["blind_window"] = setup(st["probe"]).get("blind", "")
     else:
         row.update(
             stall_ns=0,
@@ -438,7 +498,9 @@ def analyse(model: Model, clock: dict, plan_cases: list[dict], count: int) -> di
             "delta_ns": f"{DELTA_FIXED_NS} + {DELTA_SHARE} x D",
             "natural_spikes_allowed": f"{NATURAL_SPIKES_ALLOWED} + K // 5 + ceil(e + 2 sqrt(e)), e = the "
             "natural spikes per second above D-eps (the baseline's or the case's own outside the stalls, the "
-            "higher) x the stalls' span",
+            "higher) x the stalls' span; the stalls seen in part, merged with a host delay or unseen count "
+            "against it too",
+            "host_end": "a stall whose spin ended late (the host held the CPU) is expected at its measured length",
         },
         "clock": clock,
         "natural": None,
@@ -489,12 +551,27 @@ def text(result: dict) -> str:
                 f"{r['natural_spikes']:>3}/{r['natural_allowed']:<3}  {seen:<16}  [{_ms(lo)}, {_ms(hi)}]  "
                 f"{ok['hist']:<4}  {ok['percentiles']:<3}  {'pass' if r['ok'] else 'FAIL'}"
             )
+            lines += [f"    {_host_line(h)}" for h in r.get("host") or []]
             lines += [f"    {p}" for p in r["problems"]]
+        blind = next((r.get("blind_window") for r in result["cases"] if r["probe"] == probe), None)
+        if blind:
+            lines.append(f"  blind window: {blind}")
     if result.get("missing"):
         lines.append(f"cases that did not run: {', '.join(result['missing'])}")
     lines += [f"note: {n}" for n in result.get("notes") or []]
     lines += ["", f"verdict: {result['verdict']}"]
     return "\n".join(lines)
+
+
+def _host_line(h: dict) -> str:
+    """One stall the probe saw only in part, merged with a host delay, or not at all: what and by how much."""
+    n, seen = h["index"] + 1, _ms(h["seen_ns"])
+    if h["how"] == "in part":
+        return f"stall {n}: seen {seen} ms, timed from {_ms(h['blind_ns'])} ms into it (its start in the blind window)"
+    if h["how"] == "merged":
+        late = "" if h["late_ns"] is None else f"; the injector got the CPU {_ms(h['late_ns'])} ms late"
+        return f"stall {n}: seen {seen} ms, merged with a host delay of {_ms(h['merged_ns'])} ms before it{late}"
+    return f"stall {n}: unseen, no wait on the stalled CPU during it (all {_ms(h['blind_ns'])} ms in the blind window)"
 
 
 def parse_options(probes: str | None, sizes: str | None, count: int | None, claim: str | None) -> dict:

@@ -9,4 +9,10 @@ def selftest_params(cpu: int, other: int, duration: str) -> dict:
 
 
 # rtqual.measure.selftest: its place among the probes, its sampling period (0: back to back), its params
-SELFTEST = {"order": 4, "period_ns": 0, "params": selftest_params}
+SELFTEST = {
+    "order": 4,
+    "period_ns": 0,
+    "params": selftest_params,
+    "blind": "the client's own work between a reply's time stamp and the next send's (recording the sample): a "
+    "stall beginning there delays no round trip and is unseen",
+}

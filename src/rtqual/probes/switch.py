@@ -10,4 +10,11 @@ def selftest_params(cpu: int, other: int, duration: str) -> dict:
 
 
 # rtqual.measure.selftest: its place among the probes, its sampling period (0: back to back), its params
-SELFTEST = {"order": 3, "period_ns": 0, "params": selftest_params}
+SELFTEST = {
+    "order": 3,
+    "period_ns": 0,
+    "params": selftest_params,
+    "blind": "while no wake-up of side B (on the CPU) is pending: side A on the other CPU not yet woken or not yet "
+    "sending, or side B between its wake-up and its reply's time stamp; a stall beginning there is timed from A's "
+    "next send on, one wholly inside such a time is unseen",
+}

@@ -95,7 +95,8 @@ def injector_records(log: Path | None) -> tuple[list[dict], dict | None, dict | 
         except ValueError:
             continue
         if isinstance(rec, dict) and rec.get("type") == "stall":
-            stalls.append({k: rec.get(k) for k in ("cpu", "start_ns", "end_ns", "claimed_ns", "index")})
+            stall = {k: rec.get(k) for k in ("cpu", "start_ns", "end_ns", "claimed_ns", "index")}
+            stalls.append(stall | ({"planned_ns": rec["planned_ns"]} if "planned_ns" in rec else {}))
         elif isinstance(rec, dict) and rec.get("type") == "header":
             header = {"clock": rec.get("clock"), "params": rec.get("params"), "rt": rec.get("rt")}
         elif isinstance(rec, dict) and rec.get("type") == "end":
