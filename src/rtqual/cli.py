@@ -407,6 +407,21 @@ def advise_case(name: str | None, cpus: str, priority: int, duration: str) -> di
     return cases[0]
 
 
+def cmd_fleet(a, argv: list[str]) -> int:
+    from rtqual.publish import fleet
+
+    found = fleet.find(a.paths)
+    if not found:
+        raise RtqError(f"fleet: no bundle in {' '.join(a.paths)}")
+    models = [load_bundle(str(p)) for _, p in found]  # damage said on stderr; the intact cases are shown
+    by_host: dict[str, list] = {}
+    for (host, _), m in zip(found, models):
+        by_host.setdefault(host or str(m.manifest.get("hostname") or m.path.name), []).append(m)
+    doc = fleet.build(by_host)
+    print(json.dumps(fleet.json_doc(doc), indent=1) if a.json else fleet.text(doc))
+    return damage_exit(models)
+
+
 def _terminated(signum: int, _frame) -> None:
     """SIGTERM before a run installs its own guard (or after it): stop like Ctrl-C, exit 4, no traceback."""
     raise KeyboardInterrupt
