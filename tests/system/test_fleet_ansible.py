@@ -137,3 +137,19 @@ def test_monitor_installs_the_unit_and_writes_file_sd_targets(fleet, tmp_path):
         assert unit == (PLAYBOOKS.parent / "systemd" / "rtqual-monitor.service").read_text()
         dropin = (h.root / "systemd" / "rtqual-monitor.service.d" / "ansible.conf").read_text()
         assert f"ExecStart={h.root / 'opt-rtqual' / '.venv' / 'bin' / 'rtqual'} monitor" in dropin
+
+
+def test_qualify_with_a_local_inventory_qualifies_this_machine(tmp_path):
+    inventory = tmp_path / "local.ini"
+    inventory.write_text("localhost ansible_connection=local ansible_python_interpreter=/usr/bin/python3\n")
+    script = tmp_path / "samples.txt"
+    script.write_text("sample 0 5000 0\nsample 1 7000 0\n")
+    fleet = Fleet(tmp_path, 0)  # no namespace hosts: only its ansible-playbook runner
+    out = fleet.playbook(
+        "qualify.yml", inventory, "rtqual_install=false", f"rtqual_bin={RTQUAL}", f"rtqual_controller_bin={RTQUAL}",
+        f"rtqual_results={tmp_path / 'results'}", f"rtqual_workdir={tmp_path / 'work'}", "rtqual_host_store=off",
+        "rtqual_poll_s=1", "rtqual_probe=fake", json.dumps({"rtqual_run_args": ["--script", str(script)]}),
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr
+    (bundle,) = (tmp_path / "results" / "localhost").iterdir()
+    assert rtqual_run("verify", bundle).returncode == 0

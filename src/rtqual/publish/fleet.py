@@ -145,7 +145,9 @@ def text(doc: dict) -> str:
     """The fleet as text: the host table, each case's table of hosts, the differing facts, the answers."""
     hosts = doc["hosts"]
     n_bundles = sum(len(h["bundles"]) for h in hosts)
-    out = [f"fleet: {len(hosts)} hosts, {n_bundles} bundles (each host's latest run; worst first)", ""]
+    plural = lambda n, word: f"{n} {word}{'' if n == 1 else 's'}"
+    out = [f"fleet: {plural(len(hosts), 'host')}, {plural(n_bundles, 'bundle')} (each host's latest run; worst first)"]
+    out.append("")
     rows = [
         [h["host"], str(h["verdict"]), str(len(h["bundles"])), str(h["facts"].get("kernel")),
          str(h["facts"].get("preempt")), format_cell("max_ns", _worst_max(h) or None),
