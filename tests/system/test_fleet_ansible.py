@@ -6,6 +6,7 @@ monitor.yml installs the unit and renders the file_sd targets a real Prometheus 
 
 import json
 import re
+import subprocess
 import sys
 import time
 from datetime import datetime
@@ -18,6 +19,7 @@ from conftest import rtqual_run
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(missing() is not None, reason=str(missing()))]
 RTQUAL = Path(sys.executable).parent / "rtqual"
+ANSIBLE_LINT = Path(sys.executable).parent / "ansible-lint"
 SCENARIO = """[run]
 name = "fleet-tiny"
 description = "a 2 s timer case per host (the fleet tests)"
@@ -47,6 +49,16 @@ def test_syntax_of_every_playbook():
     for playbook in sorted(PLAYBOOKS.glob("*.yml")):
         out = syntax_check(playbook)
         assert out.returncode == 0, out.stdout + out.stderr
+
+
+@pytest.mark.skipif(not ANSIBLE_LINT.exists(), reason="ansible-lint not installed in the venv (pip install '.[test]')")
+def test_ansible_lint_passes_the_production_profile():
+    out = subprocess.run(
+        [str(ANSIBLE_LINT), "--offline", "--nocolor", "--profile", "production", "install.yml", "qualify.yml",
+         "monitor.yml", "roles/rtqual"],
+        cwd=PLAYBOOKS, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr
 
 
 @pytest.fixture(scope="module")
