@@ -410,6 +410,7 @@ def advise_case(name: str | None, cpus: str, priority: int, duration: str) -> di
 def cmd_fleet(a, argv: list[str]) -> int:
     from rtqual.publish import fleet
 
+    output_file(a.report, "--report")
     found = fleet.find(a.paths)
     if not found:
         raise RtqError(f"fleet: no bundle in {' '.join(a.paths)}")
@@ -419,6 +420,13 @@ def cmd_fleet(a, argv: list[str]) -> int:
         by_host.setdefault(host or str(m.manifest.get("hostname") or m.path.name), []).append(m)
     doc = fleet.build(by_host)
     print(json.dumps(fleet.json_doc(doc), indent=1) if a.json else fleet.text(doc))
+    if a.report:
+        report = Path(a.report)
+        try:
+            bundle_mod.write_text(report, fleet.html(doc, report.resolve().parent))
+        except OSError as e:
+            raise RtqError(f"{report}: cannot write the report ({e.strerror or e})") from None
+        print(f"report: {report}", file=sys.stderr if a.json else sys.stdout)
     return damage_exit(models)
 
 

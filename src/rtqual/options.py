@@ -221,6 +221,7 @@ def build_parser() -> Parser:
     fl = sub.add_parser("fleet", help="many hosts' bundles side by side: worst first, outliers, what differs")
     fl.add_argument("paths", metavar="BUNDLE_OR_DIR", nargs="+", help="bundles, or folders of HOST/BUNDLE (Ansible's)")
     fl.add_argument("--json", action="store_true", help="hosts, their verdicts, outliers, facts; groups of facts")
+    fl.add_argument("--report", metavar="FILE", help="also an HTML page: a heat map of hosts x cases, hosts linked")
     return p
 
 

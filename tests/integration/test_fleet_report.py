@@ -30,6 +30,13 @@ def test_fleet_names_hosts_by_folder_sorts_worst_first_and_finds_the_outlier(rtq
     assert list(outliers) == ["ioc-e"] and {o["stat"] for o in outliers["ioc-e"]} >= {"max_ns"}
     assert all(o["value_ns"] > o["fence_ns"] for o in outliers["ioc-e"])
     assert doc["groups"] == []  # one machine made them all: no fact differs
+    report = tmp_path / "fleet.html"
+    out = rtqual_cmd("fleet", tmp_path / "results", "--report", report)
+    assert out.returncode == 0 and f"report: {report}" in out.stdout, out.stderr
+    page = report.read_text()
+    for h, b in bundles.items():  # each host's own report one click away
+        assert f'<a href="results/{h}/{b.name}/report.html">{h}</a>' in page
+    assert page.count("outlier") >= 1 and "rgb(255,0,0)" in page  # the far host's cell at full red
     text = rtqual_cmd("fleet", *bundles.values()).stdout  # bundles named one by one: hosts from the manifests
     assert "fleet: 1 host, 5 bundles" in text
 

@@ -201,3 +201,95 @@ def find(paths: Sequence[str]) -> list[tuple[str | None, Path]]:
                 continue  # a folder inside a bundle (an imported bundle's copy), not a bundle of the fleet
             found.append((bundle.parent.name if bundle.parent != p else None, bundle))
     return found
+
+
+VERDICT_COLOURS = {"pass": "#2e7d32", "completed": "#2e7d32", "skip": "#757575", "inconclusive": "#ef6c00",
+                   "fail": "#c62828", "error": "#6a1b9a"}  # fmt: skip
+
+
+def _heat(case: dict, medians: dict[str, float | None]) -> str:
+    """A cell's background from the case's p99 and max against the fleet's medians of them, the farther of
+    the two: white at the median, redder the more times above it (log2, full at 8x), bluer below; grey
+    without a value."""
+    import math
+
+    ratios = [
+        math.log2(v / m) for stat, m in medians.items() if isinstance(v := case.get(stat), int | float) and v > 0 and m
+    ]
+    if not ratios:
+        return "#eeeeee"
+    x = max(-1.0, min(1.0, max(ratios, key=abs) / 3))
+    shade = round(255 * (1 - abs(x)))
+    return f"rgb(255,{shade},{shade})" if x >= 0 else f"rgb({shade},{shade},255)"
+
+
+def _median(hosts: list[dict], label: str, stat: str) -> float | None:
+    """The fleet's median of a case's statistic (the hosts that have it), None without values."""
+    values = [(h["cases"].get(label) or {}).get(stat) for h in hosts]
+    numbers = [v for v in values if isinstance(v, int | float)]
+    return statistics.median(numbers) if numbers else None
+
+
+def html(doc: dict, out_dir: Path) -> str:
+    """The fleet as one self-contained HTML page: a heat map of hosts x cases (p99 over max, coloured by how
+    far they are from the fleet's medians of the case, framed by the verdict), each host linked to its bundle's own
+    report.html, then the differing facts and the answers."""
+    from html import escape
+    from os.path import relpath
+
+    hosts = doc["hosts"]
+    labels = sorted({label for h in hosts for label in h["cases"]})
+    medians = {label: {stat: _median(hosts, label, stat) for stat in OUTLIER_STATS} for label in labels}
+    head = "".join(f"<th>{escape(label)}</th>" for label in labels)
+    rows = []
+    for h in hosts:
+        report = Path(h["bundle"]) / "report.html"
+        name = escape(h["host"])
+        link = f'<a href="{escape(relpath(report, out_dir))}">{name}</a>' if report.is_file() else name
+        flag = " &#9888; outlier" if h["outlier"] else ""
+        cells = []
+        for label in labels:
+            c = h["cases"].get(label)
+            if c is None:
+                cells.append('<td class="none">-</td>')
+                continue
+            colour = VERDICT_COLOURS.get(str(c.get("verdict")), "#000")
+            cells.append(
+                f'<td style="background:{_heat(c, medians[label])};border:3px solid {colour}" '
+                f'title="{escape(str(c.get("verdict")))}">{format_cell("p99_ns", c.get("p99_ns"))}<br>'
+                f"<small>max {format_cell('max_ns', c.get('max_ns'))}</small></td>"
+            )
+        verdict = escape(str(h["verdict"]))
+        rows.append(
+            f'<tr><th class="host">{link}{flag}</th><td style="color:{VERDICT_COLOURS.get(str(h["verdict"]), "#000")}">'
+            f"<b>{verdict}</b></td><td>{escape(str(h['facts'].get('kernel')))}</td>{''.join(cells)}</tr>"
+        )
+    groups = (
+        "".join(
+            f"<li><b>{escape(g['fact'])}</b>: "
+            + "; ".join(
+                f"{escape(v['value'])} ({len(v['hosts'])}: "
+                + escape(", ".join(f"{n} {w}" for w, n in v["verdicts"].items()))
+                + ")"
+                for v in g["values"]
+            )
+            + "</li>"
+            for g in doc["groups"]
+        )
+        or "<li>the hosts agree in every compared fact</li>"
+    )
+    answers = "".join(f"<li><b>{escape(h['host'])}</b>: {escape(line)}</li>" for h in hosts for line in h["answer"])
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>rtqual fleet</title><style>"
+        "body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse}td,th{padding:.3em .6em;"
+        "text-align:right;border:1px solid #ccc}th.host{text-align:left}td.none{color:#999}</style></head><body>"
+        f"<h1>rtqual fleet: {len(hosts)} hosts</h1>"
+        "<p>One row per host (its latest run), worst first. Each cell: p99 over max; the colour is the p99 or the max, "
+        "whichever is farther from the fleet's median of it in that case (white: the median, red: up to 8&times; "
+        "above, blue: below); the frame "
+        "is the case's verdict. A host's name opens its bundle's own report (figures).</p>"
+        f"<table><tr><th>host</th><th>verdict</th><th>kernel</th>{head}</tr>{''.join(rows)}</table>"
+        f"<h2>What differs among the hosts</h2><ul>{groups}</ul>"
+        + (f"<h2>Answers</h2><ul>{answers}</ul>" if answers else "")
+        + "</body></html>\n"
+    )
