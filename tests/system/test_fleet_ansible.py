@@ -16,6 +16,7 @@ import pytest
 from fleethosts import PLAYBOOKS, Fleet, missing, syntax_check
 
 from conftest import rtqual_run
+from monitoring import PROMETHEUS, Server, free_port, http_get, wait_http
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(missing() is not None, reason=str(missing()))]
 RTQUAL = Path(sys.executable).parent / "rtqual"
@@ -149,6 +150,33 @@ def test_monitor_installs_the_unit_and_writes_file_sd_targets(fleet, tmp_path):
         assert unit == (PLAYBOOKS.parent / "systemd" / "rtqual-monitor.service").read_text()
         dropin = (h.root / "systemd" / "rtqual-monitor.service.d" / "ansible.conf").read_text()
         assert f"ExecStart={h.root / 'opt-rtqual' / '.venv' / 'bin' / 'rtqual'} monitor" in dropin
+    if PROMETHEUS is None:
+        pytest.skip("Debian prometheus not installed (scripts/setup --test): file_sd not read by a Prometheus")
+    prom_dir = tmp_path / "prometheus"
+    prom_dir.mkdir()
+    (prom_dir / "prometheus.yml").write_text(
+        "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: rtqual\n    file_sd_configs:\n"
+        f"      - files: [{json.dumps(str(targets))}]\n"
+    )
+    port = free_port()
+    prometheus = Server(
+        [PROMETHEUS, f"--config.file={prom_dir / 'prometheus.yml'}", f"--storage.tsdb.path={prom_dir / 'data'}",
+         f"--web.listen-address=127.0.0.1:{port}"],
+        prom_dir / "prometheus.log",
+    )  # fmt: skip
+    try:
+        wait_http(f"http://127.0.0.1:{port}/-/ready")
+        deadline = time.monotonic() + 30
+        while True:  # a real Prometheus reads the file: one target per host, labelled with its inventory name
+            active = json.loads(http_get(f"http://127.0.0.1:{port}/api/v1/targets"))["data"]["activeTargets"]
+            if len(active) == len(fleet.hosts) or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert sorted((t["labels"]["host"], t["labels"]["instance"]) for t in active) == sorted(
+            (h.name, f"{h.address}:9841") for h in fleet.hosts
+        )
+    finally:
+        prometheus.stop()
 
 
 def test_qualify_with_a_local_inventory_qualifies_this_machine(tmp_path):
