@@ -9,7 +9,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rtqual.answers.verdict import rank, worst
+from rtqual.answers.answer import answer_lines, answers
+from rtqual.answers.verdict import ORDER, rank, worst
 from rtqual.publish.views import format_cell, format_table
 from rtqual.results.facts import get_fact
 
@@ -61,15 +62,13 @@ def host_entry(host: str, models: Sequence[Any]) -> dict:
         }
         for c in latest.cases
     }
-    verdicts = [c["verdict"] for c in cases.values() if c["verdict"] in ("pass", "skip", "inconclusive", "fail")]
-    verdict = manifest.get("verdict") or worst(verdicts)
-    answer = manifest.get("answer") or manifest.get("capability") or []
+    verdict = manifest.get("verdict") or worst(c["verdict"] for c in cases.values() if c["verdict"] in ORDER)
     return {
         "host": host,
         "bundles": [str(m.path) for m in ordered],
         "bundle": str(latest.path),
         "verdict": verdict,
-        "answer": [answer] if isinstance(answer, str) else list(answer),
+        "answer": answers(list(latest.cases)),  # as `rtqual show --json` gives it (without the histograms)
         "cases": cases,
         "facts": host_facts(latest.facts("before")),
         "outlier": [],
@@ -138,7 +137,7 @@ def _rank(verdict: str | None) -> int:
     try:
         return rank(str(verdict))
     except ValueError:
-        return len(("pass", "skip", "inconclusive", "fail", "error"))
+        return len(ORDER)
 
 
 def text(doc: dict) -> str:
@@ -177,7 +176,7 @@ def text(doc: dict) -> str:
     if answered:
         out += ["", "answers:"]
         for h in answered:
-            out += [f"  {h['host']}: {line}" for line in h["answer"]]
+            out += [f"  {h['host']}: {line}" for line in answer_lines(h["answer"])]
     return "\n".join(out)
 
 
@@ -278,7 +277,9 @@ def html(doc: dict, out_dir: Path) -> str:
         )
         or "<li>the hosts agree in every compared fact</li>"
     )
-    answers = "".join(f"<li><b>{escape(h['host'])}</b>: {escape(line)}</li>" for h in hosts for line in h["answer"])
+    said = "".join(
+        f"<li><b>{escape(h['host'])}</b>: {escape(line)}</li>" for h in hosts for line in answer_lines(h["answer"])
+    )
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>rtqual fleet</title><style>"
         "body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse}td,th{padding:.3em .6em;"
@@ -290,6 +291,6 @@ def html(doc: dict, out_dir: Path) -> str:
         "is the case's verdict. A host's name opens its bundle's own report (figures).</p>"
         f"<table><tr><th>host</th><th>verdict</th><th>kernel</th>{head}</tr>{''.join(rows)}</table>"
         f"<h2>What differs among the hosts</h2><ul>{groups}</ul>"
-        + (f"<h2>Answers</h2><ul>{answers}</ul>" if answers else "")
+        + (f"<h2>Answers</h2><ul>{said}</ul>" if said else "")
         + "</body></html>\n"
     )
