@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from monitoring import Server
+
 SSHD = shutil.which("sshd") or ("/usr/sbin/sshd" if Path("/usr/sbin/sshd").exists() else None)
 ANSIBLE_PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
 SFTP_SERVER = "/usr/lib/openssh/sftp-server"
@@ -49,7 +51,7 @@ class Host:
     veth: str  # the controller's end (the other end is inside netns)
     address: str  # the host's address, reached from the controller
     root: Path  # this host's own folders on the shared file system
-    sshd: subprocess.Popen | None = None
+    sshd: Server | None = None
 
 
 class Fleet:
@@ -101,22 +103,17 @@ class Fleet:
             "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
             f"Subsystem sftp {SFTP_SERVER}\n"
         )
-        h.sshd = subprocess.Popen(
+        h.sshd = Server(
             ["ip", "netns", "exec", h.netns, "unshare", "--uts", "sh", "-c",
              f"hostname {h.name} && exec {SSHD} -D -e -f {config}"],
-            stdout=open(h.root / "sshd.log", "w"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            h.root / "sshd.log",
         )  # fmt: skip
 
     def __exit__(self, *exc: object) -> None:
         """Stop every process in each namespace (sshd, its sessions, detached jobs), delete the namespaces."""
         for h in self.hosts:
-            if h.sshd is not None and h.sshd.poll() is None:
-                h.sshd.terminate()
-                try:
-                    h.sshd.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    h.sshd.kill()
-                    h.sshd.wait()
+            if h.sshd is not None:
+                h.sshd.stop()
             pids = subprocess.run(["ip", "netns", "pids", h.netns], capture_output=True, text=True).stdout.split()
             for pid in pids:
                 try:
