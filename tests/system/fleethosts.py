@@ -61,8 +61,9 @@ class Fleet:
         self.folder = folder
         self.key = folder / "id_ed25519"
         tag = f"{os.getpid() % 100000}"
+        net = free_net(os.getpid())
         self.hosts = [
-            Host(f"fleet-host-{i}", f"rtqfleet{tag}-{i}", f"rqf{tag}h{i}", f"10.253.{i}.2", folder / f"host{i}")
+            Host(f"fleet-host-{i}", f"rtqfleet{tag}-{i}", f"rqf{tag}h{i}", f"{net}.{4 * i + 2}", folder / f"host{i}")
             for i in range(n)
         ]
         self.made_run_sshd = False
@@ -89,7 +90,7 @@ class Fleet:
         sh("ip", "netns", "add", h.netns)
         sh("ip", "link", "add", h.veth, "type", "veth", "peer", "name", f"{h.veth}n")
         sh("ip", "link", "set", f"{h.veth}n", "netns", h.netns)
-        sh("ip", "addr", "add", f"10.253.{i}.1/30", "dev", h.veth)
+        sh("ip", "addr", "add", f"{h.address.rsplit('.', 1)[0]}.{4 * i + 1}/30", "dev", h.veth)
         sh("ip", "link", "set", h.veth, "up")
         for cmd in (["addr", "add", f"{h.address}/30", "dev", f"{h.veth}n"], ["link", "set", f"{h.veth}n", "up"]):
             sh("ip", "netns", "exec", h.netns, "ip", *cmd)
@@ -168,6 +169,17 @@ class Fleet:
         for e in extra:
             argv += ["-e", e]
         return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def free_net(seed: int) -> str:
+    """A 10.X.0 prefix no address of this machine is in (another fleet test running at the same time has
+    its own): host i is 10.X.0.(4i+2), the controller's end 10.X.0.(4i+1)."""
+    used = subprocess.run(["ip", "-4", "-o", "addr"], capture_output=True, text=True).stdout
+    for k in range(50):
+        net = f"10.{200 + (seed + k) % 50}.0"
+        if f" {net}." not in used:
+            return net
+    raise RuntimeError("no free 10.200-249.0.0/24 for the fleet hosts")
 
 
 def syntax_check(playbook: Path) -> subprocess.CompletedProcess:
