@@ -418,15 +418,15 @@ def cmd_fleet(a, argv: list[str]) -> int:
     by_host: dict[str, list] = {}
     for (host, _), m in zip(found, models):
         by_host.setdefault(host or str(m.manifest.get("hostname") or m.path.name), []).append(m)
-    doc = fleet.build(by_host)
+    doc = fleet.build(by_host, lambda m: report.bundle_view(m)["hists"], a.profile)
     print(json.dumps(fleet.json_doc(doc), indent=1) if a.json else fleet.text(doc))
     if a.report:
-        report = Path(a.report)
+        page = Path(a.report)
         try:
-            bundle_mod.write_text(report, fleet.html(doc, report.resolve().parent))
+            bundle_mod.write_text(page, fleet.html(doc, page.resolve().parent))
         except OSError as e:
-            raise RtqError(f"{report}: cannot write the report ({e.strerror or e})") from None
-        print(f"report: {report}", file=sys.stderr if a.json else sys.stdout)
+            raise RtqError(f"{page}: cannot write the report ({e.strerror or e})") from None
+        print(f"report: {page}", file=sys.stderr if a.json else sys.stdout)
     return damage_exit(models)
 
 

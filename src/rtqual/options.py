@@ -222,6 +222,7 @@ def build_parser() -> Parser:
     fl.add_argument("paths", metavar="BUNDLE_OR_DIR", nargs="+", help="bundles, or folders of HOST/BUNDLE (Ansible's)")
     fl.add_argument("--json", action="store_true", help="hosts, their verdicts, outliers, facts; groups of facts")
     fl.add_argument("--report", metavar="FILE", help="also an HTML page: a heat map of hosts x cases, hosts linked")
+    fl.add_argument("--profile", choices=list(PROFILES), help="judge every host's cases against this profile")
     return p
 
 

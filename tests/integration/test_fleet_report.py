@@ -44,3 +44,19 @@ def test_fleet_names_hosts_by_folder_sorts_worst_first_and_finds_the_outlier(rtq
 def test_fleet_of_nothing_is_a_one_line_error(rtqual_cmd, tmp_path):
     out = rtqual_cmd("fleet", tmp_path)
     assert out.returncode == 1 and out.stderr.strip().count("\n") == 0 and "no bundle" in out.stderr
+
+
+def test_fleet_profile_judges_every_host_again_and_a_host_over_the_cycle_fails(rtqual_cmd, tmp_path):
+    bundles = {h: fake_bundle(rtqual_cmd, tmp_path, h, m) for h, m in {"ok": 9_000, "late": 25_000_000}.items()}
+    out = rtqual_cmd("fleet", tmp_path / "results", "--profile", "kek-50hz", "--json")
+    assert out.returncode == 0, out.stderr
+    hosts = {h["host"]: h for h in json.loads(out.stdout)["hosts"]}
+    assert set(hosts) == set(bundles)
+    assert [h for h in json.loads(out.stdout)["hosts"]][0]["host"] == "late"  # worst first
+    assert hosts["late"]["verdict"] == "fail"  # max < 20ms broken by a 25 ms sample, however short the run
+    assert hosts["ok"]["verdict"] == "inconclusive"  # 201 samples cannot carry p99.99: said, not passed
+    assert all("kek-50hz" in h["answer"][0]["question"] for h in hosts.values())
+    plain = {
+        h["host"]: h["verdict"] for h in json.loads(rtqual_cmd("fleet", tmp_path / "results", "--json").stdout)["hosts"]
+    }
+    assert plain == {"ok": "completed", "late": "completed"}  # without --profile: the runs' own verdicts

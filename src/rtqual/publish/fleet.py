@@ -5,12 +5,13 @@ hosts, grouped with the verdicts of each group, so a pattern shows. Pure functio
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from rtqual.answers.answer import answer_lines, answers
-from rtqual.answers.verdict import ORDER, rank, worst
+from rtqual.answers.requirements import PROFILES
+from rtqual.answers.verdict import ORDER, judge, rank, worst
 from rtqual.publish.views import format_cell, format_table
 from rtqual.results.facts import get_fact
 
@@ -50,25 +51,41 @@ def host_facts(facts: Mapping[str, Any] | None) -> dict[str, Any]:
     return out
 
 
-def host_entry(host: str, models: Sequence[Any]) -> dict:
-    """One host from its bundles: the latest run (by start time) is the host's standing; all are listed."""
+def rejudged(case: dict, profile: str, hist: Any) -> dict:
+    """A stored case judged again against a profile's requirements alone (its own requirements dropped): a
+    clean measurement (pass or completed) takes the profile's verdict; skip, inconclusive, error stay."""
+    clean = case.get("verdict") in ("pass", "completed")
+    base = {**case, "requirement_verdicts": [], "verdict": "completed" if clean else case.get("verdict")}
+    return judge(base, PROFILES[profile]["requirements"], hist, profile)
+
+
+def host_entry(host: str, models: Sequence[Any], hists: Callable[[Any], dict] | None = None,
+               profile: str | None = None) -> dict:  # fmt: skip
+    """One host from its bundles: the latest run (by start time) is the host's standing; all are listed.
+    hists(model): each case's merged histogram by case id (the answers count samples over a limit with it);
+    profile: the cases judged again against that profile."""
     ordered = sorted(models, key=lambda m: str(m.manifest.get("start") or ""))
     latest = ordered[-1]
     manifest = latest.manifest
+    by_id = hists(latest) if hists else {}
+    results = list(latest.cases)
+    if profile:
+        results = [rejudged(c, profile, by_id.get(c.get("id"))) for c in results]
     cases = {
         c.get("label") or c.get("id"): {
             "verdict": c.get("verdict"),
             **{k: (c.get("stats") or {}).get(k) for k in ("count", "p99_ns", "max_ns")},
         }
-        for c in latest.cases
+        for c in results
     }
-    verdict = manifest.get("verdict") or worst(c["verdict"] for c in cases.values() if c["verdict"] in ORDER)
+    judged = worst(c["verdict"] for c in cases.values() if c["verdict"] in ORDER)
+    verdict = judged if profile else manifest.get("verdict") or judged
     return {
         "host": host,
         "bundles": [str(m.path) for m in ordered],
         "bundle": str(latest.path),
         "verdict": verdict,
-        "answer": answers(list(latest.cases)),  # as `rtqual show --json` gives it (without the histograms)
+        "answer": answers(results, by_id),  # as `rtqual show --json` gives it
         "cases": cases,
         "facts": host_facts(latest.facts("before")),
         "outlier": [],
@@ -124,9 +141,11 @@ def _worst_max(h: dict) -> int:
     return max((c.get("max_ns") or 0 for c in h["cases"].values()), default=0)
 
 
-def build(by_host: Mapping[str, Sequence[Any]]) -> dict:
+def build(
+    by_host: Mapping[str, Sequence[Any]], hists: Callable[[Any], dict] | None = None, profile: str | None = None
+) -> dict:
     """The fleet document from {host: [bundle models]}: hosts worst first, outliers marked, groups."""
-    hosts = [host_entry(host, models) for host, models in by_host.items()]
+    hosts = [host_entry(host, models, hists, profile) for host, models in by_host.items()]
     mark_outliers(hosts)
     hosts.sort(key=lambda h: (-_rank(h["verdict"]), -len(h["outlier"]), -_worst_max(h), h["host"]))
     return {"hosts": hosts, "groups": groups(hosts)}
