@@ -418,7 +418,9 @@ def cmd_fleet(a, argv: list[str]) -> int:
     by_host: dict[str, list] = {}
     for (host, _), m in zip(found, models):
         by_host.setdefault(host or str(m.manifest.get("hostname") or m.path.name), []).append(m)
-    doc = fleet.build(by_host, lambda m: report.bundle_view(m)["hists"], a.profile)
+    from rtqual.publish.htmlreport import advice_of
+
+    doc = fleet.build(by_host, lambda m: report.bundle_view(m)["hists"], a.profile, lambda m: advice_of(m)[0])
     print(json.dumps(fleet.json_doc(doc), indent=1) if a.json else fleet.text(doc))
     if a.report:
         page = Path(a.report)

@@ -30,6 +30,7 @@ def test_fleet_names_hosts_by_folder_sorts_worst_first_and_finds_the_outlier(rtq
     assert list(outliers) == ["ioc-e"] and {o["stat"] for o in outliers["ioc-e"]} >= {"max_ns"}
     assert all(o["value_ns"] > o["fence_ns"] for o in outliers["ioc-e"])
     assert doc["groups"] == []  # one machine made them all: no fact differs
+    assert len({json.dumps(h["blockers"]) for h in doc["hosts"]}) == 1  # advise on one machine's facts: one answer
     report = tmp_path / "fleet.html"
     out = rtqual_cmd("fleet", tmp_path / "results", "--report", report)
     assert out.returncode == 0 and f"report: {report}" in out.stdout, out.stderr

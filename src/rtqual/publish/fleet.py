@@ -60,10 +60,11 @@ def rejudged(case: dict, profile: str, hist: Any) -> dict:
 
 
 def host_entry(host: str, models: Sequence[Any], hists: Callable[[Any], dict] | None = None,
-               profile: str | None = None) -> dict:  # fmt: skip
+               profile: str | None = None, advice: Callable[[Any], list[dict]] | None = None) -> dict:  # fmt: skip
     """One host from its bundles: the latest run (by start time) is the host's standing; all are listed.
     hists(model): each case's merged histogram by case id (the answers count samples over a limit with it);
-    profile: the cases judged again against that profile."""
+    profile: the cases judged again against that profile; advice(model): rtqual advise's findings for the
+    bundle's host (its blockers are listed)."""
     ordered = sorted(models, key=lambda m: str(m.manifest.get("start") or ""))
     latest = ordered[-1]
     manifest = latest.manifest
@@ -90,6 +91,11 @@ def host_entry(host: str, models: Sequence[Any], hists: Callable[[Any], dict] | 
         "facts": host_facts(latest.facts("before")),
         "outlier": [],
         "damage": bool(latest.damage),
+        "blockers": [
+            {"id": f.get("id"), "why": f.get("why")}
+            for f in (advice(latest) if advice else [])
+            if f.get("severity") == "blocker"
+        ],
     }
 
 
@@ -142,10 +148,13 @@ def _worst_max(h: dict) -> int:
 
 
 def build(
-    by_host: Mapping[str, Sequence[Any]], hists: Callable[[Any], dict] | None = None, profile: str | None = None
+    by_host: Mapping[str, Sequence[Any]],
+    hists: Callable[[Any], dict] | None = None,
+    profile: str | None = None,
+    advice: Callable[[Any], list[dict]] | None = None,
 ) -> dict:
     """The fleet document from {host: [bundle models]}: hosts worst first, outliers marked, groups."""
-    hosts = [host_entry(host, models, hists, profile) for host, models in by_host.items()]
+    hosts = [host_entry(host, models, hists, profile, advice) for host, models in by_host.items()]
     mark_outliers(hosts)
     hosts.sort(key=lambda h: (-_rank(h["verdict"]), -len(h["outlier"]), -_worst_max(h), h["host"]))
     return {"hosts": hosts, "groups": groups(hosts)}
@@ -191,6 +200,11 @@ def text(doc: dict) -> str:
             for v in g["values"]
         ]
         out.append(f"  {g['fact']}: " + "; ".join(parts))
+    blocked = [h for h in hosts if h.get("blockers")]
+    if blocked:
+        out += ["", "blockers (rtqual advise on each host's recorded facts):"]
+        for h in blocked:
+            out += [f"  {h['host']}: {b['id']}: {b['why']}" for b in h["blockers"]]
     answered = [h for h in hosts if h["answer"]]
     if answered:
         out += ["", "answers:"]
@@ -201,7 +215,7 @@ def text(doc: dict) -> str:
 
 def json_doc(doc: dict) -> dict:
     """The `rtqual fleet --json` document (a contract: keys are never renamed)."""
-    keys = ("host", "bundles", "verdict", "answer", "outlier", "facts", "cases")
+    keys = ("host", "bundles", "verdict", "answer", "outlier", "facts", "cases", "blockers")
     return {"hosts": [{k: h[k] for k in keys} for h in doc["hosts"]], "groups": doc["groups"]}
 
 
@@ -299,6 +313,11 @@ def html(doc: dict, out_dir: Path) -> str:
     said = "".join(
         f"<li><b>{escape(h['host'])}</b>: {escape(line)}</li>" for h in hosts for line in answer_lines(h["answer"])
     )
+    blockers = "".join(
+        f"<li><b>{escape(h['host'])}</b>: {escape(str(b['id']))}: {escape(str(b['why']))}</li>"
+        for h in hosts
+        for b in h.get("blockers", [])
+    )
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>rtqual fleet</title><style>"
         "body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse}td,th{padding:.3em .6em;"
@@ -311,5 +330,6 @@ def html(doc: dict, out_dir: Path) -> str:
         f"<table><tr><th>host</th><th>verdict</th><th>kernel</th>{head}</tr>{''.join(rows)}</table>"
         f"<h2>What differs among the hosts</h2><ul>{groups}</ul>"
         + (f"<h2>Answers</h2><ul>{said}</ul>" if said else "")
+        + (f"<h2>Blockers (rtqual advise)</h2><ul>{blockers}</ul>" if blockers else "")
         + "</body></html>\n"
     )
