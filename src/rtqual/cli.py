@@ -407,6 +407,31 @@ def advise_case(name: str | None, cpus: str, priority: int, duration: str) -> di
     return cases[0]
 
 
+def cmd_fleet(a, argv: list[str]) -> int:
+    from rtqual.publish import fleet
+
+    output_file(a.report, "--report")
+    found = fleet.find(a.paths)
+    if not found:
+        raise RtqError(f"fleet: no bundle in {' '.join(a.paths)}")
+    models = [load_bundle(str(p)) for _, p in found]  # damage said on stderr; the intact cases are shown
+    by_host: dict[str, list] = {}
+    for (host, _), m in zip(found, models):
+        by_host.setdefault(host or str(m.manifest.get("hostname") or m.path.name), []).append(m)
+    from rtqual.publish.htmlreport import advice_of
+
+    doc = fleet.build(by_host, lambda m: report.bundle_view(m)["hists"], a.profile, lambda m: advice_of(m)[0])
+    print(json.dumps(fleet.json_doc(doc), indent=1) if a.json else fleet.text(doc))
+    if a.report:
+        page = Path(a.report)
+        try:
+            bundle_mod.write_text(page, fleet.html(doc, page.resolve().parent))
+        except OSError as e:
+            raise RtqError(f"{page}: cannot write the report ({e.strerror or e})") from None
+        print(f"report: {page}", file=sys.stderr if a.json else sys.stdout)
+    return damage_exit(models)
+
+
 def _terminated(signum: int, _frame) -> None:
     """SIGTERM before a run installs its own guard (or after it): stop like Ctrl-C, exit 4, no traceback."""
     raise KeyboardInterrupt

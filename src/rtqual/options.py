@@ -216,6 +216,13 @@ def build_parser() -> Parser:
     tl.add_argument("--svg", metavar="DIR", help="also write each case's return-level plot into DIR")
     tl.add_argument("--json", action="store_true")
     add_advise_parser(sub)
+
+
+    fl = sub.add_parser("fleet", help="many hosts' bundles side by side: worst first, outliers, what differs")
+    fl.add_argument("paths", metavar="BUNDLE_OR_DIR", nargs="+", help="bundles, or folders of HOST/BUNDLE (Ansible's)")
+    fl.add_argument("--json", action="store_true", help="hosts, their verdicts, outliers, facts; groups of facts")
+    fl.add_argument("--report", metavar="FILE", help="also an HTML page: a heat map of hosts x cases, hosts linked")
+    fl.add_argument("--profile", choices=list(PROFILES), help="judge every host's cases against this profile")
     return p
 
 
