@@ -30,8 +30,12 @@
 #include "rtqual/rtenv.h"
 #include "rtqual/sink.h"
 
-#define WINDOW_NS (100 * NS_PER_MS) /* spin this long, then sleep SLEEP_NS (RLIMIT_RTTIME resets) */
-#define SLEEP_NS (10 * NS_PER_US)
+/* Spin WINDOW_NS, then sleep SLEEP_NS: a 90 % duty cycle (osnoise's default), under the kernel's RT
+ * throttling (sched_rt_runtime_us, 95 % by default), which would otherwise stop the loop some 50 ms
+ * of every second and be measured as noise of its own making; the sleep (not measured) also resets
+ * RLIMIT_RTTIME. */
+#define WINDOW_NS (45 * NS_PER_MS)
+#define SLEEP_NS (5 * NS_PER_MS)
 #define MSR_SMI_COUNT 0x34
 #define STAT_BYTES 65536
 
@@ -345,11 +349,13 @@ static int noise_prepare(struct run *run)
 static int noise_start(struct run *run)
 {
 	struct noise *t = (struct noise *)run;
-	snapshot(t, false);
+	for (int i = 0; i < run->sink.ncpu; i++) {
+		t->sp[i].t = t;
+		t->sp[i].cs = &run->sink.cs[i];
+	}
+	snapshot(t, false); /* reads each spin's CPU: after cs is set */
 	for (int i = 0; i < run->sink.ncpu; i++) {
 		struct spin *s = &t->sp[i];
-		s->t = t;
-		s->cs = &run->sink.cs[i];
 		if (run_thread(run, &s->tid, &s->started, run->rt.priority, s->cs->cpu, spin_main, s, "the busy loop"))
 			return -1;
 	}
