@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data"
 BUNDLES = ("timer-raw", "scenario", "ioc")
 # README's probes: `run PROBE --help` imports each probe's module and its options
-PROBES = ("timer", "switch", "rhealstone", "event", "msg", "pio", "rtsafety", "ioc", "ca-rtt", "pva-rtt")
+PROBES = ("timer", "switch", "rhealstone", "event", "msg", "pio", "rtsafety", "noise", "ioc", "ca-rtt", "pva-rtt")
 IMPORTS = {
     "cyclictest": [DATA / "imports" / "cyclictest" / "cyclictest-h3000.json"],
     "rtla": [DATA / "imports" / "rtla" / "timerlat-hist.txt"],
@@ -94,6 +94,11 @@ def test_readme_commands_on_frozen_bundles(plain_venv, tmp_path):
         ["baseline", "list"],
         ["check", b["timer-raw"], "--tolerance", "10%"],
         ["history", "--since", "30d"],
+        ["table", "kek", b["scenario"]],
+        ["table", "aps", b["ioc"], "--csv"],
+        ["advise", "--cpus", "1"],
+        ["advise", "--json"],
+        ["fleet", b["timer-raw"], b["scenario"], b["ioc"]],
     ]
     for args in commands:
         assert_works(rtqual(plain_venv, *args, cwd=tmp_path), args)
