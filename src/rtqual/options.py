@@ -217,7 +217,6 @@ def build_parser() -> Parser:
     tl.add_argument("--json", action="store_true")
     add_advise_parser(sub)
 
-
     fl = sub.add_parser("fleet", help="many hosts' bundles side by side: worst first, outliers, what differs")
     fl.add_argument("paths", metavar="BUNDLE_OR_DIR", nargs="+", help="bundles, or folders of HOST/BUNDLE (Ansible's)")
     fl.add_argument("--json", action="store_true", help="hosts, their verdicts, outliers, facts; groups of facts")
