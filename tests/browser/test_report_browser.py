@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from rtqual.answers.environment import host_sentences
+
 DATA = Path(__file__).resolve().parents[1] / "data" / "bundles"
 BUNDLES = ("scenario", "ioc", "timer-raw")
 
@@ -109,8 +111,10 @@ def test_the_answer_opens_the_report_and_an_unjudged_run_is_not_a_pass(tmp_path,
         )
         assert order[:4] == ["h1", "h2", "answer", "verdict"]  # the title, "Answer", the lines, the banner
         lines = page.evaluate("() => [...document.querySelectorAll('#answer li')].map(li => li.textContent)")
-        want = json.loads(rtqual_cmd("show", DATA / "scenario", "--json").stdout)["answer"]
-        assert lines == [f"{a['question']}: {a['answer']} — {a['evidence']}" for a in want] and lines
+        shown = json.loads(rtqual_cmd("show", DATA / "scenario", "--json").stdout)
+        want = [f"{a['question']}: {a['answer']} — {a['evidence']}" for a in shown["answer"]]
+        # the answers, then where they were measured (the environment's host sentences: a VM, a container)
+        assert lines == want + host_sentences(shown["environment"]) and want
         banner = page.locator("#verdict")
         assert banner.text_content().startswith("COMPLETED — not judged (add --profile or --require)")
         assert "PASS" not in banner.text_content() and "completed" in banner.get_attribute("class")
@@ -229,7 +233,7 @@ def test_kek_compare_report_names_the_bundles_and_what_differs(tmp_path, rtqual_
         assert "750000 kHz not applied" in ran  # the RT kernel cannot set 750 MHz: said, not hidden
         ioc = page.locator("#study-kek-rpi-ioc-2020-ioc-25-hz")
         assert ioc.locator("svg.chart").count() == 4  # mean and σ bars, a histogram per load
-        legends = ioc.locator("text.legend").all_inner_texts()
+        legends = ioc.locator("text.legend").all_text_contents()
         assert any(t.startswith("std-ioc: mean ") and ", σ " in t for t in legends)
         assert page.locator("ul.spread li").count() > 0
         page.screenshot(path=str(tmp_path / "kek.png"), full_page=True)

@@ -288,8 +288,9 @@ def _category_labels(cats: list[str], sx: _Scale, sy: _Scale) -> list[str]:
         room = max(4, int((x1 - x0) / 6.2))
         short = cat if len(cat) <= room else cat[: room - 1] + "…"
         out.append(
+            f"<g><title>{escape(cat)}</title>"  # the tooltip beside the text, not in it (its textContent is the name)
             f'<text x="{(x0 + x1) / 2:.1f}" y="{sy.px0 + 14:.1f}" class="tick category" text-anchor="middle">'
-            f"{escape(short)}<title>{escape(cat)}</title></text>"
+            f"{escape(short)}</text></g>"
         )
     return out
 
