@@ -152,6 +152,14 @@ void jw_obj_end(struct jw *w) { close_(w, "}"); }
 void jw_arr_begin(struct jw *w, const char *key) { open_(w, key, "["); }
 void jw_arr_end(struct jw *w) { close_(w, "]"); }
 
+void jw_cpus(struct jw *w, const char *key, const int *cpu, int n)
+{
+	jw_arr_begin(w, key);
+	for (int i = 0; i < n; i++)
+		jw_i64(w, NULL, cpu[i]);
+	jw_arr_end(w);
+}
+
 void jw_str(struct jw *w, const char *key, const char *v)
 {
 	member(w, key);

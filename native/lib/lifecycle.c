@@ -138,6 +138,12 @@ static int run_begin(struct run *r)
 	return 0;
 }
 
+void run_thread_done(struct run *r, _Atomic int *done)
+{
+	if (atomic_fetch_add(done, 1) + 1 == r->sink.ncpu)
+		atomic_store(&r->done, true); /* the last one */
+}
+
 bool run_stopping(struct run *r)
 {
 	if (!rt_signals_caught() && !atomic_load(&r->sink.stop))
@@ -210,12 +216,33 @@ bool run_end_early(struct run *r, int *rc)
 	return true;
 }
 
+int run_finish(struct run *r, const char *stalled, const char *fail)
+{
+	int sig = rt_signals_caught(), rc;
+	if (r->start_failed)
+		rc = sink_finish(&r->sink, 1, "error", r->err);
+	else if (sig & RT_SIG_WATCHDOG)
+		rc = sink_finish(&r->sink, 1, "error", "watchdog");
+	else if (stalled)
+		rc = sink_finish(&r->sink, 1, "error", stalled);
+	else if (sig & RT_SIG_STOP)
+		rc = sink_finish(&r->sink, 4, "interrupted", "stopped by signal");
+	else if (fail)
+		rc = sink_finish(&r->sink, 1, "error", fail);
+	else
+		rc = sink_finish(&r->sink, -1, NULL, NULL);
+	if (r->start_failed)
+		log_error("%s", r->err);
+	else if (stalled && !sig)
+		log_error("%s", stalled);
+	else if (fail && !(sig & (RT_SIG_WATCHDOG | RT_SIG_STOP)))
+		log_error("%s", fail);
+	return rc;
+}
+
 int run_end(struct run *r)
 {
-	int rc;
-	if (!run_end_early(r, &rc))
-		rc = sink_finish(&r->sink, -1, NULL, NULL);
-	return rc;
+	return run_finish(r, NULL, NULL);
 }
 
 /* From the header to the end record: watchdog, start, measure, stop, end. */

@@ -93,9 +93,8 @@ static const struct opt_def event_opts[] = {
 	{"in-line", OPT_INT, F(in_line), 0, 1023, "1", NULL, "GPIO input line offset (edge events)"},
 	{"timerlat", OPT_FLAG, F(timerlat), 0, 0, NULL, NULL,
 	 "use the kernel timerlat tracer instead (not implemented: exits 3 saying why)"},
-	{"no-dma-latency", OPT_FLAG, F(no_dma_latency), 0, 0, NULL, NULL, "do not hold /dev/cpu_dma_latency at 0"},
-	{"allow-degraded", OPT_FLAG, F(allow_degraded), 0, 0, NULL, NULL,
-	 "run with what is permitted (SCHED_OTHER, no mlock), marked degraded"},
+	RUN_OPT_NO_DMA_LATENCY(F),
+	RUN_OPT_ALLOW_DEGRADED(F, RUN_DEGRADED_HELP),
 };
 #undef F
 #define EVENT_NOPTS ((int)(sizeof(event_opts) / sizeof(event_opts[0])))

@@ -236,10 +236,7 @@ static void fake_params(struct jw *w, const void *ctx)
 	const struct fake *f = ctx;
 	jw_str(w, "script", f->cfg.script);
 	jw_i64(w, "threshold_ns", f->cfg.out.threshold_ns);
-	jw_arr_begin(w, "cpus");
-	for (int i = 0; i < f->cpus.n; i++)
-		jw_i64(w, NULL, f->cpus.cpu[i]);
-	jw_arr_end(w);
+	jw_cpus(w, "cpus", f->cpus.cpu, f->cpus.n);
 	jw_str(w, "raw", f->cfg.out.raw);
 	jw_bool(w, "hist_delta", f->cfg.out.hist_delta);
 }

@@ -255,13 +255,12 @@ static void inject_measure(struct run *run)
 static int inject_end(struct run *run)
 {
 	struct inject *t = (struct inject *)run;
-	int rc;
 	if (atomic_load(&xcpu_caught))
 		sink_warning(&run->sink, "RLIMIT_RTTIME soft limit hit (SIGXCPU): stall %" PRId64 " was cut short",
 			     t->stalls - 1);
 	if (!run->start_failed && (rt_signals_caught() & RT_SIG_WATCHDOG))
 		return sink_finish(&run->sink, 1, "error", "watchdog: the stalls outlived their alarm");
-	return run_end_early(run, &rc) ? rc : sink_finish(&run->sink, -1, NULL, NULL);
+	return run_end(run);
 }
 
 /* Never the only CPU: a busy loop at high RT priority there would freeze the machine. */

@@ -83,9 +83,8 @@ static const struct opt_def msg_opts[] = {
 	SINK_OUT_OPTS(F, "1000"),
 	{"timeout", OPT_DURATION, F(timeout_ns), NS_PER_MS, 60 * NS_PER_S, "5s", NULL,
 	 "no reply within it ends the run with an error"},
-	{"no-dma-latency", OPT_FLAG, F(no_dma_latency), 0, 0, NULL, NULL, "do not hold /dev/cpu_dma_latency at 0"},
-	{"allow-degraded", OPT_FLAG, F(allow_degraded), 0, 0, NULL, NULL,
-	 "run with what is permitted (SCHED_OTHER, no mlock), marked degraded"},
+	RUN_OPT_NO_DMA_LATENCY(F),
+	RUN_OPT_ALLOW_DEGRADED(F, RUN_DEGRADED_HELP),
 };
 #undef F
 #define MSG_NOPTS ((int)(sizeof(msg_opts) / sizeof(msg_opts[0])))

@@ -83,9 +83,8 @@ static const struct opt_def noise_opts[] = {
 	 "a gap between two clock reads longer than this is noise (one sample)"},
 	RUN_OPT_THRESHOLD(F, "100us", "gaps above it emit event records (--trace names their cause)"),
 	SINK_OUT_OPTS(F, "1000"),
-	{"no-dma-latency", OPT_FLAG, F(no_dma_latency), 0, 0, NULL, NULL, "do not hold /dev/cpu_dma_latency at 0"},
-	{"allow-degraded", OPT_FLAG, F(allow_degraded), 0, 0, NULL, NULL,
-	 "run with what is permitted (SCHED_OTHER, no mlock), marked degraded"},
+	RUN_OPT_NO_DMA_LATENCY(F),
+	RUN_OPT_ALLOW_DEGRADED(F, RUN_DEGRADED_HELP),
 };
 #undef F
 #define NOISE_NOPTS ((int)(sizeof(noise_opts) / sizeof(noise_opts[0])))
@@ -215,8 +214,7 @@ static void *spin_main(void *arg)
 	}
 	sink_slot_end(cs, ty->gaps);
 	atomic_store(&s->done, true);
-	if (atomic_fetch_add(&t->spins_done, 1) + 1 == t->run.sink.ncpu)
-		atomic_store(&t->run.done, true);
+	run_thread_done(&t->run, &t->spins_done);
 	return NULL;
 }
 
@@ -225,10 +223,7 @@ static void noise_params(struct jw *w, const void *ctx)
 {
 	const struct noise *t = ctx;
 	const struct noise_cfg *c = &t->cfg;
-	jw_arr_begin(w, "cpus");
-	for (int i = 0; i < c->cpus.n; i++)
-		jw_i64(w, NULL, c->cpus.cpu[i]);
-	jw_arr_end(w);
+	jw_cpus(w, "cpus", c->cpus.cpu, c->cpus.n);
 	run_params_sched(w, c->policy, c->priority);
 	jw_i64(w, "duration_ns", c->duration_ns);
 	jw_i64(w, "gap_ns", c->gap_ns);

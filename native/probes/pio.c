@@ -84,8 +84,7 @@ static const struct opt_def pio_opts[] = {
 	RUN_OPT_PRIORITY(F, "40", "RT priority (ignored for other)"),
 	RUN_OPT_THRESHOLD(F, "1ms", "samples above it emit event records"),
 	SINK_OUT_OPTS(F, "1000"),
-	{"allow-degraded", OPT_FLAG, F(allow_degraded), 0, 0, NULL, NULL,
-	 "run with what is permitted (SCHED_OTHER, no mlock), marked degraded"},
+	RUN_OPT_ALLOW_DEGRADED(F, RUN_DEGRADED_HELP),
 };
 #undef F
 #define PIO_NOPTS ((int)(sizeof(pio_opts) / sizeof(pio_opts[0])))

@@ -149,9 +149,8 @@ static const struct opt_def rh_opts[] = {
 	{"msg-bytes", OPT_INT, F(msg_bytes), 8, 8192, "8", NULL, "intertask-message: message size, bytes"},
 	RUN_OPT_THRESHOLD(F, "100us", "samples above it emit event records"),
 	SINK_OUT_OPTS(F, "1000"),
-	{"no-dma-latency", OPT_FLAG, F(no_dma_latency), 0, 0, NULL, NULL, "do not hold /dev/cpu_dma_latency at 0"},
-	{"allow-degraded", OPT_FLAG, F(allow_degraded), 0, 0, NULL, NULL,
-	 "run with what is permitted (SCHED_OTHER, no mlock), marked degraded (not for preemption, deadlock-break)"},
+	RUN_OPT_NO_DMA_LATENCY(F),
+	RUN_OPT_ALLOW_DEGRADED(F, RUN_DEGRADED_HELP " (not for preemption, deadlock-break)"),
 };
 #undef F
 #define RH_NOPTS ((int)(sizeof(rh_opts) / sizeof(rh_opts[0])))
@@ -917,27 +916,11 @@ static int rh_end(struct run *run)
 	int rc;
 	run->sink.cs[0].cpu_time_ns = atomic_load(&r->rec_cpu_time_ns);
 	run->sink.cs[0].wakeups = atomic_load(&r->rec_wakeups);
-	int sig = rt_signals_caught();
-	if (run->start_failed)
-		rc = sink_finish(&run->sink, 1, "error", run->err);
-	else if (!r->joined)
+	const char *stalled = r->stalled ? "watchdog: no round completed for 10 s" : NULL;
+	if (!r->joined && !run->start_failed)
 		rc = sink_finish(&run->sink, 1, "error", "a measurement thread did not stop");
-	else if (sig & RT_SIG_WATCHDOG)
-		rc = sink_finish(&run->sink, 1, "error", "watchdog");
-	else if (r->stalled)
-		rc = sink_finish(&run->sink, 1, "error", "watchdog: no round completed for 10 s");
-	else if (sig & RT_SIG_STOP)
-		rc = sink_finish(&run->sink, 4, "interrupted", "stopped by signal");
-	else if (r->err[0])
-		rc = sink_finish(&run->sink, 1, "error", r->err);
 	else
-		rc = sink_finish(&run->sink, -1, NULL, NULL);
-	if (run->start_failed)
-		log_error("%s", run->err);
-	else if (r->stalled && !sig)
-		log_error("watchdog: no round completed for 10 s");
-	else if (r->err[0])
-		log_error("%s", r->err);
+		rc = run_finish(run, stalled, r->err[0] ? r->err : NULL);
 	if (!r->joined) {
 		log_error("a measurement thread did not stop");
 		_exit(rc ? rc : 1); /* threads still running: do not free what they use */

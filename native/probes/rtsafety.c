@@ -587,7 +587,7 @@ static void rts_stop(struct run *run)
 static int rts_end(struct run *run)
 {
 	struct rts *t = (struct rts *)run;
-	int sig = rt_signals_caught(), rc;
+	int sig = rt_signals_caught();
 	if (t->demoted)
 		sink_warning(&run->sink, "%d spinner(s) outlived --duration and were demoted to SCHED_OTHER",
 			     t->demoted);
@@ -598,7 +598,7 @@ static int rts_end(struct run *run)
 			     t->login_attempts);
 	if (!run->start_failed && (sig & RT_SIG_WATCHDOG))
 		return sink_finish(&run->sink, 1, "error", "watchdog: a spinner outlived its alarm");
-	return run_end_early(run, &rc) ? rc : sink_finish(&run->sink, -1, NULL, NULL);
+	return run_end(run);
 }
 
 /* The victims' table. */

@@ -116,9 +116,8 @@ static const struct opt_def switch_opts[] = {
 		"1000", "round trips discarded before measuring"),
 	RUN_OPT_THRESHOLD(F, "100us", "samples above it emit event records"),
 	SINK_OUT_OPTS(F, "1000"),
-	{"no-dma-latency", OPT_FLAG, F(no_dma_latency), 0, 0, NULL, NULL, "do not hold /dev/cpu_dma_latency at 0"},
-	{"allow-degraded", OPT_FLAG, F(allow_degraded), 0, 0, NULL, NULL,
-	 "run with what is permitted (SCHED_OTHER, no mlock), marked degraded"},
+	RUN_OPT_NO_DMA_LATENCY(F),
+	RUN_OPT_ALLOW_DEGRADED(F, RUN_DEGRADED_HELP),
 };
 #undef F
 #define SWITCH_NOPTS ((int)(sizeof(switch_opts) / sizeof(switch_opts[0])))
@@ -637,7 +636,6 @@ static int switch_end(struct run *run)
 	struct sw *s = (struct sw *)run;
 	struct cpu_state *cb = &run->sink.cs[s->slot_b];
 	const char *fail = s->fail;
-	int rc;
 	cb->wakeups += atomic_load(&s->shm->b_wakeups);
 	cb->cpu_time_ns += atomic_load(&s->shm->b_cpu_time_ns);
 	if (s->cfg.mode == MODE_PROCESS && run->rt.mlockall && !atomic_load(&s->shm->b_mlock) && !run->start_failed)
@@ -647,26 +645,7 @@ static int switch_end(struct run *run)
 	if (!fail && atomic_load(&s->shm->b_state) == -1)
 		fail = s->shm->b_err;
 
-	int sig = rt_signals_caught();
-	if (run->start_failed)
-		rc = sink_finish(&run->sink, 1, "error", run->err);
-	else if (sig & RT_SIG_WATCHDOG)
-		rc = sink_finish(&run->sink, 1, "error", "watchdog");
-	else if (s->stalled)
-		rc = sink_finish(&run->sink, 1, "error", "watchdog: no round trip for 10 s");
-	else if (sig & RT_SIG_STOP)
-		rc = sink_finish(&run->sink, 4, "interrupted", "stopped by signal");
-	else if (fail)
-		rc = sink_finish(&run->sink, 1, "error", fail);
-	else
-		rc = sink_finish(&run->sink, -1, NULL, NULL);
-	if (run->start_failed)
-		log_error("%s", run->err);
-	else if (s->stalled && !sig)
-		log_error("watchdog: no round trip for 10 s");
-	else if (fail && !(sig & (RT_SIG_WATCHDOG | RT_SIG_STOP)))
-		log_error("%s", fail);
-	return rc;
+	return run_finish(run, s->stalled ? "watchdog: no round trip for 10 s" : NULL, fail);
 }
 
 /* Pipes, futexes and semaphores are everywhere; message queues need

@@ -69,10 +69,9 @@ static const struct opt_def timer_opts[] = {
 	 "--policy deadline: the period, which is also the wake-up interval (default: --interval)"},
 	RUN_OPT_THRESHOLD(F, "100us", "samples above it emit event records"),
 	SINK_OUT_OPTS(F, "1000"),
-	{"no-dma-latency", OPT_FLAG, F(no_dma_latency), 0, 0, NULL, NULL, "do not hold /dev/cpu_dma_latency at 0"},
+	RUN_OPT_NO_DMA_LATENCY(F),
 	{"no-tracemark", OPT_FLAG, F(no_tracemark), 0, 0, NULL, NULL, "do not write threshold events to trace_marker"},
-	{"allow-degraded", OPT_FLAG, F(allow_degraded), 0, 0, NULL, NULL,
-	 "run with what is permitted (SCHED_OTHER, no mlock), marked degraded"},
+	RUN_OPT_ALLOW_DEGRADED(F, RUN_DEGRADED_HELP),
 };
 #undef F
 #define TIMER_NOPTS ((int)(sizeof(timer_opts) / sizeof(timer_opts[0])))
@@ -158,8 +157,7 @@ static void *timer_thread_main(void *arg)
 			break;
 	}
 	sink_slot_end(cs, wakeups);
-	if (atomic_fetch_add(&t->threads_done, 1) + 1 == t->run.sink.ncpu)
-		atomic_store(&t->run.done, true); /* the last one */
+	run_thread_done(&t->run, &t->threads_done);
 	return NULL;
 }
 
@@ -168,10 +166,7 @@ static void timer_params(struct jw *w, const void *ctx)
 {
 	const struct timer *t = ctx;
 	const struct timer_cfg *c = &t->cfg;
-	jw_arr_begin(w, "cpus");
-	for (int i = 0; i < c->cpus.n; i++)
-		jw_i64(w, NULL, c->cpus.cpu[i]);
-	jw_arr_end(w);
+	jw_cpus(w, "cpus", c->cpus.cpu, c->cpus.n);
 	run_params_sched(w, c->policy, c->policy == RT_DEADLINE ? 0 : c->priority);
 	jw_i64(w, "interval_ns", c->interval_ns);
 	if (c->policy == RT_DEADLINE) {

@@ -26,6 +26,8 @@ void jw_reset(struct jw *w);
 void jw_obj_begin(struct jw *w, const char *key);
 void jw_obj_end(struct jw *w);
 void jw_arr_begin(struct jw *w, const char *key);
+/* key: [cpu, ...], the n CPU numbers of a list */
+void jw_cpus(struct jw *w, const char *key, const int *cpu, int n);
 void jw_arr_end(struct jw *w);
 void jw_str(struct jw *w, const char *key, const char *v); /* NULL -> null */
 void jw_i64(struct jw *w, const char *key, int64_t v);

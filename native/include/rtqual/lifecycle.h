@@ -40,6 +40,10 @@
 		RUN_OPT_WARMUP(F, warmup_def, warmup_help)
 #define RUN_OPT_THRESHOLD(F, def, help) \
 	{"threshold", OPT_DURATION, F(out.threshold_ns), 1, 60 * NS_PER_S, def, NULL, help}
+#define RUN_OPT_NO_DMA_LATENCY(F) \
+	{"no-dma-latency", OPT_FLAG, F(no_dma_latency), 0, 0, NULL, NULL, "do not hold /dev/cpu_dma_latency at 0"}
+#define RUN_DEGRADED_HELP "run with what is permitted (SCHED_OTHER, no mlock), marked degraded"
+#define RUN_OPT_ALLOW_DEGRADED(F, help) {"allow-degraded", OPT_FLAG, F(allow_degraded), 0, 0, NULL, NULL, help}
 
 /* The part of every probe's state the driver owns: first member of the state. */
 struct run {
@@ -109,11 +113,18 @@ int64_t run_pace(struct run *r);
  * set, so the measuring threads end at their next wake-up. */
 bool run_stopping(struct run *r);
 
+/* A measuring thread's last act: count itself done; the last of the run's ncpu threads ends the run. */
+void run_thread_done(struct run *r, _Atomic int *done);
+
 /* The end of a run cut short, first match wins: start failed (r->err, also logged after the
  * records), the watchdog fired, a stop signal arrived. Emits the final records and returns true
  * with the exit code in *rc; false: the run went its course (the end hook finishes it). */
 bool run_end_early(struct run *r, int *rc);
-/* The default end: run_end_early, else sink_finish(-1) (status from the data). */
+/* The ending probes share, in this order: a start that failed, the watchdog, `stalled` (the watchdog's
+ * "no progress" message, or NULL), a stop signal, `fail` (the probe's own error, or NULL), else the
+ * status from the data; an error is also said on stderr. */
+int run_finish(struct run *r, const char *stalled, const char *fail);
+/* The default end: run_finish with nothing stalled and no failure of the probe's own. */
 int run_end(struct run *r);
 
 #endif
