@@ -78,6 +78,21 @@ def finding(
     }
 
 
+def sysctl_finding(fid: str, severity: str, evidence: list[str], why: str, name: str, value: str) -> dict:
+    """A finding whose fix is one sysctl: set at run time, checked with `sysctl NAME`, kept in sysctl.d."""
+    return finding(
+        fid,
+        severity,
+        evidence,
+        why,
+        f"sysctl -w {name}={value}",
+        True,
+        f"sysctl {name} (prints {value})",
+        knobs=[{"knob": "/proc/sys/" + name.replace(".", "/"), "value": value}],
+        persistent={"sysctl": [f"{name} = {value}"]},
+    )
+
+
 def _mask_hex(cpus: list[int]) -> str:
     """A CPU mask as the kernel writes it (hex, no 0x): [0] -> '1', [0, 1] -> '3'."""
     return format(sum(1 << c for c in cpus), "x")
@@ -273,17 +288,14 @@ def rt_throttling(c: Context) -> dict | None:
             f"fair server (cpu0): {c.fact('sched.fair_server_cpu0_runtime_ns')} ns "
             f"per {c.fact('sched.fair_server_cpu0_period_ns')} ns"
         )
-    return finding(
+    return sysctl_finding(
         "rt-throttling",
         "minor",
         evidence,
         "With throttling on, real-time tasks that use their whole budget are stopped for the rest of the "
         "period so ordinary tasks can run: a stall of up to the period's remainder.",
-        "sysctl -w kernel.sched_rt_runtime_us=-1",
-        True,
-        "sysctl kernel.sched_rt_runtime_us (prints -1)",
-        knobs=[{"knob": "/proc/sys/kernel/sched_rt_runtime_us", "value": "-1"}],
-        persistent={"sysctl": ["kernel.sched_rt_runtime_us = -1"]},
+        "kernel.sched_rt_runtime_us",
+        "-1",
     )
 
 
@@ -409,16 +421,13 @@ def timer_migration(c: Context) -> dict | None:
     """timer_migration on: timers of idle CPUs move to busy ones, the RT CPUs among them."""
     if c.fact("sched.timer_migration") != 1:
         return None
-    return finding(
+    return sysctl_finding(
         "timer-migration",
         "minor",
         ["/proc/sys/kernel/timer_migration: 1"],
         "With timer migration, timers armed on other CPUs may expire on a real-time CPU and run there.",
-        "sysctl -w kernel.timer_migration=0",
-        True,
-        "sysctl kernel.timer_migration (prints 0)",
-        knobs=[{"knob": "/proc/sys/kernel/timer_migration", "value": "0"}],
-        persistent={"sysctl": ["kernel.timer_migration = 0"]},
+        "kernel.timer_migration",
+        "0",
     )
 
 

@@ -96,22 +96,11 @@ class Network(Load):
         "rate": Field(
             "int", "packets/s sent (tcp: writes/s; 0 = as fast as it goes, tcp only)", lo=0, hi=1_000_000, default=1000
         ),
-        "size": Field(
-            "int",
-            "bytes of UDP/TCP payload per packet (broadcast: the CA search's own size)",
-            lo=1,
-            hi=65507,
-            default=64,
-        ),
+        "size": Field("int", "UDP/TCP payload bytes per packet (broadcast: a CA search's)", lo=1, hi=65507, default=64),
         "arp_rate": Field(
             "int", "ARP requests/s broadcast beside the packets (broadcast mode)", lo=0, hi=100_000, default=0
         ),
-        "port": Field(
-            "int",
-            "destination port (default 5064 for broadcast, the CA name-search port; 9000 otherwise)",
-            lo=1,
-            hi=65535,
-        ),
+        "port": Field("int", "destination port (default: 5064, CA name search, broadcast; else 9000)", lo=1, hi=65535),
         "interface": Field("str", "send out of this real interface toward `peer` instead of a private namespace"),
         "peer": Field("str", "IPv4 address of the user's peer behind `interface`"),
     }
