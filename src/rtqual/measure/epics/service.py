@@ -149,6 +149,9 @@ class IocService:
             with ExitStack() as clients:
                 try:
                     (Path(case_dir) / "ioc.db").write_text(self.ioc.database())  # kept, also if it fails to load
+                    # the repeater first (epicscorelibs ships no caRepeater): else the IOC's own CA client (dbCa)
+                    # may be first on the port and fork libca's repeater from the IOC, bound to the wildcard
+                    clients.enter_context(Repeater(self.ioc.env))
                     self.ioc.start()
                     r = self.ioc.ready
                     info.update(
@@ -168,7 +171,6 @@ class IocService:
                     )
                     assert self.ioc.proc is not None  # started
                     info.update(ioc_process_facts(self.ioc.proc.pid))
-                    clients.enter_context(Repeater(self.ioc.env))  # epicscorelibs ships no caRepeater
                     if spec.get("records") and (spec.get("put_rate") or spec.get("ca_monitor")):
                         load = clients.enter_context(
                             CaLoad(
