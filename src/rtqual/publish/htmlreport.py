@@ -123,9 +123,7 @@ def hist_series(hists: dict[str, Histogram], name=lambda cpu: f"cpu{cpu}") -> tu
 
 def tail_series(hists: dict[str, Histogram], name=lambda cpu: f"cpu{cpu}") -> list[Series]:
     """Fraction of samples above x (µs), per CPU (named by `name`) and for all CPUs, log-log."""
-    merged = Histogram()
-    for h in hists.values():
-        merged = merged.merge(h)
+    merged = Histogram.merged(hists.values())
     out = []
     named = [(name(c), h) for c, h in sorted(hists.items())] + ([("all", merged)] if len(hists) > 1 else [])
     for label, h in named:
@@ -437,12 +435,7 @@ def requirements_table(verdicts: list[dict]) -> str:
 
 
 def _merged(r: dict | None) -> Histogram | None:
-    if not r or not r.get("hists"):
-        return None
-    total = Histogram()
-    for h in r["hists"].values():
-        total = total.merge(h)
-    return total
+    return Histogram.merged(r["hists"].values()) if r and r.get("hists") else None
 
 
 def comparable(r: dict) -> tuple:

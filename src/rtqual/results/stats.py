@@ -15,10 +15,7 @@ VERDICTS = ("pass", "completed", "skip", "inconclusive", "fail", "error")
 
 def merged_hist(stream: Stream) -> Histogram:
     """Every CPU's histogram merged into one."""
-    total = Histogram()
-    for rec in stream.hists.values():
-        total = total.merge(Histogram.from_record(rec))
-    return total
+    return Histogram.merged(Histogram.from_record(rec) for rec in stream.hists.values())
 
 
 def cpu_stats(hist: Histogram, summary_cpu: dict | None) -> dict:

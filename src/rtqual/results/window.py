@@ -153,9 +153,7 @@ class Windows:
 def merged(windows: list[dict]) -> dict:
     """All CPUs of one window as one (the EPICS PVs' and the terminal's "all"): histograms merged,
     maxima and counters over CPUs."""
-    h = Histogram()
-    for w in windows:
-        h = h.merge(w["hist"])
+    h = Histogram.merged(w["hist"] for w in windows)
     top = max((w["max_ns"] or 0 for w in windows), default=0)
     out = {k: windows[0][k] for k in ("start_unix_s", "duration_s", "threshold_ns")} if windows else {}
     out.update(window_stats(h, top))

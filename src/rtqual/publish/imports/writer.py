@@ -156,9 +156,7 @@ def hist_record(series: list[Series], cpu: int | None) -> dict | None:
     hists = [s.histogram() for s in series]
     if any(h is None for h in hists) or not series:
         return None
-    merged = Histogram()
-    for h in hists:
-        merged = merged.merge(h)  # type: ignore[arg-type]
+    merged = Histogram.merged(hists)  # type: ignore[arg-type]
     rec = merged.to_record()
     rec["out_of_range"] = sum(s.overflow() for s in series)
     maxs = [edge_ns(s.max_units, s.unit_ns) for s in series if s.max_units is not None and s.count]
