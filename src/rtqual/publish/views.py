@@ -64,12 +64,13 @@ def format_table(headers: list[str], rows: list[list[str]], left: int = 1) -> st
     return "\n".join(line(r).rstrip() for r in [headers, ["-" * w for w in widths], *rows])
 
 
-STAGES = ("drive", "wake", "dispatch", "chain", "return")  # drive: GPIO lines only
+STAGES = ("drive", "wake", "dispatch", "chain", "return", "irq", "thread", "user")  # drive: GPIO lines only;
+# irq, thread, user: the timerlat probe (timer expiry -> IRQ -> the timerlat thread -> back in user space)
 
 
 def stage_table(result: dict) -> str | None:
-    """Per-stage statistics of an IOC response case (iocresp's summary "stages") and the total;
-    None for other probes."""
+    """Per-stage statistics of an IOC response case (iocresp's summary "stages") or a timerlat case, and the
+    total; None for other probes."""
     stages = ((result.get("probe_summary") or {}).get("stages")) or {}
     if not stages:
         return None
