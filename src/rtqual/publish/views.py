@@ -64,8 +64,8 @@ def format_table(headers: list[str], rows: list[list[str]], left: int = 1) -> st
     return "\n".join(line(r).rstrip() for r in [headers, ["-" * w for w in widths], *rows])
 
 
-STAGES = ("drive", "wake", "dispatch", "chain", "return", "irq", "thread", "user")  # drive: GPIO lines only;
-# irq, thread, user: the timerlat probe (timer expiry -> IRQ -> the timerlat thread -> back in user space)
+STAGES = ("drive", "wake", "dispatch", "chain", "return")  # drive: GPIO lines only
+TIMERLAT_STAGES = ("irq", "thread", "user")  # timer expiry -> IRQ -> the timerlat thread -> back in user space
 
 
 def stage_table(result: dict) -> str | None:
@@ -83,7 +83,7 @@ def stage_table(result: dict) -> str | None:
         ("max", "max_ns"),
         (">thr", "over_threshold"),
     ]
-    rows = [[name, *(format_cell(k, stages[name].get(k)) for _, k in keys)] for name in STAGES if name in stages]
+    rows = [[name, *(format_cell(k, stages[name].get(k)) for _, k in keys)] for name in (*STAGES, *TIMERLAT_STAGES) if name in stages]
     rows.append(["total", *(format_cell(k, result["stats"].get(k)) for _, k in keys)])
     return format_table(["stage", *(h for h, _ in keys)], rows)
 
