@@ -5,7 +5,7 @@ from rtqual.measure import _native
 from rtqual.measure.timerlat import Slot, options, parse_sample, stages_of
 from rtqual.probes.catalog import PROBES
 
-IRQ = "          <idle>-0       [001] d.h1.   105.363370: #7 context    irq timer_latency      1570 ns"
+IRQ = "          <idle>-0       [001] d.h1.   105.363370: #7     context    irq timer_latency      1570 ns"
 THREAD = "     timerlat/1-1277    [001] .....   105.363384: #7 context thread timer_latency     15930 ns"
 USER = "       python3-900     [001] .....   105.363390: #7 context user-ret timer_latency     21000 ns"
 

@@ -41,7 +41,7 @@ BUFFER_KB = 1024
 RAW_HEADER = struct.Struct("<8sIIQqqI20x")
 RAW_RECORD = struct.Struct("<qIHH")
 KNOBS = ("cpus", "timerlat_period_us", "stop_tracing_us", "stop_tracing_total_us")
-_SAMPLE = re.compile(r"#(\d+) context\s+(\S+) timer_latency\s+(\d+) ns")
+_SAMPLE = re.compile(r"#(\d+)\s+context\s+(\S+)\s+timer_latency\s+(\d+) ns")  # '#%-5u context %6s ...'
 USER_WORKER = (  # one per CPU: blocks in read(timerlat_fd) each period, nothing else (the kernel times the return)
     "import os,sys\n"
     "cpu=int(sys.argv[1]); os.sched_setaffinity(0,{cpu})\n"

@@ -83,7 +83,11 @@ def stage_table(result: dict) -> str | None:
         ("max", "max_ns"),
         (">thr", "over_threshold"),
     ]
-    rows = [[name, *(format_cell(k, stages[name].get(k)) for _, k in keys)] for name in (*STAGES, *TIMERLAT_STAGES) if name in stages]
+    rows = [
+        [name, *(format_cell(k, stages[name].get(k)) for _, k in keys)]
+        for name in (*STAGES, *TIMERLAT_STAGES)
+        if name in stages
+    ]
     rows.append(["total", *(format_cell(k, result["stats"].get(k)) for _, k in keys)])
     return format_table(["stage", *(h for h, _ in keys)], rows)
 
