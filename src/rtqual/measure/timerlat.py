@@ -129,6 +129,8 @@ class Probe:
         self.raw_bytes = 0
         self.raw_truncated = False
         self.raw_samples = 0
+        self.window = (0, 0)  # CLOCK_MONOTONIC [start, end) of the measured samples
+        self.real_offset = 0
 
     # -- records
 
@@ -272,6 +274,8 @@ class Probe:
         if got is None:
             return
         seq, context, ns, ts = got
+        if not self.window[0] <= ts < self.window[1]:  # the measured time only (the tracer runs a little longer)
+            return
         parts = slot.take(seq, context, ns)
         if parts is None:
             return
@@ -364,6 +368,7 @@ class Probe:
             }
         )
         end = start + self.a.duration
+        self.window = (start, end)
         next_progress = start + self.a.progress_ms * 1_000_000
         second = start // 1_000_000_000
         while not self.stop_signal:
