@@ -12,6 +12,8 @@ settings.register_profile("rtqual", deadline=None)
 settings.load_profile("rtqual")
 
 pytest_plugins = ["tracing"]  # the tracefs_view fixture of the --trace tests (tests/tracing.py)
+# the kernel tier runs inside scripts/kernel-lab guests only (tests/kernels/run sets RTQUAL_LAB_KERNEL there)
+collect_ignore_glob = [] if os.environ.get("RTQUAL_LAB_KERNEL") else ["kernels/*"]
 
 
 def pytest_collection_modifyitems(config, items):

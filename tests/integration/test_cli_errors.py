@@ -2,7 +2,7 @@
 
 import pytest
 
-from conftest import needs_probe
+from conftest import needs_probe, rtqual_run
 from rtqual.errors import RtqError
 
 
@@ -95,3 +95,18 @@ def test_an_option_given_as_zero_is_kept_not_taken_for_absent():
     a = cli.build_parser().parse_args(["run", "ioc", "--ioc-rtprio", "0"])
     with pytest.raises(RtqError, match="--ioc-rtprio"):
         single.probe_options_case("ioc", a)
+
+
+def test_timerlat_without_the_tracer_says_which_kernel_option_is_missing(tmp_path):
+    """This VM's kernel has no timerlat tracer: exit 3 in one line naming CONFIG_TIMERLAT_TRACER (where the
+    tracer exists, tests/kernels runs the probe for real)."""
+    import os
+
+    from rtqual.measure.trace import find_tracefs
+
+    root = find_tracefs(open("/proc/self/mounts").read())
+    if os.geteuid() != 0 or (root is not None and "timerlat" in (root / "available_tracers").read_text().split()):
+        pytest.skip("needs root and a kernel without the timerlat tracer")
+    p = rtqual_run("run", "timerlat", "--duration", "1s", "-o", tmp_path / "b")
+    assert p.returncode == 3 and "CONFIG_TIMERLAT_TRACER" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr

@@ -20,7 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 
-SOURCE = "sched/irq events"  # where the culprits come from (the timerlat tracer would be "timerlat")
+SOURCE = "sched/irq events"  # where the culprits come from
+TIMERLAT_SOURCE = "timerlat + sched/irq events"  # the stages from the timerlat tracer, the culprits from events
 KINDS = ("task", "irq", "softirq", "unaccounted")
 UNACCOUNTED_IDLE = "CPU idle while the wake-up was due (hypervisor or firmware)"
 UNACCOUNTED_NONE = "no trace event in the gap (hypervisor or firmware)"
@@ -244,19 +245,25 @@ def _culprit(key: tuple, prio: dict[int, int], policies: dict[int, str], irq_nam
     return Culprit(kind, name)
 
 
-def spike_record(cpu: int, wake_ns: int, latency_ns: int, analysis: dict, trace_file: str | None) -> dict:
+def spike_record(
+    cpu: int, wake_ns: int, latency_ns: int, analysis: dict, trace_file: str | None, stages: dict | None = None
+) -> dict:
     """The spike as `rtqual show --json` gives it: cpu, time_ns (the wake-up, CLOCK_MONOTONIC), latency_ns,
-    culprits (largest first), the source, and where its trace lines are kept in the bundle."""
-    return {
+    culprits (largest first), the source, and where its trace lines are kept in the bundle; with the timerlat
+    tracer's split of the latency (stages: irq_ns, thread_ns, user_ns) its source says timerlat."""
+    out = {
         "cpu": cpu,
         "time_ns": wake_ns,
         "latency_ns": latency_ns,
         "culprits": analysis["culprits"],
-        "source": SOURCE,
+        "source": TIMERLAT_SOURCE if stages else SOURCE,
         "lost_events": analysis.get("lost_events", 0),
         "covered": analysis.get("covered", False),
         "trace_file": trace_file,
     }
+    if stages:
+        out["stages"] = stages
+    return out
 
 
 def _ms(ns: int) -> str:
@@ -281,7 +288,11 @@ def spike_line(s: dict, top: int = 3) -> str:
     words = "; ".join(culprit_words(c) for c in culprits[:top]) or "no culprit found"
     more = f"; {len(culprits) - top} more" if len(culprits) > top else ""
     lost = f" ({s['lost_events']} trace events lost)" if s.get("lost_events") else ""
+    stages = s.get("stages")
+    stages = stages if isinstance(stages, dict) else {}
+    split = ", ".join(f"{k.removesuffix('_ns')} {_ms(int(v))}" for k, v in stages.items() if isinstance(v, int))
+    split = f" (timerlat: {split})" if split else ""
     return (
         f"spike on CPU {s.get('cpu')} at {int(s.get('time_ns') or 0) / 1e9:.6f} s: "
-        f"{_ms(int(s.get('latency_ns') or 0))} held by {words}{more}{lost}"
+        f"{_ms(int(s.get('latency_ns') or 0))}{split} held by {words}{more}{lost}"
     )

@@ -22,7 +22,8 @@ def _measured(results: list[dict]) -> list[dict]:
 
 def is_response(r: dict) -> bool:
     """An input -> output case (an IOC) rather than a wake-up latency."""
-    return bool(r.get("ioc") or (r.get("probe_summary") or {}).get("stages"))
+    stages = (r.get("probe_summary") or {}).get("stages") or {}
+    return bool(r.get("ioc") or (stages and r.get("probe") != "timerlat"))  # timerlat's stages split a wake-up
 
 
 def case_sentence(r: dict) -> str:

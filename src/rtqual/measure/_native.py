@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 from importlib import resources
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from rtqual.procs import die_with_parent
 PROBE = "rtqual-probe"
 CA = "rtqual-ca"  # Channel Access tools over libca; built only with EPICS
 PVA = "rtqual-pva"  # PV Access probe over pvxs; built only with pvxslibs
+PYTHON = {"rtqual-timerlat": "rtqual.measure.timerlat"}  # probes whose process is a module of this package
 
 
 def _installed(name: str, override_var: str, built_with: str = "", exit_code: int = EXIT_ERROR) -> Path:
@@ -48,6 +50,14 @@ def binary_for(probe: str) -> Path:
     from rtqual.probes import binary_of
 
     return {CA: ca_path, PVA: pva_path}.get(binary_of(probe), probe_path)()
+
+
+def command_for(probe: str) -> list[str]:
+    """The command that runs `probe`: its executable, or this Python running the probe's module."""
+    from rtqual.probes import binary_of
+
+    module = PYTHON.get(binary_of(probe))
+    return [sys.executable, "-m", module] if module else [str(binary_for(probe))]
 
 
 def _devsup_dir() -> Path:
@@ -114,12 +124,13 @@ def probe_list() -> list[dict]:
 
 def check(probe: str, args: list[str]) -> None:
     """Validate options and privileges with `--check`; raise the probe's one-line message."""
-    binary = binary_for(probe)
-    out = subprocess.run([binary, probe, "--check", *args], capture_output=True, text=True, timeout=30)
+    command = command_for(probe)
+    name = Path(command[-1]).name
+    out = subprocess.run([*command, probe, "--check", *args], capture_output=True, text=True, timeout=30)
     if out.returncode in (EXIT_ERROR, EXIT_SKIP):
-        raise RtqError(_last_line(out.stderr) or f"{binary.name} {probe}: exit {out.returncode}", out.returncode)
+        raise RtqError(_last_line(out.stderr) or f"{name} {probe}: exit {out.returncode}", out.returncode)
     if out.returncode != 0:
-        raise RtqError(f"{binary.name} {probe} --check failed (exit {out.returncode}): {_last_line(out.stderr)}")
+        raise RtqError(f"{name} {probe} --check failed (exit {out.returncode}): {_last_line(out.stderr)}")
 
 
 def spawn(probe: str, args: list[str], stderr, preexec=None, env: dict[str, str] | None = None) -> subprocess.Popen:
@@ -133,7 +144,7 @@ def spawn(probe: str, args: list[str], stderr, preexec=None, env: dict[str, str]
             preexec()
 
     return subprocess.Popen(
-        [binary_for(probe), probe, *args],
+        [*command_for(probe), probe, *args],
         stdout=subprocess.PIPE,
         stderr=stderr,
         stdin=subprocess.DEVNULL,
@@ -147,4 +158,9 @@ def spawn(probe: str, args: list[str], stderr, preexec=None, env: dict[str, str]
 
 def _last_line(text: str) -> str:
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    return lines[-1].removeprefix(f"{PROBE}: ").removeprefix(f"{CA}: ").removeprefix(f"{PVA}: ") if lines else ""
+    if not lines:
+        return ""
+    last = lines[-1]
+    for name in (PROBE, CA, PVA, *PYTHON):
+        last = last.removeprefix(f"{name}: ")
+    return last

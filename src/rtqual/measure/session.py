@@ -100,7 +100,7 @@ def spike(w: dict, trace_file: str | None = None) -> dict:
     """One traced spike (a tracer window) analysed (rtqual.answers.spikes): its record, naming where its trace
     lines are kept (trace_file, or None)."""
     analysis = spikes.analyze(w["lines"], w["cpu"], w["deadline_ns"], w["wake_ns"], w["policies"], w["complete"])
-    return spikes.spike_record(w["cpu"], w["wake_ns"], w["latency_ns"], analysis, trace_file)
+    return spikes.spike_record(w["cpu"], w["wake_ns"], w["latency_ns"], analysis, trace_file, w.get("stages"))
 
 
 class Session:

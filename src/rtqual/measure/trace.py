@@ -214,8 +214,9 @@ def feed(tracer: Tracer, rec: dict) -> None:
     if rec.get("type") != "event" or rec.get("kind") != "threshold":
         return
     cpu, wake, lat = rec.get("cpu"), rec.get("mono_ns"), rec.get("latency_ns")
+    stages = rec.get("stages") if isinstance(rec.get("stages"), dict) else None  # the timerlat probe's split
     if all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in (cpu, wake, lat)):
-        tracer.spike(cpu, wake, lat)  # type: ignore[arg-type]
+        tracer.spike(cpu, wake, lat, stages)  # type: ignore[arg-type]
 
 
 class Tracer:
@@ -238,6 +239,7 @@ class Tracer:
         self.events: list[str] = []
         self.timerlat = False
         self.spikes_seen = 0
+        self.timerlat_spikes = 0  # spikes the timerlat probe split into stages
         self.lost_events = 0
         self._records: list[dict] = []  # our journal records (marked restored when undone)
         self._fds: dict[int, int] = {}
@@ -342,12 +344,22 @@ class Tracer:
 
     # -- spikes
 
-    def spike(self, cpu: int, wake_ns: int, latency_ns: int) -> None:
-        """A threshold event of the probe: its CPU's lines from deadline - margin to wake_ns are kept."""
+    def spike(self, cpu: int, wake_ns: int, latency_ns: int, stages: dict | None = None) -> None:
+        """A threshold event of the probe: its CPU's lines from deadline - margin to wake_ns are kept.
+        stages: the timerlat tracer's split of this latency ({"irq_ns", "thread_ns"[, "user_ns"]}), kept with it."""
         self.spikes_seen += 1
+        if stages:
+            self.timerlat_spikes += 1
         if cpu not in self._chunks or self.spikes_seen > self.max_spikes:
             return
-        w = {"cpu": cpu, "wake_ns": wake_ns, "latency_ns": latency_ns, "deadline_ns": wake_ns - latency_ns}
+        w: dict[str, Any] = {
+            "cpu": cpu,
+            "wake_ns": wake_ns,
+            "latency_ns": latency_ns,
+            "deadline_ns": wake_ns - latency_ns,
+        }
+        if stages:
+            w["stages"] = stages
         with self._lock:
             self._pending.append((w, time.monotonic()))
 
@@ -471,7 +483,13 @@ class Tracer:
         """What was traced, for the case result ("trace")."""
         return {
             "source": SOURCE,
-            "timerlat": "available, not used (docs/trace.md)" if self.timerlat else "not in this kernel",
+            "timerlat": (
+                "used: each spike's irq/thread/user split from the timerlat probe"
+                if self.timerlat_spikes
+                else "available, used by `rtqual run timerlat` (docs/trace.md)"
+                if self.timerlat
+                else "not in this kernel"
+            ),
             "tracefs": str(self.root) if self.root else None,
             "mounted_by_rtqual": self.mounted is not None,
             "instance": self.instance.name if self.instance else None,

@@ -21,15 +21,18 @@ from pathlib import Path
 from types import ModuleType
 
 NATIVE_TABLE = Path(__file__).resolve().parent / "native_probes.json"
+PYTHON_PROBES = ("timerlat",)  # probes whose process is Python: their module's ENTRY is their table line
 
 
 @cache
 def table() -> tuple[dict, ...]:
-    """Every entry of the committed table, in its order (empty if the file is missing or broken)."""
+    """Every entry of the committed native table, in its order (empty if the file is missing or broken),
+    then the entries of the Python probes."""
     try:
-        return tuple(json.loads(NATIVE_TABLE.read_text()))
+        native = tuple(json.loads(NATIVE_TABLE.read_text()))
     except (OSError, ValueError):
-        return ()
+        native = ()
+    return native + tuple(hook(name, "ENTRY") for name in PYTHON_PROBES)
 
 
 def entry(name: str) -> dict | None:

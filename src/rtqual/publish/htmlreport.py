@@ -305,8 +305,8 @@ def hist_figure(slug: str, title: str, series: list[Series], worst: int, marks: 
 
 
 def stage_figure(r: dict, stages: dict) -> Figure:
-    """An IOC case's stages as bars per named stage (p50, p99, max) and the total, each bar labelled."""
-    names = [n for n in views.STAGES if n in stages] + ["total"]
+    """An IOC or timerlat case's stages as bars per named stage (p50, p99, max) and the total, each bar labelled."""
+    names = [n for n in (*views.STAGES, *views.TIMERLAT_STAGES) if n in stages] + ["total"]
     values = {**stages, "total": r.get("stats") or {}}
     series = []
     for stat, key in (("p50", "p50_ns"), ("p99", "p99_ns"), ("max", "max_ns")):
@@ -316,9 +316,9 @@ def stage_figure(r: dict, stages: dict) -> Figure:
         )
     return Figure(
         f"{r['id']}-stages",
-        "IOC stages: p50, p99 and max of each stage",
+        ("timerlat" if "irq" in stages else "IOC") + " stages: p50, p99 and max of each stage",
         series,
-        Axis("Stage (in order, then the whole input -> output)"),
+        Axis("Stage (in order, then the whole " + ("wake-up)" if "irq" in stages else "input -> output)")),
         Axis("Latency (µs)", lo=0),
         categories=names,
     )

@@ -53,6 +53,10 @@ GPIO_STAGE_NOTE = (
     "awake (the interrupt latency), dispatch = -> record processing (read_bi), chain = -> bo written, "
     "return = -> response edge (kernel timestamp)"
 )
+TIMERLAT_STAGE_NOTE = (
+    "stages (timerlat tracer): irq = timer expiry -> timer IRQ, thread = -> the timerlat thread running, "
+    "user = -> back in user space (where the kernel has timerlat's user-space interface)"
+)
 
 
 def baseline_line(result: dict, results: list[dict]) -> str | None:
@@ -121,8 +125,9 @@ def show_text(data: dict, table: str | None = None, env_lines: Sequence[str] = (
         out.append(case_table(r))
         stages = stage_table(r)
         if stages:
-            gpio = "drive" in (r.get("probe_summary") or {}).get("stages", {})
-            out.extend(["", stages, GPIO_STAGE_NOTE if gpio else STAGE_NOTE])
+            names = (r.get("probe_summary") or {}).get("stages", {})
+            note = TIMERLAT_STAGE_NOTE if "irq" in names else GPIO_STAGE_NOTE if "drive" in names else STAGE_NOTE
+            out.extend(["", stages, note])
         out.extend(ioc_lines(r))
         out.extend(network_lines(r))
         out.extend(spike_lines(r))

@@ -65,11 +65,12 @@ def format_table(headers: list[str], rows: list[list[str]], left: int = 1) -> st
 
 
 STAGES = ("drive", "wake", "dispatch", "chain", "return")  # drive: GPIO lines only
+TIMERLAT_STAGES = ("irq", "thread", "user")  # timer expiry -> IRQ -> the timerlat thread -> back in user space
 
 
 def stage_table(result: dict) -> str | None:
-    """Per-stage statistics of an IOC response case (iocresp's summary "stages") and the total;
-    None for other probes."""
+    """Per-stage statistics of an IOC response case (iocresp's summary "stages") or a timerlat case, and the
+    total; None for other probes."""
     stages = ((result.get("probe_summary") or {}).get("stages")) or {}
     if not stages:
         return None
@@ -82,7 +83,11 @@ def stage_table(result: dict) -> str | None:
         ("max", "max_ns"),
         (">thr", "over_threshold"),
     ]
-    rows = [[name, *(format_cell(k, stages[name].get(k)) for _, k in keys)] for name in STAGES if name in stages]
+    rows = [
+        [name, *(format_cell(k, stages[name].get(k)) for _, k in keys)]
+        for name in (*STAGES, *TIMERLAT_STAGES)
+        if name in stages
+    ]
     rows.append(["total", *(format_cell(k, result["stats"].get(k)) for _, k in keys)])
     return format_table(["stage", *(h for h, _ in keys)], rows)
 

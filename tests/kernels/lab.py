@@ -1,0 +1,64 @@
+"""The kernel tier's helpers. The tier is collected only inside a scripts/kernel-lab guest ($RTQUAL_LAB_KERNEL
+set; tests/conftest.py leaves tests/kernels alone elsewhere), where tests/kernels/run starts it under Debian's
+PREEMPT_RT kernel and its standard one: it needs the guest's kernel, root and its writable $RTQUAL_LAB_OUT.
+Under TCG every rtqual command costs seconds of Python start-up, so each guest runs few commands: one scenario
+holds the timer, --trace, load and timerlat cases, and the tests read its bundle's files."""
+
+import json
+import os
+import subprocess
+from functools import cache
+from pathlib import Path
+
+from conftest import rtqual_run
+
+KERNEL = os.environ.get("RTQUAL_LAB_KERNEL", "")
+RT = KERNEL == "rt"
+TIMER_CASES = """
+[[case]]
+label = "timer traced"
+probe = "timer"
+params = { duration = "2s", threshold = "1ms", cpus = "1", trace = true }
+
+[[case]]
+label = "timer cpu-hog"
+probe = "timer"
+params = { duration = "1s" }
+loads = ["cpu-hog"]
+"""
+TIMERLAT_CASES = """
+[[case]]
+label = "timerlat"
+probe = "timerlat"
+params = { duration = "3s", threshold = "500us", trace = true }
+
+[[case]]
+label = "timer after timerlat"
+probe = "timer"
+params = { duration = "3s" }
+"""
+
+
+def lab_out() -> Path:
+    """This kernel's folder of bundles under the lab's writable folder (the other guest's is beside it)."""
+    folder = Path(os.environ["RTQUAL_LAB_OUT"]) / KERNEL.replace(":", "-")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def mount_debugfs() -> None:
+    """debugfs mounted (the guest's own: /sys/kernel/debug/sched/preempt says the dynamic preemption mode)."""
+    if not Path("/sys/kernel/debug/sched").exists():
+        subprocess.run(["mount", "-t", "debugfs", "none", "/sys/kernel/debug"], check=False)
+
+
+@cache
+def scenario() -> tuple[int, str, dict[str, dict]]:
+    """The guest's one scenario run (timer cases; on the RT kernel timerlat and the timer right after it): its
+    exit code, stderr, and each case's result.json by label."""
+    toml = lab_out() / "lab.toml"
+    toml.write_text('[run]\nname = "lab"\n' + TIMER_CASES + (TIMERLAT_CASES if RT else ""))
+    bundle = lab_out() / "timer"
+    p = rtqual_run("run", toml, "-q", "-o", bundle, timeout=300)
+    results = [json.loads(f.read_text()) for f in sorted(bundle.glob("cases/*/result.json"))]
+    return p.returncode, p.stderr, {r["label"]: r for r in results}

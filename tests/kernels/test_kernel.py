@@ -1,0 +1,76 @@
+"""Inside each lab guest (tests/kernels/run): rtqual sees the kernel it runs on; the timer probe, --trace, a load
+and a scenario run there; on the RT kernel `rtqual run timerlat` measures its stages and is cross-checked against
+the timer probe run right after it, on the standard kernel it exits 3 naming the missing option. Latencies under
+TCG are the emulator's: only invariants are asserted."""
+
+import json
+
+import pytest
+from lab import KERNEL, RT, lab_out, mount_debugfs, scenario
+
+from conftest import rtqual_run
+
+PREEMPT = KERNEL.partition(":")[2]  # the std kernel's preempt= mode, "" for its default
+
+
+def test_host_facts_see_the_preemption_model_and_the_emulator():
+    mount_debugfs()
+    p = rtqual_run("host", "--json", timeout=120)
+    assert p.returncode == 0, p.stderr
+    f = json.loads(p.stdout)
+    (lab_out() / "host.json").write_text(p.stdout)
+    pre = f["preempt"]
+    if RT:
+        assert pre["model"] == "PREEMPT_RT"
+    else:
+        assert pre["model"] == "PREEMPT_DYNAMIC"
+        if PREEMPT:
+            assert pre["cmdline_preempt"] == PREEMPT and pre["dynamic_mode"] == PREEMPT
+    v = f["virtualization"]
+    assert v["virtualized"] is True
+    assert "qemu" in f"{v['dmi_sys_vendor']} {v['dmi_product_name']}".lower()
+
+
+def test_scenario_runs_timer_traced_and_loaded():
+    code, err, cases = scenario()
+    assert code == 0, err
+    assert {"timer traced", "timer cpu-hog"} <= set(cases)
+    for label in ("timer traced", "timer cpu-hog"):
+        assert cases[label]["stats"]["count"] > 0 and cases[label]["verdict"] in ("pass", "completed")
+    traced = cases["timer traced"]
+    want = "available, used by `rtqual run timerlat` (docs/trace.md)" if RT else "not in this kernel"
+    assert traced["trace"]["timerlat"] == want
+    assert all(s["source"] == "sched/irq events" for s in traced["spikes"])
+
+
+@pytest.mark.skipif(RT, reason="the RT kernel has the timerlat tracer")
+def test_timerlat_says_which_kernel_option_is_missing():
+    p = rtqual_run("run", "timerlat", "--duration", "1s", "-q", "-o", lab_out() / "timerlat", timeout=120)
+    assert p.returncode == 3, p.stderr
+    assert "CONFIG_TIMERLAT_TRACER" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.skipif(not RT, reason="only the RT kernel has the timerlat tracer")
+def test_timerlat_measures_stages_and_matches_the_timer_probe():
+    code, err, cases = scenario()
+    assert code == 0, err
+    tl, tm = cases["timerlat"], cases["timer after timerlat"]
+    stages = tl["probe_summary"]["stages"]
+    assert set(stages) >= {"irq", "thread"} and tl["stats"]["count"] > 0
+    assert stages["irq"]["count"] == stages["thread"]["count"] == tl["stats"]["count"]
+    assert stages["irq"]["min_ns"] + stages["thread"]["min_ns"] <= tl["stats"]["min_ns"]  # the split adds up
+    assert tl["probe_summary"]["timerlat"]["lost_events"] == 0
+    ratio = {k: round(tl["stats"][k] / tm["stats"][k], 3) for k in ("p50_ns", "p99_ns", "max_ns") if tm["stats"][k]}
+    summary = {"timerlat": tl["stats"], "timer": tm["stats"], "ratio": ratio, "stages": stages}
+    (lab_out() / "timerlat-vs-timer.json").write_text(json.dumps(summary))
+    print("timerlat/timer", ratio)
+
+
+@pytest.mark.skipif(not RT, reason="only the RT kernel has the timerlat tracer")
+def test_timerlat_trace_uses_timerlat_split():
+    code, err, cases = scenario()
+    tl = cases["timerlat"]
+    assert tl["trace"]["timerlat"].startswith("used") or not tl["spikes"]
+    for s in tl["spikes"]:
+        assert s["source"] == "timerlat + sched/irq events"
+        assert set(s["stages"]) >= {"irq_ns", "thread_ns"}
