@@ -211,3 +211,19 @@ def test_odd_records_and_results_never_stop_show():
     assert env.sentences(e)  # the host sentence still
     strange = {"label": "z", "idle": True, "others_running": {"mean": "many"}}
     assert env.sentences({"hypervisor": "none", "cases": [strange]})[-1].startswith("case 'z': its environment holds")
+
+
+def test_a_guest_on_its_hosts_tree_is_not_the_hosts_container(tmp_path):
+    """scripts/kernel-lab's guests boot on the host's root over 9p/virtiofs: the host's /.dockerenv is in it
+    (and systemd-detect-virt believes it), yet the guest's processes are in no container."""
+    v = {"systemd_detect_virt_vm": "qemu", "systemd_detect_virt_container": "docker"}
+    guest = {"virtualization": {**v, "container_files": {"dockerenv": True, "root_fstype": "9p"}}}
+    assert env.container(guest) == ("none", "root file system shared by the VM's host (9p)")
+    assert env.hypervisor(guest)[0] == "qemu-tcg"
+    docker = {"virtualization": {**v, "container_files": {"dockerenv": True, "root_fstype": "overlay"}}}
+    assert env.container(docker)[0] == "docker"
+    (tmp_path / "proc/self").mkdir(parents=True)
+    (tmp_path / "proc/self/mounts").write_text("rootfs / rootfs rw 0 0\n/dev/root / virtiofs ro 0 0\n")
+    (tmp_path / ".dockerenv").write_text("")
+    files = facts_mod.collect(tmp_path)["virtualization"]["container_files"]
+    assert files["root_fstype"] == "virtiofs" and files["dockerenv"] is True

@@ -86,10 +86,13 @@ def container(facts: dict | None) -> tuple[str | None, str]:
     if not facts:
         return None, "no host facts"
     v = facts.get("virtualization") or {}
+    files = v.get("container_files")
+    if isinstance(files, dict) and files.get("root_fstype") in ("9p", "virtiofs"):
+        # a guest booted on its host's tree (scripts/kernel-lab): the host's container files are in it
+        return "none", f"root file system shared by the VM's host ({files['root_fstype']})"
     systemd = v.get("systemd_detect_virt_container")
     if systemd:
         return systemd, f"systemd-detect-virt: {systemd}"
-    files = v.get("container_files")
     if not isinstance(files, dict):
         return None, "not recorded"
     for key, why in (("run_systemd_container", "/run/systemd/container"), ("pid1_container", "/proc/1/environ")):

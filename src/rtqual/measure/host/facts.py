@@ -387,7 +387,10 @@ def _virtualization(r: _Reader, cpuinfo: str | None) -> dict:
 def _container_files(r: _Reader) -> dict:
     """The files that say a container (read when systemd-detect-virt is missing or for a recorded tree):
     /.dockerenv, /run/.containerenv (podman), /run/systemd/container and PID 1's container= variable
-    (the manager's name), and a container manager named in /proc/1/cgroup."""
+    (the manager's name), a container manager named in /proc/1/cgroup, and the root file system's type (a VM
+    whose root is the host's tree over 9p or virtiofs, as scripts/kernel-lab's guests, sees the host's files)."""
+    mounts = r.text("virtualization.mounts", "/proc/self/mounts", optional=True) or ""
+    root_fs = [w[2] for w in (line.split() for line in mounts.splitlines()) if len(w) > 2 and w[1] == "/"]
     environ = r.text("virtualization.pid1_environ", "/proc/1/environ", optional=True)
     pid1 = next((w[10:] for w in (environ or "").split("\0") if w.startswith("container=")), None)
     cgroup = (r.text("virtualization.pid1_cgroup", "/proc/1/cgroup", optional=True) or "").lower()
@@ -399,6 +402,7 @@ def _container_files(r: _Reader) -> dict:
         ),
         "pid1_container": pid1 or None,
         "pid1_cgroup": next((n for n in ("docker", "lxc", "libpod", "kubepods") if f"/{n}" in cgroup), None),
+        "root_fstype": root_fs[-1] if root_fs else None,
     }
 
 
