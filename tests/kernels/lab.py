@@ -25,6 +25,11 @@ label = "timer cpu-hog"
 probe = "timer"
 params = { duration = "1s" }
 loads = ["cpu-hog"]
+
+[[case]]
+label = "timer deadline"
+probe = "timer"
+params = { duration = "1s", cpus = "1", policy = "deadline", runtime = "200us", period = "1ms" }
 """
 TIMERLAT_CASES = """
 [[case]]

@@ -43,6 +43,15 @@ def test_scenario_runs_timer_traced_and_loaded():
     assert all(s["source"] == "sched/irq events" for s in traced["spikes"])
 
 
+def test_scenario_runs_the_timer_under_sched_deadline():
+    code, err, cases = scenario()
+    assert code == 0, err
+    dl = cases["timer deadline"]
+    assert dl["params"]["policy"] == "deadline" and dl["stats"]["count"] > 0
+    assert (dl["params"]["runtime_ns"], dl["params"]["period_ns"]) == (200_000, 1_000_000)
+    assert dl["verdict"] in ("pass", "completed"), dl.get("reason")
+
+
 @pytest.mark.skipif(RT, reason="the RT kernel has the timerlat tracer")
 def test_timerlat_says_which_kernel_option_is_missing():
     p = rtqual_run("run", "timerlat", "--duration", "1s", "-q", "-o", lab_out() / "timerlat", timeout=120)
