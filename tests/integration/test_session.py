@@ -54,3 +54,23 @@ def test_a_signal_before_the_spawn(tmp_path, spawn):
     else:
         assert s.exit_code is None and seen == []
     assert guard.proc is None
+
+
+def test_a_probe_never_inherits_an_ignored_stop_signal():
+    """A shell's background job runs with SIGINT ignored; a probe spawned from there must still stop on the
+    SIGINT sent before its handler is in place (else it runs its whole duration: a CI run hung on it)."""
+    import subprocess
+
+    from rtqual.measure._native import default_stop_signals
+
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        shown = subprocess.run(
+            ["grep", "SigIgn", "/proc/self/status"], capture_output=True, text=True, preexec_fn=default_stop_signals
+        ).stdout
+        inherited = subprocess.run(["grep", "SigIgn", "/proc/self/status"], capture_output=True, text=True).stdout
+    finally:
+        signal.signal(signal.SIGINT, old)
+    sigint = 1 << (signal.SIGINT - 1)
+    assert int(inherited.split()[1], 16) & sigint  # the hazard is real
+    assert not int(shown.split()[1], 16) & sigint

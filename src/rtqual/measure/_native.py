@@ -133,6 +133,15 @@ def check(probe: str, args: list[str]) -> None:
         raise RtqError(f"{name} {probe} --check failed (exit {out.returncode}): {_last_line(out.stderr)}")
 
 
+def default_stop_signals() -> None:
+    """In a child before exec: SIGINT and SIGTERM back to their default action. An ignored signal stays ignored
+    across exec (a shell's background job starts with SIGINT ignored), and a stop sent before the probe set its
+    handler would be lost: the probe would run its whole duration."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        if signal.getsignal(sig) == signal.SIG_IGN:
+            signal.signal(sig, signal.SIG_DFL)
+
+
 def spawn(probe: str, args: list[str], stderr, preexec=None, env: dict[str, str] | None = None) -> subprocess.Popen:
     """Start a probe in its own session (signals are forwarded by the runner); JSON Lines on stdout.
     preexec runs in the child before exec (e.g. joining a cpuset); env (default: ours) is the
@@ -140,6 +149,7 @@ def spawn(probe: str, args: list[str], stderr, preexec=None, env: dict[str, str]
 
     def setup():
         die_with_parent(signal.SIGTERM)  # the probe stops cleanly if rtqual is killed
+        default_stop_signals()
         if preexec:
             preexec()
 
