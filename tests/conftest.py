@@ -11,7 +11,7 @@ from hypothesis import settings
 settings.register_profile("rtqual", deadline=None)
 settings.load_profile("rtqual")
 
-pytest_plugins = ["tracing"]  # the tracefs_view fixture of the --trace tests (tests/tracing.py)
+pytest_plugins = ["tracing", "pgserver"]  # fixtures: tracefs_view (tests/tracing.py), pg_server (tests/pgserver.py)
 # the kernel tier runs inside scripts/kernel-lab guests only (tests/kernels/run sets RTQUAL_LAB_KERNEL there)
 collect_ignore_glob = [] if os.environ.get("RTQUAL_LAB_KERNEL") else ["kernels/*"]
 

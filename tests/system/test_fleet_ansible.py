@@ -75,9 +75,10 @@ def installed(fleet):
     return fleet
 
 
-def qualify(fleet, tmp_path, *extra: str) -> tuple[list[Path], Path]:
-    """qualify.yml on the installed hosts with extra -e values; (the fetched bundles in host order, store)."""
-    results, store = tmp_path / "results", tmp_path / "fleet.sqlite"
+def qualify(fleet, tmp_path, *extra: str, store: str | Path | None = None) -> tuple[list[Path], Path]:
+    """qualify.yml on the installed hosts with extra -e values, into `store` (a PostgreSQL URL, or by default
+    an SQLite file); (the fetched bundles in host order, results folder)."""
+    results, store = tmp_path / "results", store or tmp_path / "fleet.sqlite"
     started = time.monotonic()
     out = fleet.playbook(
         "qualify.yml", fleet.inventory(rtqual_host_store="off"), "rtqual_install=false",
@@ -106,12 +107,12 @@ def qualify(fleet, tmp_path, *extra: str) -> tuple[list[Path], Path]:
     return bundles, results
 
 
-def test_qualify_runs_detached_fetches_verifies_stores_and_fleet_reports_three_hosts(installed, tmp_path):
+def test_qualify_runs_detached_fetches_verifies_stores_and_fleet_reports_three_hosts(installed, pg_server, tmp_path):
+    """Into a central PostgreSQL store (the facility's; the timer test below stores into SQLite)."""
     script = tmp_path / "samples.txt"  # the fake probe (no measurement): the hosts share this file system
     script.write_text("".join(f"sample {i % 2} {1000 + 37 * i} 0\n" for i in range(200)))
-    bundles, results = qualify(
-        installed, tmp_path, "rtqual_probe=fake", json.dumps({"rtqual_run_args": ["--script", str(script)]})
-    )
+    args = ("rtqual_probe=fake", json.dumps({"rtqual_run_args": ["--script", str(script)]}))
+    bundles, results = qualify(installed, tmp_path, *args, store=pg_server.new_database())
     fleet_doc = json.loads(rtqual_run("fleet", results, "--json").stdout)
     assert sorted(h["host"] for h in fleet_doc["hosts"]) == sorted(h.name for h in installed.hosts)
     assert all(h["verdict"] in ("pass", "completed") and h["bundles"] == [str(b)] for h, b in
