@@ -2,7 +2,7 @@
 
 from rtqual import probes
 from rtqual.measure import _native
-from rtqual.measure.timerlat import Slot, options, parse_sample, stages_of
+from rtqual.measure.timerlat import Slot, missed_periods, options, parse_sample, stages_of
 from rtqual.probes.catalog import PROBES
 
 IRQ = "          <idle>-0       [001] d.h1.   105.363370: #7     context    irq timer_latency      1570 ns"
@@ -50,3 +50,10 @@ def test_options_refuse_what_the_tracer_cannot_do():
         options(["--interval", "100500ns"])
     with pytest.raises(RtqError, match="out of range"):
         options(["--interval", "10us"])
+
+
+def test_periods_without_a_sample_are_overruns():
+    ms = 1_000_000
+    assert missed_periods(3000, 3000 * ms, ms) == 0
+    assert missed_periods(1760, 3000 * ms + ms // 2, ms) == 1240  # a partial period is not yet owed
+    assert missed_periods(3001, 3000 * ms, ms) == 0  # never negative (the window's edges)
