@@ -69,6 +69,8 @@ def test_timerlat_measures_stages_and_matches_the_timer_probe():
     assert stages["irq"]["count"] == stages["thread"]["count"] == tl["stats"]["count"]
     assert stages["irq"]["min_ns"] + stages["thread"]["min_ns"] <= tl["stats"]["min_ns"]  # the split adds up
     assert tl["probe_summary"]["timerlat"]["lost_events"] == 0
+    periods = len(tl["params"]["cpus"]) * tl["params"]["duration_ns"] // tl["params"]["interval_ns"]
+    assert tl["stats"]["count"] + tl["stats"]["overruns"] >= periods - len(tl["params"]["cpus"])  # none unaccounted
     ratio = {k: round(tl["stats"][k] / tm["stats"][k], 3) for k in ("p50_ns", "p99_ns", "max_ns") if tm["stats"][k]}
     summary = {"timerlat": tl["stats"], "timer": tm["stats"], "ratio": ratio, "stages": stages}
     (lab_out() / "timerlat-vs-timer.json").write_text(json.dumps(summary))
