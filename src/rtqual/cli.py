@@ -163,7 +163,7 @@ def cmd_compare(a, argv: list[str]) -> int:
     seen: dict[Path, Model] = {}  # a bundle named twice is read (and hashed) once
     bundles = [seen.get(Path(p).resolve()) or seen.setdefault(Path(p).resolve(), load_bundle(p))
                for p in [a.bundle_a, a.bundle_b, *a.more]]  # fmt: skip
-    data = [b.as_dict() for b in bundles]
+    data = [{**b.as_dict(), "facts": b.facts("before"), "tuning": b.tuning()} for b in bundles]  # settings differ
     if len(data) == 2:
         out = compare.compare_json(data[0], data[1], match) if a.json else compare.compare_text(data[0], data[1], match)
     else:
