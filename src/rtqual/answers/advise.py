@@ -11,7 +11,7 @@ as passed. docs/advise.md says what each check reads and why.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rtqual.results.facts import UNLIMITED, get_fact
@@ -684,7 +684,7 @@ CHECKS: dict[str, Callable[[Context], dict | None]] = {
 # ---------------------------------------------------------------- the settings the checks read, as values
 
 
-def _per_cpu_text(values: dict[int, str | None]) -> str | None:
+def _per_cpu_text(values: Mapping[int, str | None]) -> str | None:
     """One value per CPU in words: 'performance' when all agree, else '0 performance; 1-3 powersave'."""
     known = {cpu: v for cpu, v in values.items() if v is not None}
     if not known:
