@@ -918,8 +918,12 @@ def advise(
             passed.append(name)
         else:
             findings.append(f)
-    findings.sort(key=lambda f: SEVERITIES.index(f["severity"]))
-    return {"cpus": format_cpulist(cpus), "priority": c.priority, "findings": findings, "passed": passed}
+    return {"cpus": format_cpulist(cpus), "priority": c.priority, "findings": ranked(findings), "passed": passed}
+
+
+def ranked(findings: list[dict]) -> list[dict]:
+    """Findings blockers first (stable within a severity)."""
+    return sorted(findings, key=lambda f: SEVERITIES.index(f["severity"]))
 
 
 def effect_text(m: dict) -> str:
