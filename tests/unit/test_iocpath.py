@@ -184,8 +184,11 @@ def test_advise_bundle_explains_its_ioc_case(capsys, tmp_path):
     result = advise_json(capsys, "--bundle", DATA / "bundles" / "ioc")
     assert {"preempt-model", "rt-throttling", "virtualized"} <= {f["id"] for f in result["findings"]}
     f = ioc_finding(result)
-    assert f["path"] is None and f["severity"] == "minor"  # untraced: the input's interrupt is not known
+    assert f["path"] is None and f["severity"] == "info"  # a FIFO input: no interrupt thread to wait for
     assert "case 002-ioc: reader threads: rtqIn0 (FIFO 89); CPUs 0-1" in f["evidence"]
+    assert "case 002-ioc: input: a FIFO the harness writes: no interrupt" in f["evidence"]
+    named = ioc_finding(advise_json(capsys, "--bundle", DATA / "bundles" / "ioc", "--input-irq", "25-ACPI"))
+    assert named["severity"] == "major" and "irq/25-ACPI:Ged (FIFO 50) (the input's) waits for rtqIn0" in str(named)
     f = ioc_finding(advise_json(capsys, "--bundle", traced_copy(tmp_path)))
     path = f["path"]
     assert path["responses"] == 1 and 0 < path["attributed_ns"] <= path["response_ns"] == 70_000

@@ -338,17 +338,26 @@ def input_threads(responses: list[tuple[int, list[dict]]]) -> list[str]:
     return sorted({p["thread"] for _, parts in responses for p in parts if str(p["thread"]).startswith("irq/")})
 
 
-def finding(ioc: list[dict], kernel: list[dict], inputs: list[str], path: dict | None = None, where: str = "") -> dict:
+def finding(
+    ioc: list[dict],
+    kernel: list[dict],
+    inputs: list[str],
+    path: dict | None = None,
+    where: str = "",
+    no_irq: str | None = None,
+) -> dict:
     """The `ioc-threads` finding: each IOC thread on the input's path (reader, callback, scan, CA, PVA) with its
     policy, priority and CPUs; the interrupt threads sharing its CPUs; the IOC threads that run above an
     interrupt thread they may depend on (major when that is the input's, named by `inputs` or found in the
     trace; minor when the input is not known; info when none); with trace data, where the responses' time
-    went (`path`, from summary(); then only the interrupt threads the responses passed through count)."""
+    went (`path`, from summary(); then only the interrupt threads the responses passed through count).
+    no_irq: why the input has no interrupt thread (a FIFO written by the harness), when known."""
     from rtqual.answers.advise import finding as make
 
     on_path = [t for t in ioc if role(t["comm"])]
     near = [k for k in kernel if any(shared_cpus(t, k) for t in on_path)]
-    bad = [] if path and not inputs else inversions(ioc, kernel, inputs)  # traced: the input's threads are known
+    known = bool(inputs) or path is not None or no_irq is not None  # which interrupt threads the input uses
+    bad = inversions(ioc, kernel, inputs) if inputs or not known else []
     evidence = [
         f"{where}{r} threads: {threads_text([t for t in on_path if role(t['comm']) == r])}"
         for r, _ in ROLES
@@ -363,6 +372,8 @@ def finding(ioc: list[dict], kernel: list[dict], inputs: list[str], path: dict |
             + ", ".join(f"{words(t)} on CPU {format_cpulist(cpus)}" for t, _, cpus in above[:6])
             + (f" and {len(above) - 6} more" if len(above) > 6 else "")
         )
+    if no_irq and not inputs:
+        evidence.append(f"{where}input: {no_irq}")
     if path:
         evidence += [f"{where}trace: {line}" for line in summary_lines(path)]
         if not inputs:
@@ -412,4 +423,5 @@ def case_finding(model, r: dict, inputs: list[str]) -> dict | None:
             end = int(s["time_ns"])
             responses.append((int(s["latency_ns"]), attribute(text.splitlines(), s["cpu"], end - s["latency_ns"], end)))
     path = summary(responses, policies) if responses else None
-    return finding(ioc, kernel, inputs or input_threads(responses), path, where=f"case {r['id']}: ")
+    fifo = None if (r["ioc"].get("spec") or {}).get("gpio") else "a FIFO the harness writes: no interrupt"
+    return finding(ioc, kernel, inputs or input_threads(responses), path, f"case {r['id']}: ", fifo)
