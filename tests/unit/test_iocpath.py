@@ -196,3 +196,26 @@ def test_advise_bundle_explains_its_ioc_case(capsys, tmp_path):
     assert any("trace: 34 us (49 %) irq/24-eth0 (FIFO 50) waiting for rtqIn0 (FIFO 89)" in e for e in f["evidence"])
     code = cli.main(["advise", "--bundle", str(traced_copy(tmp_path / "t"))])
     assert code == 0 and "[major] ioc-threads" in capsys.readouterr().out
+
+
+def test_a_traced_service_case_keeps_every_cpus_lines_in_time_order():
+    """Tracer(all_cpus=True) (a probe measured through a service): a spike's window holds the lines of every
+    traced CPU from its deadline minus the margin to its wake-up; without it, its own CPU's only."""
+    from collections import deque
+
+    from rtqual.measure.trace import Tracer, line_ts, text_range
+
+    def cut(all_cpus: bool) -> list[str]:
+        t = Tracer([0, 1], all_cpus=all_cpus, margin_ns=0)
+        for cpu in (0, 1):
+            text = "\n".join(x for x in FIFO if f"[{cpu:03d}]" in x) + "\n"
+            t._chunks[cpu] = deque([(*text_range(text), text)])  # as the reader keeps what it read
+            t._newest[cpu] = T0 + 200_000
+        t.spike(0, T0 + 100_000, 100_000)
+        t._resolve(final=True)
+        (w,) = t.take()
+        return w["lines"]
+
+    assert cut(True) == FIFO  # both CPUs' lines, in time order (FIFO is)
+    assert [line_ts(x) for x in FIFO] == sorted(line_ts(x) for x in FIFO)
+    assert cut(False) == [x for x in FIFO if "[000]" in x]
