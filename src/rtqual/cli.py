@@ -417,6 +417,8 @@ def live_ioc_finding(pid: int, root: str, tun: dict, inputs) -> dict:
     if not threads:
         raise RtqError(f"--ioc {pid}: no such process below {root}")
     ioc = [iocpath.thread(t["tid"], t["comm"], t["policy"], t["rt_priority"], t["cpus"]) for t in threads]
+    if not any(iocpath.role(t["comm"]) for t in ioc):
+        raise RtqError(f"--ioc {pid}: no EPICS IOC thread (callback, scan, CA) in process {pid} ({ioc[0]['comm']})")
     return iocpath.finding(ioc, iocpath.kernel_threads(tun.get("rt_tasks") or []), inputs or [])
 
 

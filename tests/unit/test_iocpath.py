@@ -154,6 +154,7 @@ def test_a_live_ioc_above_its_inputs_irq_thread_is_named(capsys):
 def test_advise_ioc_and_bundle_refuse_bad_input_in_one_line(capsys, tmp_path):
     for argv, why in (
         (["--root", RT_TREE, "--ioc", "99999"], "--ioc 99999: no such process"),
+        (["--root", RT_TREE, "--ioc", "50"], "--ioc 50: no EPICS IOC thread (callback, scan, CA) in process 50"),
         (["--bundle", DATA / "bundles" / "ioc", "--measure"], "--bundle: advises from the bundle's recorded facts"),
         (["--bundle", tmp_path], "not an rtqual bundle"),
     ):
