@@ -416,6 +416,8 @@ def case_finding(model, r: dict, inputs: list[str]) -> dict | None:
         tasks = []
     kernel = kernel_threads(tasks if isinstance(tasks, list) else [])
     policies = {t["tid"]: t["policy"] for t in ioc + kernel}
+    for s in r.get("spikes") or []:  # the harness and others as the spike analysis knew them (fifo, other...)
+        policies |= {c["pid"]: c["policy"] for c in s.get("culprits") or [] if c.get("pid") and c.get("policy")}
     responses = []
     for s in r.get("spikes") or []:
         text = model.text(names.case_file(r["id"], s["trace_file"])) if s.get("trace_file") else None

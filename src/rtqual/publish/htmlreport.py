@@ -940,11 +940,11 @@ def render_compare(bundles: list[dict], match: compare.Match | None = None) -> s
 def advice_of(model: Model) -> tuple[list[dict], list[dict]]:
     """What to change on the bundle's host (rtqual.answers.advise.bundle_advice): the findings and effects of
     `advise --measure`, else the checks over the host facts the run recorded; and each IOC case's path
-    (rtqual.answers.iocpath: `ioc-threads`)."""
+    (rtqual.answers.iocpath: `ioc-threads`) where it has something to change."""
     from rtqual.answers import advise, iocpath
 
     findings, measured = advise.bundle_advice(model.plan, model.facts("before"), model.tuning(), list(model.cases))
-    ioc = [f for r in model.cases if (f := iocpath.case_finding(model, r, []))]
+    ioc = [f for r in model.cases if (f := iocpath.case_finding(model, r, [])) and f["severity"] != "info"]
     return advise.ranked([*findings, *ioc]), measured
 
 
