@@ -163,7 +163,7 @@ def cmd_compare(a, argv: list[str]) -> int:
     seen: dict[Path, Model] = {}  # a bundle named twice is read (and hashed) once
     bundles = [seen.get(Path(p).resolve()) or seen.setdefault(Path(p).resolve(), load_bundle(p))
                for p in [a.bundle_a, a.bundle_b, *a.more]]  # fmt: skip
-    data = [b.as_dict() for b in bundles]
+    data = [{**b.as_dict(), "facts": b.facts("before"), "tuning": b.tuning()} for b in bundles]  # settings differ
     if len(data) == 2:
         out = compare.compare_json(data[0], data[1], match) if a.json else compare.compare_text(data[0], data[1], match)
     else:
@@ -358,8 +358,15 @@ def cmd_advise(a, argv: list[str]) -> int:
         raise RtqError("--measure: only on the live host (--root /): it measures this kernel")
     if a.measure and a.rounds < 2:
         raise RtqError(f"--rounds: at least 2 (got {a.rounds}): the spread across rounds says what is noise")
-    f = facts.collect(root=a.root)
-    result = advise.advise(f, facts.tuning(a.root), cpus, a.priority, advise.profile_budget_ns(a.profile))
+    if a.bundle is not None and (a.measure or not live or a.ioc is not None):
+        raise RtqError("--bundle: advises from the bundle's recorded facts; not with --measure, --root or --ioc")
+    if a.bundle is not None:
+        result = advise_bundle(a.bundle, cpus, a.priority, advise.profile_budget_ns(a.profile), a.input_irq)
+    else:
+        tun = facts.tuning(a.root)
+        result = advise.advise(facts.collect(root=a.root), tun, cpus, a.priority, advise.profile_budget_ns(a.profile))
+        if a.ioc is not None:
+            result["findings"] = advise.ranked([*result["findings"], live_ioc_finding(a.ioc, a.root, tun, a.input_irq)])
     measured: list[dict] = []
     bundle = None
     if a.measure:
@@ -384,6 +391,35 @@ def cmd_advise(a, argv: list[str]) -> int:
         if bundle is not None:
             print(bundle)
     return 0
+
+
+def advise_bundle(path: str, cpus, priority, budget_ns, inputs) -> dict:
+    """`advise --bundle`: the checks over the host facts a bundle recorded, and the `ioc-threads` finding of
+    each of its IOC cases (rtqual.answers.iocpath: threads, interrupt threads, the traced responses' path)."""
+    from rtqual.answers import advise, iocpath
+
+    model = load_bundle(path)
+    before = model.facts("before")
+    if before is None:
+        raise RtqError(f"--bundle {path}: no host facts recorded (host/facts-before.json missing or damaged)")
+    result = advise.advise(before, model.tuning() or {}, cpus, priority, budget_ns)
+    ioc = [f for r in model.cases if (f := iocpath.case_finding(model, r, inputs or []))]
+    result["findings"] = advise.ranked([*result["findings"], *ioc])
+    return result
+
+
+def live_ioc_finding(pid: int, root: str, tun: dict, inputs) -> dict:
+    """`advise --ioc PID`: the running IOC's threads (below root) against the interrupt threads."""
+    from rtqual.answers import iocpath
+    from rtqual.measure.host import facts
+
+    threads = facts.threads_of(pid, root)
+    if not threads:
+        raise RtqError(f"--ioc {pid}: no such process below {root}")
+    ioc = [iocpath.thread(t["tid"], t["comm"], t["policy"], t["rt_priority"], t["cpus"]) for t in threads]
+    if not any(iocpath.role(t["comm"]) for t in ioc):
+        raise RtqError(f"--ioc {pid}: no EPICS IOC thread (callback, scan, CA) in process {pid} ({ioc[0]['comm']})")
+    return iocpath.finding(ioc, iocpath.kernel_threads(tun.get("rt_tasks") or []), inputs or [])
 
 
 def advise_case(name: str | None, cpus: str, priority: int, duration: str) -> dict:

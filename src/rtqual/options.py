@@ -431,3 +431,15 @@ def add_advise_parser(sub) -> None:
     ad.add_argument(
         "--root", default="/", metavar="DIR", help="read /proc and /sys below DIR (a recorded tree; default /)"
     )
+    ad.add_argument(
+        "--bundle",
+        metavar="DIR",
+        help="advise for the host a bundle ran on (its recorded facts) and explain its IOC cases' path",
+    )
+    ad.add_argument("--ioc", type=int, metavar="PID", help="explain a running IOC's path (its threads, below --root)")
+    ad.add_argument(
+        "--input-irq",
+        metavar="NAME",
+        action="append",
+        help="--ioc/--bundle: the interrupt that brings the IOC's input (part of its irq/N-NAME thread, e.g. eth0)",
+    )

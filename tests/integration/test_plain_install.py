@@ -98,6 +98,7 @@ def test_readme_commands_on_frozen_bundles(plain_venv, tmp_path):
         ["table", "aps", b["ioc"], "--csv"],
         ["advise", "--cpus", "1"],
         ["advise", "--json"],
+        ["advise", "--bundle", b["ioc"]],
         ["fleet", b["timer-raw"], b["scenario"], b["ioc"]],
     ]
     for args in commands:

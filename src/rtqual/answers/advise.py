@@ -11,7 +11,7 @@ as passed. docs/advise.md says what each check reads and why.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rtqual.results.facts import UNLIMITED, get_fact
@@ -681,6 +681,109 @@ CHECKS: dict[str, Callable[[Context], dict | None]] = {
 }
 
 
+# ---------------------------------------------------------------- the settings the checks read, as values
+
+
+def _per_cpu_text(values: Mapping[int, str | None]) -> str | None:
+    """One value per CPU in words: 'performance' when all agree, else '0 performance; 1-3 powersave'."""
+    known = {cpu: v for cpu, v in values.items() if v is not None}
+    if not known:
+        return None
+    groups: dict[str, list[int]] = {}
+    for cpu, v in sorted(known.items()):
+        groups.setdefault(v, []).append(cpu)
+    return next(iter(groups)) if len(groups) == 1 else "; ".join(f"{format_cpulist(c)} {v}" for v, c in groups.items())
+
+
+def _word(value: Any, none: str = "none") -> str | None:
+    """A recorded value as compare shows it: None stays None (not recorded), '' and 'absent' become `none`."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return str(value) if str(value) != "" else none
+
+
+def _cmdline_setting(key: str) -> Callable[[Context], str | None]:
+    """A kernel command line word's value ('none' where absent, None where the command line was not read)."""
+
+    def read(c: Context) -> str | None:
+        opts = c.fact("cmdline.rt_options")
+        return None if not isinstance(opts, dict) else "none" if opts.get(key) is None else _word(opts[key])
+
+    return read
+
+
+def _governors(c: Context) -> str | None:
+    per = c.fact("cpu.per_cpu") or []
+    return _per_cpu_text({e["cpu"]: e.get("governor") or "none" for e in per}) if per else None
+
+
+def _idle_states_text(c: Context) -> str | None:
+    per = c.fact("cpuidle.per_cpu")
+    if per is None:
+        return None
+    enabled = {
+        e["cpu"]: ",".join(str(s.get("name")) for s in e.get("states") or [] if not s.get("disabled")) or "none"
+        for e in per
+    }
+    return _per_cpu_text(enabled) or "none"
+
+
+def _watchdog_text(c: Context) -> str | None:
+    w = c.tun.get("watchdog")
+    if not w or w.get("watchdog") is None:
+        return None
+    return " ".join(f"{k}={w.get(k)}" for k in ("watchdog", "nmi_watchdog", "soft_watchdog")) + (
+        f" cpumask={w['cpumask']}" if w.get("cpumask") else ""
+    )
+
+
+def _swap_text(c: Context) -> str | None:
+    m = c.tun.get("memory")
+    return None if m is None else (", ".join(m.get("swaps") or []) or "off")
+
+
+def _irqbalance_text(c: Context) -> str | None:
+    running = (c.tun.get("irqs") or {}).get("irqbalance")
+    return None if running is None else "running" if running else "not running"
+
+
+# setting -> (the check that reads it, its value from the recorded facts; None where not recorded)
+SETTINGS: dict[str, tuple[str, Callable[[Context], str | None]]] = {
+    "isolcpus": ("isolcpus", _cmdline_setting("isolcpus")),
+    "nohz_full": ("isolcpus", _cmdline_setting("nohz_full")),
+    "rcu_nocbs": ("isolcpus", _cmdline_setting("rcu_nocbs")),
+    "irqaffinity": ("isolcpus", _cmdline_setting("irqaffinity")),
+    "threadirqs": ("irq-thread-priority", _cmdline_setting("threadirqs")),
+    "irqbalance": ("irq-affinity", _irqbalance_text),
+    "rt-throttling": ("rt-throttling", lambda c: _word(c.fact("sched.rt_runtime_us"))),
+    "governor": ("governor", _governors),
+    "boost": ("governor", lambda c: _word(c.tun.get("boost"))),
+    "idle states": ("cstates", _idle_states_text),
+    "smt": ("smt", lambda c: _word(c.fact("cpu.smt_active"))),
+    "timer-migration": ("timer-migration", lambda c: _word(c.fact("sched.timer_migration"))),
+    "watchdog": ("watchdog", _watchdog_text),
+    "thp": ("thp", lambda c: _word((c.tun.get("memory") or {}).get("thp"))),
+    "ksm": ("thp", lambda c: _word((c.tun.get("memory") or {}).get("ksm_run"))),
+    "numa-balancing": ("thp", lambda c: _word(c.fact("sched.numa_balancing"))),
+    "swap": ("thp", _swap_text),
+    "workqueue": ("workqueue", lambda c: _word(c.tun.get("workqueue_cpumask"))),
+    "clocksource": ("clocksource", lambda c: _word(c.fact("clocksource.current"))),
+}
+
+
+def settings(facts: dict | None, tun: dict | None) -> dict[str, str]:
+    """The tunable settings the checks read, as {setting: value} from recorded host facts (a bundle's
+    facts-before and tuning-before); a setting not recorded is left out. `rtqual compare` names those that
+    differ between bundles."""
+    if not isinstance(facts, dict):
+        return {}
+    c = Context(facts, tun if isinstance(tun, dict) else {}, [0], DEFAULT_PRIORITY, None)
+    values = {name: read(c) for name, (_, read) in SETTINGS.items()}
+    return {name: v for name, v in values.items() if v is not None}
+
+
 def measurable(findings: list[dict]) -> list[dict]:
     """The findings whose fix can be applied at run time and written by rtqual (they have knobs)."""
     return [f for f in findings if f["runtime"] and f["knobs"]]
@@ -815,8 +918,12 @@ def advise(
             passed.append(name)
         else:
             findings.append(f)
-    findings.sort(key=lambda f: SEVERITIES.index(f["severity"]))
-    return {"cpus": format_cpulist(cpus), "priority": c.priority, "findings": findings, "passed": passed}
+    return {"cpus": format_cpulist(cpus), "priority": c.priority, "findings": ranked(findings), "passed": passed}
+
+
+def ranked(findings: list[dict]) -> list[dict]:
+    """Findings blockers first (stable within a severity)."""
+    return sorted(findings, key=lambda f: SEVERITIES.index(f["severity"]))
 
 
 def effect_text(m: dict) -> str:

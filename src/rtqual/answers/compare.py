@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from rtqual.answers.advise import SETTINGS, settings
 from rtqual.errors import RtqError
 from rtqual.units import format_cpulist, format_ns
 
@@ -151,6 +152,31 @@ def host_aspects(bundle: dict) -> dict[str, str]:
         "scenario": (bundle.get("plan") or {}).get("name"),
     }
     return {k: str(v) if v is not None else "?" for k, v in out.items()}
+
+
+def settings_differ(bundles: list[dict]) -> list[dict]:
+    """The tunable settings `rtqual advise` checks that differ between the bundles, from each one's recorded
+    host facts ("facts", "tuning"): [{"id": setting, "check": the advise check, "values": one per bundle}]
+    in the checks' order; a setting some bundle did not record is left out (unknown is not a difference)."""
+    each = [settings(b.get("facts"), b.get("tuning")) for b in bundles]
+    return [
+        {"id": name, "check": check, "values": [s[name] for s in each]}
+        for name, (check, _) in SETTINGS.items()
+        if all(name in s for s in each) and len({s[name] for s in each}) > 1
+    ]
+
+
+def settings_text(diff: list[dict], names: list[str] | None = None) -> str:
+    """'settings that differ: rt-throttling (950000 → -1), isolcpus (none → 1)' for two bundles, each value
+    named by its bundle for more; '' when none differ."""
+    if not diff:
+        return ""
+    two = len(diff[0]["values"]) == 2 and names is None
+    shown = [
+        " → ".join(d["values"]) if two else ", ".join(f"{n} {v}" for n, v in zip(names or [], d["values"]))
+        for d in diff
+    ]
+    return "settings that differ: " + ", ".join(f"{d['id']} ({v})" for d, v in zip(diff, shown))
 
 
 def _loads_text(r: dict) -> str:

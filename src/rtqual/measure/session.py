@@ -161,7 +161,8 @@ class Session:
         runs untraced)."""
         if self.trace_cpus is None:
             return None
-        tracer = Tracer(self.trace_cpus, journal=self.journal, max_spikes=self.max_spikes)
+        # a response through a service (an IOC) crosses its threads on any CPU: each spike keeps every CPU's lines
+        tracer = Tracer(self.trace_cpus, journal=self.journal, max_spikes=self.max_spikes, all_cpus=bool(self.service))
         try:
             tracer.start()
         except TraceUnavailable as e:

@@ -229,8 +229,10 @@ class Tracer:
         buffer_kb: int = BUFFER_KB,
         margin_ns: int = MARGIN_NS,
         max_spikes: int = MAX_SPIKES,
+        all_cpus: bool = False,
     ):
         self.cpus = sorted(set(cpus))
+        self.all_cpus = all_cpus  # each spike keeps the lines of every traced CPU (a response through a service)
         self.journal, self.buffer_kb, self.margin_ns, self.max_spikes = journal, buffer_kb, margin_ns, max_spikes
         self.notes: list[str] = []  # said to the user (a mount), kept in the case result
         self.root: Path | None = None  # tracefs in use
@@ -441,6 +443,9 @@ class Tracer:
         for w, _ in ready:
             cpu, start = w["cpu"], w["deadline_ns"] - self.margin_ns
             lines = window_lines(chunks[cpu], start, w["wake_ns"])
+            if self.all_cpus:  # the other CPUs' lines too, in time order (the spike's own analysis filters by CPU)
+                others = [x for c in self.cpus if c != cpu for x in window_lines(chunks[c], start, w["wake_ns"])]
+                lines = sorted(lines + others, key=lambda x: line_ts(x) or 0)
             first = chunks[cpu][0][0] if chunks[cpu] else None
             complete = first is not None and first <= start and self._newest[cpu] >= w["wake_ns"]
             done = {**w, "lines": lines, "policies": _policies(lines), "complete": complete}

@@ -3,7 +3,7 @@ answers.compare (--match, else id, else label). Pure functions of loaded bundles
 Two bundles give the A/B/ratio table; more give one row per bundle and the ratio of each to the first. The
 '% over' column states the threshold it counts against."""
 
-from rtqual.answers.compare import Match, matches, pairs, ratios
+from rtqual.answers.compare import Match, matches, pairs, ratios, settings_differ, settings_text
 from rtqual.publish.views import (
     COMPARE_COLUMNS,
     PERCENTILE_NOTE,
@@ -26,6 +26,8 @@ def compare_text(a: dict, b: dict, match: Match | None = None) -> str:
     """Two bundles: per paired case, A's and B's statistics and B/A; then the cases only one has."""
     both, only_a, only_b = pairs(a, b, match)
     out = [_bundle_line("A", a), _bundle_line("B", b)]
+    if differ := settings_text(settings_differ([a, b])):
+        out.append(differ)
     for ra, rb in both:
         case_id = ra["id"] if ra["id"] == rb["id"] else f"{ra['id']} | {rb['id']}"
         label = ra["label"] if ra["label"] == rb["label"] else f"{ra['label']} | {rb['label']}"
@@ -55,6 +57,10 @@ def compare_json(a: dict, b: dict, match: Match | None = None) -> dict:
         "b": b["path"],
         "only_a": only_a,
         "only_b": only_b,
+        "settings_differ": [
+            {"id": d["id"], "check": d["check"], "a": d["values"][0], "b": d["values"][1]}
+            for d in settings_differ([a, b])
+        ],
         "pairs": [
             {
                 "id": ra["id"],
@@ -76,6 +82,8 @@ def compare_many_text(bundles: list[dict], match: Match | None = None) -> str:
     """Three or more bundles: per case, one row per bundle and the ratios of each to the first."""
     names = [chr(ord("A") + i) if i < 26 else f"#{i + 1}" for i in range(len(bundles))]
     out = [_bundle_line(n, b) for n, b in zip(names, bundles)]
+    if differ := settings_text(settings_differ(bundles), names):
+        out.append(differ)
     for row in matches(bundles, match):
         first = row[0]
         assert first is not None
@@ -96,6 +104,7 @@ def compare_many_json(bundles: list[dict], match: Match | None = None) -> dict:
     """The `rtqual compare A B C... --json` document (a contract: keys are never renamed)."""
     return {
         "bundles": [b["path"] for b in bundles],
+        "settings_differ": settings_differ(bundles),
         "cases": [
             {
                 "id": row[0]["id"] if row[0] else None,

@@ -64,6 +64,7 @@ def load_bundle(bundle: Model | str | Path, tail: bool = False) -> dict:
         except bundle_mod.Unreadable:
             r["missing"].append("stream.jsonl (no figure over time)")
     data["facts"] = model.facts("before")
+    data["tuning"] = model.tuning()
     data["environment"] = views.environment_of(model)
     data["plan"] = model.plan or {}
     data["advice"] = advice_of(model)
@@ -914,7 +915,9 @@ def render_compare(bundles: list[dict], match: compare.Match | None = None) -> s
     out = [f"<h1>rtqual comparison: {escape(' vs '.join(names))}</h1>", '<ul id="bundles">']
     out += [_bundle_line(n, b) for n, b in zip(names, bundles)]
     out.append("</ul><h2>What differs between the bundles</h2>")
-    out.append(differences_html([compare.host_aspects(b) for b in bundles], names, "differences"))
+    settings = compare.settings_differ(bundles)  # the tunable settings advise checks, those that differ
+    aspects = [compare.host_aspects(b) | {d["id"]: d["values"][i] for d in settings} for i, b in enumerate(bundles)]
+    out.append(differences_html(aspects, names, "differences"))
     out += study_sections(bundles, names)
     for group in compare_groups(bundles):
         sub, sub_names = [bundles[i] for i in group], [names[i] for i in group]
@@ -936,14 +939,13 @@ def render_compare(bundles: list[dict], match: compare.Match | None = None) -> s
 
 def advice_of(model: Model) -> tuple[list[dict], list[dict]]:
     """What to change on the bundle's host (rtqual.answers.advise.bundle_advice): the findings and effects of
-    `advise --measure`, else the checks over the host facts the run recorded."""
-    from rtqual.answers import advise
+    `advise --measure`, else the checks over the host facts the run recorded; and each IOC case's path
+    (rtqual.answers.iocpath: `ioc-threads`) where it has something to change."""
+    from rtqual.answers import advise, iocpath
 
-    try:
-        tuning = model.read_json("host/tuning-before.json")
-    except bundle_mod.Unreadable:
-        tuning = None
-    return advise.bundle_advice(model.plan, model.facts("before"), tuning, list(model.cases))
+    findings, measured = advise.bundle_advice(model.plan, model.facts("before"), model.tuning(), list(model.cases))
+    ioc = [f for r in model.cases if (f := iocpath.case_finding(model, r, [])) and f["severity"] != "info"]
+    return advise.ranked([*findings, *ioc]), measured
 
 
 def what_to_change_html(advice: tuple[list[dict], list[dict]] | None) -> str:

@@ -4,6 +4,7 @@ running just around the probe, and what the bundle records about it."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from contextlib import ExitStack, contextmanager
@@ -20,13 +21,16 @@ _POLICY = {0: "TS", 1: "FF", 2: "RR", 3: "B", 5: "IDL", 6: "DLN"}  # as ps -o cl
 
 
 def ioc_threads(pid: int) -> list[dict]:
-    """The process's threads like `ps -eLo tid,cls,rtprio,comm` (from /proc/PID/task/*/stat)."""
+    """The process's threads like `ps -eLo tid,cls,rtprio,comm` (from /proc/PID/task/*/stat), with each one's
+    allowed CPUs (status Cpus_allowed_list: the reader's own pinning; advise relates them to interrupt threads)."""
     out = []
     for task in sorted(Path(f"/proc/{pid}/task").iterdir(), key=lambda p: int(p.name)):
         try:
             stat = (task / "stat").read_text()
+            status = (task / "status").read_text()
         except OSError:
             continue
+        m = re.search(r"^Cpus_allowed_list:\s*(\S+)", status, re.M)
         comm = stat[stat.index("(") + 1 : stat.rindex(")")]
         fields = stat[stat.rindex(")") + 2 :].split()  # fields[0] is stat field 3 (state)
         rtprio, policy, cpu = int(fields[37]), int(fields[38]), int(fields[36])
@@ -37,6 +41,7 @@ def ioc_threads(pid: int) -> list[dict]:
                 "cls": _POLICY.get(policy, str(policy)),
                 "rtprio": rtprio if policy in (1, 2) else None,
                 "last_cpu": cpu,
+                "cpus": m.group(1) if m else None,
             }
         )
     return out

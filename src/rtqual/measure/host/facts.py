@@ -710,12 +710,12 @@ def _irqs(r: _Reader) -> dict:
     }
 
 
-def _tasks(r: _Reader, rt_only: bool = True, comm: str | None = None) -> list[dict]:
-    """Threads below /proc: pid, tid, comm, policy, rt priority and allowed CPUs; only real-time ones by default
-    (the allowed CPUs read only for those kept)."""
+def _tasks(r: _Reader, rt_only: bool = True, comm: str | None = None, pid: int | None = None) -> list[dict]:
+    """Threads below /proc (of one process: pid): pid, tid, comm, policy, rt priority and allowed CPUs; only
+    real-time ones by default (the allowed CPUs read only for those kept)."""
     out: list[dict] = []
     try:
-        pids = [p for p in r.path("/proc").iterdir() if p.name.isdigit()]
+        pids = [p for p in r.path("/proc").iterdir() if p.name.isdigit() and pid in (None, int(p.name))]
     except OSError:
         return out
     for pid_dir in pids:
@@ -734,6 +734,11 @@ def _tasks(r: _Reader, rt_only: bool = True, comm: str | None = None) -> list[di
             m = re.search(r"^Cpus_allowed_list:\s*(\S+)", status or "", re.M)
             out.append({"pid": int(pid_dir.name), "tid": int(tid_dir.name), **stat, "cpus": m.group(1) if m else None})
     return sorted(out, key=lambda t: (-t["rt_priority"], t["tid"]))
+
+
+def threads_of(pid: int, root: str | os.PathLike = "/") -> list[dict]:
+    """Every thread of one process below root (an IOC's: `rtqual advise --ioc PID`), as _tasks gives them."""
+    return _tasks(_Reader(root), rt_only=False, pid=pid)
 
 
 def _bracketed(text: str | None) -> str | None:

@@ -228,6 +228,15 @@ class Model(Mapping):
             return None
         return f if isinstance(f, dict) else None
 
+    def tuning(self) -> dict | None:
+        """What `rtqual advise` reads beyond the facts, before the run (host/tuning-before.json), None when
+        missing (bundles before it was recorded) or damaged."""
+        try:
+            t = self.read_json(names.TUNING_BEFORE)
+        except Unreadable:
+            return None
+        return t if isinstance(t, dict) else None
+
     def params(self, case_id: str) -> dict | None:
         """A case's params.json, None when missing or damaged."""
         try:

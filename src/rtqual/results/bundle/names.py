@@ -7,6 +7,7 @@ rtqual-<host>-<YYYYmmdd-HHMMSS>/
   report.html            the run's HTML report (rtqual report BUNDLE rewrites it)
   selftest.json          a selftest's answer (rtqual selftest)
   host/                  facts-before.json, facts-after.json, tunables-before.json, tunables-after.json,
+                         tuning-before.json,
                          changes.json (the change journal `rtqual restore` reads)
   cases/<id>/            params.json, result.json, hist.json, hist-cpuN.hdr, hist-all.hdr,
                          stream.jsonl, probe.stderr, rt-tasks.json, host-samples.jsonl,
@@ -25,6 +26,7 @@ HOST = "host"
 FACTS_BEFORE = "host/facts-before.json"
 FACTS_AFTER = "host/facts-after.json"
 TUNABLES_BEFORE = "host/tunables-before.json"
+TUNING_BEFORE = "host/tuning-before.json"  # rtqual.measure.host.facts.tuning() before the run (advise's checks)
 TUNABLES_AFTER = "host/tunables-after.json"
 CHANGES = "host/changes.json"
 CASES = "cases"
