@@ -253,12 +253,12 @@ def uptime_db(p: str, who: str, start_unix_s: float | None = None) -> str:
     start = (
         f'    field(INP, "{start_unix_s - EPICS_EPOCH_UNIX_S:.3f}")\n'
         if start_unix_s is not None
-        else '    field(DTYP, "Soft Timestamp")\n'
+        else '    field(DTYP, "Soft Timestamp")\n    field(INP, "@")\n'
     )
     return (
         f'record(ai, "{p}UPTIME:start") {{\n    field(DESC, "start time, EPICS epoch")\n{start}'
         f'    field(PINI, "YES")\n    field(EGU, "s")\n    field(PREC, "3")\n}}\n'
-        f'record(ai, "{p}UPTIME:now") {{\n    field(DTYP, "Soft Timestamp")\n}}\n'
+        f'record(ai, "{p}UPTIME:now") {{\n    field(DTYP, "Soft Timestamp")\n    field(INP, "@")\n}}\n'
         f'record(calc, "{p}UPTIME") {{\n    field(DESC, "seconds since {who} started")\n    field(SCAN, "1 second")\n'
         f'    field(INPA, "{p}UPTIME:now PP")\n    field(INPB, "{p}UPTIME:start NPP")\n    field(CALC, "A-B")\n'
         f'    field(EGU, "s")\n    field(PREC, "0")\n}}\n'
