@@ -57,7 +57,7 @@ def test_monitor_pvs_carry_units_and_the_requirements_alarm_limits(tmp_path):
         assert (ca.get("rtqfld:UPTIME.EGU"), ca.get("rtqfld:HEARTBEAT.EGU")) == ("s", "windows")
         beat = grows(ca, "rtqfld:HEARTBEAT")
         uptime = grows(ca, "rtqfld:UPTIME")
-        assert beat[1] > beat[0] >= 4  # windows published
+        assert beat[1] > beat[0] >= 2  # windows published (4 lines: 2 windows of 2 CPUs)
         assert 0 < uptime[0] < uptime[1] <= time.time() - started + 0.5  # seconds since the monitor started
     finally:
         ca.close()
