@@ -386,6 +386,7 @@ def build_monitor_parser(argv: list[str]) -> Parser:
     p.add_argument("--store", metavar="URL", help=STORE_HELP + "; every window is stored, buffered while unreachable")
     p.add_argument("--pvs", metavar="PREFIX", help="publish each window as EPICS PVs PREFIX:LAT_MAX, ... (loopback)")
     p.add_argument("--json", action="store_true", help="print each window as a JSON line (default: one text line)")
+    add_require_options(p, "each window's PVs, as their alarm limits (docs/monitoring.md)")
     # compressed time for tests and benchmarks (a fake probe's day in minutes): a window per N progress records
     p.add_argument("--window-progress", type=int, default=0, help=argparse.SUPPRESS)
     return p

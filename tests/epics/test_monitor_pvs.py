@@ -21,7 +21,7 @@ def test_window_statistics_as_pvs_with_settable_alarm_limits(tmp_path):
     env = epics_env()  # loopback and free CA/PVA ports, for the monitor's IOC and our client alike
     mon = MonitorProc(
         ["monitor", "--probe", "fake", "--script", str(script), "--window", "1s", "--json"]
-        + ["--listen", "off", "--store", "off", "--pvs", "rtqmon"],
+        + ["--listen", "off", "--store", "off", "--pvs", "rtqmon", "--require", "max <= 1ms"],
         env=env,
     )
     ca = CaClient(env)
@@ -34,8 +34,8 @@ def test_window_statistics_as_pvs_with_settable_alarm_limits(tmp_path):
         )
         assert lat_max == 500.0 and cpu0_max == 40.0 and cpu1_max == 500.0  # µs
         assert p99 == 500.0 and samples > 0 and beat >= 2
-        assert ca.get("rtqmon:LAT_MAX.HIHI") == 1000.0  # ten times the threshold (100 µs)
-        assert ca.get("rtqmon:LAT_MAX.SEVR") == 1  # MINOR: above HIGH (100 µs)
+        assert ca.get("rtqmon:LAT_MAX.HIHI") == 1000.0  # the max requirement's limit (1 ms)
+        assert ca.get("rtqmon:LAT_MAX.SEVR") == 1  # MINOR: at HIGH (half the limit, 500 µs)
         ca.put("rtqmon:LAT_MAX.HIHI", 400)  # at run time
         assert ca.get("rtqmon:LAT_MAX.HIHI") == 400.0
         beat = ca.get("rtqmon:HEARTBEAT")

@@ -290,6 +290,17 @@ def _fmt(x: float, unit: str) -> str:
     return format_ns(x) if unit == "ns" else f"{x:.3g}%" if unit == "%" else f"{x:g}"
 
 
+def upper_limits_ns(texts: list[str]) -> dict[str, float]:
+    """{STAT: its tightest upper limit, ns} of the latency requirements among `texts` ('max <= 100us' ->
+    {"max": 100000}): what PVs' alarm limits are set from (rtqual.measure.monitor.pvs, the IOC's operator
+    records). Lower bounds, ==, over(), counts and return() set none."""
+    out: dict[str, float] = {}
+    for r in map(parse, texts):
+        if r.stat in STATS and r.op in ("<", "<="):
+            out[r.stat] = min(out.get(r.stat, r.limit), r.limit)
+    return out
+
+
 def gather(
     exprs: list[str] | None, profile_name: str | None, what: str = "--require", limits: dict | None = None
 ) -> list[str]:

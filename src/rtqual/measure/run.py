@@ -59,7 +59,7 @@ class Run:
         outside_system_trees(self.output, "cannot create bundle")
         _ = is_off(self.store) or check_url(self.store)  # an unsupported scheme is said before the run, not after
         for case in self.cases:
-            svc, args = prepare(case.probe, case.run_as, case.args, case.service)
+            svc, args = prepare(case.probe, case.run_as, case.args, case.service, case.require)
             if svc is not None:
                 self.services[case.id] = svc
             loads = self.loads[case.id] = LoadSet([make_load(spec) for spec in case.loads])

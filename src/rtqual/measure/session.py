@@ -56,13 +56,16 @@ def without_options(args: list[str], names: list[str]) -> list[str]:
     return out
 
 
-def prepare(probe: str, run_as: str, args: list[str], service_spec: dict | None) -> tuple[Any, list[str]]:
+def prepare(
+    probe: str, run_as: str, args: list[str], service_spec: dict | None, require: list[str] | None = None
+) -> tuple[Any, list[str]]:
     """The case's service object (None without a spec) and the probe's options with what the service provides
     filled in (the table's `fixed` options), checked by the probe itself (`--check`): a one-line RtqError before
-    anything runs. A service whose probe is refused is discarded at once (its FIFOs' folder)."""
+    anything runs. A service whose probe is refused is discarded at once (its FIFOs' folder). require: the
+    case's requirement texts, given to the service with the probe they judge (an IOC's alarm limits)."""
     svc = None
     if service_spec:
-        svc = services.make(service_spec)
+        svc = services.make({**service_spec, "run_as": run_as, "require": list(require)} if require else service_spec)
         fixed = dict(ALL_PROBES[run_as].fixed or {}) if run_as in ALL_PROBES else {}
         args = option_pairs(svc.fill(fixed)) + without_options(args, list(fixed))
     try:

@@ -73,6 +73,8 @@ HIST_BINS, HIST_MAX_US = 200, 2000.0  # $(P)lat:total:hist: 10 us bins; larger v
 
 # What an operator or display reads and writes; everything else in the database is plumbing.
 OPERATOR_PVS = (
+    "HEARTBEAT",
+    "UPTIME",
     "stat:N",
     "stat:thr",
     "stat:count",
@@ -88,7 +90,7 @@ _STAGE_DB = """record(ai, "$(P)lat:{s}") {{
     field(INP, "@{s}")
     field(EGU, "us")
     field(PREC, "1")
-    field(FLNK, "$(P)lat:{s}:fan")
+{alarms}    field(FLNK, "$(P)lat:{s}:fan")
 }}
 record(fanout, "$(P)lat:{s}:fan") {{
     field(LNK1, "$(P)lat:{s}:window")
@@ -179,6 +181,7 @@ _STATS = (
 
 _CONTROL_DB = """record(longout, "$(P)stat:N") {{
     field(DESC, "samples per statistic")
+    field(EGU, "events")
     field(VAL, "{n}")
     field(DRVL, "1")
     field(DRVH, "{window}")
@@ -200,6 +203,8 @@ record(ai, "$(P)stat:count") {{
     field(SCAN, "I/O Intr")
     field(PRIO, "LOW")
     field(INP, "@count")
+    field(EGU, "events")
+    field(PREC, "0")
 }}
 record(calc, "$(P)lat:total:clip") {{
     field(DESC, "total, clipped into the histogram")
@@ -222,12 +227,61 @@ record(longout, "$(P)lat:total:hist:clear") {{
 """
 
 
-def operator_db() -> str:
+# A requirement's limit as alarm fields: HIHI (MAJOR) at the limit, HIGH (MINOR) at this share of it.
+ALARM_WARN_SHARE = 0.5
+EPICS_EPOCH_UNIX_S = 631_152_000  # 1990-01-01 UTC, where EPICS time stamps count from
+# The requirement statistic whose limit sets an operator PV's alarm fields: every event's total latency
+# above a `max` limit breaks it (the case's sample, stimulus to response, is never shorter).
+ALARM_STATS = {"lat:total": "max"}
+
+
+def alarm_fields(limit_us: float | None) -> str:
+    """A requirement's limit (µs) as record fields: HIHI (MAJOR) at the limit, HIGH (MINOR) at ALARM_WARN_SHARE
+    of it; '' without a limit (nothing invented). The ai records compare with >=, so a value equal to a
+    `<=` limit alarms too."""
+    if limit_us is None:
+        return ""
+    return (
+        f'    field(HIHI, "{limit_us:.15g}")\n    field(HHSV, "MAJOR")\n'
+        f'    field(HIGH, "{limit_us * ALARM_WARN_SHARE:.15g}")\n    field(HSV, "MINOR")\n'
+    )
+
+
+def uptime_db(p: str, who: str, start_unix_s: float | None = None) -> str:
+    """{p}UPTIME, seconds since `who` started at start_unix_s (None: at iocInit), recomputed every second by the
+    IOC from its clock (devSoft's "Soft Timestamp"), as devIocStats names it (there a string)."""
+    start = (
+        f'    field(INP, "{start_unix_s - EPICS_EPOCH_UNIX_S:.3f}")\n'
+        if start_unix_s is not None
+        else '    field(DTYP, "Soft Timestamp")\n    field(INP, "@")\n'
+    )
+    return (
+        f'record(ai, "{p}UPTIME:start") {{\n    field(DESC, "start time, EPICS epoch")\n{start}'
+        f'    field(PINI, "YES")\n    field(EGU, "s")\n    field(PREC, "3")\n}}\n'
+        f'record(ai, "{p}UPTIME:now") {{\n    field(DTYP, "Soft Timestamp")\n    field(INP, "@")\n}}\n'
+        f'record(calc, "{p}UPTIME") {{\n    field(DESC, "seconds since {who} started")\n    field(SCAN, "1 second")\n'
+        f'    field(INPA, "{p}UPTIME:now PP")\n    field(INPB, "{p}UPTIME:start NPP")\n    field(CALC, "A-B")\n'
+        f'    field(EGU, "s")\n    field(PREC, "0")\n}}\n'
+    )
+
+
+_HEARTBEAT_DB = """record(calc, "$(P)HEARTBEAT") {
+    field(DESC, "1 Hz counter since the IOC started")
+    field(SCAN, "1 second")
+    field(CALC, "VAL+1")
+    field(EGU, "counts")
+    field(PREC, "0")
+}
+"""
+
+
+def operator_db(max_limit_us: float | None = None) -> str:
     """The latency statistics (macro P): per stage a sliding window of the newest stat:N values
     with min/median/max/% over stat:thr, a history; for total a histogram. Writing stat:N (or
     stat:thr) writes .N of every compress record, which resets them, and clears the histogram.
     Until stat:N events have arrived, each event sets the statistics' N to the events so far
-    (lat:<stage>:n), so a CA client sees running values from the first event on."""
+    (lat:<stage>:n), so a CA client sees running values from the first event on. max_limit_us: the
+    case's `max` requirement, lat:total's alarm limits (alarm_fields). Then HEARTBEAT and UPTIME."""
     out = []
     for i, s in enumerate(STAGES):
         stats = "".join(
@@ -236,7 +290,10 @@ def operator_db() -> str:
         )
         nxt = f"$(P)lat:{STAGES[i + 1]}:setN" if i + 1 < len(STAGES) else "$(P)lat:total:hist:clear"
         hist = '\n    field(LNK9, "$(P)lat:total:clip")' if s == "total" else ""
-        out.append(_STAGE_DB.format(s=s, stats=stats, next=nxt, hist=hist, window=WINDOW, history=HISTORY))
+        alarms = alarm_fields(max_limit_us if ALARM_STATS.get(f"lat:{s}") == "max" else None)
+        out.append(
+            _STAGE_DB.format(s=s, stats=stats, next=nxt, hist=hist, window=WINDOW, history=HISTORY, alarms=alarms)
+        )
     control = _CONTROL_DB.format(
         n=STAT_N,
         thr=STAT_THR_US,
@@ -246,14 +303,17 @@ def operator_db() -> str:
         bins=HIST_BINS,
         hmax=HIST_MAX_US,
     )
-    return "".join(out) + control
+    return "".join(out) + control + _HEARTBEAT_DB + uptime_db("$(P)", "the IOC")
 
 
-def make_db(preset: str = "kek", operator: bool = True, chain: int | None = None) -> str:
+def make_db(
+    preset: str = "kek", operator: bool = True, chain: int | None = None, max_limit_us: float | None = None
+) -> str:
     """The database for a preset; macros P, IN, OUT, MODE, PRIO (and OPTS) are filled in by
     iocmain. kek: bi -> bo (KEK's two records); aps: bi -> calc -> bo. chain: that many calc
     records between bi and bo instead (calc, calc2, calc3, ...), each passing the value on.
-    operator: add the latency statistics (operator_db), published at low priority after each response."""
+    operator: add the latency statistics (operator_db, with max_limit_us's alarm limits), published at low
+    priority after each response."""
     if preset not in CHAIN:
         raise RtqError(f"unknown IOC preset {preset!r}: choose one of {', '.join(PRESETS)}")
     n = CHAIN[preset] if chain is None else chain
@@ -262,7 +322,7 @@ def make_db(preset: str = "kek", operator: bool = True, chain: int | None = None
     names = ["in", *("calc" if i == 0 else f"calc{i + 1}" for i in range(n)), "out"]
     db = _BI % names[1] + "".join(_CALC % (names[i], names[i - 1], names[i + 1]) for i in range(1, n + 1))
     db += _BO % names[-2]
-    return db + operator_db() if operator else db
+    return db + operator_db(max_limit_us) if operator else db
 
 
 def random_prefix() -> str:
@@ -286,17 +346,19 @@ class Ioc:
         gpio_in: str | None = None,
         gpio_out: str | None = None,
         chain: int | None = None,
+        max_limit_us: float | None = None,
     ):
         """cpus: the IOC process's CPU list ("0-1" or [0, 1]); rtprio: SCHED_FIFO priority of the
         process before iocInit; reader_cpu: pin the bi's reader thread; gpio_in/gpio_out:
         "/dev/gpiochipN:LINE [edge=...]" instead of the FIFOs (trigger/responses then unused; with
         gpio_out the bo still writes its four times to fifo_out, for a harness on the wires);
-        operator: the latency statistics records; chain: calc records between bi and bo (make_db)."""
+        operator: the latency statistics records; chain: calc records between bi and bo (make_db);
+        max_limit_us: the case's `max` requirement, alarm limits of lat:total (alarm_fields)."""
         if mode not in ("callback", "immediate"):
             raise RtqError(f"unknown IOC processing mode {mode!r}: callback or immediate")
         self.preset, self.mode, self.prio = preset, mode, prio
         self.extra_db = extra_db  # more records (macro P), e.g. the CA load's (rtqual.measure.epics.ca)
-        self.chain = chain
+        self.chain, self.max_limit_us = chain, max_limit_us
         make_db(preset, operator=False, chain=chain)  # a bad preset or chain is said now
         self.operator = operator
         self.cpus = ",".join(map(str, cpus)) if isinstance(cpus, (list, tuple)) else cpus
@@ -326,7 +388,7 @@ class Ioc:
 
     def database(self) -> str:
         """The database the IOC loads (macros unexpanded)."""
-        return make_db(self.preset, operator=self.operator, chain=self.chain) + self.extra_db
+        return make_db(self.preset, self.operator, self.chain, self.max_limit_us) + self.extra_db
 
     def start(self, timeout: float = 30.0) -> Ioc:
         self.db.write_text(self.database())

@@ -11,6 +11,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+from rtqual.answers.requirements import upper_limits_ns
 from rtqual.errors import RtqError
 from rtqual.measure.epics.ca import CaLoad, Repeater, ca_db
 from rtqual.measure.epics.ioc import Ioc
@@ -101,6 +102,7 @@ class IocService:
             prio=spec.get("ioc_priority", 90),
             prefix=spec.get("ioc_prefix"),
             chain=spec.get("ioc_chain"),
+            max_limit_us=max_limit_us(spec),
             extra_db=extra_db,
             **gpio,
             **placement,
@@ -221,6 +223,13 @@ class IocService:
         """The case never ran: remove the FIFOs' folder."""
         if self.ioc.proc is None:
             shutil.rmtree(self.ioc.dir, ignore_errors=True)
+
+
+def max_limit_us(spec: dict) -> float | None:
+    """The tightest `max` requirement (µs) of an `ioc` case (spec["require"], spec["run_as"]: rtqual.measure.session
+    .prepare): lat:total's alarm limits. None for other probes (ca-rtt's samples are not lat:total) or none given."""
+    limits = upper_limits_ns(spec.get("require") or []) if spec.get("run_as") == "ioc" else {}
+    return limits["max"] / 1000 if "max" in limits else None
 
 
 def gpio_lines(spec: str | None) -> dict[str, str] | None:

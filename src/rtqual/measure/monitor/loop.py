@@ -13,7 +13,7 @@ import sys
 import tempfile
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,11 +46,14 @@ class Options:
     bounded: bool = False  # the user gave --duration or --loops: the probe ends by itself, then the monitor
     every_progress: int = 0  # compressed time: a window per N progress records (hidden --window-progress)
     trace: bool = False  # --trace: each spike's culprits (rtqual.measure.trace), printed and counted in /metrics
+    require: list[str] = field(default_factory=list)  # --require, --profile: the PVs' alarm limits
 
     @classmethod
     def from_args(cls, a: Any, case: dict) -> Options:
         """`rtqual monitor`'s parsed options (rtqual.options.build_monitor_parser) for the probe's case: the window
-        at least 1 s, `--listen off` for none, bounded when the user gave --duration or --loops."""
+        at least 1 s, `--listen off` for none, bounded when the user gave --duration or --loops, the requirements
+        (--require, --profile) checked."""
+        from rtqual.answers.requirements import gather
         from rtqual.publish.store import is_off
         from rtqual.units import parse_duration_ns
 
@@ -62,6 +65,7 @@ class Options:
         opts = cls(window_ns, listen, a.textfile, not is_off(a.store), a.store, a.pvs, a.json, bounded)
         opts.every_progress = max(a.window_progress, 0)
         opts.trace = bool(case["params"].get("trace"))
+        opts.require = gather(getattr(a, "require", None), getattr(a, "profile", None))
         return opts
 
 
@@ -139,6 +143,7 @@ class Monitor:
         self.pvs: Any = None
         self.textfile: Path | None = None
         self.extra_info: dict[str, str] = {}  # rtqual_host_info labels beyond the window's identity
+        self.start_unix_s = time.time()  # the PVs' UPTIME counts from here
 
     def check(self) -> tuple[Any, list[str]]:
         """Everything that can be known wrong before anything starts: the service (its options filled), the
@@ -150,7 +155,7 @@ class Monitor:
             self.textfile = check_folder(o.textfile, "--textfile")
         args = probe_args(self.case, o.window_ns, o.bounded)
         run_as = self.case.get("run_as") or self.case["probe"]
-        return prepare(self.case["probe"], run_as, args, self.case.get("service"))
+        return prepare(self.case["probe"], run_as, args, self.case.get("service"), self.opts.require)
 
     def start_outputs(self, identity: dict, work: Path) -> None:
         """Metrics port (a port in use is one line), store, PVs."""
@@ -169,7 +174,7 @@ class Monitor:
         if self.opts.pvs:
             from rtqual.measure.monitor.pvs import PvServer
 
-            self.pvs = PvServer(self.opts.pvs, identity["cpus"], self.case["params"].get("threshold_ns", 0), work)
+            self.pvs = PvServer(self.opts.pvs, identity["cpus"], self.opts.require, work, self.start_unix_s)
             self.pvs.start()
 
     def publish(self, windows: list[dict]) -> None:

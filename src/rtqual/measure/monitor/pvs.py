@@ -1,88 +1,150 @@
 """`rtqual monitor --pvs PREFIX`: the windows as EPICS PVs, named as devIocStats names its own
-(PREFIX:LAT_MAX, PREFIX:SAMPLES, PREFIX:CPU0:LAT_MAX, ...), served over Channel Access by a real
-EPICS 7 IOC from the epicscorelibs wheel (rtqual.measure.epics.iocmain's loader, base records only) in its
-own process: an IOC cannot live in the monitor's process beside prometheus-client's threads and
+(PREFIX:LAT_MAX, PREFIX:SAMPLES, PREFIX:CPU0:LAT_MAX, PREFIX:HEARTBEAT, PREFIX:UPTIME, ...), served over Channel
+Access by a real EPICS 7 IOC from the epicscorelibs wheel (rtqual.measure.epics.iocmain's loader, base records only)
+in its own process: an IOC cannot live in the monitor's process beside prometheus-client's threads and
 must not stall it, and iocInit runs once per process. The monitor sends each window's values as one
 JSON line on the server's stdin; the server writes them with dbpf (records process, alarms and
 monitors follow). Loopback by default (rtqual.measure.epics.env, never overriding the user's EPICS_*).
 
-Latencies are in µs (EGU us). HIGH/HIHI of every latency PV start at the probe's threshold and ten
-times it (MINOR, MAJOR) and can be changed at run time: caput PREFIX:LAT_MAX.HIHI 500.
+PVS is the one list of the PVs: the database and docs/monitoring.md's table (`python -m
+rtqual.measure.monitor.pvs`) are made from it. Latencies are in µs (EGU us). A latency PV's alarm limits come
+from the monitor's requirements (--require, --profile) on its statistic: HIHI (MAJOR) at the limit, HIGH (MINOR)
+at half of it (rtqual.measure.epics.ioc.alarm_fields); without one, none. Settable at run time like any field:
+caput PREFIX:LAT_MAX.HIHI 500.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+from rtqual.answers.requirements import upper_limits_ns
 from rtqual.errors import RtqError
+from rtqual.measure.epics.ioc import ALARM_STATS, OPERATOR_PVS, alarm_fields, operator_db, uptime_db
 
-LATENCY_PVS = {  # PV suffix -> window key (ns); µs on the wire
-    "LAT_MIN": "min_ns",
-    "LAT_MEAN": "mean_ns",
-    "LAT_P50": "p50_ns",
-    "LAT_P99": "p99_ns",
-    "LAT_P9999": "p9999_ns",
-    "LAT_MAX": "max_ns",
-}
-PER_CPU_PVS = ("LAT_MAX", "LAT_P99")
-COUNT_PVS = {"SAMPLES": "samples", "OVERRUNS": "overruns", "OVER_THRESH": "over_threshold"}
+
+@dataclass(frozen=True)
+class Pv:
+    """One ai record of the monitor, PREFIX:name (per_cpu: PREFIX:CPU<n>:name): the window's key it shows (ns
+    keys in µs), its EGU, PREC and DESC (at most 40 characters, CPU<n>'s filled in), and the requirement
+    statistic whose limit sets its alarm fields (None: no alarm fields)."""
+
+    name: str
+    key: str
+    egu: str
+    prec: int
+    desc: str
+    stat: str | None = None
+    per_cpu: bool = False
+
+
+def _latency(name: str, key: str, stat: str, what: str, per_cpu: bool = False) -> Pv:
+    where = "CPU <n>" if per_cpu else "all CPUs"
+    return Pv(name, key, "us", 1, f"{what} latency, last window, {where}", stat, per_cpu)
+
+
+PVS = (
+    _latency("LAT_MIN", "min_ns", "min", "minimum"),
+    _latency("LAT_MEAN", "mean_ns", "mean", "mean"),
+    _latency("LAT_P50", "p50_ns", "p50", "median"),
+    _latency("LAT_P99", "p99_ns", "p99", "p99"),
+    _latency("LAT_P9999", "p9999_ns", "p99.99", "p99.99"),
+    _latency("LAT_MAX", "max_ns", "max", "maximum"),
+    _latency("LAT_MAX", "max_ns", "max", "maximum", per_cpu=True),
+    _latency("LAT_P99", "p99_ns", "p99", "p99", per_cpu=True),
+    Pv("SAMPLES", "samples", "samples", 0, "samples in the last window"),
+    Pv("OVERRUNS", "overruns", "periods", 0, "periods missed in the last window"),
+    Pv("OVER_THRESH", "over_threshold", "samples", 0, "samples over --threshold, last window"),
+    Pv("WINDOW_S", "duration_s", "s", 1, "length of the last window"),
+    Pv("HEARTBEAT", "heartbeat", "windows", 0, "windows published since start"),
+)
 READY_TIMEOUT_S = 30.0
 
 
-def database(prefix: str, cpus: list[int], threshold_us: float) -> str:
-    """The records: ai latencies (all CPUs and per CPU) with alarm limits, counters of the last window,
-    the window length and a heartbeat (windows published)."""
-
-    def ai(name: str, desc: str, egu: str, alarms: bool) -> str:
-        limits = (
-            f'  field(HIGH, "{threshold_us:g}")\n  field(HSV, "MINOR")\n'
-            f'  field(HIHI, "{10 * threshold_us:g}")\n  field(HHSV, "MAJOR")\n'
-            if alarms
-            else ""
-        )
-        return (
-            f'record(ai, "{prefix}:{name}") {{\n  field(DESC, "{desc[:40]}")\n  field(EGU, "{egu}")\n'
-            f'  field(PREC, "1")\n{limits}}}\n'
-        )
-
-    text = [ai(n, f"window {k.removesuffix('_ns')} latency", "us", True) for n, k in LATENCY_PVS.items()]
-    for cpu in cpus:
-        text += [ai(f"CPU{cpu}:{n}", f"CPU {cpu} window {n.lower()}", "us", True) for n in PER_CPU_PVS]
-    text += [ai(n, f"window {k.replace('_', ' ')}", "", False) for n, k in COUNT_PVS.items()]
-    text += [ai("WINDOW_S", "window length", "s", False), ai("HEARTBEAT", "windows published", "", False)]
-    return "".join(text)
+def database(prefix: str, cpus: Sequence[int | str], limits_ns: dict[str, float], start_unix_s: float) -> str:
+    """The records of PVS (per CPU for each of `cpus`), with alarm fields where `limits_ns` ({STAT: ns},
+    rtqual.answers.requirements.upper_limits_ns) has their statistic, and UPTIME counting from start_unix_s."""
+    text = []
+    for pv in PVS:
+        for cpu in cpus if pv.per_cpu else [None]:
+            name = f"CPU{cpu}:{pv.name}" if pv.per_cpu else pv.name
+            limit_ns = limits_ns.get(pv.stat or "")
+            text.append(
+                f'record(ai, "{prefix}:{name}") {{\n    field(DESC, "{pv.desc.replace("<n>", str(cpu))[:40]}")\n'
+                f'    field(EGU, "{pv.egu}")\n    field(PREC, "{pv.prec}")\n'
+                f"{alarm_fields(None if limit_ns is None else limit_ns / 1000)}}}\n"
+            )
+    return "".join(text) + uptime_db(f"{prefix}:", "the monitor", start_unix_s)
 
 
 def values(prefix: str, all_cpus: dict, per_cpu: list[dict], heartbeat: int) -> dict[str, float]:
     """{PV: value} of one window (latencies in µs; an empty window leaves its latency PVs unchanged)."""
     out: dict[str, float] = {}
-    for name, key in LATENCY_PVS.items():
-        if all_cpus.get(key) is not None:
-            out[f"{prefix}:{name}"] = all_cpus[key] / 1000
-    for w in per_cpu:
-        for name in PER_CPU_PVS:
-            if w.get(LATENCY_PVS[name]) is not None:
-                out[f"{prefix}:CPU{w['cpu']}:{name}"] = w[LATENCY_PVS[name]] / 1000
-    out.update({f"{prefix}:{name}": float(all_cpus.get(key) or 0) for name, key in COUNT_PVS.items()})
-    out[f"{prefix}:WINDOW_S"] = float(all_cpus.get("duration_s") or 0)
-    out[f"{prefix}:HEARTBEAT"] = float(heartbeat)
+    for pv in PVS:
+        for w in per_cpu if pv.per_cpu else [{**all_cpus, "heartbeat": heartbeat}]:
+            name = f"{prefix}:CPU{w['cpu']}:{pv.name}" if pv.per_cpu else f"{prefix}:{pv.name}"
+            if pv.egu == "us":
+                if w.get(pv.key) is not None:
+                    out[name] = w[pv.key] / 1000
+            else:
+                out[name] = float(w.get(pv.key) or 0)
     return out
+
+
+_RECORD = re.compile(r'record\((\w+), "([^"]+)"\) \{(.*?)\n\}', re.S)
+_FIELD = re.compile(r'field\((\w+), "([^"]*)"\)')
+ALARM_RULE = "`{}` requirement"
+
+
+def pv_table() -> str:
+    """docs/monitoring.md's tables of the monitor's PVs and the IOC's operator PVs, read from the databases
+    themselves (so they cannot drift): name, record type, EGU, PREC, DESC and where the alarm limits come from."""
+
+    def rows(db: str, names: list[str], alarm: dict[str, str]) -> list[str]:
+        records = {name: (rtype, dict(_FIELD.findall(body))) for rtype, name, body in _RECORD.findall(db)}
+        out = ["| PV | record | EGU | PREC | DESC | alarm limits from |", "|---|---|---|---|---|---|"]
+        for name in names:
+            rtype, f = records[name]
+            source = ALARM_RULE.format(alarm[name]) if name in alarm else "none"
+            out.append(
+                f"| `{name}` | {rtype} | {f.get('EGU', '')} | {f.get('PREC', '')} | {f.get('DESC', '')} | {source} |"
+            )
+        return out
+
+    mon = [f"PREFIX:{f'CPU<n>:{pv.name}' if pv.per_cpu else pv.name}" for pv in PVS] + ["PREFIX:UPTIME"]
+    mon_alarm = {n: pv.stat for n, pv in zip(mon, PVS) if pv.stat}
+    ioc = [f"$(P){n}" for n in OPERATOR_PVS]
+    return "\n".join(
+        [
+            "The monitor's PVs (`rtqual monitor --pvs PREFIX`):",
+            "",
+            *rows(database("PREFIX", ["<n>"], {}, 0.0), mon, mon_alarm),
+            "",
+            "The IOC's operator PVs (macro `P`, the IOC's prefix: `rtqual run ioc`, `rtqual monitor --probe ioc`):",
+            "",
+            *rows(operator_db(), ioc, {f"$(P){k}": v for k, v in ALARM_STATS.items()}),
+        ]
+    )
 
 
 class PvServer:
     """The PV server process (python -m rtqual.measure.monitor.pvserver): start() waits for its ready line,
     publish() sends a window, stop() ends it."""
 
-    def __init__(self, prefix: str, cpus: list[int], threshold_ns: int, folder: Path):
+    def __init__(self, prefix: str, cpus: list[int], require: list[str], folder: Path, start_unix_s: float):
+        """require: the monitor's requirement texts (--require, --profile), the latency PVs' alarm limits;
+        start_unix_s: when the monitor started (UPTIME)."""
         if not prefix or any(c.isspace() or c in "\"'$(){}," for c in prefix):
             raise RtqError(f"--pvs {prefix!r}: a PV prefix without spaces, quotes, commas or macros")
         self.prefix, self.cpus, self.heartbeat = prefix, cpus, 0
         self.db = folder / "monitor-pvs.db"
-        self.db.write_text(database(prefix, cpus, threshold_ns / 1000))
+        self.db.write_text(database(prefix, cpus, upper_limits_ns(require), start_unix_s))
         self.log = folder / "pvserver.stderr"
         self.proc: subprocess.Popen | None = None
         self.ready: dict = {}
@@ -144,3 +206,7 @@ class PvServer:
         except subprocess.TimeoutExpired:
             os.killpg(self.proc.pid, 9)
             return self.proc.wait()
+
+
+if __name__ == "__main__":
+    print(pv_table())
