@@ -2,7 +2,7 @@
 set; tests/conftest.py leaves tests/kernels alone elsewhere), where tests/kernels/run starts it under Debian's
 PREEMPT_RT kernel and its standard one: it needs the guest's kernel, root and its writable $RTQUAL_LAB_OUT.
 Under TCG every rtqual command costs seconds of Python start-up, so each guest runs few commands: one scenario
-holds the timer, --trace, load and timerlat cases, and the tests read its bundle's files."""
+holds the timer, --trace, load, noise and timerlat cases, and the tests read its bundle's files."""
 
 import json
 import os
@@ -25,6 +25,11 @@ label = "timer cpu-hog"
 probe = "timer"
 params = { duration = "1s" }
 loads = ["cpu-hog"]
+
+[[case]]
+label = "noise"
+probe = "noise"
+params = { duration = "1s", cpus = "1" }
 """
 TIMERLAT_CASES = """
 [[case]]

@@ -56,11 +56,11 @@ def test_tally_keeps_the_cpus_asked_and_the_window():
 
 def test_figures_put_rtqual_beside_osnoise_with_the_ratio():
     rows = osnoise.tally([LINE, LINE.replace("[000]", "[001]").replace(" 190 ", " 380 ")], [0, 1])
-    ours = {"cpus": [{"cpu": 0, "noise_ns_per_s": 380}, {"cpu": 1, "noise_ns_per_s": 95}], "noise": {}}
-    ours["noise"]["noise_ns_per_s"] = 237
-    f = osnoise.figures(rows, ours)
-    assert [r["ratio"] for r in f["cpus"]] == [2.0, 0.25] and f["cpus"][0]["rtqual_noise_ns_per_s"] == 380
-    assert f["noise_ns_per_s"] == 285 and f["ratio"] == round(237 / 285, 3)
+    ours = {"cpus": [{"cpu": 0, "noise_ns_per_s": 380_000}, {"cpu": 1, "noise_ns_per_s": 95_000}], "noise": {}}
+    ours["noise"]["noise_ns_per_s"] = 237_000
+    f = osnoise.figures(rows, ours)  # 190 and 380 us of noise in 1 s each
+    assert [r["ratio"] for r in f["cpus"]] == [2.0, 0.25] and f["cpus"][0]["rtqual_noise_ns_per_s"] == 380_000
+    assert f["noise_ns_per_s"] == 285_000 and f["ratio"] == round(237 / 285, 3)
     assert f["periods"] == 2 and f["max_single_noise_ns"] == 9000 and f["counts"]["irq"] == 2014
     assert osnoise.ratio(100, 0) is None and osnoise.ratio(None, 5) is None
 
