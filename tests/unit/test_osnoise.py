@@ -14,7 +14,10 @@ from rtqual.publish.views import noise_lines
 from rtqual.results.stream import Stream
 
 SAMPLE = Path(__file__).parent.parent / "data" / "trace" / "osnoise-rt-cpu1.txt"
-LINE = "           <...>-859     [000] ....    81.637220: 1000000        190  99.98100       9     18      0   1007     18      1"
+LINE = (  # the documentation's example line (Documentation/trace/osnoise-tracer.rst)
+    "           <...>-859     [000] ....    81.637220: 1000000        190  99.98100       9     18      0   1007"
+    "     18      1"
+)
 
 
 def test_a_period_line_gives_its_fields():
@@ -129,13 +132,14 @@ def test_restore_refuses_other_files_and_values(tmp_path, monkeypatch, knob, bef
 def noise_stream(osnoise_present: bool, hwlat: bool = False) -> Stream:
     """A noise probe's header and summary as its stream gives them (one CPU)."""
     s = Stream()
-    note = "osnoise tracer present (rtla osnoise gives the kernel's view)" if osnoise_present else "osnoise tracer absent"
-    note += "; hwlat tracer present" if hwlat else "; hwlat tracer absent"
+    note = "osnoise tracer present (rtla osnoise gives the kernel's view)" if osnoise_present else ""
+    note = (note or "osnoise tracer absent") + ("; hwlat tracer present" if hwlat else "; hwlat tracer absent")
     s.header = {"params": {"cpus": [1], "duration_ns": 10**9, "gap_ns": 1000}, "rt": {"policy": "fifo", "priority": 1}}
     s.summary = {
         "cpus": [{"cpu": 1, "gaps": 40, "noise_ns_per_s": 2000, "largest_gap_ns": 30000, "steal_ns": None}],
-        "noise": {"noise_ns_per_s": 2000, "osnoise_tracer": osnoise_present, "hwlat_tracer": hwlat, "tracer_note": note},
+        "noise": {"noise_ns_per_s": 2000, "osnoise_tracer": osnoise_present, "hwlat_tracer": hwlat},
     }
+    s.summary["noise"]["tracer_note"] = note
     return s
 
 

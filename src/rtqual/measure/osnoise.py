@@ -33,7 +33,7 @@ from rtqual.units import format_cpulist
 NAME = "osnoise"
 PERIOD_US = 50_000  # the noise probe's duty cycle: spin 45 ms, sleep 5 ms (under the kernel's RT throttling)
 RUNTIME_US = 45_000
-MIN_NS = 4 * PERIOD_US * 1000  # a few periods even after a very short loop
+MIN_NS = 5 * PERIOD_US * 1000  # a few periods even after a very short loop (the first one is not counted)
 MAX_NS = 10_000_000_000  # the tracer's run is bounded: the loop's duration, at most this
 BUFFER_KB = 64  # per CPU: a summary line per period (20 a second) and nothing else
 POLL_S = 0.05
@@ -229,9 +229,9 @@ def measure(
         except OSError as e:
             raise TraceUnavailable(f"{e.strerror} (another instance may hold an osnoise or timerlat tracer)") from None
         (path / "tracing_on").write_text("1")
-        start = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-        time.sleep(POLL_S)  # the workers exist once the tracer runs
+        time.sleep(POLL_S)  # the workers exist once the tracer runs; they start at the kernel's policy
         set_policy(kernel_threads(NAME, cpus), policy, priority)
+        start = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
         end = start + duration_ns
         while not stopped() and (now := time.clock_gettime_ns(time.CLOCK_MONOTONIC)) < end:
             time.sleep(min(POLL_S, (end - now) / 1e9))
@@ -239,7 +239,7 @@ def measure(
         out["threads"] = kernel_threads(NAME, cpus)
         (path / "tracing_on").write_text("0")
         text = (path / "trace").read_text(errors="replace")
-        out["rows"] = tally(text.splitlines(), cpus, (start, end))
+        out["rows"] = tally(text.splitlines(), cpus, (start + PERIOD_US * 1000, end))  # periods begun after start
         out["duration_ns"] = end - start
         if not any(r["periods"] for r in out["rows"]):
             out["note"] = "the tracer completed no period"
