@@ -92,9 +92,10 @@ def tally(lines: list[str], cpus: list[int], window: tuple[int, int] | None = No
 
 
 def ratio(ours: Any, theirs: Any) -> float | None:
-    """rtqual's noise per second over the tracer's (3 decimals); None where either is unknown or theirs is 0."""
+    """rtqual's noise per second over the tracer's (3 significant digits); None where either is unknown or
+    theirs is 0."""
     ok = all(isinstance(x, int) and not isinstance(x, bool) for x in (ours, theirs))
-    return round(ours / theirs, 3) if ok and theirs > 0 else None
+    return float(f"{ours / theirs:.3g}") if ok and theirs > 0 else None
 
 
 def figures(rows: list[dict], ours: dict) -> dict:
