@@ -2,7 +2,7 @@
 set; tests/conftest.py leaves tests/kernels alone elsewhere), where tests/kernels/run starts it under Debian's
 PREEMPT_RT kernel and its standard one: it needs the guest's kernel, root and its writable $RTQUAL_LAB_OUT.
 Under TCG every rtqual command costs seconds of Python start-up, so each guest runs few commands: one scenario
-holds the timer, --trace, load and timerlat cases, and the tests read its bundle's files."""
+holds the timer, --trace, load, noise and timerlat cases, and the tests read its bundle's files."""
 
 import json
 import os
@@ -30,6 +30,11 @@ loads = ["cpu-hog"]
 label = "timer deadline"
 probe = "timer"
 params = { duration = "1s", cpus = "1", policy = "deadline", runtime = "200us", period = "1ms" }
+
+[[case]]
+label = "noise"
+probe = "noise"
+params = { duration = "1s", cpus = "1" }
 """
 TIMERLAT_CASES = """
 [[case]]

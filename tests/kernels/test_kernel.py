@@ -85,3 +85,25 @@ def test_timerlat_trace_uses_timerlat_split():
     for s in tl["spikes"]:
         assert s["source"] == "timerlat + sched/irq events"
         assert set(s["stages"]) >= {"irq_ns", "thread_ns"}
+
+
+def test_noise_records_gaps_and_the_kernels_osnoise_figures_beside():
+    code, err, cases = scenario()
+    assert code == 0, err
+    case = cases["noise"]
+    ps = case["probe_summary"]
+    (c,) = ps["cpus"]
+    assert c["gaps"] == c["count"] > 0 and c["noise_ns"] <= c["measured_ns"]  # TCG: the tick alone is a gap
+    noise = ps["noise"]
+    if not RT:  # the standard kernel has neither tracer: nothing beside, the note says so
+        assert "osnoise" not in noise and noise["tracer_note"] == "osnoise tracer absent; hwlat tracer absent"
+        return
+    osn = noise["osnoise"]
+    assert osn["note"] is None and noise["tracer_note"].startswith("osnoise tracer present: its figures beside")
+    (row,) = osn["cpus"]
+    assert row["cpu"] == c["cpu"] and row["periods"] > 0 and 0 < row["runtime_ns"] <= osn["duration_ns"]
+    assert 0 <= row["max_single_noise_ns"] <= row["noise_ns"] <= row["runtime_ns"]
+    assert all(n >= 0 for n in row["counts"].values()) and row["rtqual_noise_ns_per_s"] == c["noise_ns_per_s"]
+    summary = {"rtqual": c, "osnoise": osn, "ratio": osn["ratio"]}
+    (lab_out() / "noise-vs-osnoise.json").write_text(json.dumps(summary))
+    print("noise rtqual/osnoise", c["noise_ns_per_s"], row["noise_ns_per_s"], osn["ratio"])

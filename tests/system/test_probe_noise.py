@@ -58,6 +58,11 @@ def test_bundle_and_sigterm(tmp_path):
     case = run_case(tmp_path / "b", "noise", "--cpus", CPU, "--duration", "3s", timeout=60)
     s = case["stats"]
     assert s["count"] >= 0 and (s["count"] == 0 or s["min_ns"] > 1000)
+    n = case["noise"]  # show --json: the summary's noise object
+    if not n["osnoise_tracer"]:  # this VM's kernel: nothing beside rtqual's figures, the note says so
+        assert "osnoise" not in n and n["tracer_note"].startswith("osnoise tracer absent")
+    else:
+        assert n["tracer_note"].startswith("osnoise tracer present") and "cpus" in n["osnoise"]
     proc = subprocess.Popen(
         [sys.executable, "-m", "rtqual", "run", "noise", "--cpus", str(CPU), "--duration", "60s"]
         + ["-o", str(tmp_path / "c"), "-q"],

@@ -22,7 +22,8 @@ Kinds: "file" (write "before" back; before None = nothing to write back), "tunab
 directory rtqual created: move its tasks to the parent, rmdir), "controller" (cgroup v2
 subtree_control: before is "-cpuset"), "netns" and "veth" (a network namespace or veth pair the
 network load made: deleted; one already gone counts as removed), "trace-instance" and "mount" (the tracefs
-instance of --trace and a private tracefs mount it made: removed, unmounted; gone already counts as removed).
+instance of --trace and a private tracefs mount it made: removed, unmounted; gone already counts as removed),
+"osnoise" (a global osnoise/ knob or tracing_thresh the osnoise run beside the noise probe set: written back).
 
 Governor and frequency are set on every online CPU (cpus=None), as docs/scenario.md
 promises: a load on another CPU shares the power and thermal budget, and many boards share
@@ -412,6 +413,7 @@ def write_state(path: str | os.PathLike, records: list[dict], pid: int | None = 
 #   trace-instance, mount   trace.py Tracer: TRACEFS/instances/rtqual-<pid>-<n>, TMP/rtqual-tracefs-XXXXXXXX
 #   tempdir     run.py note_temp of a service's temp_paths (epics/ioc.py TEMP_PREFIX); the monitor's folder
 #   tunable     Conditions.apply from a case's "tunables" (rtqual advise --measure): the files of TUNABLES
+#   osnoise     osnoise.py Knobs (the osnoise run beside the noise probe): TRACEFS/osnoise/KNOB, tracing_thresh
 
 CPUFREQ_VALUES = {  # cpufreq file -> the shape of the value written back
     "scaling_governor": re.compile(r"[A-Za-z0-9_-]{1,32}"),
@@ -439,7 +441,13 @@ TUNABLES = {  # file below root that `rtqual advise --measure` sets for a while 
     re.compile(r"sys/devices/virtual/workqueue/cpumask"): re.compile(r"[0-9a-fA-F,]{1,1024}"),
     re.compile(r"sys/devices/system/clocksource/clocksource0/current_clocksource"): re.compile(r"[a-z0-9_-]{1,32}"),
 }
-KINDS = {"file", "tunable", "controller", *NAMES}
+OSNOISE_KNOBS = {  # tracefs file (osnoise/ knobs, the top-level tracing_thresh) -> the shape of the value written back
+    "osnoise/cpus": re.compile(r"[0-9,-]{1,1024}"),
+    **{f"osnoise/{n}": re.compile(r"[0-9]{1,12}") for n in ("period_us", "runtime_us", "stop_tracing_us")},
+    "osnoise/stop_tracing_total_us": re.compile(r"[0-9]{1,12}"),
+    "tracing_thresh": re.compile(r"[0-9]{1,12}"),
+}
+KINDS = {"file", "tunable", "controller", "osnoise", *NAMES}
 JOURNAL_MAX_BYTES = 16 << 20  # about 80 000 records: far more than any run writes
 MANIFEST_MAX_BYTES = 64 << 20
 JSON_MAX_DEPTH = 8  # a journal is 3 deep (state, changes, record)
@@ -501,6 +509,8 @@ def refusal(record: dict, root: Path = Path("/"), mounts_text: str | None = None
         return None if os.path.realpath(knob).startswith(cpu_dir + "/") else f"{knob} leads out of {cpu_dir}"
     if kind == "tunable":
         return tunable_refusal(knob, record.get("before"), root)
+    if kind == "osnoise":
+        return osnoise_refusal(path, record.get("before"), mounts_text)
     if kind == "controller":
         roots = _mount_points(mounts_text, {"cgroup2"})
         if path.name != "cgroup.subtree_control" or path.parent not in roots or record.get("before") != "-cpuset":
@@ -514,11 +524,28 @@ def refusal(record: dict, root: Path = Path("/"), mounts_text: str | None = None
         roots = _mount_points(mounts_text, {"cgroup2"}) | _mount_points(mounts_text, {"cgroup"}, "cpuset")
         return None if path.parent in roots else f"cpuset {knob} is not right below a cgroup cpuset hierarchy"
     if kind == "trace-instance":
-        roots = _mount_points(mounts_text, {"tracefs"})
-        forced = os.environ.get("RTQUAL_TRACEFS")  # trace.TRACEFS_ENV: the tracefs a run was told to use
-        roots |= {Path(forced)} if forced else set()
+        roots = _tracefs_roots(mounts_text)
         return None if path.parent.name == "instances" and path.parent.parent in roots else f"{knob}: not in a tracefs"
     return None if _in_temp_dir(path) else f"{kind} {knob} is not in the temp folder {tempfile.gettempdir()}"
+
+
+def _tracefs_roots(mounts_text: str) -> set[Path]:
+    """The mounted tracefs roots, and the one a run was told to use (trace.TRACEFS_ENV)."""
+    forced = os.environ.get("RTQUAL_TRACEFS")
+    return _mount_points(mounts_text, {"tracefs"}) | ({Path(forced)} if forced else set())
+
+
+def osnoise_refusal(path: Path, before: Any, mounts_text: str) -> str | None:
+    """Why an "osnoise" record is none the osnoise run writes: not one of OSNOISE_KNOBS right in a mounted
+    tracefs, or its value not of that knob's shape; None when it is."""
+    roots = _tracefs_roots(mounts_text)
+    root = next((r for r in roots if str(path).startswith(str(r) + "/")), None)
+    shape = OSNOISE_KNOBS.get(os.path.relpath(path, root)) if root is not None else None
+    if shape is None:
+        return f"{path} is not an osnoise knob of a mounted tracefs"
+    if not shape.fullmatch(before or ""):
+        return f"{path}: {str(before)[:40]!r} is not a value rtqual writes back there"
+    return None if not os.path.islink(path) else f"{path} is a symbolic link"
 
 
 def tunable_refusal(knob: str, before: Any, root: Path) -> str | None:

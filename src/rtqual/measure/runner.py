@@ -14,6 +14,7 @@ from typing import Any
 
 from rtqual.answers import verdict
 from rtqual.errors import EXIT_ERROR, RtqError
+from rtqual.measure import osnoise
 from rtqual.measure.case import Case
 from rtqual.measure.conditions import Conditions, not_applied
 from rtqual.measure.host.sampler import Sampler, iter_samples, rt_tasks
@@ -87,6 +88,8 @@ def run_case(
             session.cpuset = cond.cpusets.get("probe")  # made by cond.apply above
             try:
                 session.run(on_record, windows.extend)
+                if case.probe == "noise" and session.exit_code == 0 and not guard.signum:
+                    osnoise.beside(session.stream, cond, lambda: bool(guard.signum))  # the kernel's figures
             except RtqError as e:
                 if not service:
                     raise

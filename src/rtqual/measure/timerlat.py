@@ -30,6 +30,7 @@ from typing import Any, BinaryIO
 
 from rtqual import __version__
 from rtqual.errors import EXIT_ERROR, EXIT_INCONCLUSIVE, EXIT_SKIP, RtqError
+from rtqual.measure.osnoise import Knobs, kernel_threads
 from rtqual.measure.trace import TRACEFS_ENV, find_tracefs, line_ts, unmount
 from rtqual.probes.timerlat import ENTRY, KERNEL_OPTION, STAGES
 from rtqual.results.hist import Histogram
@@ -124,7 +125,7 @@ class Probe:
         self.root: Path | None = None
         self.mounted: Path | None = None
         self.instance: Path | None = None
-        self.saved: dict[str, str] = {}
+        self.knobs: Knobs | None = None  # the global osnoise/ knobs set, restored at the end
         self.fds: dict[int, int] = {}
         self.workers: list[subprocess.Popen] = []
         self.user = False
@@ -185,10 +186,9 @@ class Probe:
 
     def _set(self, name: str, value: str) -> None:
         """Set a global osnoise/ knob, its old value kept for restore()."""
-        path = self.root / "osnoise" / name  # type: ignore[operator]
-        if name not in self.saved:
-            self.saved[name] = path.read_text().strip()
-        path.write_text(value)
+        if self.knobs is None:
+            self.knobs = Knobs(self.root)  # type: ignore[arg-type]
+        self.knobs.set(name, value)
 
     def start(self) -> None:
         """The instance with the timerlat tracer on our CPUs and the mono clock; per-CPU pipes open."""
@@ -244,12 +244,8 @@ class Probe:
                 os.rmdir(self.instance)
             except OSError as e:
                 print(f"timerlat: could not remove {self.instance}: {e.strerror}", file=sys.stderr)
-        for name, value in self.saved.items():
-            if value or name != "cpus":
-                try:
-                    (self.root / "osnoise" / name).write_text(value)  # type: ignore[operator]
-                except OSError as e:
-                    print(f"timerlat: could not restore osnoise/{name}={value}: {e.strerror}", file=sys.stderr)
+        for problem in self.knobs.restore() if self.knobs is not None else []:
+            print(f"timerlat: {problem}", file=sys.stderr)
         if self.mounted is not None:
             unmount(self.mounted)
 
@@ -487,21 +483,7 @@ class Probe:
 def kthreads(cpus: list[int], user: bool) -> list[dict]:
     """The timerlat threads of the CPUs (kernel threads timerlat/N; none with the user stage: our workers run
     there): cpu, pid, policy, priority, CPU time (ns, /proc/PID/schedstat)."""
-    names = {f"timerlat/{c}": c for c in cpus}
-    out = []
-    for comm in Path("/proc").glob("[0-9]*/comm"):
-        try:
-            name = comm.read_text().strip()
-            if name not in names:
-                continue
-            pid = int(comm.parent.name)
-            policy = {0: "other", 1: "fifo", 2: "rr", 6: "deadline"}.get(os.sched_getscheduler(pid), "other")
-            prio = os.sched_getparam(pid).sched_priority
-            cpu_ns = int((comm.parent / "schedstat").read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            continue
-        out.append({"cpu": names[name], "pid": pid, "policy": policy, "priority": prio, "cpu_time_ns": cpu_ns})
-    return sorted(out, key=lambda t: t["cpu"])
+    return kernel_threads(NAME, cpus)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -312,12 +312,16 @@ class Tracer:
             self.stop()
             raise
 
-    def _start(self) -> None:
+    def make_instance(self, condition: str = "trace") -> Path:
+        """tracefs found (or privately mounted), dead rtqual's instances removed, and a new instance
+        rtqual-<pid>-<n>, journaled before it is made, off, with the mono clock and buffer_kb per CPU; stop()
+        removes it. --trace and the osnoise run beside the noise probe (rtqual.measure.osnoise) share it.
+        TraceUnavailable or OSError when it cannot be made."""
         root = self.root = self._tracefs()
         remove_orphan_instances(root)
         self.timerlat = "timerlat" in (root / "available_tracers").read_text().split()
         path = root / "instances" / f"rtqual-{os.getpid()}-{next(_COUNTER)}"
-        record = self._note({"knob": str(path), "kind": "trace-instance", "condition": "trace", "applied": True})
+        record = self._note({"knob": str(path), "kind": "trace-instance", "condition": condition, "applied": True})
         try:
             path.mkdir()
         except OSError as e:
@@ -330,6 +334,10 @@ class Tracer:
             raise TraceUnavailable(f"trace clock {TRACE_CLOCK!r} not available (have: {clocks.strip()})")
         _write(path / "trace_clock", TRACE_CLOCK)
         _write(path / "buffer_size_kb", str(self.buffer_kb))
+        return path
+
+    def _start(self) -> None:
+        path = self.make_instance()
         _write(path / "tracing_cpumask", cpumask(self.cpus))
         for event in EVENTS:
             enable = path / "events" / event / "enable"

@@ -379,7 +379,7 @@ def case_section(r: dict) -> str:
     stages = views.stage_table(r)
     if stages:
         out.append(f"<pre>{escape(stages)}</pre>")
-    lines = views.ioc_lines(r) + views.network_lines(r)
+    lines = views.ioc_lines(r) + views.noise_lines(r) + views.network_lines(r)
     if lines:
         out.append("<pre>" + escape("\n".join(lines)) + "</pre>")
     out.append(spikes_html(r))

@@ -21,6 +21,7 @@ from rtqual.publish.views import (
     format_table,
     ioc_lines,
     network_lines,
+    noise_lines,
     paper_table,
     spike_lines,
     stage_table,
@@ -129,6 +130,7 @@ def show_text(data: dict, table: str | None = None, env_lines: Sequence[str] = (
             note = TIMERLAT_STAGE_NOTE if "irq" in names else GPIO_STAGE_NOTE if "drive" in names else STAGE_NOTE
             out.extend(["", stages, note])
         out.extend(ioc_lines(r))
+        out.extend(noise_lines(r))
         out.extend(network_lines(r))
         out.extend(spike_lines(r))
         baseline = baseline_line(r, data["cases"])
@@ -196,6 +198,7 @@ def show_json(data: dict) -> dict:
                     else {}
                 ),
                 **({"ioc": r["ioc"]} if r.get("ioc") else {}),
+                **({"noise": (r.get("probe_summary") or {}).get("noise")} if noise_lines(r) else {}),
                 **({"requirements_judged": r["requirement_verdicts"]} if r.get("requirement_verdicts") else {}),
                 **({"spikes": r.get("spikes") or [], "trace": r["trace"]} if isinstance(r.get("trace"), dict) else {}),
             }

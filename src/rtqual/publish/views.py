@@ -139,6 +139,49 @@ def network_text(result: dict) -> str | None:
     return "; ".join(parts) or None
 
 
+def noise_lines(result: dict) -> list[str]:
+    """A noise case's figures in words: rtqual's loop (noise per second, largest gap, steal, SMI) and, where the
+    kernel's osnoise tracer ran beside it (probe_summary noise.osnoise), its figures per CPU with the ratio
+    rtqual / osnoise; the tracer note; nothing for other probes."""
+    ps = result.get("probe_summary") or {}
+    noise = ps.get("noise") if isinstance(ps, dict) else None
+    if not isinstance(noise, dict):
+        return []
+    osn: dict = noise["osnoise"] if isinstance(noise.get("osnoise"), dict) else {}
+    theirs = {r.get("cpu"): r for r in osn.get("cpus") or [] if isinstance(r, dict)}
+    out = []
+    for c in ps.get("cpus") or []:
+        if not isinstance(c, dict):
+            continue
+        line = (
+            f"noise CPU {c.get('cpu')}: rtqual {format_ns(c.get('noise_ns_per_s'))}/s in {c.get('gaps')} gaps, "
+            f"largest {format_ns(c.get('largest_gap_ns'))}"
+        )
+        if c.get("steal_ns") is not None:
+            line += f", steal {format_ns(c['steal_ns'])}"
+        if c.get("smi") is not None:
+            line += f", {c['smi']} SMIs"
+        r = theirs.get(c.get("cpu"))
+        if r and r.get("periods"):
+            counts = " ".join(f"{k.upper()} {v}" for k, v in (r.get("counts") or {}).items())
+            ratio = r.get("ratio")
+            line += (
+                f"; osnoise {format_ns(r.get('noise_ns_per_s'))}/s, max single "
+                f"{format_ns(r.get('max_single_noise_ns'))} ({counts}); rtqual/osnoise "
+                + ("-" if ratio is None else f"{ratio:.3g}")
+            )
+        out.append(line)
+    if osn.get("periods"):
+        out.append(
+            f"osnoise: the kernel's tracer on the same CPUs right after the loop, {osn.get('periods')} periods of "
+            f"{format_ns((osn.get('runtime_us') or 0) * 1000)} in {format_ns(osn.get('duration_ns'))}, "
+            f"noise above {format_ns(osn.get('threshold_ns'))}"
+        )
+    if noise.get("tracer_note"):
+        out.append(f"tracers: {noise['tracer_note']}")
+    return out
+
+
 def network_lines(result: dict) -> list[str]:
     """Per network load: achieved rates and the interrupts/softirqs it cost the receiving CPU."""
     out = []
