@@ -48,7 +48,7 @@ def test_scenario_runs_the_timer_under_sched_deadline():
     assert code == 0, err
     dl = cases["timer deadline"]
     assert dl["params"]["policy"] == "deadline" and dl["stats"]["count"] > 0
-    assert (dl["params"]["runtime_ns"], dl["params"]["period_ns"]) == (200_000, 1_000_000)
+    assert (dl["params"]["deadline"]["runtime_ns"], dl["params"]["deadline"]["period_ns"]) == (200_000, 1_000_000)
     assert dl["verdict"] in ("pass", "completed"), dl.get("reason")
 
 
