@@ -34,8 +34,9 @@ def test_host_facts_see_the_preemption_model_and_the_emulator():
 def test_scenario_runs_timer_traced_and_loaded():
     code, err, cases = scenario()
     assert code == 0, err
-    assert {"timer traced", "timer cpu-hog"} <= set(cases)
-    for label in ("timer traced", "timer cpu-hog"):
+    labels = ["timer traced"] if RT else ["timer traced", "timer cpu-hog"]  # the load in the std guest only
+    assert set(labels) <= set(cases)
+    for label in labels:
         assert cases[label]["stats"]["count"] > 0 and cases[label]["verdict"] in ("pass", "completed")
     traced = cases["timer traced"]
     want = "available, used by `rtqual run timerlat` (docs/trace.md)" if RT else "not in this kernel"
@@ -43,6 +44,7 @@ def test_scenario_runs_timer_traced_and_loaded():
     assert all(s["source"] == "sched/irq events" for s in traced["spikes"])
 
 
+@pytest.mark.skipif(RT, reason="the standard kernel's guest runs SCHED_DEADLINE (the RT guest's time goes to timerlat)")
 def test_scenario_runs_the_timer_under_sched_deadline():
     code, err, cases = scenario()
     assert code == 0, err
