@@ -171,6 +171,11 @@ void rt_pretouch(void *p, size_t n)
 int rt_thread_attr(pthread_attr_t *a, int policy, int priority, int cpu, size_t stack_bytes)
 {
 	struct sched_param sp = {.sched_priority = policy == RT_OTHER ? 0 : priority};
+	/* never below the C library's minimum: 16 KiB on x86_64 but 128 KiB on aarch64 (64 KiB pages
+	 * exist there), where a smaller size makes pthread_attr_setstacksize fail with EINVAL */
+	long min_stack = sysconf(_SC_THREAD_STACK_MIN);
+	if (stack_bytes && min_stack > 0 && stack_bytes < (size_t)min_stack)
+		stack_bytes = (size_t)min_stack;
 	int r = pthread_attr_init(a);
 	if (r)
 		return r;
