@@ -24,7 +24,7 @@ from typing import IO
 from rtqual.errors import RtqError
 from rtqual.measure import _native
 from rtqual.measure.epics import env as epics_env
-from rtqual.procs import die_with_parent, signal_group
+from rtqual.procs import StartBound, die_with_parent, signal_group
 
 LOAD_RECORD = "load:%04d"  # $(P)load:0000 ... (rtqual-ca put/monitor use the same names)
 RTT_PUT = "rtt:put"  # ca-rtt: rtqual-ca ca-rtt --put $(P)rtt:put --monitor $(P)rtt:echo
@@ -109,15 +109,18 @@ class CaProcess:
         return bool(chunk)
 
     def _wait_ready(self, timeout: float) -> dict:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not self._read(deadline - time.monotonic()):
-                rc = self.proc.wait() if self.proc is not None else None
-                raise RtqError(f"rtqual-ca {self.args[0]} exited during start (exit {rc}): {self.stderr_tail()}")
+        """The client's ready record; `timeout` is how long it may go without using the CPU (StartBound)."""
+        assert self.proc is not None, "_wait_ready before start()"
+        bound = StartBound(self.proc.pid, timeout)
+        while (left := bound.remaining()) > 0:
+            if not self._read(min(left, 1.0)):
+                raise RtqError(
+                    f"rtqual-ca {self.args[0]} exited during start (exit {self.proc.wait()}): {self.stderr_tail()}"
+                )
             for r in self.records:
                 if r.get("type") == "ready":
                     return r
-        raise RtqError(f"rtqual-ca {self.args[0]} not ready after {timeout:g} s: {self.stderr_tail()}")
+        raise RtqError(f"rtqual-ca {self.args[0]} not ready after {bound.describe()}: {self.stderr_tail()}")
 
     def _stderr_text(self) -> str:
         if self._err is None or self._err.closed:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from rtqual.errors import RtqError
 from rtqual.measure.epics import env as epics_env
-from rtqual.procs import die_with_parent, signal_group
+from rtqual.procs import StartBound, die_with_parent, signal_group
 from rtqual.util import remove_orphan_dirs
 
 TEMP_PREFIX = "rtqual-ioc-"  # + rtqual's pid + "-": a folder whose rtqual is gone can be found and removed
@@ -443,14 +443,14 @@ class Ioc:
         return self
 
     def _wait_ready(self, timeout: float) -> dict:
+        """The IOC's ready message; `timeout` is how long it may go without using the CPU (StartBound)."""
         assert self.proc is not None and self.proc.stdout is not None, "_wait_ready before start()"
         fd = self.proc.stdout.fileno()
-        deadline = time.monotonic() + timeout
+        bound = StartBound(self.proc.pid, timeout)
         buf = b""
-        while time.monotonic() < deadline:
-            rlist, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
-            if not rlist:
-                break
+        while (left := bound.remaining()) > 0:
+            if not select.select([fd], [], [], min(left, 1.0))[0]:
+                continue
             chunk = os.read(fd, 4096)
             if not chunk:
                 raise RtqError(f"EPICS IOC exited during start (exit {self.proc.wait()}): {self.log_tail()}")
@@ -463,7 +463,7 @@ class Ioc:
                     continue
                 if msg.get("type") == "ready":
                     return msg
-        raise RtqError(f"EPICS IOC not ready after {timeout:g} s: {self.log_tail()}")
+        raise RtqError(f"EPICS IOC not ready after {bound.describe()}: {self.log_tail()}")
 
     def log_tail(self, lines: int = 5) -> str:
         """The IOC's EPICS error lines (colours removed) if it printed any, else its last lines."""
