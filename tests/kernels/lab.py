@@ -6,11 +6,12 @@ holds the timer, --trace, load, noise and timerlat cases, and the tests read its
 
 import json
 import os
+import signal
 import subprocess
 from functools import cache
 from pathlib import Path
 
-from conftest import rtqual_run
+from conftest import rtqual_argv
 
 KERNEL = os.environ.get("RTQUAL_LAB_KERNEL", "")
 RT = KERNEL == "rt"
@@ -73,6 +74,25 @@ def scenario() -> tuple[int, str, dict[str, dict]]:
     toml = lab_out() / "lab.toml"
     toml.write_text('[run]\nname = "lab"\n' + COMMON_CASES + (RT_CASES if RT else STD_CASES))
     bundle = lab_out() / "timer"
-    p = rtqual_run("run", toml, "-q", "-o", bundle, timeout=300)
+    code, err = _run_or_dump(rtqual_argv("run", toml, "-q", "-o", bundle), timeout_s=300)
     results = [json.loads(f.read_text()) for f in sorted(bundle.glob("cases/*/result.json"))]
-    return p.returncode, p.stderr, {r["label"]: r for r in results}
+    return code, err, {r["label"]: r for r in results}
+
+
+def _run_or_dump(argv: list[str], timeout_s: float) -> tuple[int, str]:
+    """(exit code, stderr) of a command; past timeout_s, SIGABRT with Python's faulthandler on, so the stderr
+    ends with every thread's stack: where it hung. The result is returned (and cached), never raised, so each
+    of the guest's tests fails at once with it instead of running the scenario again."""
+    env = {**os.environ, "PYTHONFAULTHANDLER": "1"}
+    with subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env) as p:
+        try:
+            _, err = p.communicate(timeout=timeout_s)
+            return p.returncode, err
+        except subprocess.TimeoutExpired:
+            p.send_signal(signal.SIGABRT)
+            try:
+                _, err = p.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                _, err = p.communicate()
+            return p.returncode, f"rtqual run still running after {timeout_s:g} s; its stacks:\n{err}"
