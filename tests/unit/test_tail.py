@@ -170,3 +170,16 @@ def test_a_jitterdebugger_samples_raw_feeds_the_same_analysis(tmp_path, capsys) 
     assert [c["cpu"] for c in cases] == ["0", "1", "all"]
     assert all(c["blocks"] == 1200 and c["verdict"] != "insufficient" for c in cases)
     assert cases[0]["threshold_ns"] % 1000 != 0  # microsecond ties spread inside their step
+
+
+def test_the_fit_check_fails_excesses_that_are_not_generalized_pareto():
+    """The bootstrap's smallest p-value is 1/100 = ALPHA: it must read as a failure, or the check could never
+    fail. Two narrow clumps far apart are no generalized Pareto; a generalized Pareto sample passes."""
+    np = pytest.importorskip("numpy")
+    stats = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(1)
+    good = stats.genpareto.rvs(0.1, size=200, random_state=rng) + 5
+    bad = np.concatenate([rng.uniform(0, 0.1, 100), rng.uniform(10, 10.1, 100)]) + 5
+    assert tail.fit_check(5, list(good))["passed"] is True
+    failed = tail.fit_check(5, list(bad))
+    assert failed["passed"] is False and failed["p_value"] <= tail.ALPHA
