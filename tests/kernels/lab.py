@@ -80,19 +80,50 @@ def scenario() -> tuple[int, str, dict[str, dict]]:
 
 
 def _run_or_dump(argv: list[str], timeout_s: float) -> tuple[int, str]:
-    """(exit code, stderr) of a command; past timeout_s, SIGABRT with Python's faulthandler on, so the stderr
-    ends with every thread's stack: where it hung. The result is returned (and cached), never raised, so each
-    of the guest's tests fails at once with it instead of running the scenario again."""
+    """(exit code, stderr) of a command; past timeout_s, where each of its threads is in the kernel (a thread
+    stuck in an uninterruptible call takes no signal), then SIGABRT with Python's faulthandler on (every
+    thread's Python stack), then SIGKILL; never waits for a process that cannot die. The result is returned
+    (and cached), never raised, so each of the guest's tests fails at once with it."""
     env = {**os.environ, "PYTHONFAULTHANDLER": "1"}
-    with subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env) as p:
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        _, err = p.communicate(timeout=timeout_s)
+        return p.returncode, err
+    except subprocess.TimeoutExpired:
+        pass
+    where = _kernel_stacks(p.pid)
+    err = ""
+    for sig in (signal.SIGABRT, signal.SIGKILL):
+        p.send_signal(sig)
         try:
-            _, err = p.communicate(timeout=timeout_s)
-            return p.returncode, err
+            err = p.communicate(timeout=30)[1] or err
+            break
         except subprocess.TimeoutExpired:
-            p.send_signal(signal.SIGABRT)
+            continue
+    code = p.poll()
+    return -1 if code is None else code, (
+        f"rtqual run still running after {timeout_s:g} s"
+        + ("" if code is not None else " and not ended by SIGKILL (stuck in the kernel)")
+        + f"; its threads in the kernel:\n{where}\nits Python stacks:\n{err}"
+    )
+
+
+def _kernel_stacks(pid: int) -> str:
+    """Each thread of pid: its name, state, wait channel and kernel stack (root reads /proc/PID/task/*/stack)."""
+    out = []
+    for task in sorted(Path(f"/proc/{pid}/task").glob("*")):
+        fields = {}
+        for name in ("comm", "wchan", "stat", "stack"):
             try:
-                _, err = p.communicate(timeout=30)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                _, err = p.communicate()
-            return p.returncode, f"rtqual run still running after {timeout_s:g} s; its stacks:\n{err}"
+                fields[name] = (task / name).read_text().strip()
+            except OSError as e:
+                fields[name] = f"({e.strerror})"
+        state = fields["stat"].rsplit(")", 1)[-1].split()[:1]
+        out.append(f"{task.name} {fields['comm']} state {state} wchan {fields['wchan']}\n{fields['stack']}")
+    try:  # and every blocked task of the guest (a kernel thread may hold what it waits for), from the kernel log
+        Path("/proc/sysrq-trigger").write_text("w")
+        log = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=10).stdout.splitlines()[-120:]
+        out.append("the kernel's blocked tasks (sysrq w):\n" + "\n".join(log))
+    except (OSError, subprocess.SubprocessError) as e:
+        out.append(f"(no sysrq w: {e})")
+    return "\n".join(out)
