@@ -38,14 +38,19 @@ def stop_group(proc: subprocess.Popen, grace_s: float = 10.0) -> int:
     return proc.wait()
 
 
-def cpu_seconds(pid: int) -> float | None:
-    """The CPU time (user + system) a process has used, from /proc/PID/stat; None once it is gone."""
+def stat_fields(pid: int | str) -> list[bytes] | None:
+    """/proc/PID/stat's fields after the command name (state, ppid, pgrp, session, ...); None once it is gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
+            return f.read().rsplit(b")", 1)[1].split()
     except (OSError, IndexError):
         return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """The CPU time (user + system) a process has used, from /proc/PID/stat; None once it is gone."""
+    fields = stat_fields(pid)
+    return None if fields is None else (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class StartBound:

@@ -23,7 +23,7 @@ from typing import Any
 
 from rtqual.errors import EXIT_SKIP, RtqError
 from rtqual.fields import Field
-from rtqual.procs import die_with_parent
+from rtqual.procs import die_with_parent, stat_fields
 from rtqual.units import format_cpulist, online_cpus, parse_cpulist
 from rtqual.util import CAP_SYS_NICE, has_capability
 
@@ -434,12 +434,8 @@ def _sessions() -> dict[int, list[int]]:
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # gone meanwhile
-        if fields[0] not in (b"Z", b"X"):  # state, ppid, pgrp, session, ...
+        fields = stat_fields(entry.name)
+        if fields is not None and fields[0] not in (b"Z", b"X"):  # None: gone meanwhile
             out.setdefault(int(fields[3]), []).append(int(entry.name))
     return out
 
