@@ -19,7 +19,7 @@ from pathlib import Path
 import epicscorelibs.path
 from sidebyside import compare, options, probe_stats
 
-from rtqual.measure import _native
+from rtqual.measure.run import native
 from rtqual.measure.epics.ca import RTT_ECHO, RTT_PUT, ca_db
 from rtqual.measure.epics.ioc import Ioc
 
@@ -53,7 +53,7 @@ def build_reference(tmp: Path) -> Path:
 def rtqual_round(ioc: Ioc, a) -> dict:
     p = subprocess.run(
         [
-            str(_native.ca_path()),
+            str(native.ca_path()),
             "ca-rtt",
             "--put",
             ioc.pv(RTT_PUT),

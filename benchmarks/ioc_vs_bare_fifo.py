@@ -18,7 +18,7 @@ from pathlib import Path
 
 from sidebyside import compare, options, probe_stats
 
-from rtqual.measure import _native
+from rtqual.measure.run import native
 from rtqual.measure.epics.ioc import Ioc
 
 HERE = Path(__file__).resolve().parent
@@ -35,7 +35,7 @@ def build_reference(tmp: Path) -> Path:
 def rtqual_round(ioc: Ioc, a) -> dict:
     p = subprocess.run(
         [
-            str(_native.probe_path()),
+            str(native.probe_path()),
             "iocresp",
             "--in",
             str(ioc.fifo_in),

@@ -34,7 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rtqual.measure import _native
+from rtqual.measure.run import native
 
 HERE = Path(__file__).resolve().parent
 
@@ -48,7 +48,7 @@ def placement(a, cpu: int) -> list[str]:
 def rtqual_p50(a, transport: str, *limit: str) -> int:
     out = subprocess.run(
         [
-            str(_native.probe_path()),
+            str(native.probe_path()),
             "msg",
             "--transport",
             transport,

@@ -31,7 +31,7 @@ import statistics
 import subprocess
 import sys
 
-from rtqual.measure import _native
+from rtqual.measure.run import native
 
 EXIT_SKIP = 3
 
@@ -80,7 +80,7 @@ def perf_round(a, perf: str) -> float:
 def rtqual_round(a) -> tuple[float, dict]:
     """usecs per round trip from rtqual-probe switch, and the summary slots."""
     cmd = [
-        str(_native.probe_path()),
+        str(native.probe_path()),
         "switch",
         "--ipc",
         "pipe",

@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 
-from rtqual.measure import _native
+from rtqual.measure.run import native
 from rtqual.results.hist import Histogram, rank_of
 from rtqual.units import format_ns, parse_duration_ns
 
@@ -37,7 +37,7 @@ def rtqual_round(a) -> dict:
     before = child_cpu_s()
     out = subprocess.run(
         [
-            _native.probe_path(),
+            native.probe_path(),
             "timer",
             "--cpus",
             str(a.cpu),

@@ -37,11 +37,11 @@ def epics_missing() -> str | None:
     if importlib.util.find_spec("epicscorelibs") is None:
         return "epicscorelibs is not importable (pip install epicscorelibs, or pip install .)"
     from rtqual.errors import RtqError
-    from rtqual.measure import _native
+    from rtqual.measure.run import native
 
     try:
-        _native.epics_devsup()
-        _native.ca_path()
+        native.epics_devsup()
+        native.ca_path()
     except RtqError as e:
         return f"rtqual's EPICS parts are not built: {e}"
     return None
@@ -86,10 +86,10 @@ def run_case(bundle, *args, timeout=120) -> dict:
 
 def probe_available() -> bool:
     from rtqual.errors import RtqError
-    from rtqual.measure import _native
+    from rtqual.measure.run import native
 
     try:
-        _native.probe_path()
+        native.probe_path()
         return True
     except RtqError:
         return False
@@ -105,10 +105,10 @@ def probe_records(probe: str, *args, timeout: float = 60):
     """Run `rtqual-probe PROBE ARGS` directly; (CompletedProcess, its JSON Lines records)."""
     import json
 
-    from rtqual.measure import _native
+    from rtqual.measure.run import native
 
     out = subprocess.run(
-        [str(_native.probe_path()), probe, *map(str, args)], capture_output=True, text=True, timeout=timeout
+        [str(native.probe_path()), probe, *map(str, args)], capture_output=True, text=True, timeout=timeout
     )
     return out, [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
 
@@ -117,10 +117,10 @@ def start_probe(probe: str, *args) -> tuple[subprocess.Popen, dict]:
     """`rtqual-probe PROBE ARGS` started with text pipes; (the process, its header record)."""
     import json
 
-    from rtqual.measure import _native
+    from rtqual.measure.run import native
 
     proc = subprocess.Popen(
-        [str(_native.probe_path()), probe, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [str(native.probe_path()), probe, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     header = json.loads(proc.stdout.readline())
     assert header["type"] == "header"

@@ -44,10 +44,10 @@ def inject_stalls(cpu: int, count: int, stall: str = "10ms", gap: str = "300ms")
     records (start_ns, end_ns on CLOCK_MONOTONIC)."""
     import json
 
-    from rtqual.measure import _native
+    from rtqual.measure.run import native
 
     out = subprocess.run(
-        [str(_native.probe_path()), "inject", "--cpu", str(cpu), "--stall", stall, "--count", str(count),
+        [str(native.probe_path()), "inject", "--cpu", str(cpu), "--stall", stall, "--count", str(count),
          "--gap", gap],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from rtqual.errors import RtqError
-from rtqual.measure import _native
 from rtqual.measure.epics import env as epics_env
 from rtqual.measure.epics.ca import RTT_ECHO, RTT_PUT, CaLoad, Repeater, ca_db
 from rtqual.measure.epics.ioc import Ioc
+from rtqual.measure.run import native
 from rtqual.results.stream import read_stream
 
 N = 100
@@ -59,7 +59,7 @@ def no_leftovers(request):
 
 def run_ca(env, *args, timeout=60):
     out = subprocess.run(
-        [str(_native.ca_path()), *map(str, args)], env=env, capture_output=True, text=True, timeout=timeout
+        [str(native.ca_path()), *map(str, args)], env=env, capture_output=True, text=True, timeout=timeout
     )
     return out, [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
 
@@ -158,7 +158,7 @@ def test_ca_rtt_unknown_pv_is_one_clear_line(ioc):
 
 
 def test_ca_rtt_check_goes_to_rtqual_ca():
-    _native.check("ca-rtt", ["--put", "any:pv", *RT_ARGS])  # --check does not connect
+    native.check("ca-rtt", ["--put", "any:pv", *RT_ARGS])  # --check does not connect
     with pytest.raises(RtqError, match="--put PV is required"):
-        _native.check("ca-rtt", [])
-    assert {e["name"] for e in _native.probe_list() if e.get("binary") == "rtqual-ca"} == {"ca-rtt"}
+        native.check("ca-rtt", [])
+    assert {e["name"] for e in native.probe_list() if e.get("binary") == "rtqual-ca"} == {"ca-rtt"}

@@ -10,16 +10,16 @@ import pytest
 from helpers import gone, processes_naming, results, rtqual, run_args, run_unknown_pv
 
 from rtqual.errors import RtqError
-from rtqual.measure import _native
 from rtqual.measure.epics.ca import RTT_ECHO, RTT_PUT, ca_db
 from rtqual.measure.epics.ioc import Ioc
+from rtqual.measure.run import native
 
 
 def _pva_missing() -> str | None:
     if importlib.util.find_spec("pvxslibs") is None:
         return "pvxslibs is not importable (pip install .)"
     try:
-        _native.pva_path()
+        native.pva_path()
     except RtqError as e:
         return str(e)
     return None
@@ -94,7 +94,7 @@ def rtt_alone_argv(tool, probe: str, ioc: Ioc, *options: str) -> list[str]:
 
 def test_pva_rtt_alone_against_the_ioc():
     with Ioc(extra_db=ca_db(0)) as ioc:
-        args = rtt_alone_argv(_native.pva_path(), "pva-rtt", ioc, "--loops", "20", "--rate", "100")
+        args = rtt_alone_argv(native.pva_path(), "pva-rtt", ioc, "--loops", "20", "--rate", "100")
         p = subprocess.run(args, env=ioc.env, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     recs = [json.loads(line) for line in p.stdout.splitlines()]
@@ -115,8 +115,8 @@ def test_searches_to_the_hosts_own_address_find_nothing():
     searches that came in on EPICS_PVAS_INTF_ADDR_LIST; CA's server binds 127.0.0.1 itself."""
     with Ioc(extra_db=ca_db(0)) as ioc:
         for tool, probe, var in (
-            (_native.pva_path(), "pva-rtt", "EPICS_PVA_ADDR_LIST"),
-            (_native.ca_path(), "ca-rtt", "EPICS_CA_ADDR_LIST"),
+            (native.pva_path(), "pva-rtt", "EPICS_PVA_ADDR_LIST"),
+            (native.ca_path(), "ca-rtt", "EPICS_CA_ADDR_LIST"),
         ):
             args = rtt_alone_argv(tool, probe, ioc, "--loops", "2", "--timeout", "1s")
             assert subprocess.run(args, env=ioc.env, capture_output=True, timeout=60).returncode == 0, probe

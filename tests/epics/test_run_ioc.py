@@ -291,11 +291,11 @@ def test_gpio_lines_reach_the_ioc_and_the_harness(tmp_path):
     ],
 )
 def test_iocresp_gpio_options_are_checked(tmp_path, args, words):
-    from rtqual.measure import _native
+    from rtqual.measure.run import native
 
     os.mkfifo(tmp_path / "out.fifo")
     args = [str(tmp_path / "out.fifo") if a == "OUT" else a for a in args]
     p = subprocess.run(
-        [_native.probe_path(), "iocresp", *args, "--loops", "3"], capture_output=True, text=True, timeout=30
+        [native.probe_path(), "iocresp", *args, "--loops", "3"], capture_output=True, text=True, timeout=30
     )
     assert p.returncode == 1 and p.stderr.count("\n") == 1 and words in p.stderr, p.stderr

@@ -1,4 +1,4 @@
-"""The probe session's service fill (rtqual.measure.session.prepare) with rtqual's real IOC service: the probe's
+"""The probe session's service fill (rtqual.measure.run.session.prepare) with rtqual's real IOC service: the probe's
 options get the IOC's FIFOs, and a probe that refuses its options leaves no IOC folder behind."""
 
 import os
@@ -6,7 +6,7 @@ import os
 import pytest
 
 from rtqual.errors import RtqError
-from rtqual.measure.session import prepare
+from rtqual.measure.run.session import prepare
 from rtqual.probes.catalog import probe_case
 
 

@@ -13,8 +13,10 @@ from pathlib import Path
 from conftest import needs_probe
 from rtqual.answers import advise
 from rtqual.measure import advise as measuring
-from rtqual.measure import conditions
+from rtqual.measure.conditions import journal as journal_mod
+from rtqual.measure.conditions import restore
 from rtqual.measure.host import facts as hf
+from rtqual.measure.host import tuning
 from rtqual.probes.catalog import check_params, probe_case
 from rtqual.publish import htmlreport
 from rtqual.results import bundle as bundle_mod
@@ -56,7 +58,7 @@ def script(path: Path, typical_ns: int, sleep_ms: int = 0) -> Path:
 def planned(tmp_path: Path, root: Path, sleep_ms: int = 0) -> tuple[list[dict], list[dict]]:
     """The findings of the tree and the rounds, each arm's script chosen by its effect: rt-throttling halves the
     latency, timer-migration changes nothing (the baseline's own round-to-round variation), workqueue doubles it."""
-    findings = advise.advise(hf.collect(root=root), hf.tuning(root))["findings"]
+    findings = advise.advise(hf.collect(root=root), tuning.tuning(root))["findings"]
     base = probe_case("fake", check_params("fake", {"script": str(tmp_path / "x")}, ""), [0], "001-fake")
     cases = measuring.plan(base, findings, rounds=3, root=str(root))
     scale = {"baseline": 1.0, "timer-migration": 1.0, "rt-throttling": 0.5, "workqueue": 2.0}
@@ -84,7 +86,7 @@ def test_measured_effects_are_scripted_and_nothing_stays_changed(tmp_path):
         assert key in effects["rt-throttling"]["before"]
     # nothing stays changed; every write was journaled with its value before, and put back
     assert {rel: (root / rel).read_text() for rel in KNOBS} == KNOBS
-    journal = json.loads((model.path / conditions.CHANGES_FILE).read_text())["changes"]
+    journal = json.loads((model.path / journal_mod.CHANGES_FILE).read_text())["changes"]
     assert len(journal) == 3 * 3 and all(r["restored"] and r["kind"] == "tunable" for r in journal)
     assert {r["after"] for r in journal if r["condition"] == "advise:workqueue"} == {"3"}
     # the bundle holds every round; the report ends with What to change, with the measured effects
@@ -118,6 +120,6 @@ def test_a_killed_measurement_is_put_back_by_restore(tmp_path):
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
     assert knob.read_text() == "-1", "killed: nothing ran its finally"
-    actions = conditions.restore_from_bundle(bundle, root=root)
+    actions = restore.restore_from_bundle(bundle, root=root)
     assert [a["restored"] for a in actions] == [True] and knob.read_text() == "950000"
-    assert conditions.restore_from_bundle(bundle, root=root) == []  # a second restore does nothing
+    assert restore.restore_from_bundle(bundle, root=root) == []  # a second restore does nothing

@@ -102,7 +102,7 @@ def test_timerlat_without_the_tracer_says_which_kernel_option_is_missing(tmp_pat
     tracer exists, tests/kernels runs the probe for real)."""
     import os
 
-    from rtqual.measure.trace import find_tracefs
+    from rtqual.measure.host.trace import find_tracefs
 
     root = find_tracefs(open("/proc/self/mounts").read())
     if os.geteuid() != 0 or (root is not None and "timerlat" in (root / "available_tracers").read_text().split()):

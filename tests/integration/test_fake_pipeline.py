@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import needs_probe, show_json
-from rtqual.measure import _native
+from rtqual.measure.run import native
 from rtqual.results.hist import HIGHEST_NS, PERCENTILES_PPM, Histogram
 
 pytestmark = needs_probe
@@ -24,7 +24,7 @@ def write_script(path, samples, extra=""):
 
 def run_probe(script, *args):
     out = subprocess.run(
-        [_native.probe_path(), "fake", "--script", script, *args], capture_output=True, text=True, timeout=60
+        [native.probe_path(), "fake", "--script", script, *args], capture_output=True, text=True, timeout=60
     )
     return out, [json.loads(line) for line in out.stdout.splitlines()]
 

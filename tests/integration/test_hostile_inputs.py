@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import DATA
-from rtqual import options
+from rtqual.commands import run as run_command
 from rtqual.errors import RtqError
 from rtqual.publish.store import WindowSink, open_store, writer_lock
 from rtqual.scenario.model import MAX_CASES, MAX_SCENARIO_BYTES
@@ -383,9 +383,9 @@ def test_a_file_named_like_a_probe_does_not_hide_the_probe(rtqual_cmd, tmp_path,
     (tmp_path / "timer").write_text("not a scenario\n")
     (tmp_path / "mine").write_text("[[case]]\n")
     monkeypatch.chdir(tmp_path)
-    assert not options.is_scenario_target(["run", "timer", "--duration", "1s"])
-    assert options.is_scenario_target(["run", "./timer"]) and options.is_scenario_target(["run", "mine"])
-    assert options.is_scenario_target(["run", "x.toml"]) and not options.is_scenario_target(["run", "nothing"])
+    assert not run_command.is_scenario_target(["run", "timer", "--duration", "1s"])
+    assert run_command.is_scenario_target(["run", "./timer"]) and run_command.is_scenario_target(["run", "mine"])
+    assert run_command.is_scenario_target(["run", "x.toml"]) and not run_command.is_scenario_target(["run", "nothing"])
     out = subprocess.run([sys.executable, "-m", "rtqual", "run", "timer", "--duration", "-5s"], cwd=tmp_path,
                          capture_output=True, text=True, timeout=60)  # fmt: skip
     line = one_line_error(out, "--duration")

@@ -110,7 +110,7 @@ def not_startable(tmp_path):
 
 @needs_probe
 def test_a_load_that_fails_to_start_makes_its_case_inconclusive_and_later_cases_still_run(tmp_path):
-    from rtqual.measure.run import run
+    from rtqual.measure.run.driver import run
     from rtqual.probes.catalog import probe_case
     from rtqual.results import bundle
 

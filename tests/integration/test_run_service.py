@@ -50,7 +50,7 @@ services.register(
 
 @needs_probe
 def test_a_registered_service_runs_around_its_case(tmp_path):
-    from rtqual.measure.run import run
+    from rtqual.measure.run.driver import run
     from rtqual.probes.catalog import probe_case
     from rtqual.results import bundle
 

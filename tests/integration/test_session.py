@@ -1,4 +1,4 @@
-"""The probe session (rtqual.measure.session) with the fake probe: where the records go is the caller's one hook,
+"""The probe session (rtqual.measure.run.session) with the fake probe: where the records go is the caller's one hook,
 a hook asking to stop stops the probe early, a signal before the spawn either stops the probe at once or spawns
 nothing, and the stream is kept verbatim on request (a service: tests/epics/test_session_service.py)."""
 
@@ -7,7 +7,7 @@ import signal
 import pytest
 
 from conftest import needs_probe
-from rtqual.measure.session import Interrupted, Session
+from rtqual.measure.run.session import Interrupted, Session
 from rtqual.probes.catalog import probe_case
 
 pytestmark = needs_probe
@@ -61,7 +61,7 @@ def test_a_probe_never_inherits_an_ignored_stop_signal():
     SIGINT sent before its handler is in place (else it runs its whole duration: a CI run hung on it)."""
     import subprocess
 
-    from rtqual.measure._native import default_stop_signals
+    from rtqual.measure.run.native import default_stop_signals
 
     old = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:

@@ -14,6 +14,7 @@ import pytest
 from conftest import needs_probe, needs_root, rtqual_argv, rtqual_run
 from rtqual.answers import advise
 from rtqual.measure.host import facts as hf
+from rtqual.measure.host import tuning
 
 pytestmark = [
     needs_probe,
@@ -25,7 +26,7 @@ ARGS = ("advise", "--measure", "--cpus", "1", "--duration", "1s", "--rounds", "2
 
 def settings() -> dict[str, str | None]:
     """Every file a run-time fix of this host would write, with its value now."""
-    found = advise.advise(hf.collect(), hf.tuning(), [1])["findings"]
+    found = advise.advise(hf.collect(), tuning.tuning(), [1])["findings"]
     knobs = sorted({k["knob"] for f in advise.measurable(found) for k in f["knobs"]})
     return {k: (Path(k).read_text().strip() if Path(k).exists() else None) for k in knobs}
 

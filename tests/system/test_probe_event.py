@@ -3,7 +3,7 @@
 import pytest
 
 from conftest import needs_probe, needs_root, one, probe_records, run_case
-from rtqual.measure import _native
+from rtqual.measure.run import native
 
 pytestmark = [needs_probe, needs_root]
 
@@ -65,7 +65,7 @@ def test_bad_option_one_line():
 
 
 def test_list_marks_event_supported():
-    rows = {r["name"]: r for r in _native.probe_list()}
+    rows = {r["name"]: r for r in native.probe_list()}
     assert rows["event"]["supported"] is True
 
 

@@ -30,9 +30,9 @@ LOOPS_300 = ("--loops", 300, "--warmup", 20, "--client-cpu", CLIENT_CPU)  # 320 
 
 
 def probe() -> str:
-    from rtqual.measure import _native
+    from rtqual.measure.run import native
 
-    return str(_native.probe_path())
+    return str(native.probe_path())
 
 
 def zmq_skip_reason() -> str | None:

@@ -33,9 +33,9 @@ LOOPS, WARMUP = 200, 20
 
 
 def probe() -> str:
-    from rtqual.measure import _native
+    from rtqual.measure.run import native
 
-    return str(_native.probe_path())
+    return str(native.probe_path())
 
 
 def component_param(c):

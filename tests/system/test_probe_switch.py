@@ -29,9 +29,9 @@ LOOPS, WARMUP = 500, 50
 
 
 def probe() -> str:
-    from rtqual.measure import _native
+    from rtqual.measure.run import native
 
-    return str(_native.probe_path())
+    return str(native.probe_path())
 
 
 def check_slot(s, hist):

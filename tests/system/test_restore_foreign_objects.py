@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from conftest import rtqual_run
-from rtqual.measure.conditions import CHANGES_FILE, cpuset_mount, host_identity, net_objects
+from rtqual.measure.conditions.journal import CHANGES_FILE, host_identity
+from rtqual.measure.conditions.objects import cpuset_mount, net_objects
 from rtqual.util import has_capability
 
 CAP_NET_ADMIN = 12

@@ -61,10 +61,10 @@ def test_without_cap_sys_nice_the_selftest_is_a_skip_saying_what_to_grant(tmp_pa
 
 @needs_setpriv
 def test_the_injector_without_cap_sys_nice_exits_3_naming_the_grant():
-    from rtqual.measure import _native
+    from rtqual.measure.run import native
 
     out = subprocess.run(
-        [*UNPRIVILEGED, str(_native.probe_path()), "inject", "--stall", "1ms", "--count", "1"],
+        [*UNPRIVILEGED, str(native.probe_path()), "inject", "--stall", "1ms", "--count", "1"],
         capture_output=True, text=True, timeout=30,
     )  # fmt: skip
     assert out.returncode == 3 and "CAP_SYS_NICE" in out.stderr and out.stderr.count("\n") == 1, out.stderr

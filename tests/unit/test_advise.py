@@ -10,8 +10,9 @@ import pytest
 
 from conftest import rtqual_run
 from rtqual.answers import advise
-from rtqual.measure import conditions
+from rtqual.measure.conditions import applier, journal
 from rtqual.measure.host import facts as hf
+from rtqual.measure.host import tuning
 
 VM_TREE = Path(__file__).parent.parent / "data" / "hosts" / "vm"
 KEYS = {"id", "severity", "evidence", "why", "fix", "runtime", "check"}
@@ -69,7 +70,7 @@ def host(root: Path, cmdline: str = "ro quiet", cpus: int = 4, hypervisor: bool 
 
 
 def run_checks(root: Path, cpus=None, priority=None, budget_ns=None) -> dict:
-    return advise.advise(hf.collect(root=root), hf.tuning(root), cpus, priority, budget_ns)
+    return advise.advise(hf.collect(root=root), tuning.tuning(root), cpus, priority, budget_ns)
 
 
 def by_id(result: dict) -> dict:
@@ -258,9 +259,9 @@ def test_tuning_reads_config_gz_and_bracketed_values(tmp_path):
         f.write("CONFIG_PREEMPT_RT=y\n")
     f = hf.collect(root=root)
     assert f["preempt"]["model"] == "PREEMPT_RT"
-    assert hf.tuning(root)["memory"]["thp"] == "never"
-    assert hf.parse_task_stat("5 (a b) c) S 1 2") is None
-    assert hf.parse_task_stat(task(7, "x) y", 3)["proc/7/task/7/stat"])["comm"] == "x) y"
+    assert tuning.tuning(root)["memory"]["thp"] == "never"
+    assert tuning.parse_task_stat("5 (a b) c) S 1 2") is None
+    assert tuning.parse_task_stat(task(7, "x) y", 3)["proc/7/task/7/stat"])["comm"] == "x) y"
 
 
 # ---------------------------------------------------------------- measured effects (pure)
@@ -291,10 +292,10 @@ def test_effect_verdicts(before, after, verdict):
 def test_tunable_records_restore_only_advise_settings(tmp_path):
     root = host(tmp_path / "root")
     knob = root / "proc/sys/kernel/sched_rt_runtime_us"
-    assert conditions.tunable_refusal(str(knob), "950000", root) is None
-    assert "not a setting" in conditions.tunable_refusal(str(root / "proc/sys/kernel/panic"), "1", root)
-    assert "not a value" in conditions.tunable_refusal(str(knob), "1; reboot", root)
-    cond = conditions.Conditions(root=root, state_path=tmp_path / "changes.json")
+    assert journal.tunable_refusal(str(knob), "950000", root) is None
+    assert "not a setting" in journal.tunable_refusal(str(root / "proc/sys/kernel/panic"), "1", root)
+    assert "not a value" in journal.tunable_refusal(str(knob), "1; reboot", root)
+    cond = applier.Conditions(root=root, state_path=tmp_path / "changes.json")
     thp = {"knob": "/sys/kernel/mm/transparent_hugepage/enabled", "value": "madvise", "condition": "advise:thp"}
     (root / "sys/kernel/mm/transparent_hugepage/enabled").write_text("always [never]")
     records = cond.apply(

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from rtqual import cli
-from rtqual.measure.conditions import CHANGES_FILE, Conditions, restore_from_bundle
+from rtqual.measure.conditions.applier import Conditions
+from rtqual.measure.conditions.journal import CHANGES_FILE
+from rtqual.measure.conditions.restore import restore_from_bundle
 from rtqual.publish import htmlreport
 from rtqual.results import bundle as bundle_mod
 

@@ -7,7 +7,7 @@ import pytest
 from rtqual.answers.requirements import gather
 from rtqual.answers.verdict import summarize, worst
 from rtqual.errors import RtqError
-from rtqual.measure.runner import cpu_stats
+from rtqual.measure.run.runner import cpu_stats
 from rtqual.publish import report, views
 from rtqual.results import bundle
 from rtqual.results.hist import Histogram

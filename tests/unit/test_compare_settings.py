@@ -8,7 +8,7 @@ from pathlib import Path
 from rtqual import cli
 from rtqual.answers.advise import SETTINGS, settings
 from rtqual.answers.compare import settings_differ, settings_text
-from rtqual.measure.host import facts
+from rtqual.measure.host import facts, tuning
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 FROZEN = DATA / "bundles" / "ioc"  # no checksums: a copy may be edited
@@ -39,7 +39,7 @@ def run(capsys, *argv) -> tuple[int, str]:
 
 def test_settings_of_a_recorded_host_name_each_check():
     tree = str(DATA / "hosts" / "vm")
-    values = settings(facts.collect(root=tree), facts.tuning(tree))
+    values = settings(facts.collect(root=tree), tuning.tuning(tree))
     assert values["rt-throttling"] == "950000" and values["isolcpus"] == "none" and values["threadirqs"] == "off"
     assert set(values) <= set(SETTINGS) and {"thp", "watchdog", "timer-migration", "clocksource"} <= set(values)
     assert settings(None, None) == {}

@@ -9,19 +9,17 @@ from pathlib import Path
 import pytest
 
 from rtqual.errors import RtqError
-from rtqual.measure import conditions
-from rtqual.measure.conditions import (
-    Conditions,
+from rtqual.measure.conditions import applier, objects
+from rtqual.measure.conditions.applier import Conditions, not_applied, order_min_max
+from rtqual.measure.conditions.journal import restore_from_records
+from rtqual.measure.conditions.objects import (
     Cpuset,
     cpuset_mount,
     enable_cpuset_controller,
     find_cpuset_mount,
     make_cpuset,
-    not_applied,
-    order_min_max,
-    restore_from_bundle,
-    restore_from_records,
 )
+from rtqual.measure.conditions.restore import restore_from_bundle
 
 CPUFREQ = {
     "scaling_governor": "schedutil",
@@ -63,7 +61,7 @@ def snapshot(root: Path) -> dict:
 def checked_writes(monkeypatch):
     """Every write goes through: assert min <= max holds in the fake tree after each one."""
     written = []
-    real = conditions._write
+    real = objects._write
 
     def write(path, value):
         real(path, value)
@@ -74,7 +72,7 @@ def checked_writes(monkeypatch):
             hi = int((d / "scaling_max_freq").read_text())
             assert lo <= hi, f"min {lo} > max {hi} after writing {path}"
 
-    monkeypatch.setattr(conditions, "_write", write)
+    monkeypatch.setattr(objects, "_write", write)
     return written
 
 
@@ -180,7 +178,7 @@ def test_permission_denied_is_recorded(tmp_path, monkeypatch):
     def denied(path, value):
         raise PermissionError(13, "Permission denied", str(path))
 
-    monkeypatch.setattr(conditions, "_write", denied)
+    monkeypatch.setattr(objects, "_write", denied)
     c = Conditions(root)
     [r] = c.apply({"governor": "performance"})
     assert r["applied"] is False and r["reason"] == "permission denied"
@@ -214,7 +212,7 @@ def test_restore_from_bundle_after_a_kill(tmp_path, monkeypatch):
     root = fake_tree(tmp_path / "root", cpus=2)
     before = snapshot(root)
     bundle = tmp_path / "bundle"
-    real, calls = conditions._write, []
+    real, calls = objects._write, []
 
     def dies_on_fourth(path, value):
         calls.append(path)
@@ -223,11 +221,11 @@ def test_restore_from_bundle_after_a_kill(tmp_path, monkeypatch):
             raise SystemExit("SIGKILL")  # killed right after the write, before the record update
         real(path, value)
 
-    monkeypatch.setattr(conditions, "_write", dies_on_fourth)
+    monkeypatch.setattr(objects, "_write", dies_on_fourth)
     c = Conditions(root, state_path=bundle / "host/changes.json")
     with pytest.raises(SystemExit):
         c.apply({"governor": "performance", "frequency_khz": 800000})
-    monkeypatch.setattr(conditions, "_write", real)
+    monkeypatch.setattr(objects, "_write", real)
     state = json.loads((bundle / "host/changes.json").read_text())
     assert state["schema_version"] == 1 and state["pid"] == os.getpid()
     assert len(state["changes"]) == 4
@@ -296,7 +294,7 @@ def test_make_cpuset_checks_the_parent(tmp_path):
 
 
 def test_no_cpuset_hierarchy_is_marked(tmp_path, monkeypatch):
-    monkeypatch.setattr(conditions, "cpuset_mount", lambda: (_ for _ in ()).throw(RtqError("cpuset: none")))
+    monkeypatch.setattr(applier, "cpuset_mount", lambda: (_ for _ in ()).throw(RtqError("cpuset: none")))
     records = Conditions(tmp_path).apply({"cpuset": {"probe": [1], "loads": "0"}})
     assert [(r["condition"], r["applied"], r["reason"]) for r in records] == [
         ("cpuset.probe", False, "cpuset: none"),

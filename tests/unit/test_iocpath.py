@@ -204,7 +204,7 @@ def test_a_traced_service_case_keeps_every_cpus_lines_in_time_order():
     traced CPU from its deadline minus the margin to its wake-up; without it, its own CPU's only."""
     from collections import deque
 
-    from rtqual.measure.trace import Tracer, line_ts, text_range
+    from rtqual.measure.host.trace import Tracer, line_ts, text_range
 
     def cut(all_cpus: bool) -> list[str]:
         t = Tracer([0, 1], all_cpus=all_cpus, margin_ns=0)

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rtqual.answers.requirements import upper_limits_ns
-from rtqual.measure.monitor import pvs
+from rtqual.monitor import pvs
 from rtqual.publish import metrics
 from rtqual.results.hist import Histogram, highest_equivalent, index_of
 from rtqual.results.window import Windows, merged, public

@@ -1,6 +1,6 @@
 """The network load's words in reports and the APS table, and its journal kinds: pure, no root."""
 
-from rtqual.measure import conditions
+from rtqual.measure.conditions import journal, objects
 from rtqual.publish import views
 
 
@@ -49,11 +49,11 @@ def test_network_lines_name_the_receiving_cpu_softirqs():
 
 
 def test_a_vanished_namespace_counts_as_restored(monkeypatch):
-    monkeypatch.setattr(conditions, "net_objects", lambda kind: [])
+    monkeypatch.setattr(objects, "net_objects", lambda kind: [])
     records = [
         {"knob": "rtqual-1n2", "kind": "netns", "applied": True},
         {"knob": "rq1n2h", "kind": "veth", "applied": True},
     ]
-    actions = conditions.restore_from_records(records)
+    actions = journal.restore_from_records(records)
     assert [a["action"] for a in actions] == ["removed", "removed"] and all(r["restored"] for r in records)
-    assert conditions.restore_from_records(records) == []
+    assert journal.restore_from_records(records) == []

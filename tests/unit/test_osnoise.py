@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from rtqual import cli
-from rtqual.measure import osnoise
-from rtqual.measure.conditions import Conditions, refusal
+from rtqual.measure.conditions.applier import Conditions
+from rtqual.measure.conditions.journal import refusal
+from rtqual.measure.host import osnoise
 from rtqual.publish.views import noise_lines
 from rtqual.results.stream import Stream
 

@@ -10,7 +10,7 @@ from rtqual.answers.requirements import PROFILES, upper_limits_ns
 from rtqual.errors import RtqError
 from rtqual.measure.epics import ioc
 from rtqual.measure.epics.service import max_limit_us
-from rtqual.measure.monitor import pvs
+from rtqual.monitor import pvs
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORD = re.compile(r'record\((\w+), "([^"]+)"\) \{(.*?)\n\}', re.S)
@@ -85,4 +85,4 @@ def test_ioc_total_latency_alarms_at_the_max_requirement_of_an_ioc_case():
 
 def test_docs_monitoring_md_pv_table_is_current():
     doc = (ROOT / "docs/monitoring.md").read_text()
-    assert pvs.pv_table() in doc, "regenerate: python -m rtqual.measure.monitor.pvs (into docs/monitoring.md)"
+    assert pvs.pv_table() in doc, "regenerate: python -m rtqual.monitor.pvs (into docs/monitoring.md)"

@@ -16,9 +16,11 @@ from pathlib import Path
 import pytest
 
 from rtqual import cli
-from rtqual.measure import conditions
-from rtqual.measure.conditions import CHANGES_FILE, Conditions, host_identity, refusal, restore_from_bundle
-from rtqual.measure.run import run
+from rtqual.measure.conditions import applier, journal
+from rtqual.measure.conditions.applier import Conditions
+from rtqual.measure.conditions.journal import CHANGES_FILE, host_identity, refusal
+from rtqual.measure.conditions.restore import restore_from_bundle
+from rtqual.measure.run.driver import run
 from rtqual.results import bundle as bundle_mod
 from rtqual.scenario.single import single_run
 
@@ -110,7 +112,7 @@ def test_cpufreq_records_only_with_rtqual_values(tmp_path, capsys, name, before,
     rec = {"knob": os.path.join(root, "sys/devices/system/cpu/cpu0/cpufreq", name), "kind": "file",
            "before": before, "applied": True}  # fmt: skip
     b = make_bundle(tmp_path / "b", [rec])
-    with pytest.raises(conditions.RtqError, match=says):
+    with pytest.raises(applier.RtqError, match=says):
         restore_from_bundle(b, root=root)
     assert not knob.exists()
 
@@ -129,7 +131,7 @@ def test_tempdir_record_naming_a_symlink_is_refused_not_reported_removed(tmp_pat
     refused(capsys, make_bundle(tmp_path / "b", [tempdir_record(link)]), "is a symbolic link")
     assert link.is_symlink() and unchanged(canary)
     # and a run's own restore says so instead of "removed"
-    [action] = conditions.restore_from_records([tempdir_record(link)])
+    [action] = journal.restore_from_records([tempdir_record(link)])
     assert action["restored"] is False and "symbolic link" in action["reason"] and unchanged(canary)
 
 
@@ -253,7 +255,7 @@ def test_malformed_journal_text(tmp_path, capsys, text, says):
 def test_oversized_journal_is_refused_without_reading_it_all(tmp_path, capsys):
     b = make_bundle(tmp_path / "b", [])
     with open(b / CHANGES_FILE, "wb") as f:
-        f.truncate(conditions.JOURNAL_MAX_BYTES + 1)  # sparse
+        f.truncate(journal.JOURNAL_MAX_BYTES + 1)  # sparse
     refused(capsys, b, "larger than 16 MiB")
 
 
@@ -308,7 +310,7 @@ def test_a_finished_run_seals_its_journal_and_an_edit_is_damage(tmp_path, capsys
     a = cli.build_parser().parse_args(["run", "fake", "--script", str(script)])
     cases, _ = single_run(a, ["rtqual", "run", "fake"])
     cases[0].setdefault("conditions", {})["governor"] = "rtqual-test-no-such-governor"
-    b = run(cases, ["rtqual", "run", "fake"], output=str(tmp_path / "b"), quiet=True, store="off").path
+    b = run(cases, ["rtqual", "run", "fake"], output=str(tmp_path / "b"), quiet=True).path
     manifest = json.loads((b / "manifest.json").read_text())
     assert manifest["status"] == "complete" and CHANGES_FILE in manifest["checksums"]
     assert cli.main(["verify", str(b)]) == 0
@@ -368,7 +370,7 @@ def test_every_record_conditions_writes_passes_the_allow_list(tmp_path):
     root = fake_tree(tmp_path / "root", cpus=2)
     c = Conditions(root)
     records = c.apply({"governor": "performance", "frequency_khz": 800000})
-    todo = [r for r in records if conditions._needs_undo(r)]
+    todo = [r for r in records if journal._needs_undo(r)]
     assert len(todo) >= 4 and [refusal(r, root) for r in todo] == [None] * len(todo)
     ident = host_identity()
     assert ident["hostname"] == socket.gethostname() and len(ident["boot_id"] or "") == 36

@@ -1,9 +1,10 @@
 """The selftest's pure checks on synthetic samples: stalls matched by time, the lie caught, natural spikes
 tolerated up to the measured rate, histograms and percentiles against their recomputation."""
 
+from rtqual.answers import selftest as judged
 from rtqual.answers.verdict import exit_code
-from rtqual.measure import selftest
 from rtqual.results.hist import Histogram
+from rtqual.selftest import run as selftest
 
 MS, US = 1_000_000, 1_000
 
@@ -36,7 +37,7 @@ def timer_samples(recs, period=200 * US, until=None, phase=50 * US):
 
 def test_honest_stalls_pass():
     recs = stalls(5, 10 * MS)
-    row = selftest.judge_stalls(timer_samples(recs), recs, 10 * MS, 5, 200 * US)
+    row = judged.judge_stalls(timer_samples(recs), recs, 10 * MS, 5, 200 * US)
     assert row["ok"] and row["caught"] == 5 and row["above"] == 5 and row["natural_spikes"] == 0, row
     assert row["window_ns"][0] <= row["seen_min_ns"] <= row["seen_max_ns"] <= row["window_ns"][1]
 
@@ -44,7 +45,7 @@ def test_honest_stalls_pass():
 def test_an_injector_that_lies_fails_both_ways():
     for claimed, real in ((30 * MS, 10 * MS), (10 * MS, 40 * MS)):
         recs = stalls(3, real, claimed=claimed)
-        row = selftest.judge_stalls(timer_samples(recs), recs, claimed, 3, 200 * US)
+        row = judged.judge_stalls(timer_samples(recs), recs, claimed, 3, 200 * US)
         assert not row["ok"] and row["caught"] == 0, row
         assert any("not seen" in p for p in row["problems"])
 
@@ -52,9 +53,9 @@ def test_an_injector_that_lies_fails_both_ways():
 def test_a_missing_stall_and_one_outside_the_measurement_fail():
     recs = stalls(5, 10 * MS)
     samples = timer_samples(recs[:4], until=recs[3]["end_ns"] + 10 * MS)  # the probe stopped before stall 5
-    row = selftest.judge_stalls(samples, recs, 10 * MS, 5, 200 * US)
+    row = judged.judge_stalls(samples, recs, 10 * MS, 5, 200 * US)
     assert not row["ok"] and row["covered"] == 4 and row["caught"] == 4, row
-    row = selftest.judge_stalls(timer_samples(recs[:3]), recs[:3], 10 * MS, 5, 200 * US)
+    row = judged.judge_stalls(timer_samples(recs[:3]), recs[:3], 10 * MS, 5, 200 * US)
     assert not row["ok"] and "the injector made 3 of 5 stalls" in row["problems"]
 
 
@@ -62,22 +63,22 @@ def test_natural_spikes_are_tolerated_up_to_the_measured_rate():
     recs = stalls(5, 2 * MS)
     base = timer_samples(recs)
     between = [(1, r["end_ns"] + 100 * MS, 3 * MS) for r in recs[:-1]]  # one spike between each two stalls
-    row = selftest.judge_stalls(base + between, recs, 2 * MS, 5, 200 * US)
+    row = judged.judge_stalls(base + between, recs, 2 * MS, 5, 200 * US)
     assert not row["ok"] and row["natural_spikes"] == 4 and row["natural_allowed"] == 2, row
-    row = selftest.judge_stalls(base + between, recs, 2 * MS, 5, 200 * US, natural_rate=lambda thr: 5.0)
+    row = judged.judge_stalls(base + between, recs, 2 * MS, 5, 200 * US, natural_rate=lambda thr: 5.0)
     assert row["ok"] and row["natural_allowed"] >= 4, row
-    assert selftest.spikes_allowed(5) == 2 and selftest.spikes_allowed(10, 4.0) == 1 + 2 + 4 + 4
+    assert judged.spikes_allowed(5) == 2 and judged.spikes_allowed(10, 4.0) == 1 + 2 + 4 + 4
 
 
 def test_hist_identity_finds_a_changed_bucket():
     samples = [(1, i, 1000 + 37 * i) for i in range(1000)] + [(0, 5, 20_000)]
-    mine = selftest.raw_hists(samples)
+    mine = judged.raw_hists(samples)
     stored = {str(cpu): h.to_record() for cpu, h in mine.items()}
-    assert selftest.hist_identity(mine, stored) == []
+    assert judged.hist_identity(mine, stored) == []
     wrong = dict(
         stored["1"], counts=[[i, c + 1] if n == 0 else [i, c] for n, (i, c) in enumerate(stored["1"]["counts"])]
     )
-    problems = selftest.hist_identity(mine, {**stored, "1": wrong})
+    problems = judged.hist_identity(mine, {**stored, "1": wrong})
     assert problems and any("bucket" in p for p in problems)
 
 
@@ -87,14 +88,14 @@ def test_percentile_identity_compares_the_c_summary_with_python():
         h.record(v * 100)
     rec = h.to_record()
     row = {"cpu": 1, **h.stats()}
-    assert selftest.percentile_identity([row], {"1": rec}) == []
-    assert selftest.percentile_identity([{**row, "p999_ns": row["p999_ns"] + 100}], {"1": rec})
+    assert judged.percentile_identity([row], {"1": rec}) == []
+    assert judged.percentile_identity([{**row, "p999_ns": row["p999_ns"] + 100}], {"1": rec})
 
 
 def test_clock_sanity_and_time_order():
     c = selftest.clock_sanity(reads=10_000)
     assert c["ok"] and c["backward_steps"] == 0 and c["resolution_ns"] >= 1
-    assert selftest.time_order([(1, 5, 0), (1, 6, 0), (0, 1, 0), (1, 4, 0)]) == 1
+    assert judged.time_order([(1, 5, 0), (1, 6, 0), (0, 1, 0), (1, 4, 0)]) == 1
 
 
 def test_plan_has_the_baseline_then_each_probe_under_the_injector():
@@ -113,8 +114,8 @@ def test_each_probe_says_how_the_selftest_measures_it():
 
     names = selftest.selftest_probes()
     assert names == ["timer", "event", "switch", "msg", "ioc"]
-    assert all(selftest.setup(n) is probes.hook(n, "SELFTEST") for n in names)
-    assert selftest.setup("fake") == {} and selftest.setup("no-such-probe") == {}
+    assert all(judged.setup(n) is probes.hook(n, "SELFTEST") for n in names)
+    assert judged.setup("fake") == {} and judged.setup("no-such-probe") == {}
     cases = selftest.build_cases({n: (10 * MS,) for n in names}, 2, cpus=(3, 2))
     assert [c["selftest"]["probe"] for c in cases] == ["timer", *names]
     assert [selftest.default_sizes(n, quick=True) for n in names] == [selftest.SIZES_NS] + [(10 * MS,)] * 4
@@ -172,12 +173,12 @@ def test_bad_selftest_options_are_one_line(capsys):
 def test_the_verdict_orders_interrupted_skip_error_then_the_checks():
     ok, bad = {"ok": True}, {"ok": False}
     clock = {"ok": True}
-    assert selftest.verdict(clock, [{**ok, "probe_verdict": "pass"}]) == "pass"
-    assert selftest.verdict(clock, [{**bad, "probe_verdict": "pass"}]) == "fail"
-    assert selftest.verdict({"ok": False}, [{**ok, "probe_verdict": "pass"}]) == "fail"
-    assert selftest.verdict(clock, [{**ok, "probe_verdict": "pass"}], missing=True) == "error"
-    assert selftest.verdict(clock, [{**bad, "probe_verdict": "skip"}]) == "skip"
-    assert selftest.verdict(clock, [{**ok, "probe_verdict": "pass"}], interrupted=True) == "inconclusive"
+    assert judged.verdict(clock, [{**ok, "probe_verdict": "pass"}]) == "pass"
+    assert judged.verdict(clock, [{**bad, "probe_verdict": "pass"}]) == "fail"
+    assert judged.verdict({"ok": False}, [{**ok, "probe_verdict": "pass"}]) == "fail"
+    assert judged.verdict(clock, [{**ok, "probe_verdict": "pass"}], missing=True) == "error"
+    assert judged.verdict(clock, [{**bad, "probe_verdict": "skip"}]) == "skip"
+    assert judged.verdict(clock, [{**ok, "probe_verdict": "pass"}], interrupted=True) == "inconclusive"
     assert {exit_code(v) for v in ("pass", "fail", "skip", "inconclusive")} == {0, 2, 3, 4}
 
 
@@ -218,7 +219,7 @@ def test_a_stall_timed_from_a_late_start_or_merged_with_a_host_delay_is_stated_a
         ("unseen", {1: 15 * MS}, None),
     ):
         samples = pingpong_samples(recs, other_late=late, host_before=before)
-        row = selftest.judge_stalls(samples, recs, 10 * MS, 5, 0, cpu=1)
+        row = judged.judge_stalls(samples, recs, 10 * MS, 5, 0, cpu=1)
         assert row["ok"] and len(row["host"]) == 1 and row["host"][0]["how"] == how, row
         h = row["host"][0]
         assert h["index"] == {"in part": 2, "merged": 3, "unseen": 1}[how]
@@ -230,25 +231,25 @@ def test_a_stall_timed_from_a_late_start_or_merged_with_a_host_delay_is_stated_a
             assert h["seen_ns"] is None and row["caught"] == 4 and row["unseen"] == 1
             assert row["natural_spikes"] == 1  # side A's own 15 ms wait on CPU 0, after the window
         assert row["caught_whole"] == 4
-        assert "stall" in selftest._host_line(h)
+        assert "stall" in judged._host_line(h)
 
 
 def test_host_coincidences_beyond_the_natural_tolerance_fail():
     recs = stalls(5, 10 * MS)
     samples = pingpong_samples(recs, other_late={0: 2 * MS, 1: 3 * MS}, host_before={4: 5 * MS})
-    row = selftest.judge_stalls(samples, recs, 10 * MS, 5, 0, cpu=1)
+    row = judged.judge_stalls(samples, recs, 10 * MS, 5, 0, cpu=1)
     assert not row["ok"] and len(row["host"]) == 3 and row["natural_allowed"] == 2, row
     assert any("tolerance 2 together" in p for p in row["problems"])
 
 
 def test_a_probe_that_adds_to_every_latency_or_times_another_cpu_fails():
     recs = stalls(5, 10 * MS)
-    row = selftest.judge_stalls(pingpong_samples(recs, shift=3 * MS), recs, 10 * MS, 5, 0, cpu=1)
+    row = judged.judge_stalls(pingpong_samples(recs, shift=3 * MS), recs, 10 * MS, 5, 0, cpu=1)
     assert not row["ok"] and {h["how"] for h in row["host"]} == {"merged"} and len(row["host"]) == 5, row
     elsewhere = [(0, t, 20 * US) for t in range(20 * US, recs[-1]["end_ns"] + 300 * MS, 20 * US)]  # never stalled
-    row = selftest.judge_stalls(elsewhere, recs, 10 * MS, 5, 0, cpu=1)
+    row = judged.judge_stalls(elsewhere, recs, 10 * MS, 5, 0, cpu=1)
     assert not row["ok"] and row["unseen"] == 5 and row["caught"] == 0, row
-    row = selftest.judge_stalls(elsewhere, recs, 10 * MS, 5, 0, cpu=None)  # every sample a wait on the CPU (ioc)
+    row = judged.judge_stalls(elsewhere, recs, 10 * MS, 5, 0, cpu=None)  # every sample a wait on the CPU (ioc)
     assert not row["ok"] and row["unseen"] == 0 and "5 stall(s) not seen in [D-eps, D+delta]" in row["problems"]
 
 
@@ -256,12 +257,12 @@ def test_a_stall_the_host_lengthened_at_its_end_is_expected_at_its_length_and_th
     recs = stalls(5, 10 * MS)
     recs[2]["end_ns"] += 10 * MS  # the spin's last clock read came 10 ms late: the host held the CPU
     samples = pingpong_samples(recs)
-    row = selftest.judge_stalls(samples, recs, 10 * MS, 5, 0, spun_ns=10 * MS, cpu=1)
+    row = judged.judge_stalls(samples, recs, 10 * MS, 5, 0, spun_ns=10 * MS, cpu=1)
     assert row["ok"] and row["caught_whole"] == 5 and row["seen_max_ns"] > 20 * MS, row
-    assert not selftest.judge_stalls(samples, recs, 10 * MS, 5, 0, cpu=1)["ok"]  # without the header: missed
+    assert not judged.judge_stalls(samples, recs, 10 * MS, 5, 0, cpu=1)["ok"]  # without the header: missed
     for claimed, real in ((30 * MS, 10 * MS), (10 * MS, 40 * MS)):
         recs = stalls(3, real, claimed=claimed)
-        row = selftest.judge_stalls(pingpong_samples(recs), recs, claimed, 3, 0, spun_ns=real, cpu=1)
+        row = judged.judge_stalls(pingpong_samples(recs), recs, claimed, 3, 0, spun_ns=real, cpu=1)
         assert not row["ok"] and row["caught"] == 0, row
 
 
@@ -271,5 +272,5 @@ def test_a_wait_that_began_after_the_stall_leaves_it_unseen_not_seen_in_part():
     recs = stalls(5, 10 * MS)
     samples = [x for x in pingpong_samples(recs) if not recs[3]["start_ns"] <= x[1] <= recs[3]["end_ns"] + MS]
     samples.append((1, recs[3]["end_ns"] + 100 * US, 60 * US))  # sent 40 us after the stall's end
-    row = selftest.judge_stalls(sorted(samples, key=lambda x: x[1]), recs, 10 * MS, 5, 0, cpu=1)
+    row = judged.judge_stalls(sorted(samples, key=lambda x: x[1]), recs, 10 * MS, 5, 0, cpu=1)
     assert row["ok"] and [(h["index"], h["how"]) for h in row["host"]] == [(3, "unseen")], row

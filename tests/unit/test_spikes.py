@@ -1,4 +1,4 @@
-"""Spike analysis (rtqual.answers.spikes) and the tracer's pure helpers (rtqual.measure.trace) on recorded
+"""Spike analysis (rtqual.answers.spikes) and the tracer's pure helpers (rtqual.measure.host.trace) on recorded
 tracefs text."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rtqual.answers import spikes
-from rtqual.measure import trace
+from rtqual.measure.host import trace
 from rtqual.publish import report, views
 
 DATA = Path(__file__).parent.parent / "data" / "trace"

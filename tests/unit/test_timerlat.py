@@ -1,8 +1,8 @@
 """The timerlat probe's pure parts: trace lines to samples, the stage split, the per-CPU slot; its table entry."""
 
 from rtqual import probes
-from rtqual.measure import _native
-from rtqual.measure.timerlat import Slot, missed_periods, options, parse_sample, stages_of
+from rtqual.measure.probes.timerlat import Slot, missed_periods, options, parse_sample, stages_of
+from rtqual.measure.run import native
 from rtqual.probes.catalog import PROBES
 
 IRQ = "          <idle>-0       [001] d.h1.   105.363370: #7     context    irq timer_latency      1570 ns"
@@ -37,7 +37,7 @@ def test_a_slot_counts_a_sample_once_its_last_context_is_in():
 
 def test_timerlat_is_a_probe_of_the_table_run_by_this_python():
     assert "timerlat" in PROBES and probes.has_section("timerlat", "stages")
-    assert _native.command_for("timerlat")[1:] == ["-m", "rtqual.measure.timerlat"]
+    assert native.command_for("timerlat")[1:] == ["-m", "rtqual.measure.probes.timerlat"]
     assert PROBES["timerlat"].params["interval"].default == "1ms"
 
 

@@ -42,7 +42,7 @@ def test_cap_eff(tmp_path):
 
 
 def test_progress_line_time_left_reads_like_the_plan():
-    from rtqual.measure.terminal import case_line
+    from rtqual.measure.run.terminal import case_line
     from rtqual.units import format_hms
 
     cases = [

@@ -184,7 +184,7 @@ def test_no_other_module_ranks_verdicts_or_maps_them_to_exit_codes():
         "answers/requirements.py": {"a result's verdict overridden"},  # evaluate: one requirement's pass/fail
         "errors.py": {"an exit code for a verdict"},  # the constants themselves
         "publish/imports/__main__.py": {"an exit code for a verdict"},  # its main: KeyboardInterrupt -> 4
-        "measure/timerlat.py": {"an exit code for a verdict"},  # a probe process: its own exit code, as sink.c's
+        "measure/probes/timerlat.py": {"an exit code for a verdict"},  # a probe process: its own exit code, as sink.c's
         "results/bundle/model.py": {"a result's verdict overridden"},  # old bundles read: unjudged "pass" is completed
     }
     found = []

@@ -292,7 +292,7 @@ def _fmt(x: float, unit: str) -> str:
 
 def upper_limits_ns(texts: list[str]) -> dict[str, float]:
     """{STAT: its tightest upper limit, ns} of the latency requirements among `texts` ('max <= 100us' ->
-    {"max": 100000}): what PVs' alarm limits are set from (rtqual.measure.monitor.pvs, the IOC's operator
+    {"max": 100000}): what PVs' alarm limits are set from (rtqual.monitor.pvs, the IOC's operator
     records). Lower bounds, ==, over(), counts and return() set none."""
     out: dict[str, float] = {}
     for r in map(parse, texts):

@@ -1,7 +1,7 @@
 """`rtqual advise --measure`: each fix that can be applied at run time, measured before it is recommended.
 
 The fixes' writes (a finding's knobs) become the "tunables" condition of plan cases, so the one run
-(rtqual.measure.run) does everything else: the bundle, its change journal (each write saved BEFORE it is made,
+(rtqual.measure.run.driver) does everything else: the bundle, its change journal (each write saved BEFORE it is made,
 put back after its case, in `finally`, and by `rtqual restore` after a kill), the signal guard, one probe session
 per case. A round measures the baseline and every fix once, in an order that alternates from round to round
 (so a drift of the host does not favour one arm); the bundle holds every round as a case. effects() compares
@@ -64,7 +64,7 @@ def run_plan(
     """Run planned rounds into one bundle (every write journaled before it is made and restored after its case,
     at the run's end, or by `rtqual restore`); the bundle's model and the measured effects. The findings are
     kept in the bundle's plan.json ("advise"), so a report computes the same effects from the cases."""
-    from rtqual.measure.run import run
+    from rtqual.measure.run.driver import run
 
     the_plan = {"schema_version": 1, "cases": cases, "advise": {"findings": findings}}
     model = run(cases, argv, output=output, quiet=quiet, plan=the_plan, store="off")

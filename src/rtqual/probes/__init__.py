@@ -8,7 +8,7 @@ files), SCENARIO_DEFAULT (the probe of a scenario case that names none), build(p
 and case params), label(case_params), time_ns(case_params), slots(case_params) (threads taking one sample
 per period each, default 1: rtqual.answers.planning), scale(p, factor), scenario_params(case) (its params
 in the one-case scenario.toml of `rtqual run`), SELFTEST (how `rtqual selftest` measures it:
-rtqual.measure.selftest.setup). A new probe needs none: one C file and one line in the C list, then
+rtqual.selftest.run.setup). A new probe needs none: one C file and one line in the C list, then
 scripts/update-probe-table.
 """
 

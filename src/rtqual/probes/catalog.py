@@ -217,7 +217,7 @@ DEFAULT_PROBE = next((k for k in PROBES if native_table.hook(k, "SCENARIO_DEFAUL
 
 
 def fields_of(probe: Probe) -> dict:
-    """Every key a case of the probe may give: its parameters and rtqual's own (`trace`, rtqual.measure.trace)."""
+    """Every key a case of the probe may give: its parameters and rtqual's own (`trace`, rtqual.measure.host.trace)."""
     return {**probe.params, **TRACE}
 
 
@@ -265,7 +265,7 @@ def probe_case(probe: str, params: dict, default_cpus: list[int], case_id: str, 
     spec = ALL_PROBES[probe]
     full = full_params(probe, params, default_cpus)
     args, case_params, requirements = spec.build(full)
-    if full.get("trace"):  # rtqual's, not the probe's: the runner traces the case (rtqual.measure.trace)
+    if full.get("trace"):  # rtqual's, not the probe's: the runner traces the case (rtqual.measure.host.trace)
         case_params["trace"] = True
     case = {
         "id": case_id,

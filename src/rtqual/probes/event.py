@@ -10,7 +10,7 @@ def selftest_params(cpu: int, other: int, duration: str) -> dict:
     return {"source": "eventfd", "rate": 5000, "cpu": cpu, "stimulus_cpu": other, "duration": duration}
 
 
-# rtqual.measure.selftest: its place among the probes, its sampling period, its params
+# rtqual.selftest.run: its place among the probes, its sampling period, its params
 SELFTEST = {
     "order": 2,
     "period_ns": 200 * US,

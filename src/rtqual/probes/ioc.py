@@ -11,7 +11,7 @@ def selftest_params(cpu: int, other: int, duration: str) -> dict:
     return {"rate": 1000, "cpu": other, "ioc_cpus": str(cpu), "duration": duration}
 
 
-# rtqual.measure.selftest: its place among the probes, its sampling period, its params
+# rtqual.selftest.run: its place among the probes, its sampling period, its params
 SELFTEST = {
     "order": 5,
     "period_ns": MS,

@@ -8,7 +8,7 @@ def selftest_params(cpu: int, other: int, duration: str) -> dict:
     return {"transport": "udp", "client_cpu": cpu, "server_cpu": other, "duration": duration}
 
 
-# rtqual.measure.selftest: its place among the probes, its sampling period (0: back to back), its params
+# rtqual.selftest.run: its place among the probes, its sampling period (0: back to back), its params
 SELFTEST = {
     "order": 4,
     "period_ns": 0,

@@ -9,7 +9,7 @@ def selftest_params(cpu: int, other: int, duration: str) -> dict:
     return {"cpus": f"{other},{cpu}", "duration": duration}
 
 
-# rtqual.measure.selftest: its place among the probes, its sampling period (0: back to back), its params
+# rtqual.selftest.run: its place among the probes, its sampling period (0: back to back), its params
 SELFTEST = {
     "order": 3,
     "period_ns": 0,

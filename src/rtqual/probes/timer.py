@@ -122,7 +122,7 @@ def selftest_params(cpu: int, other: int, duration: str) -> dict:
     return {"cpus": str(cpu), "interval": "200us", "duration": duration}
 
 
-# rtqual selftest (rtqual.measure.selftest): its place among the probes, the sampling period, the params; the
+# rtqual selftest (rtqual.selftest.run): its place among the probes, the sampling period, the params; the
 # reference probe keeps every stall size with --quick
 SELFTEST = {
     "order": 1,

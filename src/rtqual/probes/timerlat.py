@@ -2,14 +2,14 @@
 rtqual's own tracefs instance, as a probe like every other: per-CPU histograms of the latency a task sees, and
 its split into stages (irq: timer expiry -> timer IRQ; thread: -> the timerlat thread running; user: -> back in
 user space, where the kernel has timerlat's user-space interface). The probe process is Python
-(rtqual.measure.timerlat), not rtqual-probe; this entry is its line of the probe table, in the shape of
+(rtqual.measure.probes.timerlat), not rtqual-probe; this entry is its line of the probe table, in the shape of
 `rtqual-probe --list` (docs/protocol.md)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-BINARY = "rtqual-timerlat"  # run by rtqual.measure._native as `python -m rtqual.measure.timerlat`
+BINARY = "rtqual-timerlat"  # run by rtqual.measure.run.native as `python -m rtqual.measure.probes.timerlat`
 STAGES = ("irq", "thread", "user")
 KERNEL_OPTION = "CONFIG_TIMERLAT_TRACER"
 

@@ -22,8 +22,8 @@ import time
 from typing import IO
 
 from rtqual.errors import RtqError
-from rtqual.measure import _native
 from rtqual.measure.epics import env as epics_env
+from rtqual.measure.run import native
 from rtqual.procs import StartBound, die_with_parent, signal_group
 
 LOAD_RECORD = "load:%04d"  # $(P)load:0000 ... (rtqual-ca put/monitor use the same names)
@@ -77,7 +77,7 @@ class CaProcess:
     def start(self, timeout: float = 30.0) -> CaProcess:
         self._err = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
-            [str(_native.ca_path()), *self.args],
+            [str(native.ca_path()), *self.args],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=self._err,

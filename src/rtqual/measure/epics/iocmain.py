@@ -169,10 +169,10 @@ def main(argv: list[str] | None = None) -> int:
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # EPICS prints to stdout: send it to stderr, keep stdout for JSON lines
 
-    from rtqual.measure import _native
+    from rtqual.measure.run import native
 
-    lib, dbd = _native.epics_devsup()
-    site = _native.epics_site()
+    lib, dbd = native.epics_devsup()
+    site = native.epics_site()
     try:
         epics, base_dbd = load_epics(site)
     except (OSError, AttributeError) as e:

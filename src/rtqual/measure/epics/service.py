@@ -226,7 +226,7 @@ class IocService:
 
 
 def max_limit_us(spec: dict) -> float | None:
-    """The tightest `max` requirement (µs) of an `ioc` case (spec["require"], spec["run_as"]: rtqual.measure.session
+    """The tightest `max` requirement (µs) of an `ioc` case (spec["require"], spec["run_as"]: rtqual.measure.run.session
     .prepare): lat:total's alarm limits. None for other probes (ca-rtt's samples are not lat:total) or none given."""
     limits = upper_limits_ns(spec.get("require") or []) if spec.get("run_as") == "ioc" else {}
     return limits["max"] / 1000 if "max" in limits else None

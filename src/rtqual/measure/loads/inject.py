@@ -13,8 +13,8 @@ from typing import Any
 
 from rtqual.errors import RtqError
 from rtqual.fields import Field
-from rtqual.measure import _native
 from rtqual.measure.loads.base import Load
+from rtqual.measure.run import native
 from rtqual.units import online_cpus, parse_duration_ns
 
 MS = 1_000_000
@@ -60,7 +60,7 @@ class Inject(Load):
         return [self.stall_cpu()]
 
     def find_tool(self) -> str:
-        return str(_native.probe_path())
+        return str(native.probe_path())
 
     def argv(self, index: int) -> list[str]:
         ns = self.ns

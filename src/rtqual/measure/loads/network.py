@@ -24,7 +24,7 @@ from typing import Any
 
 from rtqual.errors import EXIT_SKIP, RtqError
 from rtqual.fields import Field
-from rtqual.measure.conditions import net_objects, remove_net_object
+from rtqual.measure.conditions.objects import net_objects, remove_net_object
 from rtqual.measure.loads.base import Load, python_env
 from rtqual.util import has_capability
 

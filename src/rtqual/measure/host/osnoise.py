@@ -9,7 +9,7 @@ interference counters HW NMI IRQ SIRQ THREAD. Per CPU they add up to noise per s
 noise_ns_per_s), the largest single noise and the counts by source.
 
 What it changes, each journaled before it is made (the bundle's host/changes.json, so `rtqual restore` undoes a
-killed run) and undone at its end: a tracefs instance rtqual-<pid>-<n> (rtqual.measure.trace.Tracer.make_instance,
+killed run) and undone at its end: a tracefs instance rtqual-<pid>-<n> (rtqual.measure.host.trace.Tracer.make_instance,
 as --trace makes its own), the global osnoise/ knobs (cpus, period_us, runtime_us, stop_tracing_us,
 stop_tracing_total_us) and the top-level tracing_thresh (the shortest noise counted: the probe's --gap). The
 timerlat probe sets the same osnoise/ knobs through Knobs (without a journal: it is a process of its own).
@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rtqual.measure.trace import Tracer, TraceUnavailable
+from rtqual.measure.host.trace import Tracer, TraceUnavailable
 from rtqual.results.stream import Stream
 from rtqual.units import format_cpulist
 

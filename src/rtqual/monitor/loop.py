@@ -19,7 +19,7 @@ from typing import Any
 
 from rtqual import probes as native_table
 from rtqual.errors import RtqError
-from rtqual.measure.session import Interrupted, Session, prepare, spike, without_options
+from rtqual.measure.run.session import Interrupted, Session, prepare, spike, without_options
 from rtqual.probes.catalog import ALL_PROBES
 from rtqual.publish.metrics import check_listen
 from rtqual.results.window import Windows, merged, public
@@ -45,12 +45,12 @@ class Options:
     json: bool = False
     bounded: bool = False  # the user gave --duration or --loops: the probe ends by itself, then the monitor
     every_progress: int = 0  # compressed time: a window per N progress records (hidden --window-progress)
-    trace: bool = False  # --trace: each spike's culprits (rtqual.measure.trace), printed and counted in /metrics
+    trace: bool = False  # --trace: each spike's culprits (rtqual.measure.host.trace), printed and counted in /metrics
     require: list[str] = field(default_factory=list)  # --require, --profile: the PVs' alarm limits
 
     @classmethod
     def from_args(cls, a: Any, case: dict) -> Options:
-        """`rtqual monitor`'s parsed options (rtqual.options.build_monitor_parser) for the probe's case: the window
+        """`rtqual monitor`'s parsed options (rtqual.monitor.command.parser) for the probe's case: the window
         at least 1 s, `--listen off` for none, bounded when the user gave --duration or --loops, the requirements
         (--require, --profile) checked."""
         from rtqual.answers.requirements import gather
@@ -172,7 +172,7 @@ class Monitor:
 
             self.store = WindowSink(self.opts.store)
         if self.opts.pvs:
-            from rtqual.measure.monitor.pvs import PvServer
+            from rtqual.monitor.pvs import PvServer
 
             self.pvs = PvServer(self.opts.pvs, identity["cpus"], self.opts.require, work, self.start_unix_s)
             self.pvs.start()

@@ -1,7 +1,7 @@
 """One case, end to end: conditions applied, loads started and settled, the probe session run (the service,
-the tracer and the probe: rtqual.measure.session; its records kept in stream.jsonl and shown), everything stopped
+the tracer and the probe: rtqual.measure.run.session; its records kept in stream.jsonl and shown), everything stopped
 and restored, and the case written into the bundle at once. The order of cases, the bundle, the signal guard and
-the services belong to the run (rtqual.measure.run.Run); statistics are pure functions in rtqual.results.stats
+the services belong to the run (rtqual.measure.run.driver.Run); statistics are pure functions in rtqual.results.stats
 (re-exported here for old imports), the verdict is rtqual.answers.verdict's.
 """
 
@@ -14,13 +14,13 @@ from typing import Any
 
 from rtqual.answers import verdict
 from rtqual.errors import EXIT_ERROR, RtqError
-from rtqual.measure import osnoise
-from rtqual.measure.case import Case
-from rtqual.measure.conditions import Conditions, not_applied
+from rtqual.measure.conditions.applier import Conditions, not_applied
+from rtqual.measure.host import osnoise
 from rtqual.measure.host.sampler import Sampler, iter_samples, rt_tasks
 from rtqual.measure.host.sampler import summarize as summarize_samples
 from rtqual.measure.loads import LoadSet
-from rtqual.measure.session import Interrupted, Session, spike
+from rtqual.measure.run.case import Case
+from rtqual.measure.run.session import Interrupted, Session, spike
 from rtqual.results.bundle import Bundle, names, write_json, write_text
 from rtqual.results.hist import Histogram
 from rtqual.results.stats import cpu_stats, merged_hist, partial_stats

@@ -1,4 +1,4 @@
-"""The timerlat probe's process (`python -m rtqual.measure.timerlat timerlat [--check] [options]`): the kernel's
+"""The timerlat probe's process (`python -m rtqual.measure.probes.timerlat timerlat [--check] [options]`): the kernel's
 timerlat tracer in rtqual's own tracefs instance, its samples turned into the probes' JSON Lines
 (docs/protocol.md: header, progress, threshold events, hist, summary with "stages", end), so a timerlat case is
 measured, stored, judged and shown like every other probe (rtqual.probes.timerlat has its table entry).
@@ -30,8 +30,8 @@ from typing import Any, BinaryIO
 
 from rtqual import __version__
 from rtqual.errors import EXIT_ERROR, EXIT_INCONCLUSIVE, EXIT_SKIP, RtqError
-from rtqual.measure.osnoise import Knobs, kernel_threads
-from rtqual.measure.trace import TRACEFS_ENV, find_tracefs, line_ts, unmount
+from rtqual.measure.host.osnoise import Knobs, kernel_threads
+from rtqual.measure.host.trace import TRACEFS_ENV, find_tracefs, line_ts, unmount
 from rtqual.probes.timerlat import ENTRY, KERNEL_OPTION, STAGES
 from rtqual.results.hist import Histogram
 from rtqual.units import format_cpulist, online_cpus, parse_cpulist, parse_duration_ns
@@ -534,7 +534,7 @@ def options(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str]) -> int:
     """`timerlat [--check] [options]`: 0/1/3 for --check, else the probe's exit code; errors as one line."""
     if not argv or argv[0] != NAME:
-        print(f"usage: python -m rtqual.measure.timerlat {NAME} [--check] [options]", file=sys.stderr)
+        print(f"usage: python -m rtqual.measure.probes.timerlat {NAME} [--check] [options]", file=sys.stderr)
         return EXIT_ERROR
     probe = None
     try:

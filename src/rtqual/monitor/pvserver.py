@@ -1,4 +1,4 @@
-"""The monitor's PV server: `python -m rtqual.measure.monitor.pvserver --db FILE`. A real EPICS 7 IOC (base
+"""The monitor's PV server: `python -m rtqual.monitor.pvserver --db FILE`. A real EPICS 7 IOC (base
 records only, from the epicscorelibs wheel or the site base rtqual was built against) serving FILE's
 records over Channel Access on loopback; each stdin line {"PV": value, ...} is written with dbpf.
 Prints {"type": "ready", "pid", "ca_server_port"} on stdout once serving; exits at EOF on stdin,
@@ -20,12 +20,12 @@ def _stop(signum: int, _frame: object) -> NoReturn:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m rtqual.measure.monitor.pvserver")
+    ap = argparse.ArgumentParser(prog="python -m rtqual.monitor.pvserver")
     ap.add_argument("--db", required=True)
     args = ap.parse_args(argv)
-    from rtqual.measure import _native
     from rtqual.measure.epics import env as epics_env
     from rtqual.measure.epics.iocmain import load_epics, start_ioc
+    from rtqual.measure.run import native
 
     epics_env.apply()  # loopback even when started by hand
     proto = os.fdopen(os.dup(1), "w", buffering=1)
@@ -34,10 +34,10 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGTERM, _stop)
     try:
-        epics, base_dbd = load_epics(_native.epics_site())
+        epics, base_dbd = load_epics(native.epics_site())
         start_ioc(epics, [base_dbd], args.db, "")
     except (OSError, AttributeError, RuntimeError) as e:
-        print(f"rtqual.measure.monitor.pvserver: {e}", file=sys.stderr, flush=True)
+        print(f"rtqual.monitor.pvserver: {e}", file=sys.stderr, flush=True)
         return 1
     dbpf = epics.dbCore.dbpf
     dbpf.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         for pv, value in update.items():
             if dbpf(str(pv).encode(), repr(float(value)).encode()):
-                print(f"rtqual.measure.monitor.pvserver: cannot write {pv}", file=sys.stderr, flush=True)
+                print(f"rtqual.monitor.pvserver: cannot write {pv}", file=sys.stderr, flush=True)
     return 0  # atexit: epicsExitCallAtExits stops the CA server
 
 

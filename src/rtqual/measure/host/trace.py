@@ -315,7 +315,7 @@ class Tracer:
     def make_instance(self, condition: str = "trace") -> Path:
         """tracefs found (or privately mounted), dead rtqual's instances removed, and a new instance
         rtqual-<pid>-<n>, journaled before it is made, off, with the mono clock and buffer_kb per CPU; stop()
-        removes it. --trace and the osnoise run beside the noise probe (rtqual.measure.osnoise) share it.
+        removes it. --trace and the osnoise run beside the noise probe (rtqual.measure.host.osnoise) share it.
         TraceUnavailable or OSError when it cannot be made."""
         root = self.root = self._tracefs()
         remove_orphan_instances(root)

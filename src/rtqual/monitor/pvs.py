@@ -7,7 +7,7 @@ JSON line on the server's stdin; the server writes them with dbpf (records proce
 monitors follow). Loopback by default (rtqual.measure.epics.env, never overriding the user's EPICS_*).
 
 PVS is the one list of the PVs: the database and docs/monitoring.md's table (`python -m
-rtqual.measure.monitor.pvs`) are made from it. Latencies are in µs (EGU us). A latency PV's alarm limits come
+rtqual.monitor.pvs`) are made from it. Latencies are in µs (EGU us). A latency PV's alarm limits come
 from the monitor's requirements (--require, --profile) on its statistic: HIHI (MAJOR) at the limit, HIGH (MINOR)
 at half of it (rtqual.measure.epics.ioc.alarm_fields); without one, none. Settable at run time like any field:
 caput PREFIX:LAT_MAX.HIHI 500.
@@ -134,7 +134,7 @@ def pv_table() -> str:
 
 
 class PvServer:
-    """The PV server process (python -m rtqual.measure.monitor.pvserver): start() waits for its ready line,
+    """The PV server process (python -m rtqual.monitor.pvserver): start() waits for its ready line,
     publish() sends a window, stop() ends it."""
 
     def __init__(self, prefix: str, cpus: list[int], require: list[str], folder: Path, start_unix_s: float):
@@ -157,7 +157,7 @@ class PvServer:
         env = epics_env.epics_env(ports=False)  # loopback; the user's EPICS_* kept, CA port 5064 by default
         with open(self.log, "w") as err:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "rtqual.measure.monitor.pvserver", "--db", str(self.db)],
+                [sys.executable, "-m", "rtqual.monitor.pvserver", "--db", str(self.db)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=err,

@@ -1,5 +1,5 @@
-"""One probe session: everything around one probe process, the one driver a bundle case (rtqual.measure.runner),
-the monitor's window stream (rtqual.measure.monitor.loop) and so a selftest case share (rtla's run_tool(): one
+"""One probe session: everything around one probe process, the one driver a bundle case (rtqual.measure.run.runner),
+the monitor's window stream (rtqual.monitor.loop) and so a selftest case share (rtla's run_tool(): one
 driver, the mode is one hook).
 
     svc, args = prepare(probe, run_as, args, service_spec)   # the service's options filled in, then --check
@@ -11,7 +11,7 @@ driver, the mode is one hook).
 
 The caller decides only where the records go: on_record(rec) gets each record of the probe's stream (and
 returns True to stop the probe early: a load died), on_spikes(windows) each batch of traced spikes
-(rtqual.measure.trace windows; spike() makes one into its analysed record).
+(rtqual.measure.host.trace windows; spike() makes one into its analysed record).
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ from typing import Any
 
 from rtqual import services
 from rtqual.answers import spikes
-from rtqual.measure import _native, trace
-from rtqual.measure.trace import Tracer, TraceUnavailable
+from rtqual.measure.host import trace
+from rtqual.measure.host.trace import Tracer, TraceUnavailable
+from rtqual.measure.run import native
 from rtqual.probes.catalog import ALL_PROBES
 from rtqual.procs import signal_group, stop_group
 from rtqual.results.stream import Stream
@@ -69,7 +70,7 @@ def prepare(
         fixed = dict(ALL_PROBES[run_as].fixed or {}) if run_as in ALL_PROBES else {}
         args = option_pairs(svc.fill(fixed)) + without_options(args, list(fixed))
     try:
-        _native.check(probe, args)
+        native.check(probe, args)
     except BaseException:
         if svc is not None:
             svc.discard()
@@ -111,7 +112,7 @@ class Session:
 
     folder: where probe.stderr (and with keep_stream the verbatim stream.jsonl) go, and the service's case folder.
     cpuset: a Cpuset the probe joins before it pins its threads. trace_cpus: trace these CPUs (None: untraced),
-    journalled in journal (rtqual.measure.conditions), at most max_spikes analysed; warn(why) when tracing cannot
+    journalled (measure.conditions.journal), at most max_spikes analysed; warn(why) when tracing cannot
     run here. spawn_if_interrupted: a signal that came while the service started still spawns the probe and
     stops it at once (a bundle case keeps what the probe says of it), or spawns nothing (the monitor)."""
 
@@ -184,7 +185,7 @@ class Session:
             open(err_path, "w") as err,
             open(self.folder / STREAM_FILE, "w", buffering=1) if self.keep_stream else nullcontext() as log,
         ):
-            proc = _native.spawn(self.probe, self.args, err, preexec=join, env=getattr(self.service, "env", None))
+            proc = native.spawn(self.probe, self.args, err, preexec=join, env=getattr(self.service, "env", None))
             self.guard.proc = proc
             if self.guard.signum:  # interrupted while the service (an IOC) was starting: stop at once
                 signal_group(proc.pid, signal.SIGINT)

@@ -16,7 +16,7 @@ from rtqual.procs import die_with_parent
 PROBE = "rtqual-probe"
 CA = "rtqual-ca"  # Channel Access tools over libca; built only with EPICS
 PVA = "rtqual-pva"  # PV Access probe over pvxs; built only with pvxslibs
-PYTHON = {"rtqual-timerlat": "rtqual.measure.timerlat"}  # probes whose process is a module of this package
+PYTHON = {"rtqual-timerlat": "rtqual.measure.probes.timerlat"}  # probes whose process is a module of this package
 
 
 def _installed(name: str, override_var: str, built_with: str = "", exit_code: int = EXIT_ERROR) -> Path:

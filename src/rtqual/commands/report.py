@@ -1,0 +1,42 @@
+"""`rtqual report BUNDLE...`: a self-contained HTML report of bundles (figures, verdicts, host facts)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rtqual.commands.common import damage_exit, load_bundle, output_file
+from rtqual.errors import RtqError
+from rtqual.results.bundle.names import REPORT
+from rtqual.util import outside_system_trees
+
+NAME = "report"
+HELP = "a self-contained HTML report of bundles (figures, verdicts, host facts)"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("bundles", metavar="BUNDLE", nargs="+")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE.html",
+        help="report file (default: BUNDLE/report.html of one bundle, else rtqual-report.html)",
+    )
+    p.add_argument("--png", metavar="DIR", help="also write every figure as PNG (matplotlib) and SVG into DIR")
+
+
+def run(a, argv: list[str]) -> int:
+    from rtqual.publish import htmlreport, svgplot
+
+    output_file(a.output, "-o")
+    outside_system_trees(a.png, "--png")
+    if a.png:
+        svgplot.require_png()
+    if a.png and Path(a.png).exists() and not Path(a.png).is_dir():
+        raise RtqError(f"--png {a.png}: exists and is not a folder")
+    bundles = [load_bundle(p) for p in a.bundles]  # checked first: damage said on stderr, the report warns too
+    out = Path(a.output) if a.output else bundles[0].path / REPORT if len(bundles) == 1 else None
+    path = htmlreport.write_report(
+        bundles, out or Path("rtqual-report.html"), Path(a.png) if a.png else None, tail=True
+    )
+    print(path)
+    return damage_exit(bundles)
