@@ -130,6 +130,7 @@ struct rh {
 	pthread_mutex_t mtx;
 	bool mtx_ok;
 	mqd_t mq;
+	char msg[8192]; /* intertask-message: the sender's message */
 	int efd, epfd;
 	/* recorder thread only (read after join) */
 	uint64_t warm, n, wakeups;
@@ -472,12 +473,11 @@ static bool db_h(struct rh *r)
  * message; the higher-priority receiver measures send -> receive return. */
 static bool im_s(struct rh *r)
 {
-	char buf[8192] = {0};
 	if (stopping(r))
 		return false;
 	int64_t t = mono_now_ns();
-	memcpy(buf, &t, sizeof(t));
-	while (mq_send(r->mq, buf, (size_t)r->cfg.msg_bytes, 0) != 0 && errno == EINTR)
+	memcpy(r->msg, &t, sizeof(t));
+	while (mq_send(r->mq, r->msg, (size_t)r->cfg.msg_bytes, 0) != 0 && errno == EINTR)
 		;
 	return round_end(r, r->next_ns);
 }
