@@ -40,6 +40,7 @@ struct pio_cfg {
 	struct sink_out out;
 };
 
+/* All state of one pio run. */
 struct pio {
 	struct run run; /* first: the driver's part */
 	struct pio_cfg cfg;
@@ -88,8 +89,6 @@ static const struct opt_def pio_opts[] = {
 };
 #undef F
 #define PIO_NOPTS ((int)(sizeof(pio_opts) / sizeof(pio_opts[0])))
-
-/* All state of one pio run. */
 
 /* One pass of each width and direction: volatile, one access per element,
  * never merged or vectorized; reads are summed (one add per access, the
