@@ -114,11 +114,12 @@ struct link_opts {
     char times[256]; /* output: FIFO also given the four times ("": none) */
 };
 
+/* The private part of an I/O Intr record (bi, latency ai) starts with its scan: get_ioint_info. */
 struct bi_pvt {
+    IOSCANPVT scan;
     struct biRecord *prec;
     struct line in;
     struct link_opts o;
-    IOSCANPVT scan;
     epicsEventId done;
     volatile int completed;
     int stop_fd;
@@ -134,6 +135,7 @@ struct bo_pvt {
 };
 
 struct lat_pvt {
+    IOSCANPVT scan; /* the channel's lat_scan */
     enum stage stage;
     int ch;
 };
@@ -482,6 +484,17 @@ static long init_error(long status)
     return status;
 }
 
+/* The I/O Intr scan of a bi or latency record (its private part starts with it). */
+static long get_ioint_info(int detach, struct dbCommon *prec, IOSCANPVT *pscan)
+{
+    IOSCANPVT *scan = prec->dpvt;
+    (void)detach;
+    if (!scan)
+        return -1;
+    *pscan = *scan;
+    return 0;
+}
+
 /* ---- bi ---- */
 
 static long bi_init_record(struct dbCommon *pcommon)
@@ -527,16 +540,6 @@ static long bi_init_record(struct dbCommon *pcommon)
     return 0;
 }
 
-static long bi_get_ioint_info(int detach, struct dbCommon *prec, IOSCANPVT *pscan)
-{
-    struct bi_pvt *p = prec->dpvt;
-    (void)detach;
-    if (!p)
-        return -1;
-    *pscan = p->scan;
-    return 0;
-}
-
 static long bi_read(struct biRecord *prec)
 {
     struct bi_pvt *p = prec->dpvt;
@@ -578,7 +581,7 @@ static long bi_report(int level)
 }
 
 static bidset devBiRtqual = {
-    {5, bi_report, NULL, bi_init_record, bi_get_ioint_info},
+    {5, bi_report, NULL, bi_init_record, get_ioint_info},
     bi_read,
 };
 epicsExportAddress(dset, devBiRtqual);
@@ -725,17 +728,8 @@ static long lat_init_record(struct dbCommon *pcommon)
     p->stage = (enum stage)stage;
     p->ch = ch;
     chan(ch)->nlat++;
+    p->scan = channels[ch].lat_scan;
     prec->dpvt = p;
-    return 0;
-}
-
-static long lat_get_ioint_info(int detach, struct dbCommon *prec, IOSCANPVT *pscan)
-{
-    struct lat_pvt *p = prec->dpvt;
-    (void)detach;
-    if (!p)
-        return -1;
-    *pscan = channels[p->ch].lat_scan;
     return 0;
 }
 
@@ -767,7 +761,7 @@ static long lat_read(struct aiRecord *prec)
 }
 
 static aidset devAiRtqualLatency = {
-    {6, NULL, NULL, lat_init_record, lat_get_ioint_info},
+    {6, NULL, NULL, lat_init_record, get_ioint_info},
     lat_read,
     NULL,
 };

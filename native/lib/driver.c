@@ -26,6 +26,16 @@ bool probe_fd_supported(int fd, const char *what, char *why_not, size_t len)
 	return true;
 }
 
+bool probe_spare_cpu_supported(char *why_not, size_t len)
+{
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+		snprintf(why_not, len, "needs at least 2 online CPUs: an RT busy loop on the only CPU would freeze "
+			 "the machine");
+		return false;
+	}
+	return true;
+}
+
 /* Top-level usage and the probe names. */
 static void usage(FILE *f, const char *prog, const struct probe *const *table)
 {

@@ -20,6 +20,23 @@ void run_hold(struct run *r, bool dma)
 		rt_acquire_rttime_limit(RUN_RTTIME_SOFT_US, RUN_RTTIME_HARD_US, &r->warn);
 }
 
+int run_bound_busy(struct run *r, int64_t busy_ns, uint64_t soft_margin_us, uint64_t hard_margin_us,
+		   const char *what)
+{
+	rt_xcpu_catch();
+	r->rttime_soft_us = (uint64_t)(busy_ns / NS_PER_US) + soft_margin_us;
+	r->rttime_hard_us = (uint64_t)(busy_ns / NS_PER_US) + hard_margin_us;
+	int e = rt_set_rttime_limit(r->rttime_soft_us, r->rttime_hard_us);
+	return e ? log_error("cannot set RLIMIT_RTTIME (%s): %s", what, strerror(e)) : 0;
+}
+
+void run_params_busy(struct jw *w, const struct run *r)
+{
+	jw_u64(w, "rlimit_rttime_soft_us", r->rttime_soft_us);
+	jw_u64(w, "rlimit_rttime_hard_us", r->rttime_hard_us);
+	jw_i64(w, "alarm_s", r->watchdog_s);
+}
+
 unsigned run_watchdog_s(u128 run_ns, uint64_t extra_s, unsigned cap_s)
 {
 	u128 s = u128_add_u64(u128_divmod_u64(run_ns, NS_PER_S, NULL), 1 + RUN_WATCHDOG_MARGIN_S);
@@ -138,10 +155,12 @@ static int run_begin(struct run *r)
 	return 0;
 }
 
-void run_thread_done(struct run *r, _Atomic int *done)
+void *run_thread_done(struct run *r, _Atomic int *done, struct cpu_state *cs, uint64_t wakeups)
 {
+	sink_slot_end(cs, wakeups);
 	if (atomic_fetch_add(done, 1) + 1 == r->sink.ncpu)
 		atomic_store(&r->done, true); /* the last one */
+	return NULL;
 }
 
 bool run_stopping(struct run *r)

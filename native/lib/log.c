@@ -6,39 +6,17 @@
 
 const char *log_prog = LOG_PROG;
 
-/* Informational line: "rtqual-probe: <msg>". */
-void log_info(const char *fmt, ...)
+int log_line(int rc, const char *kind, const char *grant, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	fprintf(stderr, "%s: ", log_prog);
+	fprintf(stderr, "%s: %s", log_prog, kind);
 	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	if (grant)
+		fprintf(stderr, ". Grant: %s", grant);
 	fputc('\n', stderr);
-	va_end(ap);
-}
-
-/* The one error line "rtqual-probe: error: <what>"; returns exit code 1. */
-int log_error(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "%s: error: ", log_prog);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	return 1;
-}
-
-/* The one skip line "rtqual-probe: skip: <why>. Grant: <grant>"; returns 3. */
-int log_skip(const char *grant, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "%s: skip: ", log_prog);
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, ". Grant: %s\n", grant);
-	va_end(ap);
-	return 3;
+	return rc;
 }
 
 /* Remember a warning for after the header (dropped beyond WARNINGS_MAX). */

@@ -338,6 +338,22 @@ void rt_signals_install(void)
 	sigaction(SIGPIPE, &sa, NULL);
 }
 
+_Atomic bool rt_xcpu_flag;
+
+static void on_xcpu(int sig)
+{
+	(void)sig;
+	atomic_store(&rt_xcpu_flag, true);
+}
+
+void rt_xcpu_catch(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_xcpu;
+	sigaction(SIGXCPU, &sa, NULL);
+}
+
 /* RT_SIG_* bits of the signals received so far. */
 int rt_signals_caught(void)
 {

@@ -40,7 +40,6 @@ struct inject {
 	struct inject_cfg cfg;
 	struct sink_out out;   /* the sink's settings (no threshold events, no raw file) */
 	int64_t claimed_ns;    /* what each stall record claims: --claim, else --stall */
-	uint64_t rttime_soft_us, rttime_hard_us;
 	int64_t stalls;        /* stalls done */
 	const char *stopped_by; /* the last stall ended by: clock | rlimit_rttime | signal */
 };
@@ -65,14 +64,6 @@ static const struct opt_def inject_opts[] = {
 #undef F
 #define INJECT_NOPTS ((int)(sizeof(inject_opts) / sizeof(inject_opts[0])))
 
-/* SIGXCPU from RLIMIT_RTTIME: a stall outlived its soft limit (bound 2). */
-static _Atomic bool xcpu_caught;
-static void on_xcpu(int sig)
-{
-	(void)sig;
-	atomic_store(&xcpu_caught, true);
-}
-
 /* Write the JSON line built in the sink's writer; a failure stops the run (nobody listens). */
 static void emit(struct sink *s)
 {
@@ -93,7 +84,7 @@ static const char *spin(int64_t stall_ns, int64_t *start_ns, int64_t *end_ns)
 	while (now < until) {
 		for (int i = 0; i < 64; i++)
 			work += (uint64_t)i;
-		if (atomic_load_explicit(&xcpu_caught, memory_order_relaxed)) {
+		if (rt_xcpu_caught()) {
 			by = "rlimit_rttime";
 			break;
 		}
@@ -139,9 +130,7 @@ static void inject_params(struct jw *w, const void *ctx)
 		jw_i64(w, "claim_ns", c->claim_ns);
 	else
 		jw_null(w, "claim_ns");
-	jw_u64(w, "rlimit_rttime_soft_us", t->rttime_soft_us);
-	jw_u64(w, "rlimit_rttime_hard_us", t->rttime_hard_us);
-	jw_i64(w, "alarm_s", t->run.watchdog_s);
+	run_params_busy(w, &t->run);
 }
 
 /* Summary extension: the slot's role, and at the top level what was injected. */
@@ -202,15 +191,8 @@ static int inject_prepare(struct run *run)
 		return log_error("%s", run->err);
 	run->sink.summary_extra = inject_summary_extra;
 	run->sink.summary_ctx = t;
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_xcpu;
-	sigaction(SIGXCPU, &sa, NULL);
-	t->rttime_soft_us = (uint64_t)(c->stall_ns / NS_PER_US) + RTTIME_SOFT_MARGIN_US;
-	t->rttime_hard_us = (uint64_t)(c->stall_ns / NS_PER_US) + RTTIME_HARD_MARGIN_US;
-	int e = rt_set_rttime_limit(t->rttime_soft_us, t->rttime_hard_us);
-	if (e)
-		return log_error("cannot set RLIMIT_RTTIME (a bound of every stall): %s", strerror(e));
+	if (run_bound_busy(run, c->stall_ns, RTTIME_SOFT_MARGIN_US, RTTIME_HARD_MARGIN_US, "a bound of every stall"))
+		return 1;
 	u128 plan = u128_add_u64(u128_mul_u64(u128_of((uint64_t)c->count), (uint64_t)(c->stall_ns + c->gap_ns)),
 				 (uint64_t)c->start_delay_ns);
 	run->watchdog_s = run_watchdog_s(plan, 0, 0x7fffffff);
@@ -255,7 +237,7 @@ static void inject_measure(struct run *run)
 static int inject_end(struct run *run)
 {
 	struct inject *t = (struct inject *)run;
-	if (atomic_load(&xcpu_caught))
+	if (rt_xcpu_caught())
 		sink_warning(&run->sink, "RLIMIT_RTTIME soft limit hit (SIGXCPU): stall %" PRId64 " was cut short",
 			     t->stalls - 1);
 	if (!run->start_failed && (rt_signals_caught() & RT_SIG_WATCHDOG))
@@ -263,22 +245,11 @@ static int inject_end(struct run *run)
 	return run_end(run);
 }
 
-/* Never the only CPU: a busy loop at high RT priority there would freeze the machine. */
-static bool inject_supported(char *why_not, size_t len)
-{
-	if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
-		snprintf(why_not, len, "needs at least 2 online CPUs: an RT busy loop on the only CPU would freeze "
-			 "the machine");
-		return false;
-	}
-	return true;
-}
-
 const struct probe probe_inject = {
 	.name = "inject",
 	.summary = "stall injector for the selftest: bounded SCHED_FIFO busy loops of known length on one CPU, "
 		   "one stall record each (not a measurement)",
-	.opts = inject_opts, .nopts = INJECT_NOPTS, .supported = inject_supported,
+	.opts = inject_opts, .nopts = INJECT_NOPTS, .supported = probe_spare_cpu_supported,
 	.state_bytes = sizeof(struct inject), .params = inject_params,
 	.validate = inject_validate, .privileges = inject_privileges, .prepare = inject_prepare,
 	.start = inject_start, .measure = inject_measure, .end = inject_end,

@@ -48,6 +48,12 @@
 #define THREAD_STACK_BYTES (256 * 1024)
 
 #define F(x) offsetof(struct msg, cfg.x)
+/* A row per role: X("client", ROLE_CLIENT), ... (the --ROLE-policy and --ROLE-priority options). */
+#define EACH_ROLE(X) X("client", ROLE_CLIENT), X("broker", ROLE_BROKER), X("server", ROLE_SERVER)
+#define ROLE_POLICY_OPT(role, R)                                                                              \
+	{role "-policy", OPT_ENUM, F(role_policy[R]), 0, 0, NULL, rt_policy_names, role " policy (default: --policy)"}
+#define ROLE_PRIORITY_OPT(role, R)                                                                            \
+	{role "-priority", OPT_INT, F(role_priority[R]), 1, 99, NULL, NULL, role " RT priority (default: --priority)"}
 static const struct opt_def msg_opts[] = {
 	{"transport", OPT_ENUM, F(transport), 0, 0, "zmq-tcp", transport_names,
 	 "zmq-tcp/zmq-ipc: ZeroMQ REQ/REP; udp, tcp (127.0.0.1), unix-stream, unix-dgram (abstract): bare sockets"},
@@ -64,18 +70,8 @@ static const struct opt_def msg_opts[] = {
 	 "pin the broker process (--chain) to this CPU; -1 = unbound"},
 	{"server-cpu", OPT_INT, F(cpu[ROLE_SERVER]), -1, CPULIST_MAX - 1, "-1", NULL,
 	 "pin the server process to this CPU; -1 = unbound"},
-	{"client-policy", OPT_ENUM, F(role_policy[ROLE_CLIENT]), 0, 0, NULL, rt_policy_names,
-	 "client policy (default: --policy)"},
-	{"broker-policy", OPT_ENUM, F(role_policy[ROLE_BROKER]), 0, 0, NULL, rt_policy_names,
-	 "broker policy (default: --policy)"},
-	{"server-policy", OPT_ENUM, F(role_policy[ROLE_SERVER]), 0, 0, NULL, rt_policy_names,
-	 "server policy (default: --policy)"},
-	{"client-priority", OPT_INT, F(role_priority[ROLE_CLIENT]), 1, 99, NULL, NULL,
-	 "client RT priority (default: --priority)"},
-	{"broker-priority", OPT_INT, F(role_priority[ROLE_BROKER]), 1, 99, NULL, NULL,
-	 "broker RT priority (default: --priority)"},
-	{"server-priority", OPT_INT, F(role_priority[ROLE_SERVER]), 1, 99, NULL, NULL,
-	 "server RT priority (default: --priority)"},
+	EACH_ROLE(ROLE_POLICY_OPT),
+	EACH_ROLE(ROLE_PRIORITY_OPT),
 	RUN_OPTS_LENGTH(F, "measured time after warm-up", 1LL << 62,
 		"measured round trips (with --rate: periods, samples + overruns); replaces --duration", "100",
 		"round trips discarded before measuring"),
@@ -86,6 +82,9 @@ static const struct opt_def msg_opts[] = {
 	RUN_OPT_NO_DMA_LATENCY(F),
 	RUN_OPT_ALLOW_DEGRADED(F, RUN_DEGRADED_HELP),
 };
+#undef EACH_ROLE
+#undef ROLE_POLICY_OPT
+#undef ROLE_PRIORITY_OPT
 #undef F
 #define MSG_NOPTS ((int)(sizeof(msg_opts) / sizeof(msg_opts[0])))
 

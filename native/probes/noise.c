@@ -89,14 +89,6 @@ static const struct opt_def noise_opts[] = {
 #undef F
 #define NOISE_NOPTS ((int)(sizeof(noise_opts) / sizeof(noise_opts[0])))
 
-/* SIGXCPU from RLIMIT_RTTIME: a loop ran a window without its sleep (bound 2). */
-static _Atomic bool xcpu_caught;
-static void on_xcpu(int sig)
-{
-	(void)sig;
-	atomic_store(&xcpu_caught, true);
-}
-
 /* Read /proc/stat into buf; false if unreadable. */
 static bool read_stat(char *buf, size_t len)
 {
@@ -200,7 +192,7 @@ static void *spin_main(void *arg)
 				stop = true;
 				break;
 			}
-			if (atomic_load_explicit(&xcpu_caught, rx)) {
+			if (rt_xcpu_caught()) {
 				s->stopped_by = "rlimit_rttime";
 				stop = true;
 				break;
@@ -212,10 +204,8 @@ static void *spin_main(void *arg)
 		sleep_until_ns(mono_now_ns() + SLEEP_NS);
 		w0 = mono_now_ns();
 	}
-	sink_slot_end(cs, ty->gaps);
 	atomic_store(&s->done, true);
-	run_thread_done(&t->run, &t->spins_done);
-	return NULL;
+	return run_thread_done(&t->run, &t->spins_done, cs, ty->gaps);
 }
 
 /* Header "params": the effective configuration and the run's bounds. */
@@ -321,10 +311,7 @@ static int noise_prepare(struct run *run)
 	if (sink_init(&run->sink, &c->out, c->cpus.cpu, c->cpus.n, run->err, sizeof(run->err)) ||
 	    !(t->sp = calloc((size_t)c->cpus.n, sizeof(*t->sp))))
 		return log_error("%s", run->err[0] ? run->err : "out of memory");
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_xcpu;
-	sigaction(SIGXCPU, &sa, NULL);
+	rt_xcpu_catch();
 	run_hold(run, !c->no_dma_latency);
 	run->sink.summary_extra = noise_summary_extra;
 	run->sink.summary_ctx = t;
@@ -382,7 +369,7 @@ static void noise_stop(struct run *run)
 
 static int noise_end(struct run *run)
 {
-	if (atomic_load(&xcpu_caught))
+	if (rt_xcpu_caught())
 		sink_warning(&run->sink, "RLIMIT_RTTIME soft limit hit (SIGXCPU): a busy loop ran a window without "
 			     "sleeping; it stopped");
 	return run_end(run);

@@ -40,6 +40,7 @@ struct pio_cfg {
 	struct sink_out out;
 };
 
+/* All state of one pio run. */
 struct pio {
 	struct run run; /* first: the driver's part */
 	struct pio_cfg cfg;
@@ -88,16 +89,6 @@ static const struct opt_def pio_opts[] = {
 };
 #undef F
 #define PIO_NOPTS ((int)(sizeof(pio_opts) / sizeof(pio_opts[0])))
-
-/* All state of one pio run. */
-
-/* SIGXCPU from RLIMIT_RTTIME: a pass ran too long at RT priority. */
-static _Atomic bool xcpu_caught;
-static void on_xcpu(int sig)
-{
-	(void)sig;
-	atomic_store(&xcpu_caught, true);
-}
 
 /* One pass of each width and direction: volatile, one access per element,
  * never merged or vectorized; reads are summed (one add per access, the
@@ -156,7 +147,7 @@ static void *pio_thread_main(void *arg)
 
 	rt_prefault_stack();
 	for (;;) {
-		if (atomic_load_explicit(&t->run.sink.stop, memory_order_relaxed) || atomic_load(&xcpu_caught) ||
+		if (atomic_load_explicit(&t->run.sink.stop, memory_order_relaxed) || rt_xcpu_caught() ||
 		    rt_signals_caught())
 			break;
 		bool warm = pass < (uint64_t)c->warmup;
@@ -185,7 +176,7 @@ static void *pio_thread_main(void *arg)
 	t->passes_done = measured;
 	t->measured_ns = total_ns;
 	t->checksum = sum;
-	t->rttime_hit = atomic_load(&xcpu_caught);
+	t->rttime_hit = rt_xcpu_caught();
 	return run_slot_done(&t->run, cs, wakeups);
 }
 
@@ -454,10 +445,7 @@ static int pio_prepare(struct run *run)
 	run->sink.summary_extra = pio_summary_extra;
 	run->sink.summary_ctx = t;
 	if (run->rt.policy != RT_OTHER) {
-		struct sigaction sa;
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = on_xcpu;
-		sigaction(SIGXCPU, &sa, NULL);
+		rt_xcpu_catch();
 		rt_acquire_rttime_limit(RTTIME_SOFT_US, RTTIME_HARD_US, &run->warn);
 	}
 	uint64_t run_ns = c->passes ? 3600 * (uint64_t)NS_PER_S : (uint64_t)c->duration_ns;

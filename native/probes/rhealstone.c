@@ -51,14 +51,16 @@ struct rh_cfg {
 
 
 struct rh;
-typedef void *(*thread_fn)(void *);
 
-/* One thread of a component: its role, priority offset, CPU. */
+/* One thread of a component: its role, priority offset, CPU, and its step. A helper's step is
+ * one wait and what follows it; the driver's (the last role) is one round, called once per
+ * --interval. A step returns false to end its thread. */
 struct role {
 	const char *name;
 	int prio_off;
 	bool on_peer; /* interrupt-latency writer */
-	thread_fn fn;
+	bool records; /* the recorder: the slot's wake-ups and CPU time are its own */
+	bool (*step)(struct rh *r);
 };
 
 /* A component: its threads (the driver last: its end ends the run). */
@@ -71,23 +73,37 @@ struct component {
 	const char *sample;
 };
 
-static void *ts_a(void *), *ts_b(void *), *pre_h(void *), *pre_l(void *), *sh_a(void *), *sh_b(void *),
-	*db_l(void *), *db_m(void *), *db_h(void *), *im_s(void *), *im_r(void *), *il_w(void *), *il_r(void *);
+static bool ts_a(struct rh *), ts_b(struct rh *), pre_h(struct rh *), pre_l(struct rh *), sh_a(struct rh *),
+	sh_b(struct rh *), db_l(struct rh *), db_m(struct rh *), db_h(struct rh *), im_s(struct rh *),
+	im_r(struct rh *), il_w(struct rh *), il_r(struct rh *);
 
 static const struct component components[] = {
-	[C_TASK_SWITCH] = {2, {{"B", 0, false, ts_b}, {"A", 0, false, ts_a}}, false, false, 2,
+	[C_TASK_SWITCH] = {2, {{"B", 0, .step = ts_b}, {"A", 0, .records = true, .step = ts_a}}, false, false, 2,
 			   "sched_yield() call in one equal-priority thread -> the other running"},
-	[C_PREEMPTION] = {2, {{"low", 0, false, pre_l}, {"high", 10, false, pre_h}}, true, true, 1,
-			  "high thread's timer deadline -> high running, while the low thread spins"},
-	[C_SEM_SHUFFLE] = {2, {{"waiter", 0, false, sh_b}, {"holder", 0, false, sh_a}}, false, false, 1,
-			   "sem_post() by the holder -> the equal-priority waiter returning from sem_wait()"},
-	[C_DEADLOCK_BREAK] = {3, {{"high", 10, false, db_h}, {"medium", 5, false, db_m}, {"low", 0, false, db_l}},
+	[C_PREEMPTION] = {2, {{"low", 0, .step = pre_l}, {"high", 10, .records = true, .step = pre_h}}, true, true,
+			  1, "high thread's timer deadline -> high running, while the low thread spins"},
+	[C_SEM_SHUFFLE] = {2, {{"waiter", 0, .records = true, .step = sh_b}, {"holder", 0, .step = sh_a}}, false, false,
+			   1, "sem_post() by the holder -> the equal-priority waiter returning from sem_wait()"},
+	[C_DEADLOCK_BREAK] = {3,
+			      {{"high", 10, .records = true, .step = db_h},
+			       {"medium", 5, .step = db_m},
+			       {"low", 0, .step = db_l}},
 			      true, true, 1,
 			      "high thread's mutex lock call -> lock acquired (held by low; medium spins)"},
-	[C_MESSAGE] = {2, {{"receiver", 10, false, im_r}, {"sender", 0, false, im_s}}, false, false, 1,
-		       "mq_send() -> the higher-priority receiver returning from mq_receive()"},
-	[C_INTERRUPT] = {2, {{"responder", 10, false, il_r}, {"writer", 0, true, il_w}}, false, false, 1,
-			 "eventfd write on the peer CPU -> responder returning from epoll_wait()"},
+	[C_MESSAGE] = {2, {{"receiver", 10, .records = true, .step = im_r}, {"sender", 0, .step = im_s}}, false, false,
+		       1, "mq_send() -> the higher-priority receiver returning from mq_receive()"},
+	[C_INTERRUPT] = {2,
+			 {{"responder", 10, .records = true, .step = il_r},
+			  {"writer", 0, .on_peer = true, .step = il_w}},
+			 false, false, 1, "eventfd write on the peer CPU -> responder returning from epoll_wait()"},
+};
+
+/* What a thread gets: the run and its role. */
+struct rh_thread {
+	struct rh *r;
+	const struct role *ro;
+	pthread_t tid;
+	bool started;
 };
 
 /* All state of one run; the fields under "shared" are used by its threads. */
@@ -96,13 +112,13 @@ struct rh {
 	struct rh_cfg cfg;
 	const struct component *comp;
 	int cpu, peer;
-	pthread_t tid[MAX_THREADS];
-	bool started[MAX_THREADS];
+	struct rh_thread th[MAX_THREADS];
 	_Atomic bool kicked;
 	bool stalled, joined;
 	/* shared */
 	_Alignas(64) _Atomic int stop;
 	_Atomic int ready;
+	int64_t next_ns;        /* driver only: the next round's start */
 	_Atomic int64_t t_mark; /* start of the event in flight */
 	_Atomic int last;       /* task-switch: who yielded last (1 = A, 2 = B) */
 	_Atomic int64_t pend_lat, pend_wake;
@@ -114,9 +130,10 @@ struct rh {
 	pthread_mutex_t mtx;
 	bool mtx_ok;
 	mqd_t mq;
+	char msg[8192]; /* intertask-message: the sender's message */
 	int efd, epfd;
 	/* recorder thread only (read after join) */
-	uint64_t warm, n;
+	uint64_t warm, n, wakeups;
 	int64_t end_ns;
 	/* counters, read after join */
 	_Atomic uint64_t rounds, discarded, spin_capped, responses, coalesced, skipped_periods;
@@ -240,368 +257,300 @@ static void rh_kick(struct run *run)
 	}
 }
 
-/* Common thread prologue and the recorder's epilogue. */
-static void thread_begin(struct rh *r)
-{
-	rt_prefault_stack();
-	atomic_fetch_add(&r->ready, 1);
-}
-
-static void recorder_end(struct rh *r, uint64_t wakeups)
+/* The recorder's last word (read after join): its wake-ups and CPU time. */
+static void recorder_end(struct rh *r)
 {
 	atomic_store(&r->rec_cpu_time_ns, clock_ns(CLOCK_THREAD_CPUTIME_ID));
-	atomic_store(&r->rec_wakeups, wakeups);
+	atomic_store(&r->rec_wakeups, r->wakeups);
 }
 
-/* The driver waits for its helpers to reach their first wait, runs, then
- * wakes everyone for the end. */
-static void driver_begin(struct rh *r)
+/* A helper thread: ready, then its step until the run stops. */
+static void *helper_thread(void *arg)
 {
+	struct rh_thread *t = arg;
+	struct rh *r = t->r;
+	rt_prefault_stack();
+	atomic_fetch_add(&r->ready, 1);
+	while (!stopping(r) && t->ro->step(r))
+		;
+	if (t->ro->records)
+		recorder_end(r);
+	return NULL;
+}
+
+/* The driver thread, one loop for every component: it waits for its helpers to reach their
+ * first wait, runs one round (its step) per --interval until the run stops, then wakes
+ * everyone for the end. */
+static void *driver_thread(void *arg)
+{
+	struct rh_thread *t = arg;
+	struct rh *r = t->r;
 	int64_t limit = mono_now_ns() + READY_NS;
 	rt_prefault_stack();
 	while (atomic_load(&r->ready) < r->comp->nroles - 1 && !stopping(r) && mono_now_ns() < limit)
 		nap_until(mono_now_ns() + 100 * NS_PER_US);
 	nap_until(mono_now_ns() + 100 * NS_PER_US); /* let them block */
-}
-
-static void driver_end(struct rh *r)
-{
+	r->next_ns = mono_now_ns() + r->cfg.interval_ns;
+	while (!stopping(r)) {
+		nap_until(r->next_ns);
+		if (!t->ro->step(r))
+			break;
+	}
+	if (t->ro->records)
+		recorder_end(r);
 	rh_kick(&r->run);
 	atomic_store(&r->run.done, true);
+	return NULL;
+}
+
+/* A driver's round is over: count it, the next one starts an interval after `start_ns`. */
+static bool round_end(struct rh *r, int64_t start_ns)
+{
+	atomic_fetch_add(&r->rounds, 1);
+	r->next_ns = next_round(r, start_ns);
+	return true;
 }
 
 /* ---- task-switch: A and B, equal priority, yield to each other. Per
  * round A makes B runnable, yields (sample A->B, measured by B), B yields
  * back (sample B->A, measured by A); A records both. */
-static void *ts_a(void *arg)
+static bool ts_a(struct rh *r)
 {
-	struct rh *r = arg;
-	uint64_t wakeups = 0;
-	driver_begin(r);
-	int64_t next = mono_now_ns() + r->cfg.interval_ns;
-	while (!stopping(r)) {
-		nap_until(next);
-		if (stopping(r))
-			break;
-		atomic_store(&r->pend, 0);
-		sem_post(&r->go_b); /* B runnable, queued behind A */
-		atomic_store(&r->last, 1);
-		atomic_store(&r->t_mark, mono_now_ns());
-		sched_yield();
-		int64_t tw = mono_now_ns();
-		if (stopping(r))
-			break;
-		wakeups++;
-		atomic_fetch_add(&r->rounds, 1);
-		if (atomic_load(&r->last) == 2 && atomic_load(&r->pend)) {
-			rh_record(r, atomic_load(&r->pend_lat), atomic_load(&r->pend_wake));
-			rh_record(r, tw - atomic_load(&r->t_mark), tw);
-		} else {
-			atomic_fetch_add(&r->discarded, 1); /* yield did not switch to B */
-		}
-		next = next_round(r, next);
+	if (stopping(r))
+		return false;
+	atomic_store(&r->pend, 0);
+	sem_post(&r->go_b); /* B runnable, queued behind A */
+	atomic_store(&r->last, 1);
+	atomic_store(&r->t_mark, mono_now_ns());
+	sched_yield();
+	int64_t tw = mono_now_ns();
+	if (stopping(r))
+		return false;
+	r->wakeups++;
+	if (atomic_load(&r->last) == 2 && atomic_load(&r->pend)) {
+		rh_record(r, atomic_load(&r->pend_lat), atomic_load(&r->pend_wake));
+		rh_record(r, tw - atomic_load(&r->t_mark), tw);
+	} else {
+		atomic_fetch_add(&r->discarded, 1); /* yield did not switch to B */
 	}
-	recorder_end(r, wakeups);
-	driver_end(r);
-	return NULL;
+	return round_end(r, r->next_ns);
 }
 
-static void *ts_b(void *arg)
+static bool ts_b(struct rh *r)
 {
-	struct rh *r = arg;
-	thread_begin(r);
-	while (!stopping(r)) {
-		swait(&r->go_b);
-		int64_t tw = mono_now_ns();
-		if (stopping(r))
-			break;
-		if (atomic_load(&r->last) == 1) {
-			atomic_store(&r->pend_lat, tw - atomic_load(&r->t_mark));
-			atomic_store(&r->pend_wake, tw);
-			atomic_store(&r->pend, 1);
-		}
-		atomic_store(&r->last, 2);
-		atomic_store(&r->t_mark, mono_now_ns());
-		sched_yield();
+	swait(&r->go_b);
+	int64_t tw = mono_now_ns();
+	if (stopping(r))
+		return false;
+	if (atomic_load(&r->last) == 1) {
+		atomic_store(&r->pend_lat, tw - atomic_load(&r->t_mark));
+		atomic_store(&r->pend_wake, tw);
+		atomic_store(&r->pend, 1);
 	}
-	return NULL;
+	atomic_store(&r->last, 2);
+	atomic_store(&r->t_mark, mono_now_ns());
+	sched_yield();
+	return true;
 }
 
 /* ---- preemption: per round the high thread lets the low one spin, sleeps
- * to a deadline one --interval ahead, and measures deadline -> running. */
-static void *pre_h(void *arg)
+ * to a deadline one --interval ahead, and measures deadline -> running
+ * (the round's start is its rest: the low thread is blocked). */
+static bool pre_h(struct rh *r)
 {
-	struct rh *r = arg;
-	uint64_t wakeups = 0;
-	driver_begin(r);
-	int64_t t0 = mono_now_ns() + r->cfg.interval_ns;
-	while (!stopping(r)) {
-		nap_until(t0); /* rest: the low thread is blocked */
-		if (stopping(r))
-			break;
-		atomic_store(&r->stop_spin, 0);
-		sem_post(&r->go_l);
-		int64_t d = mono_now_ns() + r->cfg.interval_ns;
-		nap_until(d);
-		int64_t tw = mono_now_ns();
-		if (stopping(r))
-			break;
-		wakeups++;
-		atomic_fetch_add(&r->rounds, 1);
-		int64_t ss = atomic_load(&r->spin_since);
-		if (ss && ss <= d)
-			rh_record(r, tw - d, tw);
-		else
-			atomic_fetch_add(&r->discarded, 1); /* low was not spinning at the deadline */
-		atomic_store(&r->stop_spin, 1);
-		t0 = next_round(r, d);
-	}
-	recorder_end(r, wakeups);
-	driver_end(r);
-	return NULL;
+	if (stopping(r))
+		return false;
+	atomic_store(&r->stop_spin, 0);
+	sem_post(&r->go_l);
+	int64_t d = mono_now_ns() + r->cfg.interval_ns;
+	nap_until(d);
+	int64_t tw = mono_now_ns();
+	if (stopping(r))
+		return false;
+	r->wakeups++;
+	int64_t ss = atomic_load(&r->spin_since);
+	if (ss && ss <= d)
+		rh_record(r, tw - d, tw);
+	else
+		atomic_fetch_add(&r->discarded, 1); /* low was not spinning at the deadline */
+	atomic_store(&r->stop_spin, 1);
+	return round_end(r, d);
 }
 
-static void *pre_l(void *arg)
+static bool pre_l(struct rh *r)
 {
-	struct rh *r = arg;
-	thread_begin(r);
-	while (!stopping(r)) {
-		swait(&r->go_l);
-		if (stopping(r))
-			break;
-		int64_t s = mono_now_ns();
-		atomic_store(&r->spin_since, s);
-		if (spin_until(r, s + 2 * r->cfg.interval_ns + NS_PER_MS, &r->stop_spin))
-			atomic_fetch_add(&r->spin_capped, 1);
-		atomic_store(&r->spin_since, 0);
-	}
-	return NULL;
+	swait(&r->go_l);
+	if (stopping(r))
+		return false;
+	int64_t s = mono_now_ns();
+	atomic_store(&r->spin_since, s);
+	if (spin_until(r, s + 2 * r->cfg.interval_ns + NS_PER_MS, &r->stop_spin))
+		atomic_fetch_add(&r->spin_capped, 1);
+	atomic_store(&r->spin_since, 0);
+	return true;
 }
 
 /* ---- semaphore-shuffle: the holder takes S, lets the equal-priority
  * waiter block on it, posts S and yields; the waiter measures post -> own
  * sem_wait return, releases S and waits for the next round. */
-static void *sh_a(void *arg)
+static bool sh_a(struct rh *r)
 {
-	struct rh *r = arg;
-	driver_begin(r);
-	int64_t next = mono_now_ns() + r->cfg.interval_ns;
-	while (!stopping(r)) {
-		nap_until(next);
-		if (stopping(r))
-			break;
-		swait(&r->sem_s);
-		if (stopping(r))
-			break;
-		sem_post(&r->go_b);
-		sched_yield(); /* the waiter runs and blocks on S */
-		atomic_store(&r->t_mark, mono_now_ns());
-		sem_post(&r->sem_s);
-		sched_yield(); /* the waiter takes S */
-		atomic_fetch_add(&r->rounds, 1);
-		next = next_round(r, next);
-	}
-	driver_end(r);
-	return NULL;
+	if (stopping(r))
+		return false;
+	swait(&r->sem_s);
+	if (stopping(r))
+		return false;
+	sem_post(&r->go_b);
+	sched_yield(); /* the waiter runs and blocks on S */
+	atomic_store(&r->t_mark, mono_now_ns());
+	sem_post(&r->sem_s);
+	sched_yield(); /* the waiter takes S */
+	return round_end(r, r->next_ns);
 }
 
-static void *sh_b(void *arg)
+static bool sh_b(struct rh *r)
 {
-	struct rh *r = arg;
-	uint64_t wakeups = 0;
-	thread_begin(r);
-	while (!stopping(r)) {
-		swait(&r->go_b);
-		if (stopping(r))
-			break;
-		int64_t tws = mono_now_ns();
-		swait(&r->sem_s);
-		int64_t tw = mono_now_ns();
-		if (stopping(r))
-			break;
-		wakeups++;
-		int64_t tp = atomic_load(&r->t_mark);
-		if (tp >= tws)
-			rh_record(r, tw - tp, tw);
-		else
-			atomic_fetch_add(&r->discarded, 1); /* sem_wait did not block on the holder */
-		sem_post(&r->sem_s);
-	}
-	recorder_end(r, wakeups);
-	return NULL;
+	swait(&r->go_b);
+	if (stopping(r))
+		return false;
+	int64_t tws = mono_now_ns();
+	swait(&r->sem_s);
+	int64_t tw = mono_now_ns();
+	if (stopping(r))
+		return false;
+	r->wakeups++;
+	int64_t tp = atomic_load(&r->t_mark);
+	if (tp >= tws)
+		rh_record(r, tw - tp, tw);
+	else
+		atomic_fetch_add(&r->discarded, 1); /* sem_wait did not block on the holder */
+	sem_post(&r->sem_s);
+	return true;
 }
 
 /* ---- deadlock-break: low locks M and wakes high; high wakes medium and
  * requests M; with priority inheritance low runs at high's priority and
  * releases at once, without it medium spins first (--spin, bounded). */
-static void *db_l(void *arg)
+static bool db_l(struct rh *r)
 {
-	struct rh *r = arg;
-	driver_begin(r);
-	int64_t next = mono_now_ns() + r->cfg.interval_ns;
-	while (!stopping(r)) {
-		nap_until(next);
-		if (stopping(r))
-			break;
-		pthread_mutex_lock(&r->mtx);
-		sem_post(&r->sem_h); /* high preempts, blocks on M */
-		spin_until(r, mono_now_ns() + r->cfg.hold_ns, NULL);
-		pthread_mutex_unlock(&r->mtx); /* high preempts, takes M */
-		atomic_fetch_add(&r->rounds, 1);
-		next = next_round(r, next);
-	}
-	driver_end(r);
-	return NULL;
+	if (stopping(r))
+		return false;
+	pthread_mutex_lock(&r->mtx);
+	sem_post(&r->sem_h); /* high preempts, blocks on M */
+	spin_until(r, mono_now_ns() + r->cfg.hold_ns, NULL);
+	pthread_mutex_unlock(&r->mtx); /* high preempts, takes M */
+	return round_end(r, r->next_ns);
 }
 
-static void *db_m(void *arg)
+static bool db_m(struct rh *r)
 {
-	struct rh *r = arg;
-	thread_begin(r);
-	while (!stopping(r)) {
-		swait(&r->sem_m);
-		if (stopping(r))
-			break;
-		if (spin_until(r, mono_now_ns() + r->cfg.spin_ns, &r->round_done))
-			atomic_fetch_add(&r->spin_capped, 1);
-	}
-	return NULL;
+	swait(&r->sem_m);
+	if (stopping(r))
+		return false;
+	if (spin_until(r, mono_now_ns() + r->cfg.spin_ns, &r->round_done))
+		atomic_fetch_add(&r->spin_capped, 1);
+	return true;
 }
 
-static void *db_h(void *arg)
+static bool db_h(struct rh *r)
 {
-	struct rh *r = arg;
-	uint64_t wakeups = 0;
-	thread_begin(r);
-	while (!stopping(r)) {
-		swait(&r->sem_h);
-		if (stopping(r))
-			break;
-		atomic_store(&r->round_done, 0);
-		sem_post(&r->sem_m); /* medium runnable: runs when high blocks */
-		int64_t treq = mono_now_ns();
-		pthread_mutex_lock(&r->mtx);
-		int64_t tw = mono_now_ns();
-		wakeups++;
-		rh_record(r, tw - treq, tw);
-		pthread_mutex_unlock(&r->mtx);
-		atomic_store(&r->round_done, 1);
-	}
-	recorder_end(r, wakeups);
-	return NULL;
+	swait(&r->sem_h);
+	if (stopping(r))
+		return false;
+	atomic_store(&r->round_done, 0);
+	sem_post(&r->sem_m); /* medium runnable: runs when high blocks */
+	int64_t treq = mono_now_ns();
+	pthread_mutex_lock(&r->mtx);
+	int64_t tw = mono_now_ns();
+	r->wakeups++;
+	rh_record(r, tw - treq, tw);
+	pthread_mutex_unlock(&r->mtx);
+	atomic_store(&r->round_done, 1);
+	return true;
 }
 
 /* ---- intertask-message: the sender puts its CLOCK_MONOTONIC into a
  * message; the higher-priority receiver measures send -> receive return. */
-static void *im_s(void *arg)
+static bool im_s(struct rh *r)
 {
-	struct rh *r = arg;
-	char buf[8192] = {0};
-	driver_begin(r);
-	int64_t next = mono_now_ns() + r->cfg.interval_ns;
-	while (!stopping(r)) {
-		nap_until(next);
-		if (stopping(r))
-			break;
-		int64_t t = mono_now_ns();
-		memcpy(buf, &t, sizeof(t));
-		while (mq_send(r->mq, buf, (size_t)r->cfg.msg_bytes, 0) != 0 && errno == EINTR)
-			;
-		atomic_fetch_add(&r->rounds, 1);
-		next = next_round(r, next);
-	}
-	driver_end(r);
-	return NULL;
+	if (stopping(r))
+		return false;
+	int64_t t = mono_now_ns();
+	memcpy(r->msg, &t, sizeof(t));
+	while (mq_send(r->mq, r->msg, (size_t)r->cfg.msg_bytes, 0) != 0 && errno == EINTR)
+		;
+	return round_end(r, r->next_ns);
 }
 
-static void *im_r(void *arg)
+static bool im_r(struct rh *r)
 {
-	struct rh *r = arg;
 	char buf[8192];
-	uint64_t wakeups = 0;
-	thread_begin(r);
-	while (!stopping(r)) {
-		ssize_t len = mq_receive(r->mq, buf, sizeof(buf), NULL);
-		int64_t tw = mono_now_ns();
-		if (stopping(r))
-			break;
-		if (len < (ssize_t)sizeof(int64_t)) {
-			if (len < 0 && errno == EINTR)
-				continue;
-			snprintf(r->err, sizeof(r->err), "mq_receive: %s", len < 0 ? strerror(errno) : "short message");
-			atomic_store(&r->stop, 1);
-			break;
-		}
-		int64_t t;
-		memcpy(&t, buf, sizeof(t));
-		wakeups++;
-		rh_record(r, tw - t, tw);
+	ssize_t len = mq_receive(r->mq, buf, sizeof(buf), NULL);
+	int64_t tw = mono_now_ns();
+	if (stopping(r))
+		return false;
+	if (len < (ssize_t)sizeof(int64_t)) {
+		if (len < 0 && errno == EINTR)
+			return true;
+		snprintf(r->err, sizeof(r->err), "mq_receive: %s", len < 0 ? strerror(errno) : "short message");
+		atomic_store(&r->stop, 1);
+		return false;
 	}
-	recorder_end(r, wakeups);
-	return NULL;
+	int64_t t;
+	memcpy(&t, buf, sizeof(t));
+	r->wakeups++;
+	rh_record(r, tw - t, tw);
+	return true;
 }
 
 /* ---- interrupt-latency: the writer on the peer CPU stores t and writes
  * the eventfd (only after the previous event was consumed); the responder,
  * blocked in epoll_wait, measures t -> its return. */
-static void *il_w(void *arg)
+static bool il_w(struct rh *r)
 {
-	struct rh *r = arg;
-	driver_begin(r);
-	int64_t next = mono_now_ns() + r->cfg.interval_ns;
-	while (!stopping(r)) {
-		nap_until(next);
-		next = next_round(r, next);
-		if (atomic_load(&r->acked) != atomic_load(&r->sent)) {
-			atomic_fetch_add(&r->skipped_periods, 1); /* previous event not consumed yet */
-			continue;
-		}
-		if (stopping(r)) /* after the ack: the responder sets stop before acking the last one */
-			break;
-		uint64_t one = 1;
-		atomic_fetch_add(&r->sent, 1);
-		atomic_store(&r->t_mark, mono_now_ns());
-		if (write(r->efd, &one, sizeof(one)) != (ssize_t)sizeof(one)) {
-			snprintf(r->err, sizeof(r->err), "eventfd write: %s", strerror(errno));
-			break;
-		}
-		atomic_fetch_add(&r->rounds, 1);
+	r->next_ns = next_round(r, r->next_ns);
+	if (atomic_load(&r->acked) != atomic_load(&r->sent)) {
+		atomic_fetch_add(&r->skipped_periods, 1); /* previous event not consumed yet */
+		return true;
 	}
-	driver_end(r);
-	return NULL;
+	if (stopping(r)) /* after the ack: the responder sets stop before acking the last one */
+		return false;
+	uint64_t one = 1;
+	atomic_fetch_add(&r->sent, 1);
+	atomic_store(&r->t_mark, mono_now_ns());
+	if (write(r->efd, &one, sizeof(one)) != (ssize_t)sizeof(one)) {
+		snprintf(r->err, sizeof(r->err), "eventfd write: %s", strerror(errno));
+		return false;
+	}
+	atomic_fetch_add(&r->rounds, 1);
+	return true;
 }
 
-static void *il_r(void *arg)
+static bool il_r(struct rh *r)
 {
-	struct rh *r = arg;
-	uint64_t wakeups = 0;
-	thread_begin(r);
-	while (!stopping(r)) {
-		struct epoll_event ev;
-		int k = epoll_wait(r->epfd, &ev, 1, -1);
-		int64_t tw = mono_now_ns();
-		if (stopping(r))
-			break;
-		if (k <= 0) {
-			if (k < 0 && errno != EINTR) {
-				snprintf(r->err, sizeof(r->err), "epoll_wait: %s", strerror(errno));
-				atomic_store(&r->stop, 1);
-				break;
-			}
-			continue;
+	struct epoll_event ev;
+	int k = epoll_wait(r->epfd, &ev, 1, -1);
+	int64_t tw = mono_now_ns();
+	if (stopping(r))
+		return false;
+	if (k <= 0) {
+		if (k < 0 && errno != EINTR) {
+			snprintf(r->err, sizeof(r->err), "epoll_wait: %s", strerror(errno));
+			atomic_store(&r->stop, 1);
+			return false;
 		}
-		uint64_t v = 0;
-		if (read(r->efd, &v, sizeof(v)) != (ssize_t)sizeof(v))
-			continue;
-		wakeups++;
-		atomic_fetch_add(&r->responses, 1);
-		if (v > 1)
-			atomic_fetch_add(&r->coalesced, v - 1);
-		rh_record(r, tw - atomic_load(&r->t_mark), tw);
-		atomic_store(&r->acked, atomic_load(&r->sent));
+		return true;
 	}
-	recorder_end(r, wakeups);
-	return NULL;
+	uint64_t v = 0;
+	if (read(r->efd, &v, sizeof(v)) != (ssize_t)sizeof(v))
+		return true;
+	r->wakeups++;
+	atomic_fetch_add(&r->responses, 1);
+	if (v > 1)
+		atomic_fetch_add(&r->coalesced, v - 1);
+	rh_record(r, tw - atomic_load(&r->t_mark), tw);
+	atomic_store(&r->acked, atomic_load(&r->sent));
+	return true;
 }
 
 /* ---- setup, header, supervision ---- */
@@ -827,11 +776,15 @@ static int rh_start(struct run *run)
 {
 	struct rh *r = (struct rh *)run;
 	for (int i = 0; i < r->comp->nroles; i++) {
+		struct rh_thread *t = &r->th[i];
 		const struct role *ro = &r->comp->roles[i];
-		int cpu = ro->on_peer ? r->peer : r->cpu;
+		bool driver = i == r->comp->nroles - 1;
 		char what[64];
 		snprintf(what, sizeof(what), "the %s thread", ro->name);
-		if (run_thread(run, &r->tid[i], &r->started[i], prio_of(r, ro), cpu, ro->fn, r, what))
+		t->r = r;
+		t->ro = ro;
+		if (run_thread(run, &t->tid, &t->started, prio_of(r, ro), ro->on_peer ? r->peer : r->cpu,
+			       driver ? driver_thread : helper_thread, t, what))
 			return -1;
 	}
 	return 0;
@@ -853,10 +806,10 @@ static bool rh_join(struct rh *r)
 {
 	bool ok = true;
 	for (int i = 0; i < r->comp->nroles; i++) {
-		if (!r->started[i])
+		if (!r->th[i].started)
 			continue;
 		struct timespec ts = ns_to_ts(real_now_ns() + JOIN_NS);
-		if (pthread_timedjoin_np(r->tid[i], NULL, &ts) != 0) {
+		if (pthread_timedjoin_np(r->th[i].tid, NULL, &ts) != 0) {
 			rh_kick(&r->run);
 			ok = false;
 		}

@@ -85,8 +85,6 @@ struct rts {
 	int64_t login_max_ns;
 	const char *login_cmd;
 	int64_t rt_runtime_us, rt_period_us;
-	uint64_t rttime_soft_us, rttime_hard_us;
-	unsigned alarm_s;
 	int demoted;
 };
 
@@ -109,14 +107,6 @@ static const struct opt_def rts_opts[] = {
 };
 #undef F
 #define RTS_NOPTS ((int)(sizeof(rts_opts) / sizeof(rts_opts[0])))
-
-/* SIGXCPU from RLIMIT_RTTIME: a spinner outlived its soft limit. */
-static _Atomic bool xcpu_caught;
-static void on_xcpu(int sig)
-{
-	(void)sig;
-	atomic_store(&xcpu_caught, true);
-}
 
 /* One integer from a /proc or /sys file; false if unreadable. */
 static bool read_i64(const char *path, int64_t *v)
@@ -145,7 +135,7 @@ static void *spinner_main(void *arg)
 	while (now < end) {
 		for (int i = 0; i < 256; i++)
 			work += (uint64_t)i;
-		if (atomic_load_explicit(&xcpu_caught, memory_order_relaxed)) {
+		if (rt_xcpu_caught()) {
 			s->stopped_by = "rlimit_rttime";
 			break;
 		}
@@ -241,9 +231,12 @@ static void *login_main(void *arg)
 	return NULL;
 }
 
-/* Fair-server settings per CPU (debugfs, 6.12+), if readable. */
-static void params_fair_server(struct jw *w)
+/* RT throttling, what a SCHED_OTHER task gets on a spinner CPU: sched_rt_runtime_us,
+ * sched_rt_period_us, and the fair-server settings per CPU (debugfs, 6.12+), if readable. */
+static void params_throttling(struct jw *w, const struct rts *t)
 {
+	jw_i64(w, "sched_rt_runtime_us", t->rt_runtime_us);
+	jw_i64(w, "sched_rt_period_us", t->rt_period_us);
 	int64_t rt, per;
 	char p1[128], p2[128];
 	bool any = false;
@@ -279,36 +272,35 @@ static void params_fair_server(struct jw *w)
 		       : "unknown: debugfs not mounted or not readable (/sys/kernel/debug/sched)");
 }
 
+/* The spinners' CPUs as an array `key`. */
+static void spin_cpus(struct jw *w, const char *key, const struct rts *t)
+{
+	jw_arr_begin(w, key);
+	for (int i = 0; i < t->nspin; i++)
+		jw_i64(w, NULL, t->sp[i].cpu);
+	jw_arr_end(w);
+}
+
 static void rts_params(struct jw *w, const void *ctx)
 {
 	const struct rts *t = ctx;
 	const struct rts_cfg *c = &t->cfg;
 	jw_i64(w, "spinners", t->nspin);
-	jw_arr_begin(w, "spin_cpus");
-	for (int i = 0; i < t->nspin; i++)
-		jw_i64(w, NULL, t->sp[i].cpu);
-	jw_arr_end(w);
+	spin_cpus(w, "spin_cpus", t);
 	jw_i64(w, "spin_priority", c->spin_priority);
 	jw_i64(w, "spin_time_ns", c->spin_time_ns);
 	jw_i64(w, "gap_ns", c->gap_ns);
 	jw_i64(w, "login_interval_ns", c->login_interval_ns);
 	jw_str(w, "login_cmd", t->login_cmd);
-	jw_arr_begin(w, "stall_slots");
-	for (int i = 0; i < t->nspin; i++)
-		jw_i64(w, NULL, t->sp[i].cpu);
-	jw_arr_end(w);
+	spin_cpus(w, "stall_slots", t);
 	if (t->login_cpu >= 0)
 		jw_i64(w, "login_slot", t->login_cpu);
 	else
 		jw_null(w, "login_slot");
 	jw_i64(w, "ncpus_online", t->ncpus_online);
 	jw_bool(w, "force", c->force);
-	jw_i64(w, "sched_rt_runtime_us", t->rt_runtime_us);
-	jw_i64(w, "sched_rt_period_us", t->rt_period_us);
-	params_fair_server(w);
-	jw_u64(w, "rlimit_rttime_soft_us", t->rttime_soft_us);
-	jw_u64(w, "rlimit_rttime_hard_us", t->rttime_hard_us);
-	jw_i64(w, "alarm_s", t->alarm_s);
+	params_throttling(w, t);
+	run_params_busy(w, &t->run);
 	sink_out_params(w, &c->out);
 }
 
@@ -408,32 +400,20 @@ static int rts_privileges(struct run *run)
 /* Start victims, launcher and spinners (in that order). */
 static int rts_threads(struct rts *t, char *err, size_t errlen)
 {
-	pthread_attr_t a;
 	int e = 0;
 	for (int i = 0; i < t->nspin; i++) {
 		struct victim *v = &t->vic[i];
-		if ((e = rt_thread_attr(&a, RT_OTHER, 0, t->sp[i].cpu, THREAD_STACK_BYTES)))
-			goto fail;
-		e = rt_thread_create(&v->tid, &a, victim_main, v);
-		pthread_attr_destroy(&a);
-		if (e)
+		if ((e = rt_thread_start(&v->tid, RT_OTHER, 0, t->sp[i].cpu, THREAD_STACK_BYTES, victim_main, v)))
 			goto fail;
 		v->started = true;
 	}
-	if ((e = rt_thread_attr(&a, RT_OTHER, 0, -1, THREAD_STACK_BYTES)))
-		goto fail;
-	e = rt_thread_create(&t->login_tid, &a, login_main, t);
-	pthread_attr_destroy(&a);
-	if (e)
+	if ((e = rt_thread_start(&t->login_tid, RT_OTHER, 0, -1, THREAD_STACK_BYTES, login_main, t)))
 		goto fail;
 	t->login_started = true;
 	for (int i = 0; i < t->nspin; i++) {
 		struct spinner *s = &t->sp[i];
-		if ((e = rt_thread_attr(&a, RT_FIFO, (int)t->cfg.spin_priority, s->cpu, THREAD_STACK_BYTES)))
-			goto fail;
-		e = rt_thread_create(&s->tid, &a, spinner_main, s);
-		pthread_attr_destroy(&a);
-		if (e)
+		if ((e = rt_thread_start(&s->tid, RT_FIFO, (int)t->cfg.spin_priority, s->cpu, THREAD_STACK_BYTES,
+					 spinner_main, s)))
 			goto fail;
 		s->started = true;
 	}
@@ -531,17 +511,10 @@ static int rts_prepare(struct run *run)
 	if (t->rt_runtime_us == -1)
 		warnings_add(&run->warn, "RT throttling is off (sched_rt_runtime_us = -1): SCHED_OTHER tasks on the "
 			     "spinner CPUs get no time until the spin ends");
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_xcpu;
-	sigaction(SIGXCPU, &sa, NULL);
-	t->rttime_soft_us = (uint64_t)(c->spin_time_ns / NS_PER_US) + RTTIME_SOFT_MARGIN_US;
-	t->rttime_hard_us = (uint64_t)(c->spin_time_ns / NS_PER_US) + RTTIME_HARD_MARGIN_US;
-	int e = rt_set_rttime_limit(t->rttime_soft_us, t->rttime_hard_us);
-	if (e)
-		return log_error("cannot set RLIMIT_RTTIME (a safety bound of every spinner): %s", strerror(e));
-	t->alarm_s = (unsigned)((START_DELAY_NS + c->spin_time_ns) / NS_PER_S) + 1 + ALARM_MARGIN_S;
-	run->watchdog_s = t->alarm_s;
+	if (run_bound_busy(run, c->spin_time_ns, RTTIME_SOFT_MARGIN_US, RTTIME_HARD_MARGIN_US,
+			   "a safety bound of every spinner"))
+		return 1;
+	run->watchdog_s = (unsigned)((START_DELAY_NS + c->spin_time_ns) / NS_PER_S) + 1 + ALARM_MARGIN_S;
 	return 0;
 }
 
@@ -591,7 +564,7 @@ static int rts_end(struct run *run)
 	if (t->demoted)
 		sink_warning(&run->sink, "%d spinner(s) outlived --duration and were demoted to SCHED_OTHER",
 			     t->demoted);
-	if (atomic_load(&xcpu_caught))
+	if (rt_xcpu_caught())
 		sink_warning(&run->sink, "RLIMIT_RTTIME soft limit hit (SIGXCPU): a spinner ran past --duration");
 	if (t->login_failed)
 		sink_warning(&run->sink, "%" PRIu64 " of %" PRIu64 " fork+exec attempts failed", t->login_failed,
@@ -607,22 +580,11 @@ static void rts_cleanup(struct run *run)
 	free(((struct rts *)run)->vic);
 }
 
-/* Needs a CPU left over for everything else: >= 2 online CPUs. */
-static bool rts_supported(char *why_not, size_t len)
-{
-	if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
-		snprintf(why_not, len, "needs at least 2 online CPUs: an RT busy loop on the only CPU would freeze "
-			 "the machine");
-		return false;
-	}
-	return true;
-}
-
 const struct probe probe_rtsafety = {
 	.name = "rtsafety",
 	.summary = "runaway RT loop test: bounded SCHED_FIFO spinners on K of N CPUs; stalls of a SCHED_OTHER task "
 		   "on those CPUs and fork+exec completion times (can I still log in)",
-	.opts = rts_opts, .nopts = RTS_NOPTS, .supported = rts_supported,
+	.opts = rts_opts, .nopts = RTS_NOPTS, .supported = probe_spare_cpu_supported,
 	.state_bytes = sizeof(struct rts), .params = rts_params,
 	.validate = rts_validate, .privileges = rts_privileges, .prepare = rts_prepare,
 	.start = rts_start, .measure = rts_supervise, .kick = rts_kick, .stop = rts_stop,

@@ -156,9 +156,7 @@ static void *timer_thread_main(void *arg)
 		if (measuring && deadline > end_ns)
 			break;
 	}
-	sink_slot_end(cs, wakeups);
-	run_thread_done(&t->run, &t->threads_done);
-	return NULL;
+	return run_thread_done(&t->run, &t->threads_done, cs, wakeups);
 }
 
 /* Header "params": the effective configuration. */

@@ -59,29 +59,29 @@ int main(void)
 	CHECK_STR(c.raw, "/tmp/x");
 	CHECK(opts_given(defs, N, g, "interval") && opts_given(defs, N, g, "cpus") && !opts_given(defs, N, g, "nope"));
 
-	char *e1[] = {"--interval", "0"};
-	fails("--interval: must be between 10us and 10s (got 0)", e1, 2);
-	char *e2[] = {"--interval", "100"};
-	fails("--interval: '100' has no unit: say e.g. 100us (units: ns us ms s m h)", e2, 2);
-	char *e3[] = {"--priority", "0"};
-	fails("--priority: must be between 1 and 99 (got 0)", e3, 2);
-	char *e4[] = {"--priority", "9x"};
-	fails("--priority: '9x' is not an integer", e4, 2);
-	char *e5[] = {"--bogus"};
-	fails("unknown option --bogus (see --help)", e5, 1);
-	char *e6[] = {"--policy", "deadline"};
-	fails("--policy: must be one of fifo, rr, other (got 'deadline')", e6, 2);
-	char *e7[] = {"--interval"};
-	fails("--interval needs a value (DUR)", e7, 1);
-	char *e8[] = {"--flag=1"};
-	fails("--flag takes no value", e8, 1);
-	char *e9[] = {"stray"};
-	fails("unexpected argument 'stray'", e9, 1);
-	char *e10[] = {"--cpus", "3-1"};
-	fails("--cpus: '3-1': range 3-1 is reversed", e10, 2);
-	char *e11[] = {"--interval", "11s"};
-	fails("--interval: must be between 10us and 10s (got 11s)", e11, 2);
-	char *e12[] = {"--raw", ""};
-	fails("--raw: empty path", e12, 2);
+	/* Each bad command line and its one error line. */
+	struct {
+		const char *want;
+		char *argv[3]; /* NULL-terminated */
+	} bad[] = {
+		{"--interval: must be between 10us and 10s (got 0)", {"--interval", "0"}},
+		{"--interval: '100' has no unit: say e.g. 100us (units: ns us ms s m h)", {"--interval", "100"}},
+		{"--priority: must be between 1 and 99 (got 0)", {"--priority", "0"}},
+		{"--priority: '9x' is not an integer", {"--priority", "9x"}},
+		{"unknown option --bogus (see --help)", {"--bogus"}},
+		{"--policy: must be one of fifo, rr, other (got 'deadline')", {"--policy", "deadline"}},
+		{"--interval needs a value (DUR)", {"--interval"}},
+		{"--flag takes no value", {"--flag=1"}},
+		{"unexpected argument 'stray'", {"stray"}},
+		{"--cpus: '3-1': range 3-1 is reversed", {"--cpus", "3-1"}},
+		{"--interval: must be between 10us and 10s (got 11s)", {"--interval", "11s"}},
+		{"--raw: empty path", {"--raw", ""}},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int argc = 0;
+		while (bad[i].argv[argc])
+			argc++;
+		fails(bad[i].want, bad[i].argv, argc);
+	}
 	CHECK_DONE();
 }

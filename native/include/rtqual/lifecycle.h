@@ -56,6 +56,7 @@ struct run {
 	int dma_fd;              /* /dev/cpu_dma_latency held by run_hold (-1: none) */
 	int64_t raw_interval_ns; /* prepare: the raw file header's interval (0: none) */
 	unsigned watchdog_s;     /* prepare: alarm() from the header to the end (0: none) */
+	uint64_t rttime_soft_us, rttime_hard_us; /* prepare, run_bound_busy: a busy loop's RLIMIT_RTTIME */
 	bool prepared;           /* prepare was called (cleanup: release what it took) */
 	bool start_failed;       /* start returned -1; err says why */
 	_Atomic bool done;       /* set by the measuring side when it has finished: the pacing loop ends */
@@ -90,6 +91,13 @@ void *run_slot_done(struct run *r, struct cpu_state *cs, uint64_t wakeups);
 /* prepare's helper: hold /dev/cpu_dma_latency at 0 (if `dma`), then RLIMIT_RTTIME at the
  * RUN_RTTIME_* values if the policy is RT; refusals become warnings. */
 void run_hold(struct run *r, bool dma);
+/* prepare's helper for a probe whose RT busy loop runs up to busy_ns without blocking: SIGXCPU
+ * sets rt_xcpu_caught(), RLIMIT_RTTIME is busy_ns plus the margins (SIGXCPU, then SIGKILL), kept
+ * in r->rttime_*; `what` names that bound in the error line. log_error's rc. */
+int run_bound_busy(struct run *r, int64_t busy_ns, uint64_t soft_margin_us, uint64_t hard_margin_us,
+		   const char *what);
+/* params' helper of such a probe: rlimit_rttime_soft_us, rlimit_rttime_hard_us, alarm_s (the watchdog). */
+void run_params_busy(struct jw *w, const struct run *r);
 /* A watchdog of `run_ns` plus `extra_s` and the margin, in whole seconds, capped at `cap_s`. */
 unsigned run_watchdog_s(u128 run_ns, uint64_t extra_s, unsigned cap_s);
 
@@ -113,8 +121,9 @@ int64_t run_pace(struct run *r);
  * set, so the measuring threads end at their next wake-up. */
 bool run_stopping(struct run *r);
 
-/* A measuring thread's last act: count itself done; the last of the run's ncpu threads ends the run. */
-void run_thread_done(struct run *r, _Atomic int *done);
+/* The end of a measuring thread among the run's ncpu (one slot each): sink_slot_end, then count
+ * itself in `done`; the last one sets r->done. Returns NULL. */
+void *run_thread_done(struct run *r, _Atomic int *done, struct cpu_state *cs, uint64_t wakeups);
 
 /* The end of a run cut short, first match wins: start failed (r->err, also logged after the
  * records), the watchdog fired, a stop signal arrived. Emits the final records and returns true

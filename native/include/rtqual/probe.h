@@ -78,6 +78,9 @@ extern const struct probe *const probe_table[];
 /* supported's helper: true (and `fd` closed) if the fd a probe needs could be made; else
  * why_not = "WHAT not available: why". */
 bool probe_fd_supported(int fd, const char *what, char *why_not, size_t len);
+/* supported of a probe with an RT busy loop: never on the only online CPU (it would freeze the
+ * machine); true with at least 2 online CPUs. */
+bool probe_spare_cpu_supported(char *why_not, size_t len);
 
 /* The shared multi-call driver (lib/driver.c): --version, --list, PROBE --help,
  * PROBE [--check] [options] over `table` (NULL-terminated); returns the exit code. */

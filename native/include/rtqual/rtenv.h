@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -67,6 +68,14 @@ int rt_tracemark_open(void);
 /* Pin the calling thread (cpu >= 0) and set its policy; 0, or -1 with err (may be NULL). */
 int rt_self_sched(int cpu, int policy, int priority, char *err, size_t errlen);
 void rt_signals_install(void);
+/* SIGXCPU (RLIMIT_RTTIME's soft limit) sets a flag instead of ending the process: a busy loop
+ * that reads rt_xcpu_caught() ends itself (one of its bounds). */
+void rt_xcpu_catch(void);
+extern _Atomic bool rt_xcpu_flag;
+static inline bool rt_xcpu_caught(void)
+{
+	return atomic_load_explicit(&rt_xcpu_flag, memory_order_relaxed);
+}
 int rt_signals_caught(void);
 void rt_watchdog_arm(unsigned s);
 void rt_signals_block(sigset_t *old);
