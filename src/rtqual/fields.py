@@ -29,7 +29,7 @@ _KHZ = {"khz": 1, "mhz": 1_000, "ghz": 1_000_000}
 @dataclass(frozen=True)
 class Field:
     """One key of a probe, a load or a scenario table: kind (see check()), help for docs and schema,
-    limits, default as written in TOML; the one option model of rtqual (loads: rtqual.measure.loads.base).
+    limits, default as written in TOML; the one option model of rtqual (loads: rtqual.loadspec).
 
     Kinds: str, name, bool, enum (choices), int, number (lo..hi), duration, frequency, cpulist,
     strlist (array of strings), argv (a command line: array of strings or a string split like a

@@ -48,7 +48,7 @@ def test_settle_only_with_a_load(rtqual_cmd, tmp_path):
 
 
 def test_load_values_follow_the_load_table():
-    from rtqual.measure.loads.arg import parse_load
+    from rtqual.loadspec import parse_load
 
     assert parse_load("hackbench,groups=4,cpus=0,1") == {"type": "hackbench", "groups": 4, "cpus": "0,1"}
     assert parse_load("pi_stress,rr,groups=2") == {"type": "pi_stress", "rr": True, "groups": 2}

@@ -89,6 +89,26 @@ def test_registry_has_the_drivers():
     assert set(LOADS) == {"hackbench", "pi_stress", "stress-ng", "cpu-hog", "command", "network", "inject"}
 
 
+def test_every_declared_type_has_its_driver():
+    """One source of truth: a driver's options are its type's declaration (rtqual.loadspec), in the same order."""
+    from rtqual import loadspec
+
+    assert list(LOADS) == list(loadspec.TYPES)
+    for kind, cls in LOADS.items():
+        assert cls.type == kind and cls.OPTIONS is loadspec.TYPES[kind].options
+
+
+def test_check_gives_every_option_and_the_priority():
+    from rtqual.loadspec import DEFAULT_RT_PRIORITY, check
+
+    values = check({"type": "command", "argv": "sleep 1", "policy": "rr", "cpus": "1,0"})
+    assert values["argv"] == ["sleep", "1"] and values["cpus"] == [0, 1] and values["finite"] is False
+    assert values["priority"] == DEFAULT_RT_PRIORITY and values["instances"] is None
+    assert check({"type": "cpu-hog"})["priority"] == 0
+    load = make_load({"type": "command", "argv": "sleep 1", "policy": "rr", "cpus": "1,0"})
+    assert load.priority == DEFAULT_RT_PRIORITY and load.options == {"argv": ["sleep", "1"], "finite": False}
+
+
 def test_load_options_are_fields():
     """Loads declare their options with the same Field as probes and scenario files."""
     from rtqual.fields import Field
@@ -109,7 +129,7 @@ def test_loads_do_not_import_the_scenario_package():
 def test_docs_loads_md_is_current():
     from pathlib import Path
 
-    from rtqual.measure.loads import options_markdown
+    from rtqual.loadspec import options_markdown
 
     committed = (Path(__file__).resolve().parents[2] / "docs/loads.md").read_text()
     assert committed == options_markdown(), "regenerate: python -m rtqual.measure.loads > docs/loads.md"

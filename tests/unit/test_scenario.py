@@ -2,6 +2,8 @@
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -189,17 +191,40 @@ def test_unreadable_and_binary_files(tmp_path):
         scenario.load(f)
 
 
-def test_load_spec_checked_by_loads_module_when_present(monkeypatch):
-    monkeypatch.setattr(model, "_make_load", lambda: None)
-    assert "loads.h.type: 'hackbnch' is not one of hackbench" in error('[loads.h]\ntype = "hackbnch"\n' + CASE)
+@pytest.mark.parametrize(
+    "table, message",
+    [
+        ('type = "hackbnch"', "load: unknown type 'hackbnch' (one of: hackbench, pi_stress, stress-ng, cpu-hog,"),
+        ('type = "hackbench"\ngroups = 0', "load 'hackbench': option 'groups' must be in 1..10000, got 0"),
+        ('type = "cpu-hog"\npriority = 5', "load 'cpu-hog': priority applies to policy fifo or rr only"),
+        ('type = "network"\ninstances = 2', "load 'network': option 'instances' does not apply"),
+        ('type = "network"\nname = "n"\nrate = 0', "load 'n': rate 0 (unpaced) is for mode tcp only; give packets/s"),
+        ('type = "network"\npeer = "10.0.0.1"', "load 'network': interface and peer go together"),
+        ('type = "network"\narp_rate = 5', "load 'network': arp_rate applies to mode broadcast only"),
+        ('type = "inject"\nstall = "1s"', "load 'inject': stall must be in 100us..200ms (got 1s)"),
+        ('type = "inject"\ngap = "5"', "load 'inject': gap: '5' is not a duration"),
+        ('type = "pi_stress"\ncpus = "1"', "load 'pi_stress': option 'cpus' is not supported: pi_stress pins"),
+        ('type = "stress-ng"\nstressor = "cpu; rm"', "load 'stress-ng': 'cpu; rm' is not a stressor name"),
+        ('type = "command"', "load 'command': option 'argv' is required"),
+    ],
+)
+def test_load_tables_are_checked_in_full(table, message):
+    """Every check of a load table that needs no host runs when the scenario is read (rtqual.loadspec)."""
+    assert error(f"[loads.h]\n{table}\n" + CASE).startswith(f"x.toml: loads.h: {message}")
 
-    def make_load(spec):
-        if "groups" in spec:
-            raise RtqError(f"hackbench: groups: must be at least 1 (got {spec['groups']})")
 
-    monkeypatch.setattr(model, "_make_load", lambda: make_load)
-    msg = error('[loads.h]\ntype = "hackbench"\ngroups = 0\n' + CASE)
-    assert msg == "x.toml: loads.h: hackbench: groups: must be at least 1 (got 0)"
+def test_scenario_checks_loads_without_their_drivers():
+    """Reading a scenario checks its loads in full and imports no driver (rtqual.measure.loads)."""
+    code = (
+        "import sys\nfrom rtqual import scenario\ntry:\n    scenario.loads(sys.argv[1], 'x.toml')\n"
+        "except Exception as e:\n    print(e)\nprint('rtqual.measure.loads' in sys.modules)"
+    )
+    bad = '[loads.h]\ntype = "network"\nrate = 0\n' + CASE + 'loads = ["h"]\n'
+    out = subprocess.run([sys.executable, "-c", code, bad], capture_output=True, text=True, timeout=60)
+    assert out.stdout.splitlines() == [
+        "x.toml: loads.h: load 'network': rate 0 (unpaced) is for mode tcp only; give packets/s",
+        "False",
+    ], out.stderr
 
 
 # --- expansion, labels, scale ---------------------------------------------------------------------

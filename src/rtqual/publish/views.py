@@ -11,6 +11,7 @@ from typing import Any
 from rtqual.answers import compare, spikes
 from rtqual.answers import environment as environment_mod
 from rtqual.results.bundle import Model
+from rtqual.textfmt import format_table
 from rtqual.units import format_ns
 
 STAT_COLUMNS = [
@@ -50,18 +51,6 @@ def format_cell(key: str, value: Any) -> str:
     if key.endswith("_pct"):
         return f"{value:.3g}%" if value else "0%"
     return str(value)
-
-
-def format_table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
-    """Aligned plain-text table: the first `left` columns flush left, the others (numbers) right."""
-    widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(
-            str(c).ljust(w) if i < left else str(c).rjust(w) for i, (c, w) in enumerate(zip(cells, widths))
-        )
-
-    return "\n".join(line(r).rstrip() for r in [headers, ["-" * w for w in widths], *rows])
 
 
 STAGES = ("drive", "wake", "dispatch", "chain", "return")  # drive: GPIO lines only

@@ -7,7 +7,6 @@ docs/scenario.schema.json. Array positions in key paths count from 1: case[1] is
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import os
 import re
@@ -16,15 +15,15 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from rtqual import loadspec
 from rtqual.answers.requirements import PROFILES, parse
 from rtqual.errors import RtqError
 from rtqual.fields import Field, check, check_table, fail, key_path, suggest, type_name, unknown_key
-from rtqual.measure.loads import LOADS
 from rtqual.probes.catalog import DEFAULT_PROBE, PROBES, S, check_params, fields_of, overlay
 from rtqual.util import system_tree
 
 GOVERNORS = ("performance", "powersave", "ondemand", "conservative", "schedutil", "userspace")
-LOAD_TYPES = tuple(LOADS)  # the load registry's names, in its order
+LOAD_TYPES = tuple(loadspec.TYPES)  # the load types' names, in their order
 IDLE = "idle"
 MAX_CASES = 10_000  # cases per scenario (docs/scenario.md): a larger matrix is refused before it is expanded
 MAX_SCENARIO_BYTES = 4 * 2**20  # a scenario file is text of a few KiB: a larger one is refused unread
@@ -359,7 +358,7 @@ def _check_loadset(raw: Any, path: str) -> dict:
 
 
 def check_load_spec(spec: Any, path: str) -> dict:
-    """A load table: a `type` and the load's own options, validated by rtqual.measure.loads when present."""
+    """A load table: a `type` and the load's own options, checked in full by rtqual.loadspec."""
     if not isinstance(spec, dict):
         fail(path, f'expected a load table such as {{type = "hackbench"}}, got {type_name(spec)}')
     kind = spec.get("type")
@@ -370,25 +369,11 @@ def check_load_spec(spec: Any, path: str) -> dict:
             if kind is None
             else f"type: expected a string, got {type_name(kind)}",
         )
-    make_load = _make_load()
-    if make_load is None:
-        if kind not in LOAD_TYPES:
-            fail(key_path(path, "type"), f"'{kind}' is not one of {', '.join(LOAD_TYPES)}{suggest(kind, LOAD_TYPES)}")
-    else:
-        try:
-            make_load(dict(spec))
-        except RtqError as e:
-            fail(path, str(e))
+    try:
+        loadspec.check(spec)
+    except RtqError as e:
+        fail(path, str(e))
     return dict(spec)
-
-
-def _make_load():
-    """rtqual.measure.loads.make_load when that module exists (it owns the load options), else None."""
-    if importlib.util.find_spec("rtqual.measure.loads") is None:
-        return None
-    from rtqual.measure import loads as loads_mod
-
-    return getattr(loads_mod, "make_load", None)
 
 
 def load_specs(names_or_specs: list, named: dict) -> tuple[list[str], list[dict]]:

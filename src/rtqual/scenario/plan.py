@@ -17,8 +17,8 @@ from rtqual.answers.requirements import gather
 from rtqual.errors import RtqError
 from rtqual.fields import defaults_of, format_khz, format_value
 from rtqual.probes.catalog import DEFAULT_PROBE, PROBES, S, full_params, probe_case
-from rtqual.publish.views import format_table
 from rtqual.scenario.model import AXIS_LOAD, CONDITIONS, IDLE, axes, load_specs, merge
+from rtqual.textfmt import format_table
 from rtqual.units import format_cpulist, format_duration, online_cpus
 
 CASE_OVERHEAD_NS = 3 * S  # per case: loads and probe started and stopped, tunables set and restored

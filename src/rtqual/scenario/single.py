@@ -11,6 +11,7 @@ from rtqual.answers import planning
 from rtqual.answers.requirements import gather, legacy, needed_samples
 from rtqual.errors import RtqError
 from rtqual.fields import check
+from rtqual.loadspec import load_name, parse_load
 from rtqual.probes.catalog import ALL_PROBES, S, check_params, fields_of, probe_case
 from rtqual.scenario.model import CONDITIONS
 from rtqual.units import format_cpulist, online_cpus, parse_cpulist, parse_duration_ns
@@ -82,8 +83,6 @@ def service_cases(name: str, a) -> list[dict]:
 
 def with_loads(cases: list[dict], a) -> list[dict]:
     """--load and --settle: every case measured under the loads, checked like a scenario's load tables."""
-    from rtqual.measure.loads.arg import load_name, parse_load
-
     specs = [parse_load(text) for text in a.load or []]
     if a.settle is not None and not specs:
         raise RtqError("--settle: only with --load (the time the loads run before the probe starts)")

@@ -1,5 +1,5 @@
 """python -m rtqual.measure.loads > docs/loads.md: the load options reference."""
 
-from rtqual.measure.loads import options_markdown
+from rtqual.loadspec import options_markdown
 
 print(options_markdown(), end="")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import resource
-import shlex
 import shutil
 import signal
 import subprocess
@@ -21,83 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rtqual import loadspec
 from rtqual.errors import EXIT_SKIP, RtqError
 from rtqual.fields import Field
+from rtqual.loadspec import POLICIES, RT_POLICIES
 from rtqual.procs import die_with_parent, stat_fields
-from rtqual.units import format_cpulist, online_cpus, parse_cpulist
+from rtqual.units import format_cpulist, online_cpus
 from rtqual.util import CAP_SYS_NICE, has_capability
 
-POLICIES = {
-    "other": os.SCHED_OTHER,
-    "batch": os.SCHED_BATCH,
-    "idle": os.SCHED_IDLE,
-    "fifo": os.SCHED_FIFO,
-    "rr": os.SCHED_RR,
-}
-RT_POLICIES = ("fifo", "rr")
-# Lowest RT priority: above every normal task, below threaded IRQs (FIFO 50) and the probe.
-DEFAULT_RT_PRIORITY = 1
 _POLL_S = 0.02
-
-
-def convert_option(name: str, f: Field, value: Any, where: str) -> Any:
-    """A load option's value checked against its Field, or RtqError naming the load and the key.
-
-    The kinds of Field that loads use: int, bool, str, enum, strlist, argv, cpulist (a list of
-    CPU numbers or a string such as '0-3,8'). The messages are the loads' own (scenario files show them).
-    """
-    bad = f"{where}: option '{name}' "
-    kind = f.kind
-    if kind == "int":
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise RtqError(bad + f"must be an integer, got {value!r}")
-        if (f.lo is not None and value < f.lo) or (f.hi is not None and value > f.hi):
-            raise RtqError(bad + f"must be in {f.lo}..{f.hi}, got {value}")
-    elif kind == "bool":
-        if not isinstance(value, bool):
-            raise RtqError(bad + f"must be true or false, got {value!r}")
-    elif kind in ("str", "enum"):
-        if not isinstance(value, str):
-            raise RtqError(bad + f"must be a string, got {value!r}")
-        if f.choices and value not in f.choices:
-            raise RtqError(bad + f"must be one of {', '.join(f.choices)}, got '{value}'")
-    elif kind == "strlist":
-        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-            raise RtqError(bad + f"must be a list of strings, got {value!r}")
-        value = list(value)
-    elif kind == "argv":
-        if isinstance(value, str):
-            try:
-                value = shlex.split(value)
-            except ValueError as e:
-                raise RtqError(bad + f"cannot be split like a shell line: {e}") from None
-        if not isinstance(value, (list, tuple)) or not value or not all(isinstance(v, str) for v in value):
-            raise RtqError(bad + f"must be a non-empty command line (list or string), got {value!r}")
-        value = list(value)
-    elif kind == "cpulist":
-        if isinstance(value, str):
-            value = parse_cpulist(value, check_online=False)
-        elif (
-            not isinstance(value, (list, tuple))
-            or not value
-            or not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in value)
-        ):
-            raise RtqError(bad + f"must be a CPU list such as '0-3,8' or [1, 2], got {value!r}")
-        value = sorted(set(value))
-    else:
-        raise AssertionError(f"load option '{name}': kind {kind} is not a load option kind")
-    return value
-
-
-COMMON_OPTIONS: dict[str, Field] = {
-    "name": Field("str", "label for logs and results (default: the load type)"),
-    "cpus": Field("cpulist", "CPUs the load may run on (default: all)"),
-    "policy": Field("enum", "scheduling policy", tuple(POLICIES), default="other"),
-    "priority": Field("int", f"priority for fifo/rr (default {DEFAULT_RT_PRIORITY})", lo=0, hi=99),
-    "instances": Field("int", "copies of the load (default 1; cpu-hog: one per CPU)", lo=1, hi=1024),
-    "force": Field("bool", "allow a real-time load on every CPU", default=False),
-}
-"""The options every load has; a driver's own are its OPTIONS (both {name: Field})."""
 
 
 @dataclass
@@ -117,41 +48,21 @@ class _Instance:
 class Load:
     """Base of every load driver. Subclasses set type/tool/package/OPTIONS and write argv()."""
 
-    type = ""  # registry key in rtqual.measure.loads.LOADS
+    type = ""  # the load type: its key in rtqual.loadspec.TYPES and rtqual.measure.loads.LOADS
     tool: str | None = None  # executable looked up on PATH by prepare()
     package: str | None = None  # Debian package that provides the tool
-    OPTIONS: dict[str, Field] = {}  # the driver's own options, beside COMMON_OPTIONS
+    OPTIONS: dict[str, Field] = {}  # the type's own options, beside COMMON_OPTIONS: loadspec.TYPES[type].options
     rt_inherent = False  # the tool makes its own SCHED_FIFO threads, whatever our policy
     runs_until_stopped = True  # exiting on its own means the load is dead
     journal: Any = None  # the run's Conditions: a load that changes the host records it there
 
     def __init__(self, **spec: Any):
-        where = f"load '{self.type}'"
-        known = self.option_fields()
-        for key in spec:
-            if key not in known:
-                raise RtqError(f"{where}: unknown option '{key}' (known: {', '.join(sorted(known))})")
-        values: dict[str, Any] = {}
-        for name, f in known.items():
-            if spec.get(name) is None:
-                if f.required:
-                    raise RtqError(f"{where}: option '{name}' is required ({f.help})")
-                values[name] = list(f.default) if isinstance(f.default, list) else f.default
-            else:
-                values[name] = convert_option(name, f, spec[name], where)
+        values = loadspec.check({**spec, "type": self.type})  # every check that needs no host
         self.name: str = values["name"] or self.type
         self.cpus: list[int] | None = values["cpus"]
         self.policy: str = values["policy"]
         self.force: bool = values["force"]
-        rt = self.policy in RT_POLICIES
-        if values["priority"] is None:
-            self.priority = DEFAULT_RT_PRIORITY if rt else 0
-        elif rt and values["priority"] < 1:
-            raise RtqError(f"{where}: priority for policy {self.policy} must be in 1..99")
-        elif not rt and values["priority"] != 0:
-            raise RtqError(f"{where}: priority applies to policy fifo or rr only (policy is {self.policy})")
-        else:
-            self.priority = values["priority"]
+        self.priority: int = values["priority"]
         self.instances: int = values["instances"] or self.default_instances()
         self.options = {name: values[name] for name in self.OPTIONS}
         self.exe = ""  # the program's path, set by prepare()
@@ -165,7 +76,7 @@ class Load:
     @classmethod
     def option_fields(cls) -> dict[str, Field]:
         """Every option of this load, common ones first: {name: Field} (help, validation, docs)."""
-        return {**COMMON_OPTIONS, **cls.OPTIONS}
+        return loadspec.option_fields(cls.type)
 
     # -- what drivers override -------------------------------------------------------------
 

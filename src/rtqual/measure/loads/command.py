@@ -5,18 +5,15 @@ import shutil
 from typing import Any
 
 from rtqual.errors import RtqError
-from rtqual.fields import Field
+from rtqual.loadspec import TYPES
 from rtqual.measure.loads.base import Load
 
 
 class Command(Load):
-    """argv is run as is, without a shell (write ["sh", "-c", "..."] to get one)."""
+    """The user's program found on PATH; `finite`: a clean exit is not a dead load."""
 
     type = "command"
-    OPTIONS = {
-        "argv": Field("argv", "command line: a list, or a string split like a shell line", required=True),
-        "finite": Field("bool", "the command may end by itself: exit code 0 is not a dead load", default=False),
-    }
+    OPTIONS = TYPES[type].options
 
     def __init__(self, **spec: Any):
         super().__init__(**spec)

@@ -7,20 +7,16 @@ Each instance is `python .../rtqual/measure/loads/zero_to_null.py`: read/write s
 import sys
 from pathlib import Path
 
-from rtqual.fields import Field
+from rtqual.loadspec import TYPES
 from rtqual.measure.loads.base import Load, python_env
 from rtqual.units import online_cpus
 
 
 class CpuHog(Load):
-    """One copier per selected CPU (all online CPUs by default), each pinned to its CPU."""
+    """zero_to_null.py once per CPU, pinned there."""
 
     type = "cpu-hog"
-    OPTIONS = {
-        "block_size": Field(
-            "int", "bytes per read and write (cat uses 128 KiB)", lo=1, hi=64 * 1024 * 1024, default=128 * 1024
-        ),
-    }
+    OPTIONS = TYPES[type].options
 
     def default_instances(self) -> int:
         return len(self.cpus or online_cpus())

@@ -2,12 +2,12 @@
 
 import sys
 
-from rtqual.fields import Field
+from rtqual.loadspec import TYPES
 from rtqual.measure.loads.base import Load, python_env
 
 
 class Hackbench(Load):
-    """hackbench in a restart loop until stopped.
+    """hackbench run again each time it ends, until stopped.
 
     hackbench ends after `loops` messages per sender. Rather than a huge --loops (which still
     ends in a long run, and removes hackbench's process creation and teardown from the load),
@@ -18,14 +18,7 @@ class Hackbench(Load):
     type = "hackbench"
     tool = "hackbench"
     package = "rt-tests"
-    OPTIONS = {
-        "groups": Field("int", "groups of senders and receivers (hackbench default 10)", lo=1, hi=10000),
-        "fds": Field("int", "senders and receivers per group (hackbench default 20)", lo=1, hi=1000),
-        "mode": Field("enum", "senders/receivers as processes or threads", ("process", "thread"), default="process"),
-        "transport": Field("enum", "Unix socket pairs or pipes", ("socket", "pipe"), default="socket"),
-        "loops": Field("int", "messages per sender in one run (hackbench default 100)", lo=1),
-        "datasize": Field("int", "bytes per message (hackbench default 100)", lo=1),
-    }
+    OPTIONS = TYPES[type].options
 
     def argv(self, index: int) -> list[str]:
         o = self.options

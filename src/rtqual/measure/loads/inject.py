@@ -11,45 +11,23 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rtqual.errors import RtqError
-from rtqual.fields import Field
+from rtqual.loadspec import TYPES, inject_times_ns
 from rtqual.measure.loads.base import Load
 from rtqual.measure.run import native
-from rtqual.units import online_cpus, parse_duration_ns
-
-MS = 1_000_000
-STALL_MIN_NS, STALL_MAX_NS = 100_000, 200 * MS  # the injector's own range (inject.c)
+from rtqual.units import online_cpus
 
 
 class Inject(Load):
-    """K SCHED_FIFO busy loops of length `stall` on CPU `cpu`, `gap` apart, after `start_delay`."""
+    """`rtqual-probe inject` with the stall times in ns, its stall records kept in the load's record."""
 
     type = "inject"
     rt_inherent = True  # the injector makes itself SCHED_FIFO at stall_priority
     runs_until_stopped = False  # it ends after its stalls
-    OPTIONS = {
-        "cpu": Field("int", "the CPU to stall (default: the last online CPU)", lo=0, hi=8191),
-        "stall": Field("str", "length of each stall, e.g. 10ms (at most 200ms)", default="10ms"),
-        "count": Field("int", "stalls", lo=1, hi=10_000, default=5),
-        "gap": Field("str", "sleep between one stall's end and the next one's start", default="500ms"),
-        "start_delay": Field(
-            "str",
-            "sleep before the first stall: the case's settle time (default 2s) and the probe's start come first",
-            default="3s",
-        ),
-        "stall_priority": Field("int", "SCHED_FIFO priority of the stalls", lo=1, hi=99, default=90),
-        "claim": Field("str", "claim this length in the stall records (a lie: the selftest must fail)"),
-    }
+    OPTIONS = TYPES[type].options
 
     def __init__(self, **spec: Any):
         super().__init__(**spec)
-        o = self.options
-        where = f"load '{self.name}'"
-        self.ns = {k: parse_duration_ns(o[k], f"{where}: {k}") for k in ("stall", "gap", "start_delay")}
-        if not STALL_MIN_NS <= self.ns["stall"] <= STALL_MAX_NS:
-            raise RtqError(f"{where}: stall must be in 100us..200ms (got {o['stall']})")
-        if o["claim"] is not None:
-            self.ns["claim"] = parse_duration_ns(o["claim"], f"{where}: claim")
+        self.ns = inject_times_ns(self.options, f"load '{self.name}'")
         self._log: Path | None = None
 
     def stall_cpu(self) -> int:

@@ -11,7 +11,6 @@ peer=ADDR the sender runs here instead and sends toward the user's peer (never u
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import shutil
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rtqual.errors import EXIT_SKIP, RtqError
-from rtqual.fields import Field
+from rtqual.loadspec import TYPES
 from rtqual.measure.conditions.objects import net_objects, remove_net_object
 from rtqual.measure.loads.base import Load, python_env
 from rtqual.util import has_capability
@@ -86,42 +85,14 @@ def _free_subnet(seed: int) -> int:
 
 
 class Network(Load):
-    """Packets into this host's stack: udp, tcp or broadcast (CA searches + ARP) over a private veth pair."""
+    """A receiver here and a sender in a namespace of its own (or here, toward the user's peer)."""
 
     type = "network"
-    OPTIONS = {
-        "mode": Field(
-            "enum", "udp datagrams, a tcp stream, or broadcast chatter", ("udp", "tcp", "broadcast"), default="udp"
-        ),
-        "rate": Field(
-            "int", "packets/s sent (tcp: writes/s; 0 = as fast as it goes, tcp only)", lo=0, hi=1_000_000, default=1000
-        ),
-        "size": Field("int", "UDP/TCP payload bytes per packet (broadcast: a CA search's)", lo=1, hi=65507, default=64),
-        "arp_rate": Field(
-            "int", "ARP requests/s broadcast beside the packets (broadcast mode)", lo=0, hi=100_000, default=0
-        ),
-        "port": Field("int", "destination port (default: 5064, CA name search, broadcast; else 9000)", lo=1, hi=65535),
-        "interface": Field("str", "send out of this real interface toward `peer` instead of a private namespace"),
-        "peer": Field("str", "IPv4 address of the user's peer behind `interface`"),
-    }
+    OPTIONS = TYPES[type].options
 
     def __init__(self, **spec: Any):
-        if "instances" in spec:
-            raise RtqError("load 'network': option 'instances' does not apply (one sender and one receiver)")
         super().__init__(**spec)
         o = self.options
-        where = f"load '{self.name}'"
-        if o["rate"] == 0 and o["mode"] != "tcp":
-            raise RtqError(f"{where}: rate 0 (unpaced) is for mode tcp only; give packets/s")
-        if bool(o["interface"]) != bool(o["peer"]):
-            raise RtqError(f"{where}: interface and peer go together (a real interface toward the peer you name)")
-        if o["peer"]:
-            try:
-                ipaddress.IPv4Address(o["peer"])
-            except ValueError:
-                raise RtqError(f"{where}: peer {o['peer']!r} is not an IPv4 address") from None
-        if o["arp_rate"] and o["mode"] != "broadcast":
-            raise RtqError(f"{where}: arp_rate applies to mode broadcast only")
         self.port: int = o["port"] or (5064 if o["mode"] == "broadcast" else 9000)
         self.instances = 1 if o["interface"] else 2  # [receiver,] sender
         self.netns: str | None = None

@@ -1,30 +1,19 @@
 """stress-ng: any stressor with its options, run without timeout until stopped."""
 
-import re
 import subprocess
-from typing import Any
 
 from rtqual.errors import RtqError
-from rtqual.fields import Field
+from rtqual.loadspec import TYPES
 from rtqual.measure.loads.base import Load
 
 
 class StressNg(Load):
-    """stress-ng --<stressor> <workers> --timeout 0 [args...] (timeout 0 = run until signalled)."""
+    """stress-ng, its stressor checked against the installed stress-ng's list."""
 
     type = "stress-ng"
     tool = "stress-ng"
     package = "stress-ng"
-    OPTIONS = {
-        "stressor": Field("str", "stressor name, as listed by `stress-ng --stressors`", default="cpu"),
-        "workers": Field("int", "workers per instance (0: one per online CPU)", lo=0, hi=4096, default=1),
-        "args": Field("strlist", "more stress-ng options, e.g. ['--cpu-method', 'matrixprod']", default=[]),
-    }
-
-    def __init__(self, **spec: Any):
-        super().__init__(**spec)
-        if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", self.options["stressor"]):
-            raise RtqError(f"load '{self.name}': '{self.options['stressor']}' is not a stressor name")
+    OPTIONS = TYPES[type].options
 
     def check(self) -> None:
         out = subprocess.run([self.exe, "--stressors"], capture_output=True, text=True, timeout=30)
