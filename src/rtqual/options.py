@@ -402,45 +402,7 @@ def output_dir(path: str | None, option: str = "-o") -> None:
 
 def add_advise_parser(sub) -> None:
     """`rtqual advise`: what to change on this host, each finding with its fix (docs/advise.md)."""
-    ad = sub.add_parser(
-        "advise",
-        help="what to change for real-time work: findings, blockers first, each with its exact fix (docs/advise.md)",
-    )
-    ad.add_argument("--cpus", help="the CPUs that will run real-time work (default: the isolated ones, else all but 0)")
-    who = ad.add_mutually_exclusive_group()
-    who.add_argument("--priority", type=int, help="the application's SCHED_FIFO priority (default 80)")
-    who.add_argument(
-        "--profile", choices=list(PROFILES), help="a requirement profile: its latency budget sets severities"
-    )
-    ad.add_argument("--json", action="store_true", help='{"findings": [...], "passed": [...]} (and "measured")')
-    ad.add_argument("--short", action="store_true", help="only the 'What to change' lines")
-    ad.add_argument("--measure", action="store_true", help="apply each run-time fix for a while and measure it A/B")
-    ad.add_argument("--duration", default="10s", help="--measure: each round's measurement per arm (default 10s)")
-    ad.add_argument("--rounds", type=int, default=3, help="--measure: rounds of baseline and every fix (default 3)")
-    ad.add_argument(
-        "--case",
-        metavar="SCENARIO_OR_PROBE",
-        help="--measure: a probe name or a scenario file's first case (default timer)",
-    )
-    ad.add_argument(
-        "--emit",
-        choices=("tuned", "sysctl", "cmdline"),
-        help="print the persistent form of the fixes (those that helped, with --measure)",
-    )
-    ad.add_argument("-o", "--output", help="--measure: bundle directory (default rtqual-<host>-<time>)")
-    ad.add_argument("-q", "--quiet", action="store_true", help="--measure: no live progress")
-    ad.add_argument(
-        "--root", default="/", metavar="DIR", help="read /proc and /sys below DIR (a recorded tree; default /)"
-    )
-    ad.add_argument(
-        "--bundle",
-        metavar="DIR",
-        help="advise for the host a bundle ran on (its recorded facts) and explain its IOC cases' path",
-    )
-    ad.add_argument("--ioc", type=int, metavar="PID", help="explain a running IOC's path (its threads, below --root)")
-    ad.add_argument(
-        "--input-irq",
-        metavar="NAME",
-        action="append",
-        help="--ioc/--bundle: the interrupt that brings the IOC's input (part of its irq/N-NAME thread, e.g. eth0)",
-    )
+    from rtqual.advise.command import add_arguments
+
+    help = "what to change for real-time work: findings, blockers first, each with its exact fix (docs/advise.md)"
+    add_arguments(sub.add_parser("advise", help=help))

@@ -12,6 +12,7 @@ from conftest import rtqual_run
 from rtqual.answers import advise
 from rtqual.measure import conditions
 from rtqual.measure.host import facts as hf
+from rtqual.publish import advise as shown
 
 VM_TREE = Path(__file__).parent.parent / "data" / "hosts" / "vm"
 KEYS = {"id", "severity", "evidence", "why", "fix", "runtime", "check"}
@@ -125,9 +126,9 @@ def test_cli_errors_are_one_line():
 
 def test_emit_forms_of_the_recorded_vm():
     result = run_checks(VM_TREE, cpus=[1])
-    assert "kernel.sched_rt_runtime_us = -1" in advise.emit(result["findings"], [], "sysctl")
-    assert "isolcpus=managed_irq,domain,1" in advise.emit(result["findings"], [], "cmdline")
-    tuned = advise.emit(result["findings"], [], "tuned")
+    assert "kernel.sched_rt_runtime_us = -1" in shown.emit(result["findings"], [], "sysctl")[0]
+    assert "isolcpus=managed_irq,domain,1" in shown.emit(result["findings"], [], "cmdline")[0]
+    tuned = shown.emit(result["findings"], [], "tuned")[0]
     assert "[sysctl]\n" in tuned and "kernel.timer_migration=0" in tuned and "isolated_cores=1" in tuned
 
 

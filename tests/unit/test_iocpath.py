@@ -141,7 +141,7 @@ def ioc_finding(result: dict) -> dict:
 
 def test_a_live_ioc_above_its_inputs_irq_thread_is_named(capsys):
     f = ioc_finding(advise_json(capsys, "--root", RT_TREE, "--cpus", "1", "--ioc", 4000, "--input-irq", "eth0"))
-    assert f["severity"] == "major" and f["runtime"] and "chrt -f -p 91 $(pgrep -x 'irq/24-eth0')" in f["fix"]
+    assert f["severity"] == "major" and f["runtime"] and "chrt -f -p 91 $(pgrep -x irq/24-eth0)" in f["fix"]
     ev = "\n".join(f["evidence"])
     assert "reader threads: rtqIn0 (FIFO 90); CPUs 1" in ev and "interrupt thread irq/24-eth0 (FIFO 50), CPUs 1" in ev
     waits = "irq/24-eth0 (FIFO 50) (the input's) waits for rtqIn0 (FIFO 90) on CPU 1, cbHigh (FIFO 70) on CPU 1, "

@@ -10,7 +10,7 @@ import rtqual
 
 PACKAGE = Path(rtqual.__file__).resolve().parent
 LAYERS = ["cli", "scenario", "measure", "publish", "answers", "results", "base"]  # top first
-TOP = {"cli", "options", "__main__"}
+TOP = {"cli", "options", "__main__", "advise"}  # advise: a command package (cli level)
 
 
 def module_name(path: Path) -> str:

@@ -5,7 +5,8 @@ The fixes' writes (a finding's knobs) become the "tunables" condition of plan ca
 put back after its case, in `finally`, and by `rtqual restore` after a kill), the signal guard, one probe session
 per case. A round measures the baseline and every fix once, in an order that alternates from round to round
 (so a drift of the host does not favour one arm); the bundle holds every round as a case. effects() compares
-each fix's rounds with the baseline's (rtqual.answers.advise.effects, which the report uses too).
+each fix's rounds with the baseline's (rtqual.answers.advise.effects, which the report uses too), the rounds
+named by each plan case's "advise" (arm and round), never read back from the case ids.
 """
 
 from __future__ import annotations
@@ -68,4 +69,4 @@ def run_plan(
 
     the_plan = {"schema_version": 1, "cases": cases, "advise": {"findings": findings}}
     model = run(cases, argv, output=output, quiet=quiet, plan=the_plan, store="off")
-    return model, effects(list(model.cases), findings)
+    return model, effects(the_plan, list(model.cases), findings)
