@@ -75,7 +75,7 @@ def run(a, argv: list[str]) -> int:
     live = Path(a.root).resolve() == Path("/")
     if not Path(a.root).is_dir():
         raise RtqError(f"--root {a.root}: not a folder")
-    cpus = parse_cpulist(a.cpus, check_online=live) if a.cpus else None
+    cpus = parse_cpulist(a.cpus, check_online=live and a.bundle is None) if a.cpus else None  # a bundle's host's
     if a.priority is not None and not 1 <= a.priority <= 99:
         raise RtqError(f"--priority: must be 1..99 (got {a.priority})")
     if a.measure and not live:

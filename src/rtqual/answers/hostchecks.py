@@ -70,6 +70,11 @@ def sh(*words: Any) -> str:
     return " ".join(shlex.quote(str(w)) for w in words)
 
 
+def _idle_state(s: dict) -> bool:
+    latency = s.get("latency_us")
+    return whole(s.get("index"), 0, MAX_IDLE_STATES - 1) is not None and (latency is None or whole(latency) is not None)
+
+
 def dicts(value: Any) -> list[dict]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
@@ -84,7 +89,10 @@ class Context:
         self.refused: list[str] = []
         self.cpufreq = self._per_cpu(get_fact(facts, "cpu.per_cpu"), "cpu.per_cpu")
         self.per_cpu = self._per_cpu(tun.get("per_cpu"), "tuning per_cpu")
-        self.idle = self._per_cpu(get_fact(facts, "cpuidle.per_cpu"), "cpuidle.per_cpu")
+        self.idle = [
+            e | {"states": self._kept(dicts(e.get("states")), _idle_state, "cpuidle states: an index or latency")}
+            for e in self._per_cpu(get_fact(facts, "cpuidle.per_cpu"), "cpuidle.per_cpu")
+        ]
         self.irqs = self._kept(
             dicts((tun.get("irqs") or {}).get("irqs") if isinstance(tun.get("irqs"), dict) else None),
             lambda q: whole(q.get("irq"), 0, MAX_IRQ) is not None,
@@ -428,10 +436,8 @@ def cstates(c: Context) -> dict | None:
         if entry["cpu"] in c.cpus:
             deep += [
                 (entry["cpu"], s)
-                for s in dicts(entry.get("states"))
-                if not s.get("disabled")
-                and whole(s.get("index"), 0, MAX_IDLE_STATES - 1) is not None
-                and (whole(s.get("latency_us")) or 0) > limit_us
+                for s in entry["states"]
+                if not s.get("disabled") and (s["latency_us"] or 0) > limit_us
             ]
     qos = [e for e in c.per_cpu if e["cpu"] in c.cpus and e.get("pm_qos_resume_latency_us") not in (None, "0", "n/a")]
     if not deep:
@@ -514,9 +520,8 @@ def watchdog(c: Context) -> dict | None:
         + [f"/proc/sys/kernel/watchdog_cpumask: {w.get('cpumask')}"],
         "The lockup watchdogs run a timer and a highest-priority thread (the NMI one a perf interrupt) on every "
         "CPU they watch, interrupting the real-time task periodically.",
-        "sysctl -w kernel.watchdog=0 (or keep it on the others: "
-        + sh("sysctl", "-w", f"kernel.watchdog_cpumask={c.hk or 0}")
-        + ")",
+        "sysctl -w kernel.watchdog=0\nor keep it on the others: "
+        + sh("sysctl", "-w", f"kernel.watchdog_cpumask={c.hk or 0}"),
         True,
         "sysctl kernel.watchdog (prints 0)",
         knobs=[{"knob": "/proc/sys/kernel/watchdog", "value": "0"}],
