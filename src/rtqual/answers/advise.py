@@ -89,49 +89,53 @@ class Requirement:
 
 def requirement_of(texts: list[str], cases: list[dict] | None = None, name: str = "") -> Requirement | None:
     """The requirement advise weighs severities against (None without a latency limit); with a bundle's cases,
-    what they measured of each limited statistic (the worst over the cases that measured it)."""
+    what they measured of each limited statistic: the worst over the cases whose sample count carries it
+    (a p99.99 needs 100,000 samples: requirements.needed_for)."""
     req = Requirement(texts, name=name)
     if req.budget_ns is None:
         return None
     if cases is not None:
+        need = {r.stat: reqs.needed_for(r) or 0 for r in map(reqs.parse, texts) if r.stat in req.limits}
         measured: dict[str, float] = {}
         for stat in req.limits:
-            key = reqs.STATS[stat][0]
-            values = [
-                v
-                for r in cases
-                if isinstance(r.get("stats"), dict)
-                and isinstance(v := r["stats"].get(key), int | float)
-                and not isinstance(v, bool)
-                and v == v
-            ]
+            values = [v for r in cases if (v := _measured(r, reqs.STATS[stat][0], need.get(stat, 0))) is not None]
             if values:
                 measured[stat] = max(values)
         req.measured = measured or None
     return req
 
 
+def _measured(case: dict, key: str, need: int) -> float | None:
+    """A case's statistic when it is a number its sample count carries, else None."""
+    stats: dict = case["stats"] if isinstance(case.get("stats"), dict) else {}
+    v, count = stats.get(key), stats.get("count")
+    if isinstance(v, bool) or not isinstance(v, int | float) or v != v or not isinstance(count, int):
+        return None
+    return v if count >= need else None
+
+
 def judge(findings: list[dict], req: Requirement) -> list[dict]:
     """Each blocker weighed against the requirement: a blocker only when the evidence says it threatens the
     limits, else major with "gain" saying what fixing it would gain. The evidence: a bundle's measured values
-    (within every limit: nothing threatens them; beyond one: each blocker stays), else the finding's known
-    effect (effect_ns) against the tightest limit (unknown: it stays). rt-limits is no latency: it stays."""
+    (one beyond its limit: each blocker stays; every limit measured and met: none threatens them), else the
+    finding's known effect (effect_ns) against the tightest limit (unknown: it stays). rt-limits is no
+    latency: it stays."""
     out = []
+    complete = bool(req.measured) and set(req.measured or {}) == set(req.limits)
     for f in findings:
         effect = f.get("effect_ns")
         gain = f"up to {format_ns(effect)}" if effect is not None else "an unknown share of the latency"
-        budget = format_ns(req.budget_ns or 0)
+        seen = f"; measured {req.holds()}" if req.measured else ""
         note = None
         if f["severity"] != "blocker" or f["id"] == "rt-limits":
             pass
-        elif req.measured and not req.broken():
-            note = f"{req.name} holds as measured ({req.holds()}): fixing it gains {gain}"
-        elif req.measured:
+        elif req.broken():
             f = f | {"evidence": [*f["evidence"], f"{req.name}: {'; '.join(req.broken())}"]}
+        elif complete:
+            note = f"{req.name} holds as measured ({req.holds()}): fixing it gains {gain}"
         elif effect is not None and effect <= (req.budget_ns or 0):
-            note = (
-                f"its known effect ({format_ns(effect)}) is within the {budget} of {req.name}: fixing it gains {gain}"
-            )
+            within = f"the {format_ns(req.budget_ns or 0)} of {req.name}{seen}"
+            note = f"its known effect ({format_ns(effect)}) is within {within}: fixing it gains {gain}"
         out.append(f | {"severity": "major", "gain": note} if note else f)
     return out
 
@@ -354,7 +358,7 @@ def kept_findings(plan: dict | None) -> list[dict] | None:
     def plain(f: dict) -> bool:
         texts = [f.get("id"), f.get("why"), f.get("check"), *(f.get("evidence") or [None])]
         return (
-            f.get("id") in CHECKS
+            f.get("id") in (*CHECKS, "ioc-threads")
             and f.get("severity") in SEVERITIES
             and all(isinstance(t, str) and t.isprintable() for t in texts)
             and isinstance(f.get("fix"), str)
