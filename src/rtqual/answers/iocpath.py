@@ -44,8 +44,9 @@ def role(comm: str) -> str | None:
 
 def thread(tid: int, comm: str, policy: str | None, priority: int | None, cpus: str | None) -> dict:
     """One thread in the shape this module uses: tid, comm, policy (fifo, rr, other...), priority (RT, 0 for
-    other), cpus (a kernel CPU list)."""
-    return {"tid": tid, "comm": comm, "policy": policy or "?", "priority": priority or 0, "cpus": cpus}
+    other; a priority that is no number 0..99 is taken as 0), cpus (a kernel CPU list)."""
+    prio = priority if isinstance(priority, int) and not isinstance(priority, bool) and 0 <= priority <= 99 else 0
+    return {"tid": tid, "comm": str(comm), "policy": policy or "?", "priority": prio, "cpus": cpus}
 
 
 def ioc_threads(ioc: dict) -> list[dict]:
