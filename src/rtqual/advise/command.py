@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
 from rtqual.answers import advise
+from rtqual.answers.hostchecks import MAX_CPUS
 from rtqual.answers.requirements import PROFILES, gather
 from rtqual.errors import RtqError
 from rtqual.publish import advise as shown
@@ -75,6 +77,8 @@ def run(a, argv: list[str]) -> int:
     live = Path(a.root).resolve() == Path("/")
     if not Path(a.root).is_dir():
         raise RtqError(f"--root {a.root}: not a folder")
+    if a.cpus and any(len(n) > 4 or int(n) >= MAX_CPUS for n in re.findall(r"\d+", a.cpus)):
+        raise RtqError(f"--cpus: a CPU number is below {MAX_CPUS} (got {a.cpus})")
     cpus = parse_cpulist(a.cpus, check_online=live and a.bundle is None) if a.cpus else None  # a bundle's host's
     if a.priority is not None and not 1 <= a.priority <= 99:
         raise RtqError(f"--priority: must be 1..99 (got {a.priority})")

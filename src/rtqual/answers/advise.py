@@ -28,7 +28,7 @@ def default_cpus(facts: dict, tun: dict) -> list[int]:
     """The CPUs that will run real-time work when --cpus is not given: the isolated ones, else every online CPU
     but the first (the first alone on a one-CPU host)."""
     c = Context(facts, tun, [], DEFAULT_PRIORITY, None)
-    isolated = [x for x in cpus_of(facts.get("cpu", {}).get("isolated") or "") or [] if x in c.online]
+    isolated = [x for x in cpus_of(c.fact("cpu.isolated")) or [] if x in c.online]
     return isolated or c.online[1:] or c.online[:1] or [0]
 
 
@@ -67,8 +67,9 @@ class Requirement:
     """What advise weighs a blocker against: the upper latency limits of the requirements given (--profile,
     --require: {stat: ns}, their texts), and what a bundle measured of each (the worst over its cases)."""
 
-    def __init__(self, texts: list[str], measured: dict[str, float] | None = None, name: str = ""):
-        self.texts, self.measured, self.name = texts, measured, name
+    def __init__(self, texts: list[str], name: str = ""):
+        self.texts, self.name = texts, name
+        self.measured: dict[str, float] | None = None
         self.limits = reqs.upper_limits_ns(texts)
         self.budget_ns = int(min(self.limits.values())) if self.limits else None
 
@@ -142,10 +143,8 @@ def judge(findings: list[dict], req: Requirement) -> list[dict]:
 
 def profile_budget_ns(profile: str | None) -> int | None:
     """The tightest latency limit (ns) of a requirement profile, which sets how deep an idle state may be."""
-    if not profile:
-        return None
-    limits = reqs.upper_limits_ns([r.text for r in reqs.profile(profile)])
-    return int(min(limits.values())) if limits else None
+    req = requirement_of([r.text for r in reqs.profile(profile)]) if profile else None
+    return req.budget_ns if req else None
 
 
 # ---------------------------------------------------------------- the settings the checks read, as values

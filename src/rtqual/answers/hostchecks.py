@@ -90,13 +90,15 @@ class Context:
         self.cpufreq = self._per_cpu(get_fact(facts, "cpu.per_cpu"), "cpu.per_cpu")
         self.per_cpu = self._per_cpu(tun.get("per_cpu"), "tuning per_cpu")
         self.idle = [
-            e | {"states": self._kept(dicts(e.get("states")), _idle_state, "cpuidle states: an index or latency")}
+            e
+            | {"states": self._kept(dicts(e.get("states")), _idle_state, "cpuidle", "state(s) of no index or latency")}
             for e in self._per_cpu(get_fact(facts, "cpuidle.per_cpu"), "cpuidle.per_cpu")
         ]
         self.irqs = self._kept(
             dicts((tun.get("irqs") or {}).get("irqs") if isinstance(tun.get("irqs"), dict) else None),
             lambda q: whole(q.get("irq"), 0, MAX_IRQ) is not None,
-            "tuning irqs: an IRQ whose number is not an IRQ number",
+            "tuning irqs",
+            "IRQ(s) whose number is no IRQ number",
         )
         self.tasks = self._kept(
             dicts(tun.get("rt_tasks")),
@@ -107,27 +109,29 @@ class Context:
                 and isinstance(t.get("comm"), str)
                 and isinstance(t.get("policy"), str)
             ),
-            "tuning rt_tasks: a thread whose pid, tid, priority or name is of the wrong kind",
+            "tuning rt_tasks",
+            "thread(s) whose pid, tid, priority or name is of the wrong kind",
         )
         listed = get_fact(facts, "cpu.online_cpus")
         online = [c for c in listed if whole(c, 0, MAX_CPUS - 1) is not None] if isinstance(listed, list) else []
         if listed is not None and (not isinstance(listed, list) or len(online) < len(listed)):
-            self.refused.append("cpu.online_cpus: an entry that is not a CPU number, left out")
+            self.refused.append("cpu.online_cpus: entries that are no CPU number, left out")
         self.online = sorted(set(online or [e["cpu"] for e in self.per_cpu] or cpus))
         self.cpus = cpus
         self.housekeeping = [c for c in self.online if c not in cpus]
         self.rt = format_cpulist(cpus)
         self.hk = format_cpulist(self.housekeeping) if self.housekeeping else None
 
-    def _kept(self, entries: list[dict], good: Callable[[dict], bool], why: str) -> list[dict]:
+    def _kept(self, entries: list[dict], good: Callable[[dict], bool], where: str, what: str) -> list[dict]:
+        """The entries that are good; how many were not, named in `refused` ('tuning irqs: 1 IRQ(s) whose ...')."""
         kept = [e for e in entries if good(e)]
         if len(kept) < len(entries):
-            self.refused.append(f"{why} ({len(entries) - len(kept)}), left out")
+            self.refused.append(f"{where}: {len(entries) - len(kept)} {what}, left out")
         return kept
 
     def _per_cpu(self, value: Any, where: str) -> list[dict]:
         return self._kept(
-            dicts(value), lambda e: whole(e.get("cpu"), 0, MAX_CPUS - 1) is not None, f"{where}: a CPU number"
+            dicts(value), lambda e: whole(e.get("cpu"), 0, MAX_CPUS - 1) is not None, where, "entries of no CPU number"
         )
 
     def fact(self, dotted: str) -> Any:
