@@ -44,7 +44,7 @@ def effect_text(m: dict) -> str:
 
 def text(result: dict, measured: list[dict] | None = None) -> str:
     """The findings as text, blockers first: id, severity, why, evidence, fix, check (and the measured effect,
-    what a fix would gain where the requirement holds without it, and what the facts held that was refused)."""
+    and what a fix would gain where the requirement holds without it; what was refused is said on stderr)."""
     by_id = {m["id"]: m for m in measured or []}
     lines = [f"rtqual advise: real-time CPUs {result['cpus']}, application priority {result['priority']}"]
     if not result["findings"]:
@@ -61,7 +61,6 @@ def text(result: dict, measured: list[dict] | None = None) -> str:
         if f["id"] in by_id:
             lines.append(f"  measured: {effect_text(by_id[f['id']])}")
     lines += ["", f"passed: {', '.join(result['passed']) or '-'}"]
-    lines += [f"refused: {plain(note)}" for note in result.get("refused") or []]
     return "\n".join(lines)
 
 
