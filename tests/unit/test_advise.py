@@ -121,6 +121,7 @@ def test_cli_errors_are_one_line():
         (["--root", VM_TREE, "--measure"], "only on the live host"),
         (["--rounds", "1", "--measure"], "at least 2"),
         (["--bundle", BUNDLE, "--cpus", "0-99999999"], "below 8192"),
+        (["--require", "p99 <= x"], "not a duration"),
     ):
         out = rtqual_run("advise", *args)
         assert out.returncode == 1 and says in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
