@@ -380,3 +380,20 @@ def test_effects_read_the_arms_from_the_plan_cases_not_their_ids():
     (m,) = advise.effects(plan, cases, [finding])
     assert m["effect"] == "better" and m["rounds"] == 2 and m["after"]["p50_ns"] < m["before"]["p50_ns"]
     assert advise.effects(None, cases, [finding])[0]["rounds"] == 0  # a plan without arms: nothing measured
+
+
+def test_emit_prints_only_plain_settings():
+    """A persistent line that is not of its form's plain shape (a kept plan's, say) is left out with a note."""
+    f = {
+        "id": "isolcpus",
+        "persistent": {
+            "cmdline": ["nohz_full=1", "1 init=/bin/sh"],
+            "sysctl": ["kernel.x = 1", "kernel.y = 1\n[script]"],
+            "tuned": ["variables:isolated_cores=1", "script:script=./x.sh; reboot"],
+        },
+    }
+    cmdline, notes = shown.emit([f], [], "cmdline")
+    assert cmdline == "nohz_full=1\n" and notes == ["--emit cmdline: 1 line(s) that are not plain settings left out"]
+    tuned, notes = shown.emit([f], [], "tuned")
+    assert "[script]" not in tuned and "reboot" not in tuned and "init=" not in tuned and "isolated_cores=1" in tuned
+    assert "kernel.x=1" in tuned and notes == ["--emit tuned: 3 line(s) that are not plain settings left out"]
