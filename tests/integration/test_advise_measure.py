@@ -11,13 +11,14 @@ import time
 from pathlib import Path
 
 from conftest import needs_probe
+from rtqual.advise import measure as measuring
 from rtqual.answers import advise
-from rtqual.measure import advise as measuring
 from rtqual.measure.conditions import journal as journal_mod
 from rtqual.measure.conditions import restore
 from rtqual.measure.host import facts as hf
 from rtqual.measure.host import tuning
 from rtqual.probes.catalog import check_params, probe_case
+from rtqual.publish import advise as shown
 from rtqual.publish import htmlreport
 from rtqual.results import bundle as bundle_mod
 
@@ -96,7 +97,7 @@ def test_measured_effects_are_scripted_and_nothing_stays_changed(tmp_path):
     assert "rt-throttling" in section and "measured: better" in section and "no measurable effect" in section
     findings2, measured2 = htmlreport.advice_of(bundle_mod.load(model.path))
     assert measured2 == measured and findings2 == findings
-    assert advise.emit(findings, measured, "sysctl").splitlines()[1:] == ["kernel.sched_rt_runtime_us = -1"]
+    assert shown.emit(findings, measured, "sysctl")[0].splitlines()[1:] == ["kernel.sched_rt_runtime_us = -1"]
 
 
 def test_a_killed_measurement_is_put_back_by_restore(tmp_path):
@@ -107,7 +108,7 @@ def test_a_killed_measurement_is_put_back_by_restore(tmp_path):
     cases = [c for c in cases if c["advise"]["arm"] == "rt-throttling"][:1]
     (tmp_path / "cases.json").write_text(json.dumps({"cases": cases, "findings": findings}))
     code = (
-        "import json, sys; from rtqual.measure import advise as m; d = json.load(open(sys.argv[1])); "
+        "import json, sys; from rtqual.advise import measure as m; d = json.load(open(sys.argv[1])); "
         "m.run_plan(d['cases'], d['findings'], ['rtqual'], sys.argv[2], True)"
     )
     bundle = tmp_path / "b"

@@ -141,7 +141,7 @@ def ioc_finding(result: dict) -> dict:
 
 def test_a_live_ioc_above_its_inputs_irq_thread_is_named(capsys):
     f = ioc_finding(advise_json(capsys, "--root", RT_TREE, "--cpus", "1", "--ioc", 4000, "--input-irq", "eth0"))
-    assert f["severity"] == "major" and f["runtime"] and "chrt -f -p 91 $(pgrep -x 'irq/24-eth0')" in f["fix"]
+    assert f["severity"] == "major" and f["runtime"] and "chrt -f -p 91 $(pgrep -x irq/24-eth0)" in f["fix"]
     ev = "\n".join(f["evidence"])
     assert "reader threads: rtqIn0 (FIFO 90); CPUs 1" in ev and "interrupt thread irq/24-eth0 (FIFO 50), CPUs 1" in ev
     waits = "irq/24-eth0 (FIFO 50) (the input's) waits for rtqIn0 (FIFO 90) on CPU 1, cbHigh (FIFO 70) on CPU 1, "
@@ -220,3 +220,16 @@ def test_a_traced_service_case_keeps_every_cpus_lines_in_time_order():
     assert cut(True) == FIFO  # both CPUs' lines, in time order (FIFO is)
     assert [line_ts(x) for x in FIFO] == sorted(line_ts(x) for x in FIFO)
     assert cut(False) == [x for x in FIFO if "[000]" in x]
+
+
+def test_the_ioc_fix_never_carries_a_threads_text():
+    """An interrupt thread's name that is no kernel thread's (a bundle's rt-tasks.json says anything) or a
+    priority that is no number: the chrt line is left out, the rest of the fix stays (issue 34 item 2)."""
+    ioc = [iocpath.thread(10, "rtqIn0", "fifo", 90, "1")]
+    good = iocpath.finding(ioc, [iocpath.thread(20, "irq/24-eth0", "fifo", 50, "1")], ["eth0"])
+    assert "chrt -f -p 91 $(pgrep -x irq/24-eth0)" in good["fix"] and "--ioc-priority 49" in good["fix"]
+    for comm in ("irq/24-eth0'; touch p; '", "irq/24-eth0$(touch p)", "irq/24-eth0\n[script]"):
+        f = iocpath.finding(ioc, [iocpath.thread(20, comm, "fifo", 50, "1")], ["eth0"])
+        assert "touch p" not in f["fix"] and "chrt -f" not in f["fix"] and "chrt line left out" in f["fix"], f["fix"]
+    odd = iocpath.thread(20, "irq/24-eth0", "fifo", "50; touch p", "1")  # taken as 0: no priority to quote
+    assert odd["priority"] == 0 and "touch p" not in iocpath.finding(ioc, [odd], ["eth0"])["fix"]

@@ -1,1 +1,2 @@
-"""`rtqual advise`, one feature: the command (command.py); the checks are rtqual.answers.advise."""
+"""`rtqual advise`, one feature: its command (arguments and run), its A/B measurement (measure.py); the checks
+and effects are rtqual.answers.advise (and hostchecks), the text rtqual.publish.advise (docs/advise.md)."""

@@ -1,71 +1,88 @@
-"""`rtqual advise`: what to change on this host for real-time work, each finding with its fix; --measure applies
-each run-time fix for a while and measures it A/B (docs/advise.md)."""
+"""`rtqual advise`: what to change on this host for real-time work (docs/advise.md). add_arguments declares
+the options, run() checks them, reads the facts (the live host, a recorded tree, or a bundle's), runs the
+checks (rtqual.answers.advise), measures the run-time fixes A/B with --measure (rtqual.advise.measure) and
+prints text, --short, --json or --emit (rtqual.publish.advise)."""
 
 from __future__ import annotations
 
+import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
-from rtqual.answers.requirements import PROFILES
-from rtqual.answers.verdict import exit_code
+from rtqual.answers import advise
+from rtqual.answers.hostchecks import MAX_CPUS
+from rtqual.answers.requirements import PROFILES, gather
 from rtqual.commands.common import load_bundle, output_dir
 from rtqual.errors import RtqError
+from rtqual.publish import advise as shown
 
 NAME = "advise"
 HELP = "what to change for real-time work: findings, blockers first, each with its exact fix (docs/advise.md)"
 
 
-def add_arguments(ad) -> None:
-    ad.add_argument("--cpus", help="the CPUs that will run real-time work (default: the isolated ones, else all but 0)")
-    who = ad.add_mutually_exclusive_group()
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of `rtqual advise`."""
+    p.add_argument("--cpus", help="the CPUs that will run real-time work (default: the isolated ones, else all but 0)")
+    who = p.add_mutually_exclusive_group()
     who.add_argument("--priority", type=int, help="the application's SCHED_FIFO priority (default 80)")
     who.add_argument(
         "--profile", choices=list(PROFILES), help="a requirement profile: its latency budget sets severities"
     )
-    ad.add_argument("--json", action="store_true", help='{"findings": [...], "passed": [...]} (and "measured")')
-    ad.add_argument("--short", action="store_true", help="only the 'What to change' lines")
-    ad.add_argument("--measure", action="store_true", help="apply each run-time fix for a while and measure it A/B")
-    ad.add_argument("--duration", default="10s", help="--measure: each round's measurement per arm (default 10s)")
-    ad.add_argument("--rounds", type=int, default=3, help="--measure: rounds of baseline and every fix (default 3)")
-    ad.add_argument(
+    p.add_argument("--json", action="store_true", help='{"findings": [...], "passed": [...]} (and "measured")')
+    p.add_argument("--short", action="store_true", help="only the 'What to change' lines")
+    p.add_argument("--measure", action="store_true", help="apply each run-time fix for a while and measure it A/B")
+    p.add_argument("--duration", default="10s", help="--measure: each round's measurement per arm (default 10s)")
+    p.add_argument("--rounds", type=int, default=3, help="--measure: rounds of baseline and every fix (default 3)")
+    p.add_argument(
         "--case",
         metavar="SCENARIO_OR_PROBE",
         help="--measure: a probe name or a scenario file's first case (default timer)",
     )
-    ad.add_argument(
+    p.add_argument(
         "--emit",
-        choices=("tuned", "sysctl", "cmdline"),
+        choices=shown.FORMS,
         help="print the persistent form of the fixes (those that helped, with --measure)",
     )
-    ad.add_argument("-o", "--output", help="--measure: bundle directory (default rtqual-<host>-<time>)")
-    ad.add_argument("-q", "--quiet", action="store_true", help="--measure: no live progress")
-    ad.add_argument(
+    p.add_argument("-o", "--output", help="--measure: bundle directory (default rtqual-<host>-<time>)")
+    p.add_argument("-q", "--quiet", action="store_true", help="--measure: no live progress")
+    p.add_argument(
         "--root", default="/", metavar="DIR", help="read /proc and /sys below DIR (a recorded tree; default /)"
     )
-    ad.add_argument(
+    p.add_argument(
         "--bundle",
         metavar="DIR",
         help="advise for the host a bundle ran on (its recorded facts) and explain its IOC cases' path",
     )
-    ad.add_argument("--ioc", type=int, metavar="PID", help="explain a running IOC's path (its threads, below --root)")
-    ad.add_argument(
+    p.add_argument("--ioc", type=int, metavar="PID", help="explain a running IOC's path (its threads, below --root)")
+    p.add_argument(
         "--input-irq",
         metavar="NAME",
         action="append",
         help="--ioc/--bundle: the interrupt that brings the IOC's input (part of its irq/N-NAME thread, e.g. eth0)",
     )
+    p.add_argument(
+        "--require",
+        action="append",
+        metavar="EXPR",
+        help="a requirement the severities are weighed against, as `run --require` takes it (e.g. 'max <= 2ms'); "
+        "repeatable, beside --profile (docs/advise.md)",
+    )
 
 
 def run(a, argv: list[str]) -> int:
-    from rtqual.answers import advise
+    """`rtqual advise`: check the options, advise, print; exit 0 (4 when a measurement was interrupted)."""
+    from rtqual.answers.verdict import exit_code
     from rtqual.measure.host import facts, tuning
     from rtqual.units import parse_cpulist
 
     live = Path(a.root).resolve() == Path("/")
     if not Path(a.root).is_dir():
         raise RtqError(f"--root {a.root}: not a folder")
-    cpus = parse_cpulist(a.cpus, check_online=live) if a.cpus else None
+    if a.cpus and any(len(n) > 4 or int(n) >= MAX_CPUS for n in re.findall(r"\d+", a.cpus)):
+        raise RtqError(f"--cpus: a CPU number is below {MAX_CPUS} (got {a.cpus})")
+    cpus = parse_cpulist(a.cpus, check_online=live and a.bundle is None) if a.cpus else None  # a bundle's host's
     if a.priority is not None and not 1 <= a.priority <= 99:
         raise RtqError(f"--priority: must be 1..99 (got {a.priority})")
     if a.measure and not live:
@@ -74,17 +91,23 @@ def run(a, argv: list[str]) -> int:
         raise RtqError(f"--rounds: at least 2 (got {a.rounds}): the spread across rounds says what is noise")
     if a.bundle is not None and (a.measure or not live or a.ioc is not None):
         raise RtqError("--bundle: advises from the bundle's recorded facts; not with --measure, --root or --ioc")
+    texts = gather(a.require, a.profile)
+    name = " and ".join([*([f"profile {a.profile}"] if a.profile else []), *(a.require or [])])
     if a.bundle is not None:
-        result = advise_bundle(a.bundle, cpus, a.priority, advise.profile_budget_ns(a.profile), a.input_irq)
+        result = advise_bundle(a.bundle, cpus, a.priority, texts, name, a.input_irq)
     else:
         tun = tuning.tuning(a.root)
-        result = advise.advise(facts.collect(root=a.root), tun, cpus, a.priority, advise.profile_budget_ns(a.profile))
+        req = advise.requirement_of(texts, name=name)
+        budget_ns = req.budget_ns if req else None
+        result = advise.advise(facts.collect(root=a.root), tun, cpus, a.priority, budget_ns, req)
         if a.ioc is not None:
             result["findings"] = advise.ranked([*result["findings"], live_ioc_finding(a.ioc, a.root, tun, a.input_irq)])
+    for note in result.get("refused") or []:
+        print(f"rtqual: warning: advise: {shown.plain(note)}", file=sys.stderr)
     measured: list[dict] = []
     bundle = None
     if a.measure:
-        from rtqual.measure.advise import measure
+        from rtqual.advise.measure import measure
 
         output_dir(a.output)
         case = advise_case(a.case, result["cpus"], result["priority"], a.duration)
@@ -94,29 +117,35 @@ def run(a, argv: list[str]) -> int:
             print(f"rtqual: interrupted; every setting restored; the rounds so far: {bundle}", file=sys.stderr)
             return exit_code("inconclusive")
     if a.emit:
-        print(advise.emit(result["findings"], measured, a.emit), end="")
+        emitted, notes = shown.emit(result["findings"], measured, a.emit)
+        for note in notes:
+            print(f"rtqual: warning: advise: {note}", file=sys.stderr)
+        print(emitted, end="")
     elif a.json:
         out = {**result, **({"measured": measured, "bundle": str(bundle)} if a.measure else {})}
         print(json.dumps(out, indent=1))
     elif a.short:
-        print("\n".join(["What to change", *advise.what_to_change(result["findings"], measured)]))
+        print("\n".join(["What to change", *shown.what_to_change(result["findings"], measured)]))
     else:
-        print(advise.text(result, measured))
+        print(shown.text(result, measured))
         if bundle is not None:
             print(bundle)
     return 0
 
 
-def advise_bundle(path: str, cpus, priority, budget_ns, inputs) -> dict:
-    """`advise --bundle`: the checks over the host facts a bundle recorded, and the `ioc-threads` finding of
-    each of its IOC cases (rtqual.answers.iocpath: threads, interrupt threads, the traced responses' path)."""
-    from rtqual.answers import advise, iocpath
+def advise_bundle(path: str, cpus, priority, texts: list[str], name: str, inputs) -> dict:
+    """`advise --bundle`: the checks over the host facts a bundle recorded, weighed against the requirement
+    with what the bundle measured, and the `ioc-threads` finding of each of its IOC cases (rtqual.answers.iocpath:
+    threads, interrupt threads, the traced responses' path)."""
+    from rtqual.answers import iocpath
 
     model = load_bundle(path)
     before = model.facts("before")
     if before is None:
         raise RtqError(f"--bundle {path}: no host facts recorded (host/facts-before.json missing or damaged)")
-    result = advise.advise(before, model.tuning() or {}, cpus, priority, budget_ns)
+    req = advise.requirement_of(texts, list(model.cases), name)
+    budget_ns = req.budget_ns if req else None
+    result = advise.advise(before, model.tuning() or {}, cpus, priority, budget_ns, req)
     ioc = [f for r in model.cases if (f := iocpath.case_finding(model, r, inputs or []))]
     result["findings"] = advise.ranked([*result["findings"], *ioc])
     return result
@@ -149,8 +178,8 @@ def advise_case(name: str | None, cpus: str, priority: int, duration: str) -> di
         params = check_params(name, {k: v for k, v in given.items() if k in fields}, "", name_of=lambda k: "--" + k)
         return probe_case(name, params, online_cpus(), f"001-{name}")
     if not Path(name).is_file():
-        shown = ", ".join(n for n, p in ALL_PROBES.items() if not p.hidden)
-        raise RtqError(f"--case {name}: neither a probe ({shown}) nor a scenario file")
+        shown_probes = ", ".join(n for n, p in ALL_PROBES.items() if not p.hidden)
+        raise RtqError(f"--case {name}: neither a probe ({shown_probes}) nor a scenario file")
     from rtqual import scenario
 
     _, cases = scenario.load_scaled(name, None)

@@ -44,8 +44,9 @@ def role(comm: str) -> str | None:
 
 def thread(tid: int, comm: str, policy: str | None, priority: int | None, cpus: str | None) -> dict:
     """One thread in the shape this module uses: tid, comm, policy (fifo, rr, other...), priority (RT, 0 for
-    other), cpus (a kernel CPU list)."""
-    return {"tid": tid, "comm": comm, "policy": policy or "?", "priority": priority or 0, "cpus": cpus}
+    other; a priority that is no number 0..99 is taken as 0), cpus (a kernel CPU list)."""
+    prio = priority if isinstance(priority, int) and not isinstance(priority, bool) and 0 <= priority <= 99 else 0
+    return {"tid": tid, "comm": str(comm), "policy": policy or "?", "priority": prio, "cpus": cpus}
 
 
 def ioc_threads(ioc: dict) -> list[dict]:
@@ -352,7 +353,8 @@ def finding(
     trace; minor when the input is not known; info when none); with trace data, where the responses' time
     went (`path`, from summary(); then only the interrupt threads the responses passed through count).
     no_irq: why the input has no interrupt thread (a FIFO written by the harness), when known."""
-    from rtqual.answers.advise import finding as make
+    from rtqual.answers.hostchecks import KTHREAD_NAME, sh, whole
+    from rtqual.answers.hostchecks import finding as make
 
     on_path = [t for t in ioc if role(t["comm"])]
     near = [k for k in kernel if any(shared_cpus(t, k) for t in on_path)]
@@ -380,11 +382,17 @@ def finding(
             evidence.append(f"{where}trace: the responses passed through no interrupt thread")
     if bad:
         t, k, _ = max(bad, key=lambda x: x[0]["priority"])
+        ioc_prio, irq_prio = whole(t["priority"], 0, 99), whole(k["priority"], 0, 99)  # values, or the line is refused
+        raise_it = (
+            f"{sh('chrt', '-f', '-p', min(ioc_prio + 1, 99))} $({sh('pgrep', '-x', k['comm'])})"
+            if ioc_prio is not None and KTHREAD_NAME.fullmatch(str(k["comm"]))
+            else "(its chrt line left out: a priority or a thread name of the wrong kind)"
+        )
         fix = (
-            f"raise the input's interrupt thread above the IOC's: chrt -f -p {min(t['priority'] + 1, 99)} "
-            f"$(pgrep -x '{k['comm']}'); or run the IOC's input path below it (rtqual run ioc --ioc-priority "
-            f"{max(k['priority'] - 1, 1)}; an IOC's reader thread priority), or on other CPUs (--reader-cpu, "
-            "/proc/irq/N/smp_affinity_list); persistent: tuna --threads='irq/*-NAME' --priority=FIFO:N at boot"
+            f"raise the input's interrupt thread above the IOC's: {raise_it}; or run the IOC's input path below it "
+            f"(rtqual run ioc --ioc-priority {max(irq_prio - 1, 1) if irq_prio is not None else 'N'}; an IOC's "
+            "reader thread priority), or on other CPUs (--reader-cpu, /proc/irq/N/smp_affinity_list); persistent: "
+            "tuna --threads='irq/*-NAME' --priority=FIFO:N at boot"
         )
     else:
         fix = "nothing to change: no IOC thread on the input's path runs above an interrupt thread on its CPUs"

@@ -950,7 +950,7 @@ def advice_of(model: Model) -> tuple[list[dict], list[dict]]:
 
 def what_to_change_html(advice: tuple[list[dict], list[dict]] | None) -> str:
     """The report's last section: each finding's fix, blockers first, with its measured effect."""
-    from rtqual.answers import advise
+    from rtqual.publish import advise
 
     findings, measured = advice or ([], [])
     if not findings:

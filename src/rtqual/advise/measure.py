@@ -1,11 +1,12 @@
 """`rtqual advise --measure`: each fix that can be applied at run time, measured before it is recommended.
 
 The fixes' writes (a finding's knobs) become the "tunables" condition of plan cases, so the one run
-(rtqual.measure.run.driver) does everything else: the bundle, its change journal (each write saved BEFORE it is made,
+(rtqual.measure.run) does everything else: the bundle, its change journal (each write saved BEFORE it is made,
 put back after its case, in `finally`, and by `rtqual restore` after a kill), the signal guard, one probe session
 per case. A round measures the baseline and every fix once, in an order that alternates from round to round
 (so a drift of the host does not favour one arm); the bundle holds every round as a case. effects() compares
-each fix's rounds with the baseline's (rtqual.answers.advise.effects, which the report uses too).
+each fix's rounds with the baseline's (rtqual.answers.advise.effects, which the report uses too), the rounds
+named by each plan case's "advise" (arm and round), never read back from the case ids.
 """
 
 from __future__ import annotations
@@ -64,8 +65,8 @@ def run_plan(
     """Run planned rounds into one bundle (every write journaled before it is made and restored after its case,
     at the run's end, or by `rtqual restore`); the bundle's model and the measured effects. The findings are
     kept in the bundle's plan.json ("advise"), so a report computes the same effects from the cases."""
-    from rtqual.measure.run.driver import run
+    from rtqual.commands.run import measure_and_publish
 
     the_plan = {"schema_version": 1, "cases": cases, "advise": {"findings": findings}}
-    model = run(cases, argv, output=output, quiet=quiet, plan=the_plan, store="off")
-    return model, effects(list(model.cases), findings)
+    model = measure_and_publish(cases, argv, "off", output=output, quiet=quiet, plan=the_plan)
+    return model, effects(the_plan, list(model.cases), findings)
