@@ -42,10 +42,10 @@ def run(a, argv: list[str]) -> int:
                for p in [a.bundle_a, a.bundle_b, *a.more]]  # fmt: skip
     data = [{**b.as_dict(), "facts": b.facts("before"), "tuning": b.tuning()} for b in bundles]  # settings differ
     if len(data) == 2:
-        out = compare.compare_json(data[0], data[1], match) if a.json else compare.compare_text(data[0], data[1], match)
+        a_, b_ = data
+        emit(a.json, lambda: compare.compare_json(a_, b_, match), lambda: compare.compare_text(a_, b_, match))
     else:
-        out = compare.compare_many_json(data, match) if a.json else compare.compare_many_text(data, match)
-    emit(a.json, out, lambda: out)
+        emit(a.json, lambda: compare.compare_many_json(data, match), lambda: compare.compare_many_text(data, match))
     if a.report:
         from rtqual.publish import htmlreport
 
