@@ -4,47 +4,54 @@ Only main() prints errors and exits; everything else raises RtqError."""
 
 from __future__ import annotations
 
+import importlib
 import re
 import signal
 import sys
+from types import ModuleType
 
 from rtqual import __version__
-from rtqual.advise import command as advise
-from rtqual.answers.verdict import exit_code
-from rtqual.commands import (
-    baseline,
-    check,
-    common,
-    compare,
-    export,
-    fleet,
-    history,
-    host,
-    importing,
-    plan,
-    report,
-    restore,
-    run,
-    show,
-    table,
-    tail,
-    verify,
-)
 from rtqual.errors import EXIT_ERROR, EXIT_SKIP, RtqError
-from rtqual.monitor import command as monitor
-from rtqual.selftest import command as selftest
 
-# in the order `rtqual --help` lists them
-COMMANDS = [run, plan, show, compare, importing, report, export, restore, verify, monitor, selftest, host, history]
-COMMANDS += [baseline, check, table, tail, advise, fleet]
+# every command's module, in the order `rtqual --help` lists them; a command imports only its own module
+COMMANDS = {
+    "run": "rtqual.commands.run",
+    "plan": "rtqual.commands.plan",
+    "show": "rtqual.commands.show",
+    "compare": "rtqual.commands.compare",
+    "import": "rtqual.commands.importing",
+    "report": "rtqual.commands.report",
+    "export": "rtqual.commands.export",
+    "restore": "rtqual.commands.restore",
+    "verify": "rtqual.commands.verify",
+    "monitor": "rtqual.monitor.command",
+    "selftest": "rtqual.selftest.command",
+    "host": "rtqual.commands.host",
+    "history": "rtqual.commands.history",
+    "baseline": "rtqual.commands.baseline",
+    "check": "rtqual.commands.check",
+    "table": "rtqual.commands.table",
+    "tail": "rtqual.commands.tail",
+    "advise": "rtqual.advise.command",
+    "fleet": "rtqual.commands.fleet",
+}
 
 
-def build_parser() -> common.Parser:
-    p = common.Parser(prog="rtqual", description="Qualify a Linux host for real-time control.")
+def command(name: str) -> ModuleType:
+    """The module of one command: NAME, HELP, add_arguments(parser), run(args, argv) (and PARSER_KW)."""
+    return importlib.import_module(COMMANDS[name])
+
+
+def build_parser(only: str | None = None):
+    """rtqual's parser: every command (for --help), or only the one given (the others are not imported)."""
+    from rtqual.commands.common import Parser
+
+    p = Parser(prog="rtqual", description="Qualify a Linux host for real-time control.")
     p.add_argument("--version", action="store_true", help="print rtqual's and the probes' versions")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    for command in COMMANDS:
-        command.add_arguments(sub.add_parser(command.NAME, help=command.HELP, **getattr(command, "PARSER_KW", {})))
+    for name in [only] if only in COMMANDS else COMMANDS:
+        c = command(name)
+        c.add_arguments(sub.add_parser(c.NAME, help=c.HELP, **getattr(c, "PARSER_KW", {})))
     return p
 
 
@@ -64,20 +71,19 @@ def dispatch(argv: list[str]) -> int:
     """`rtqual ARGV…`: the command's exit code. `monitor` and `run FILE` parse their own arguments (their options
     depend on --probe, or are a scenario's)."""
     if argv[:1] == ["monitor"]:
-        return monitor.main(argv[1:])
-    if run.is_scenario_target(argv):
-        return run.run_scenario(argv)
-    a = build_parser().parse_args(argv)
+        return command("monitor").main(argv[1:])
+    if argv[:1] == ["run"] and command("run").is_scenario_target(argv):
+        return command("run").run_scenario(argv)
+    a = build_parser(argv[0] if argv else None).parse_args(argv)
     if a.version:
         from rtqual.measure.run import native
 
         print(f"rtqual {__version__}\nrtqual-probe {native.probe_version_or('not installed')}")
         return 0
-    by_name = {c.NAME: c for c in COMMANDS}
-    if a.command not in by_name:
+    if a.command not in COMMANDS:
         build_parser().print_help()
         return EXIT_ERROR
-    return by_name[a.command].run(a, ["rtqual", *argv])
+    return command(a.command).run(a, ["rtqual", *argv])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rtqual: {kind}: {msg}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
+        from rtqual.answers.verdict import exit_code
+
         print("rtqual: interrupted", file=sys.stderr)
         return exit_code("inconclusive")
     except BrokenPipeError:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from rtqual.commands.common import STORE_HELP, Parser, add_param_options, add_require_options
+from rtqual.errors import RtqError
 from rtqual.probes.catalog import ALL_PROBES
 from rtqual.util import outside_system_trees
 
@@ -66,13 +67,35 @@ def parser(argv: list[str]) -> Parser:
 
 def main(argv: list[str]) -> int:
     """`rtqual monitor ARGV…` (argv after the command's name)."""
-    from rtqual.monitor.loop import Monitor, Options
+    from rtqual.monitor.loop import Monitor
+    from rtqual.monitor.outputs import Outputs
     from rtqual.scenario.single import probe_options_case
 
     a = parser(argv).parse_args(argv)
     outside_system_trees(a.textfile, "--textfile")
     case = probe_options_case(a.probe, a)
-    return Monitor(case, Options.from_args(a, case)).run()
+    opts = options(a, case)
+    return Monitor(case, opts, Outputs(opts)).run()
+
+
+def options(a, case: dict):
+    """The monitor's Options from its parsed arguments, for the probe's case: the window at least 1 s, `--listen
+    off` for none, bounded when the user gave --duration or --loops, the requirements (--require, --profile) checked."""
+    from rtqual.answers.requirements import gather
+    from rtqual.monitor.loop import Options
+    from rtqual.publish.store import is_off
+    from rtqual.units import parse_duration_ns
+
+    window_ns = parse_duration_ns(a.window, "--window")
+    if window_ns < 10**9:
+        raise RtqError(f"--window {a.window}: at least 1s")
+    listen = None if a.listen in ("off", "") else a.listen
+    bounded = any(getattr(a, k, None) is not None for k in ("duration", "loops"))
+    opts = Options(window_ns, listen, a.textfile, not is_off(a.store), a.store, a.pvs, a.json, bounded)
+    opts.every_progress = max(a.window_progress, 0)
+    opts.trace = bool(case["params"].get("trace"))
+    opts.require = gather(getattr(a, "require", None), getattr(a, "profile", None))
+    return opts
 
 
 def run(a, argv: list[str]) -> int:

@@ -1,12 +1,11 @@
-"""The monitor's one owner: checks everything that can be wrong first (one line, exit 1), starts the
-outputs (metrics port, textfile folder, store, PVs), the service (an IOC) and the probe with an
-unbounded duration and --hist-delta, turns its stream into windows and hands each closed window to
-every output. SIGINT/SIGTERM stop the probe; its last records close the last window, which is
+"""The monitor's one owner: checks everything that can be wrong first (one line, exit 1), starts its sink (the
+outputs, rtqual.monitor.outputs), the service (an IOC) and the probe with an unbounded duration and --hist-delta,
+turns its stream into windows and hands each closed window and each traced spike to the sink; it publishes nothing
+itself. SIGINT/SIGTERM stop the probe; its last records close the last window, which is
 written everywhere before the monitor exits 0."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
@@ -15,14 +14,13 @@ import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from rtqual import probes as native_table
 from rtqual.errors import RtqError
-from rtqual.measure.run.session import Interrupted, Session, prepare, spike, without_options
+from rtqual.measure.run.session import Interrupted, Session, prepare, without_options
 from rtqual.probes.catalog import ALL_PROBES
-from rtqual.publish.metrics import check_listen
-from rtqual.results.window import Windows, merged, public
+from rtqual.results.window import Windows
 from rtqual.units import format_cpulist, format_duration, format_ns, online_cpus
 from rtqual.util import remove_orphan_dirs
 
@@ -47,26 +45,6 @@ class Options:
     every_progress: int = 0  # compressed time: a window per N progress records (hidden --window-progress)
     trace: bool = False  # --trace: each spike's culprits (rtqual.measure.host.trace), printed and counted in /metrics
     require: list[str] = field(default_factory=list)  # --require, --profile: the PVs' alarm limits
-
-    @classmethod
-    def from_args(cls, a: Any, case: dict) -> Options:
-        """`rtqual monitor`'s parsed options (rtqual.monitor.command.parser) for the probe's case: the window
-        at least 1 s, `--listen off` for none, bounded when the user gave --duration or --loops, the requirements
-        (--require, --profile) checked."""
-        from rtqual.answers.requirements import gather
-        from rtqual.publish.store import is_off
-        from rtqual.units import parse_duration_ns
-
-        window_ns = parse_duration_ns(a.window, "--window")
-        if window_ns < 10**9:
-            raise RtqError(f"--window {a.window}: at least 1s")
-        listen = None if a.listen in ("off", "") else a.listen
-        bounded = any(getattr(a, k, None) is not None for k in ("duration", "loops"))
-        opts = cls(window_ns, listen, a.textfile, not is_off(a.store), a.store, a.pvs, a.json, bounded)
-        opts.every_progress = max(a.window_progress, 0)
-        opts.trace = bool(case["params"].get("trace"))
-        opts.require = gather(getattr(a, "require", None), getattr(a, "profile", None))
-        return opts
 
 
 def monitorable(name: str) -> bool:
@@ -131,84 +109,39 @@ def window_line(w: dict) -> str:
     )
 
 
-class Monitor:
-    """One monitor run: outputs, service and probe; run() returns the exit code."""
+class Sink(Protocol):
+    """Where the windows go (rtqual.monitor.outputs.Outputs): the loop measures, the sink publishes."""
 
-    def __init__(self, case: dict, opts: Options):
-        self.case, self.opts = case, opts
+    def check(self) -> None: ...
+    def where(self) -> list[str]: ...
+    def start(self, identity: dict, work: Path, start_unix_s: float) -> None: ...
+    def windows(self, windows: list[dict]) -> None: ...
+    def spikes(self, taken: list[dict], run_as: str) -> None: ...
+    def close(self) -> None: ...
+
+
+class Monitor:
+    """One monitor run: the service and the probe, every closed window and spike handed to its sink; run() returns
+    the exit code."""
+
+    def __init__(self, case: dict, opts: Options, sink: Sink):
+        self.case, self.opts, self.sink = case, opts, sink
         self.guard = Interrupted()  # SIGINT/SIGTERM stop the probe: its last records close the last window
-        self.metrics: Any = None
-        self.store: Any = None
-        self.store_warned = False
-        self.pvs: Any = None
-        self.textfile: Path | None = None
-        self.extra_info: dict[str, str] = {}  # rtqual_host_info labels beyond the window's identity
         self.start_unix_s = time.time()  # the PVs' UPTIME counts from here
 
     def check(self) -> tuple[Any, list[str]]:
         """Everything that can be known wrong before anything starts: the service (its options filled), the
         probe's options and privileges, the outputs' arguments. Returns (service or None, probe args)."""
         o = self.opts
-        if o.listen:
-            check_listen(o.listen)
-        if o.textfile:
-            self.textfile = check_folder(o.textfile, "--textfile")
+        self.sink.check()
         args = probe_args(self.case, o.window_ns, o.bounded)
         run_as = self.case.get("run_as") or self.case["probe"]
         return prepare(self.case["probe"], run_as, args, self.case.get("service"), self.opts.require)
-
-    def start_outputs(self, identity: dict, work: Path) -> None:
-        """Metrics port (a port in use is one line), store, PVs."""
-        from rtqual.publish.metrics import Metrics, serve
-
-        self.metrics = Metrics({k: identity[k] for k in ("host", "kernel", "preempt")} | self.extra_info)
-        if self.opts.listen:
-            try:
-                serve(self.metrics, self.opts.listen)
-            except OSError as e:
-                raise RtqError(f"--listen {self.opts.listen}: {e.strerror or e}") from None
-        if self.opts.use_store:
-            from rtqual.publish.store import WindowSink
-
-            self.store = WindowSink(self.opts.store)
-        if self.opts.pvs:
-            from rtqual.monitor.pvs import PvServer
-
-            self.pvs = PvServer(self.opts.pvs, identity["cpus"], self.opts.require, work, self.start_unix_s)
-            self.pvs.start()
-
-    def publish(self, windows: list[dict]) -> None:
-        """A closed window (every CPU) to every output; a store that cannot be reached is said once."""
-        if not windows:
-            return
-        self.metrics.add_windows(windows)
-        for w in windows:
-            print(json.dumps(public(w)) if self.opts.json else window_line(w), flush=True)
-            if self.store is not None:
-                self.store.put(public(w))
-        if self.store is not None and self.store.warning and not self.store_warned:
-            print(f"rtqual: warning: --store: {self.store.warning}", file=sys.stderr, flush=True)
-            self.store_warned = True
-        if self.pvs is not None:
-            self.pvs.publish(merged(windows), windows)
-        self.write_textfile()
-
-    def write_textfile(self) -> None:
-        """The exposition for node_exporter, replaced atomically (a failure is a warning: measuring goes on)."""
-        if self.textfile is None:
-            return
-        from rtqual.publish.metrics import write_textfile
-
-        try:
-            write_textfile(self.metrics, self.textfile)
-        except OSError as e:
-            print(f"rtqual: warning: --textfile {self.textfile}: {e.strerror or e}", file=sys.stderr, flush=True)
 
     def run(self) -> int:
         """Check, start, measure until a signal (or the probe's own end), publish the last window; exit code."""
         svc, args = self.check()
         info = host_info()
-        self.extra_info = {"machine": info["machine"], "rtqual_version": info["rtqual_version"]}
         params = self.case["params"]  # the probe's CPUs (per-CPU PVs); a probe that does not say: every online one
         cpus = params.get("cpus") or ([params["cpu"]] if params.get("cpu") is not None else online_cpus())
         identity = {
@@ -218,13 +151,14 @@ class Monitor:
             "kernel": info["kernel"],
             "preempt": info["preempt"],
         }
+        labels = {"machine": info["machine"], "rtqual_version": info["rtqual_version"]}  # rtqual_host_info's too
         with self.guard.installed(), ExitStack() as stack:
             remove_orphan_dirs(TEMP_PREFIX)  # a killed monitor's folder (its pid is in the name)
             work = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-"))
             stack.callback(shutil.rmtree, work, ignore_errors=True)
             stack.callback(lambda: svc.discard() if svc else None)
-            stack.callback(self.finish)
-            self.start_outputs({**identity, "cpus": cpus}, work)
+            stack.callback(self.sink.close)
+            self.sink.start({**identity, **labels, "cpus": cpus}, work, self.start_unix_s)
             print(self.started_line(identity["run_as"], cpus), file=sys.stderr, flush=True)
             return self.measure(args, identity, work, svc, cpus)
 
@@ -234,23 +168,11 @@ class Monitor:
         first = min(FIRST_WINDOW_NS, o.window_ns)
         when = f"the first after {format_duration(first)}" if first < o.window_ns else "the first"
         lands = time.strftime("%H:%M:%S", time.localtime(time.time() + first / 1e9))
-        where = [f"/metrics at http://{o.listen}/metrics" if o.listen else "no /metrics (--listen off)"]
-        where += [f"node_exporter textfile {self.textfile}/rtqual.prom"] if self.textfile else []
-        where += [f"EPICS PVs {o.pvs}:*"] if o.pvs else []
+        where = self.sink.where()
         return (
             f"rtqual monitor: {run_as} on cpus {format_cpulist(cpus)}, windows of {format_duration(o.window_ns)} "
             f"({when} at about {lands}); {'; '.join(where)}; stop with Ctrl-C or SIGTERM"
         )
-
-    def publish_spikes(self, taken: list[dict], run_as: str) -> None:
-        """Each traced spike analysed (rtqual.answers.spikes): one line (or JSON line) and its culprits in /metrics."""
-        from rtqual.answers import spikes
-
-        for w in sorted(taken, key=lambda w: w["wake_ns"]):
-            rec = spike(w)
-            print(json.dumps({"type": "spike", **rec}) if self.opts.json else spikes.spike_line(rec), flush=True)
-            if self.metrics is not None:
-                self.metrics.add_spike(run_as, rec)
 
     def measure(self, args: list[str], identity: dict, work: Path, svc: Any, cpus: list[int]) -> int:
         """The probe session (the service, --trace's tracer, the probe) with its records closing windows, each
@@ -272,26 +194,11 @@ class Monitor:
             ),
         )
         session.run(
-            lambda rec: self.publish(windows.feed(rec)), lambda taken: self.publish_spikes(taken, identity["run_as"])
+            lambda rec: self.sink.windows(windows.feed(rec)), lambda taken: self.sink.spikes(taken, identity["run_as"])
         )
-        self.publish(windows.close(None))  # a stream cut short still gives its last window
+        self.sink.windows(windows.close(None))  # a stream cut short still gives its last window
         if self.guard.signum or session.exit_code == 0:
             return 0
         end = session.stream.end or {}
         why = end.get("message") or session.stderr_last or f"exit {session.exit_code}"
         raise RtqError(f"monitor: the probe stopped: {why}")
-
-    def finish(self) -> None:
-        """At exit: the last textfile, the store's buffer written (or said lost), the PV server stopped."""
-        if self.metrics is not None:
-            self.write_textfile()
-        if self.store is not None:
-            left = self.store.close(STORE_FLUSH_S)  # flush, then stop its writer thread
-            if left or self.store.dropped:
-                print(
-                    f"rtqual: warning: --store: {left} window(s) not written, {self.store.dropped} dropped "
-                    f"({self.store.reason()})",
-                    file=sys.stderr,
-                )
-        if self.pvs is not None:
-            self.pvs.stop()
