@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from rtqual.answers import compare, spikes
+from rtqual.answers import caveats, compare, spikes
 from rtqual.answers import environment as environment_mod
 from rtqual.results.bundle import Model
 from rtqual.units import format_ns
@@ -41,6 +41,34 @@ PERCENTILE_NOTE = (
 )
 
 
+def stat_cell(key: str, stats: dict) -> str:
+    """A statistic of `stats` as tables show it, a percentile only where its samples carry it ('-' else:
+    rtqual.answers.caveats)."""
+    return format_cell(key, caveats.shown(key, stats))
+
+
+def carried_note(stats: list[dict], keys: list[str]) -> list[str]:
+    """The note under a table whose percentile columns have dashes for too few samples ([] for none)."""
+    note = caveats.not_carried_note([(s or {}).get("count") for s in stats], keys)
+    return [note] if note else []
+
+
+def pinned(result: dict) -> bool:
+    """Whether the case's probe was bound to CPUs (a CPU option set: cpus, cpu, client/server/broker cpu)."""
+    p = result.get("params") or {}
+    for key in ("cpus", "cpu", "client_cpu", "server_cpu", "broker_cpu", "stimulus_cpu", "peer_cpu"):
+        v = p.get(key)
+        if (isinstance(v, list | str) and v) or (isinstance(v, int) and not isinstance(v, bool) and v >= 0):
+            return True
+    return False
+
+
+def cpu_name(result: dict, cpu: object) -> str:
+    """A per-CPU row's or series' name: 'cpu1' where the case pinned its CPUs, 'unpinned' where it did not
+    (the CPU it was seen on is no setting of the run)."""
+    return f"cpu{cpu}" if pinned(result) else "unpinned" if len(result.get("per_cpu") or {}) <= 1 else f"unpinned {cpu}"
+
+
 def format_cell(key: str, value: Any) -> str:
     """One statistic as the tables show it: latencies with their unit, shares in percent, "-" for none."""
     if value is None:
@@ -52,8 +80,25 @@ def format_cell(key: str, value: Any) -> str:
     return str(value)
 
 
+def clean(text: object) -> str:
+    """Text from a bundle (a label, a host, an IRQ or thread name) safe on one line of a terminal: every
+    control character (newline, ESC, ...) and line separator as its escape (\\n, \\x1b), so no value makes a
+    fake table row or line or clears the screen. The one escaping of every view."""
+    s = str(text)
+    if s.isprintable():
+        return s
+    return "".join(c if c.isprintable() or c == " " else c.encode("unicode_escape").decode("ascii") for c in s)
+
+
+def clean_lines(lines: list[str]) -> list[str]:
+    """Each line cleaned (clean): a line that a value would break in two stays one."""
+    return [clean(line) for line in lines]
+
+
 def format_table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
-    """Aligned plain-text table: the first `left` columns flush left, the others (numbers) right."""
+    """Aligned plain-text table: the first `left` columns flush left, the others (numbers) right; every cell
+    cleaned (clean)."""
+    headers, rows = [clean(h) for h in headers], [[clean(c) for c in r] for r in rows]
     widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
 
     def line(cells: list[str]) -> str:
@@ -231,8 +276,8 @@ def cases_table(results: list[dict]) -> str:
     columns = stat_columns(leave_out=("p9999_ns", "over_threshold"))
     keys = [k for _, k in columns]
     head = ["case", *(h for h, _ in columns), "verdict"]
-    rows = [[r["label"], *(format_cell(k, r["stats"].get(k)) for k in keys), r["verdict"]] for r in results]
-    return format_table(head, rows)
+    rows = [[r["label"], *(stat_cell(k, r["stats"]) for k in keys), r["verdict"]] for r in results]
+    return "\n".join([format_table(head, rows), *carried_note([r["stats"] for r in results], keys)])
 
 
 # The seed papers' table layouts: (heading, stats key or None for the threshold share).
@@ -305,7 +350,7 @@ def paper_table(results: list[dict], layout: str) -> str:
             elif key == "mean_sd":
                 cells.append(f"{format_ns(s.get('mean_ns'))} ({format_ns(s.get('stddev_ns'))})")
             else:
-                cells.append(format_cell(key, s.get(key)))
+                cells.append(stat_cell(key, s))
         if networked:
             cells.append(network_text(r) or "private (none)")
         rows.append(cells)
