@@ -15,14 +15,15 @@ from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
-from rtqual.answers import compare, environment, spikes, summary
+from rtqual.answers import caveats, compare, environment, spikes, summary
 from rtqual.answers.answer import answers
 from rtqual.answers.requirements import describe
 from rtqual.answers.verdict import NOT_JUDGED, headline
 from rtqual.errors import RtqError
 from rtqual.publish import views
 from rtqual.publish.hostview import host_rows
-from rtqual.publish.svgplot import PALETTE, Axis, Figure, Series, chart
+from rtqual.publish.report import bundle_view
+from rtqual.publish.svgplot import MAX_SERIES, PALETTE, Axis, Figure, Series, chart, split
 from rtqual.publish.tail import tail_section
 from rtqual.results import bundle as bundle_mod
 from rtqual.results.blockmax import BlockMaxima
@@ -36,24 +37,23 @@ BINS_PER_DECADE = 40  # histogram bins on the log latency axis: each 1/40 decade
 
 
 def load_bundle(bundle: Model | str | Path, tail: bool = False) -> dict:
-    """What the report draws of a bundle (its model, or a path read into one): the model's keys, each
-    damaged result back as a stand-in that says so, and per case its histograms ("hists": {cpu: Histogram}),
-    its maximum over time ("over_time": OverTime, folded from the progress records in bounded memory;
-    "progress" stays empty) and the problems met ("missing": [...]); host facts before the run; the
-    bundle's problems (each damaged file, the cut case)."""
+    """What the report draws of a bundle (its model, or a path read into one): the one bundle view of every
+    page (report.bundle_view: the model's keys, facts, tuning, plan, environment, caveat records, histograms),
+    each damaged result back as a stand-in that says so, and per case its histograms ("hists": {cpu:
+    Histogram}), its maximum over time ("over_time": OverTime, folded from the progress records in bounded
+    memory; "progress" stays empty) and the problems met ("missing": [...]); the bundle's problems (each
+    damaged file, the cut case)."""
     model = bundle if isinstance(bundle, Model) else bundle_mod.load(bundle)
-    data: dict = {**model.as_dict(), "cases": [{**r} for r in model.cases] + [{**r} for r in model.stand_ins]}
+    data = bundle_view(model)
+    data["cases"] = [{**r} for r in model.cases] + [{**r} for r in model.stand_ins]
     for r in data["cases"][: len(model.cases)]:
         r.setdefault("missing", [])
-        r["hists"], r["progress"] = {}, []
+        r["hists"], r["progress"] = data["cpu_hists"].get(r["id"], {}), []
         for name in (names.HIST, names.STREAM):
             if model.bad(names.case_file(r["id"], name)):
                 r["missing"].append(f"{name} damaged (checksum differs): not drawn")
-        try:
-            r["hists"] = {str(cpu): Histogram.from_record(rec) for cpu, rec in model.hists(r["id"]).items()}
-        except (ValueError, KeyError, TypeError, AttributeError):
-            if (r.get("stats") or {}).get("count"):
-                r["missing"].append("hist.json (no histogram figures)")
+        if r["id"] not in data["cpu_hists"] and (r.get("stats") or {}).get("count"):
+            r["missing"].append("hist.json (no histogram figures)")
         r["over_time"] = over = OverTime()
         r["blocks"] = blocks = BlockMaxima() if tail else None  # per-second maxima: the tail section (tail.py)
         try:
@@ -63,10 +63,6 @@ def load_bundle(bundle: Model | str | Path, tail: bool = False) -> dict:
                     blocks.feed(rec)
         except bundle_mod.Unreadable:
             r["missing"].append("stream.jsonl (no figure over time)")
-    data["facts"] = model.facts("before")
-    data["tuning"] = model.tuning()
-    data["environment"] = views.environment_of(model)
-    data["plan"] = model.plan or {}
     data["advice"] = advice_of(model)
     data["scenario_toml"] = model.text(names.SCENARIO)
     data["problems"] = [f"damaged: {d}" for d in model.damage]
@@ -251,18 +247,24 @@ def _table(headers: list[str], rows: list[list[str]], cls: str = "") -> str:
     return f'<table class="{cls}"><tr>{head}</tr>{body}</table>'
 
 
-def _stat_td(key: str, value) -> str:
-    """A statistics cell: the formatted value, the exact one in data-value for tests and tools."""
+def _stat_td(key: str, value, stats: dict | None = None) -> str:
+    """A statistics cell: the formatted value, the exact one in data-value for tests and tools; with `stats`
+    (its row), a percentile the row's samples do not carry is a dash with the samples it needs."""
     raw = "" if value is None else json.dumps(value)
+    if stats is not None and not caveats.carried(key, stats.get("count")):
+        need = f"{caveats.needed(key):,}"
+        attrs = f'data-key="{key}" data-value="{escape(raw)}" title="needs {need} samples"'
+        return f"<span {attrs}>- <small>(N≥{need})</small></span>"
     return f'<span data-key="{key}" data-value="{escape(raw)}">{escape(views.format_cell(key, value))}</span>'
 
 
 def stats_table(r: dict) -> str:
     rows = [
-        [f"cpu{cpu}", *(_stat_td(k, s.get(k)) for _, k in views.STAT_COLUMNS)]
+        [escape(views.cpu_name(r, cpu)), *(_stat_td(k, s.get(k), s) for _, k in views.STAT_COLUMNS)]
         for cpu, s in sorted((r.get("per_cpu") or {}).items(), key=lambda kv: int(kv[0]))
     ]
-    rows.append(["all", *(_stat_td(k, (r.get("stats") or {}).get(k)) for _, k in views.STAT_COLUMNS)])
+    stats = r.get("stats") or {}
+    rows.append(["all", *(_stat_td(k, stats.get(k), stats) for _, k in views.STAT_COLUMNS)])
     return _table(["", *views.threshold_headers(views.STAT_COLUMNS, [r])], rows, "stats")
 
 
@@ -275,11 +277,12 @@ def threshold_marks(results: list[dict | None]) -> list[tuple[float, str]]:
 
 
 def cpu_namer(r: dict):
-    """How a case's per-CPU series are named: 'cpu0', or for an IOC the CPUs it ran on ('IOC on cpus 0-1'):
-    an IOC case's histogram is keyed by the harness' CPU, which says nothing of where the IOC ran."""
+    """How a case's per-CPU series are named: 'cpu0' (views.cpu_name: 'unpinned' where the case pinned no
+    CPU), or for an IOC the CPUs it ran on ('IOC on cpus 0-1'): an IOC case's histogram is keyed by the
+    harness' CPU, which says nothing of where the IOC ran."""
     cpus = (r.get("ioc") or {}).get("cpus_allowed")
     if not summary.is_response(r) or not cpus:
-        return lambda cpu: f"cpu{cpu}"
+        return lambda cpu: views.cpu_name(r, cpu)
     several = len(r.get("hists") or {}) > 1
     return lambda cpu: f"IOC on cpus {cpus}" + (f", harness cpu{cpu}" if several else "")
 
@@ -317,7 +320,7 @@ def stage_figure(r: dict, stages: dict) -> Figure:
         )
     return Figure(
         f"{r['id']}-stages",
-        ("timerlat" if "irq" in stages else "IOC") + " stages: p50, p99 and max of each stage",
+        ("timerlat" if "irq" in stages else "IOC") + f" stages: p50, p99 and max of each stage ({r['label']})",
         series,
         Axis("Stage (in order, then the whole " + ("wake-up)" if "irq" in stages else "input -> output)")),
         Axis("Latency (µs)", lo=0),
@@ -335,7 +338,7 @@ def case_figures(r: dict) -> list[Figure]:
         figs.append(
             Figure(
                 f"{r['id']}-tail",
-                "Tail: fraction of samples above x",
+                f"Tail: fraction of samples above x ({r['label']})",
                 tail_series(r["hists"], name),
                 Axis("Latency (µs, log scale)", log=True),
                 Axis("Fraction above (log scale)", log=True),
@@ -354,7 +357,7 @@ def case_figures(r: dict) -> list[Figure]:
         figs.append(
             Figure(
                 f"{r['id']}-max-over-time",
-                "Maximum per interval over time",
+                f"Maximum per interval over time ({r['label']})",
                 over_time,
                 Axis(f"Time ({over.unit()[0]})"),
                 Axis("Maximum latency (µs, log scale)", log=True),
@@ -363,7 +366,7 @@ def case_figures(r: dict) -> list[Figure]:
     stages = (r.get("probe_summary") or {}).get("stages") or {}
     if stages:
         figs.append(stage_figure(r, stages))
-    return figs
+    return [part for f in figs for part in split(f)]
 
 
 def case_section(r: dict) -> str:
@@ -459,7 +462,9 @@ def overlay_figures(cases: list[dict], slug: str, title: str) -> list[Figure]:
         if len(named) < 2:
             continue
         what = " ".join(str(x) for x in key[:3] if x)
-        chunks = [named[k : k + len(PALETTE)] for k in range(0, len(named), len(PALETTE))]
+        parts = -(-len(named) // MAX_SERIES)  # small multiples of at most MAX_SERIES, in even parts
+        per = -(-len(named) // parts)
+        chunks = [named[k : k + per] for k in range(0, len(named), per)]
         for n, chunk in enumerate(chunks, 1):
             series, worst = log_hist_series(chunk)
             part = f" ({n} of {len(chunks)})" if len(chunks) > 1 else ""
@@ -666,12 +671,22 @@ def _write(out: Path, html: str, own: Path | None = None) -> None:
 
 
 def _bundle_line(name: str, data: dict) -> str:
-    """One bundle in the comparison's list: its name, host, kernel, start and folder."""
+    """One bundle in the comparison's list: its name, host, kernel, where it ran (emulated, a VM, bare
+    metal), start and folder, and the caveats every case of it carries."""
     m, a = data["manifest"], compare.host_aspects(data)
+    host = caveats.words({"caveats": caveats.host_caveats(data.get("environment"))})
     return (
         f"<li><b>{escape(name)}</b>: host {escape(a['host'])}, kernel {escape(a['kernel'])}, "
-        f"{escape(a['preemption'])}, started {escape(str(m.get('start')))} <small>({escape(data['path'])})</small></li>"
+        f"{escape(a['preemption'])}, {escape(a['virtualization'])}"
+        + (f' <b class="warn">({escape(host)})</b>' if host else "")
+        + f", started {escape(str(m.get('start')))} <small>({escape(data['path'])})</small></li>"
     )
+
+
+def _case_caveats(data: dict, r: dict | None) -> str:
+    """A case's caveats in words (emulated; governor (performance) not applied; probe failed: ...)."""
+    rec = next((c for c in data.get("caveats") or [] if r and c["id"] == r["id"]), None)
+    return caveats.words(rec)
 
 
 def differences_html(items: list[dict[str, str]], names: list[str], table_id: str = "") -> str:
@@ -715,37 +730,50 @@ def compare_figures(row: list[dict | None], names: list[str]) -> list[Figure]:
     marks = threshold_marks(row)
     shown = " vs ".join(n for n, _ in named)
     return [
-        hist_figure(f"compare-{first['id']}-histogram", f"{first['label']}: {shown}", series, worst, marks),
-        Figure(
-            f"compare-{first['id']}-tail",
-            f"Tail: fraction above x, {shown}",
-            tails,
-            Axis("Latency (µs, log scale)", log=True),
-            Axis("Fraction above (log scale)", log=True),
-            marks=marks,
-        ),
+        part
+        for fig in (
+            hist_figure(f"compare-{first['id']}-histogram", f"{first['label']}: {shown}", series, worst, marks),
+            Figure(
+                f"compare-{first['id']}-tail",
+                f"Tail: fraction above x, {first['label']}: {shown}",
+                tails,
+                Axis("Latency (µs, log scale)", log=True),
+                Axis("Fraction above (log scale)", log=True),
+                marks=marks,
+            ),
+        )
+        for part in split(fig)
     ]
 
 
-def _compare_rows(row: list[dict | None], names: list[str]) -> str:
-    """A matched case's statistics per bundle and each one's ratio to the first, the threshold stated."""
-    first = next(r for r in row if r)
-    head = ["", *views.threshold_headers(views.COMPARE_COLUMNS, row), "verdict"]
+def _compare_rows(bundles: list[dict], row: list[dict | None], names: list[str]) -> str:
+    """A matched case's statistics per bundle (named by what differs: its kernel) with the caveats beside the
+    numbers, and each one's ratio to the first, the threshold stated; percentiles the samples do not carry
+    are dashes."""
+    have = [(n, b, r) for n, b, r in zip(names, bundles, row) if r]
+    n0, _, first = have[0]
+    head = ["", *views.threshold_headers(views.COMPARE_COLUMNS, row), "verdict", "caveats"]
     rows = [
-        [escape(n), *(_stat_td(k, r["stats"].get(k)) for _, k in views.COMPARE_COLUMNS), escape(str(r.get("verdict")))]
-        for n, r in zip(names, row)
-        if r
-    ]
+        [escape(n), *(_stat_td(k, r["stats"].get(k), r["stats"]) for _, k in views.COMPARE_COLUMNS),
+         escape(str(r.get("verdict"))), f'<span class="warn">{escape(_case_caveats(b, r))}</span>']
+        for n, b, r in have
+    ]  # fmt: skip
     rows += [
         [
-            escape(f"{n}/{names[0]}"),
-            *(escape(views.ratio_cell(first["stats"], r["stats"], k)) for _, k in views.COMPARE_COLUMNS),
+            escape(f"{n}/{n0}"),
+            *(
+                escape(views.ratio_cell(first["stats"], r["stats"], k))
+                if caveats.carried(k, first["stats"].get("count")) and caveats.carried(k, r["stats"].get("count"))
+                else ""
+                for _, k in views.COMPARE_COLUMNS
+            ),
+            "",
             "",
         ]
-        for n, r in zip(names[1:], row[1:])
-        if r
+        for n, _, r in have[1:]
     ]
-    return _table(head, rows, "stats")
+    note = views.carried_note([r["stats"] for _, _, r in have], [k for _, k in views.COMPARE_COLUMNS])
+    return _table(head, rows, "stats") + "".join(f"<p><small>{escape(x)}</small></p>" for x in note)
 
 
 def _spread_html(bundles: list[dict], row: list[dict | None], names: list[str]) -> str:
@@ -770,7 +798,7 @@ def case_compare_section(bundles: list[dict], row: list[dict | None], names: lis
             + escape("; ".join(f"{k}: " + ", ".join(f"{n} {v}" for (n, _), v in zip(have, vs)) for k, vs in diff))
             + "</p>"
         )
-    out.append(_compare_rows(row, names))
+    out.append(_compare_rows(bundles, row, names))
     out.append(_spread_html(bundles, row, names))
     out.append('<div class="figs">' + "".join(chart(f) for f in compare_figures(row, names)) + "</div>")
     out.append("</section>")
@@ -815,9 +843,21 @@ def study_sections(bundles: list[dict], names: list[str]) -> list[str]:
             for r in b["cases"]:
                 if r["label"].startswith(label + " ") and (r.get("stats") or {}).get("count"):
                     rows.setdefault(r["label"][len(label) + 1 :], [None] * len(bundles))[i] = r
+        rows = {_applied(cat, row, names): row for cat, row in rows.items()}
         if rows:
             out.append(study_section(bundles, names, colors, scenario, label, rows))
     return out
+
+
+def _applied(cat: str, row: list[dict | None], names: list[str]) -> str:
+    """A matrix value as a figure's category: marked 'not applied' where a case of it did not get a condition it
+    asked for (a frequency the host could not set is no frequency of the numbers), naming the bundles when
+    only some did not."""
+    missed = [n for n, r in zip(names, row) if r and environment.not_applied(r)]
+    if not missed:
+        return cat
+    present = [n for n, r in zip(names, row) if r]
+    return f"{cat} (not applied)" if len(missed) == len(present) else f"{cat} (not applied: {', '.join(missed)})"
 
 
 def _ran_differently(have: list[tuple[str, dict]]) -> str:
@@ -875,14 +915,16 @@ def study_section(bundles, names, colors, scenario: str, label: str, rows: dict[
     figs: list[Figure | None] = [_value_bars(names, colors, rows, key, what, label) for key, what in stats]
     if response:
         figs += [_delay_histogram(names, colors, label, cat, row) for cat, row in rows.items()]
-    head = ["", *(f"{names[i]} {w}" for i in used for w in ("mean", "σ", "max", "count")), "ran differently"]
+    head = ["", *(f"{names[i]} {w}" for i in used for w in ("mean", "σ", "max", "count")), "ran differently", "caveats"]
     table, notes = [], []
     for cat, row in rows.items():
         cells = [escape(cat)]
         for i in used:
             st = (row[i] or {}).get("stats") or {}
             cells += [_stat_td(k, st.get(k)) if row[i] else "" for k in ("mean_ns", "stddev_ns", "max_ns", "count")]
-        table.append([*cells, escape(_ran_differently([(names[i], r) for i in used if (r := row[i])]))])
+        said = "; ".join(f"{names[i]}: {w}" for i in used if (w := _case_caveats(bundles[i], row[i])))
+        table.append([*cells, escape(_ran_differently([(names[i], r) for i in used if (r := row[i])])),
+                      f'<span class="warn">{escape(said)}</span>'])  # fmt: skip
         for key, what in (("mean_ns", "mean"), ("max_ns", "max")):
             note = compare.spread_note(bundles, row, names, key, what)
             notes += [f"{cat}: {note}"] if note else []
@@ -897,29 +939,41 @@ def study_section(bundles, names, colors, scenario: str, label: str, rows: dict[
     return "\n".join(out)
 
 
-def compare_groups(bundles: list[dict]) -> list[list[int]]:
-    """Which bundles' cases are paired with each other: those of the same scenario (a kernel's timer study
-    with the other kernel's, its IOC study with the other's); all together where no scenario has two."""
-    groups: dict[str, list[int]] = {}
-    for i, b in enumerate(bundles):
-        groups.setdefault(str((b.get("plan") or {}).get("name")), []).append(i)
-    paired = [g for g in groups.values() if len(g) > 1]
-    return paired or [list(range(len(bundles)))]
+def _cases_ran(bundles: list[dict], match: compare.Match | None) -> list[dict[str, str]]:
+    """Per bundle, how its matched cases ran in each aspect that differs in some matched case (policy, CPUs,
+    transport, rate...): 'what differs between the bundles' never says nothing differs when a case's runs
+    did."""
+    try:
+        rows = compare.grouped_matches(bundles, match)
+    except RtqError:
+        return [{} for _ in bundles]
+    seen: list[dict[str, list[str]]] = [{} for _ in bundles]
+    for row in rows:
+        have = [(i, r) for i, r in enumerate(row) if r]
+        for aspect, values in compare.differences([compare.case_aspects(r) for _, r in have]):
+            for (i, _), v in zip(have, values):
+                seen[i].setdefault(aspect, [])
+                seen[i][aspect] += [] if v in seen[i][aspect] else [v]
+    aspects = {a for s in seen for a in s}
+    return [{f"case {a}": ", ".join(s.get(a) or ["-"]) for a in sorted(aspects)} for s in seen]
 
 
 def render_compare(bundles: list[dict], match: compare.Match | None = None) -> str:
     """`rtqual compare ... --report FILE`: the bundles named, what differs between them, each scenario matrix
     side by side (the study's questions), then every matched case overlaid across the bundles with the
     statistics of each, their ratio to the first and whether differences are within the run-to-run spread."""
-    names = compare.bundle_names(bundles)
+    names = compare.bundle_labels(bundles)
     out = [f"<h1>rtqual comparison: {escape(' vs '.join(names))}</h1>", '<ul id="bundles">']
     out += [_bundle_line(n, b) for n, b in zip(names, bundles)]
     out.append("</ul><h2>What differs between the bundles</h2>")
     settings = compare.settings_differ(bundles)  # the tunable settings advise checks, those that differ
-    aspects = [compare.host_aspects(b) | {d["id"]: d["values"][i] for d in settings} for i, b in enumerate(bundles)]
+    ran = _cases_ran(bundles, match)
+    aspects = [
+        compare.host_aspects(b) | {d["id"]: d["values"][i] for d in settings} | ran[i] for i, b in enumerate(bundles)
+    ]
     out.append(differences_html(aspects, names, "differences"))
     out += study_sections(bundles, names)
-    for group in compare_groups(bundles):
+    for group in compare.groups(bundles):
         sub, sub_names = [bundles[i] for i in group], [names[i] for i in group]
         here = {x: y for x, y in (match or {}).items() if compare.find_case(sub[0], x)}
         try:
