@@ -163,7 +163,7 @@ def cmd_compare(a, argv: list[str]) -> int:
     seen: dict[Path, Model] = {}  # a bundle named twice is read (and hashed) once
     bundles = [seen.get(Path(p).resolve()) or seen.setdefault(Path(p).resolve(), load_bundle(p))
                for p in [a.bundle_a, a.bundle_b, *a.more]]  # fmt: skip
-    data = [{**b.as_dict(), "facts": b.facts("before"), "tuning": b.tuning()} for b in bundles]  # settings differ
+    data = [report.bundle_view(b) for b in bundles]  # the one bundle view: facts, caveats, histograms
     if len(data) == 2:
         out = compare.compare_json(data[0], data[1], match) if a.json else compare.compare_text(data[0], data[1], match)
     else:
@@ -313,7 +313,7 @@ def cmd_table(a, argv: list[str]) -> int:
     models = [load_bundle(p) for p in a.bundles]  # damage said on stderr; the intact cases are tabulated
     names = [Path(p).resolve().name for p in a.bundles]
     names = names if len(set(names)) == len(names) else list(a.bundles)  # same folder names: the paths
-    t = tables.build(a.layout, [(n, m.cases) for n, m in zip(names, models)])
+    t = tables.build_models(a.layout, list(zip(names, models)))
     print(tables.csv_text(t) if a.csv else tables.text(t), end="" if a.csv else "\n")
     return damage_exit(models)
 
@@ -451,12 +451,12 @@ def cmd_fleet(a, argv: list[str]) -> int:
     if not found:
         raise RtqError(f"fleet: no bundle in {' '.join(a.paths)}")
     models = [load_bundle(str(p)) for _, p in found]  # damage said on stderr; the intact cases are shown
-    by_host: dict[str, list] = {}
-    for (host, _), m in zip(found, models):
-        by_host.setdefault(host or str(m.manifest.get("hostname") or m.path.name), []).append(m)
+    by_host = fleet.by_host([(host, m) for (host, _), m in zip(found, models)])
     from rtqual.publish.htmlreport import advice_of
 
-    doc = fleet.build(by_host, lambda m: report.bundle_view(m)["hists"], a.profile, lambda m: advice_of(m)[0])
+    view = {id(m): report.bundle_view(m) for ms in by_host.values() for m in ms}  # the one bundle view
+    doc = fleet.build(by_host, lambda m: view[id(m)]["hists"], a.profile, lambda m: advice_of(m)[0],
+                      lambda m: view[id(m)]["caveats"])  # fmt: skip
     print(json.dumps(fleet.json_doc(doc), indent=1) if a.json else fleet.text(doc))
     if a.report:
         page = Path(a.report)
