@@ -238,6 +238,7 @@ pre{background:#f6f6f6;padding:8px;overflow-x:auto;font-size:12px}
 .figs{display:flex;flex-wrap:wrap;gap:12px} .warn{color:#8a4b00} .missing{color:#8a1010}
 .chart .note{font-size:11px;fill:#555} .chart .mark{stroke:#555;stroke-dasharray:4 3}
 .chart .mark-label,.chart .bar-label{font-size:10px;fill:#333} .chart .legend-box{fill:#fff;fill-opacity:.85}
+table.summary td{overflow-wrap:anywhere} .caveats li{color:#8a4b00}
 """
 
 
@@ -369,11 +370,19 @@ def case_figures(r: dict) -> list[Figure]:
     return [part for f in figs for part in split(f)]
 
 
-def case_section(r: dict) -> str:
+HOST_KINDS = ("emulated", "virtual", "container")  # caveats the bundle's Environment section says once
+
+
+def case_section(r: dict, record: dict | None = None) -> str:
+    """One case: its verdict, its caveats (record: rtqual.answers.caveats; the host's are said once above),
+    requirements, statistics, stages, lines, spikes, loads and conditions, figures and tail."""
     out = [f'<section class="case" id="case-{escape(r["id"])}">']
     out.append(f"<h2>Case {escape(r['id'])}: {escape(r['label'])}</h2>")
     verdict = r.get("verdict") or "inconclusive"
     out.append(f'<p class="banner {verdict}">{escape(headline(verdict, r.get("reason")))}</p>')
+    own = [c for c in (record or {}).get("caveats") or [] if c["kind"] not in HOST_KINDS]
+    if own:
+        out.append('<ul class="caveats">' + "".join(f"<li>{escape(c['text'])}</li>" for c in own) + "</ul>")
     for m in r.get("missing") or []:
         out.append(f'<p class="missing">missing: {escape(m)}</p>')
     if r.get("requirement_verdicts"):
@@ -521,14 +530,24 @@ def bundle_figures(cases: list[dict]) -> list[Figure]:
     return figs + ([speed] if speed else [])
 
 
-def summary_table(data: dict) -> str:
-    """The bundle's summary table: one row per case, or the seed paper's layout its scenario names."""
+def summary_html(data: dict) -> str:
+    """The bundle's summary: one row per case, or the seed paper's layout its scenario names, as an HTML table
+    whose cells wrap (no horizontal scroll: the network column is words), a flags column from each case's
+    caveats and the legend under it."""
     cases = [r for r in data["cases"] if "missing" not in r or r.get("stats")]
     table = data.get("table") or "cases"
+    flags = {c["id"]: caveats.flags(c) for c in data.get("caveats") or []}
     if table != "cases":
-        return views.paper_table(cases, table)
-    thr = views.threshold_text(cases)
-    return views.cases_table(cases) + (f"\n%>thr: share of samples over {thr}" if thr else "")
+        title, head, rows = views.paper_cells(cases, table, flags)
+        notes = [title]
+    else:
+        head, rows, notes = views.cases_cells(cases, flags)
+        thr = views.threshold_text(cases)
+        notes += [f"%>thr: share of samples over {thr}"] if thr else []
+    legend = caveats.legend("".join(flags.values()))
+    notes += [legend] if legend else []
+    cells = [[escape(c) for c in row] for row in rows]
+    return _table(head, cells, "summary") + "".join(f"<p><small>{escape(n)}</small></p>" for n in notes)
 
 
 def environment_html(env: dict | None) -> str:
@@ -579,7 +598,7 @@ def bundle_section(data: dict) -> str:
         out.append('<h2>Capability summary</h2><ul id="capability">')
         out += [f"<li>{escape(s)}</li>" for s in lines]
         out.append("</ul>")
-    out.append("<h2>Summary</h2><pre>" + escape(summary_table(data)) + "</pre>")
+    out.append("<h2>Summary</h2>" + summary_html(data))
     figs = bundle_figures(data["cases"])
     if figs:
         out.append('<div class="figs">' + "".join(chart(f) for f in figs) + "</div>")
@@ -592,7 +611,8 @@ def bundle_section(data: dict) -> str:
     out.append("<h2>How to reproduce</h2><pre>" + escape(" ".join(map(str, m.get("argv") or []))) + "</pre>")
     if data.get("scenario_toml"):
         out.append("<pre>" + escape(data["scenario_toml"]) + "</pre>")
-    out += [case_section(r) for r in data["cases"]]
+    records = {c["id"]: c for c in data.get("caveats") or []}
+    out += [case_section(r, records.get(r["id"])) for r in data["cases"]]
     out.append(what_to_change_html(data.get("advice")))
     out.append(f"<p><small>{escape(views.PERCENTILE_NOTE)}</small></p>")
     return "\n".join(out)

@@ -165,10 +165,9 @@ def show_text(data: dict, table: str | None = None, env_lines: Sequence[str] = (
     return "\n".join(out)
 
 
-SHOW_OWN = ("probe-error", "load-unreached")
+SHOW_OWN = ("probe-error", "load-unreached", "degraded", "few-samples")
 """The caveat kinds `show` states on their own line under the case; the others it states already: the host's
-with the answer, what else happened in the environment block, a condition not applied among the warnings,
-degraded in the verdict, too few samples as the percentiles' dashes and their note."""
+with the answer, what else happened (and a condition not applied) in the environment block."""
 
 
 def caveat_list(record: dict | None, kinds: tuple[str, ...]) -> list[dict]:

@@ -271,13 +271,32 @@ def _rate(x: float | None) -> str:
     return "-" if x is None else f"{x:.0f}" if x >= 10 else f"{x:.3g}"
 
 
+def duration_text(r: dict) -> str:
+    """How long a case measured (its planned duration: the N and duration beside a paper's hour-long rows)."""
+    ns = (r.get("params") or {}).get("duration_ns")
+    return format_ns(ns) if isinstance(ns, int | float) and ns > 0 else "-"
+
+
 def cases_table(results: list[dict]) -> str:
     """One row per case (label and its all-CPU statistics), for studies with many cases."""
+    head, rows, notes = cases_cells(results)
+    return "\n".join([format_table(head, rows), *notes])
+
+
+def cases_cells(
+    results: list[dict], flags: dict[str, str] | None = None
+) -> tuple[list[str], list[list[str]], list[str]]:
+    """cases_table as (header, rows of cells, notes under it): the text table's, and the HTML report's; with
+    `flags` (case id -> caveat flags) a flags column."""
     columns = stat_columns(leave_out=("p9999_ns", "over_threshold"))
     keys = [k for _, k in columns]
-    head = ["case", *(h for h, _ in columns), "verdict"]
-    rows = [[r["label"], *(stat_cell(k, r["stats"]) for k in keys), r["verdict"]] for r in results]
-    return "\n".join([format_table(head, rows), *carried_note([r["stats"] for r in results], keys)])
+    head = ["case", *(h for h, _ in columns), "duration", "verdict", *(["flags"] if flags is not None else [])]
+    rows = [
+        [r["label"], *(stat_cell(k, r["stats"]) for k in keys), duration_text(r), r["verdict"]]
+        + ([flags.get(r["id"], "")] if flags is not None else [])
+        for r in results
+    ]
+    return head, rows, carried_note([r["stats"] for r in results], keys)
 
 
 # The seed papers' table layouts: (heading, stats key or None for the threshold share).
@@ -337,6 +356,15 @@ def _paper_rows(results: list[dict], layout: str) -> Iterator[tuple[str, dict, d
 
 def paper_table(results: list[dict], layout: str) -> str:
     """One row per case in a seed paper's column layout (`rtqual show --table aps|kek|madoca|vme`)."""
+    title, head, rows = paper_cells(results, layout)
+    return f"{title}\n{format_table(head, rows)}"
+
+
+def paper_cells(
+    results: list[dict], layout: str, flags: dict[str, str] | None = None
+) -> tuple[str, list[str], list[list[str]]]:
+    """A seed paper's layout as (title, header, rows of cells): paper_table's, and the HTML report's table;
+    with `flags` (case id -> caveat flags) a flags column."""
     title, cols = PAPER_TABLES[layout]
     networked = any(network_text(r) for r in results)  # a network column only when some case had one
     rows = []
@@ -351,13 +379,22 @@ def paper_table(results: list[dict], layout: str) -> str:
                 cells.append(f"{format_ns(s.get('mean_ns'))} ({format_ns(s.get('stddev_ns'))})")
             else:
                 cells.append(stat_cell(key, s))
+        cells += [format_cell("count", s.get("count")), duration_text(r)]
+        cells += [flags.get(r["id"], "")] if flags is not None else []
         if networked:
             cells.append(network_text(r) or "private (none)")
         rows.append(cells)
     thrs = {r.get("params", {}).get("threshold_ns") for r in results}
     thr_text = format_ns(thrs.pop()) if len(thrs) == 1 else "threshold"
-    head = ["case", *(h.format(thr=thr_text) for h, _ in cols), *(["network achieved"] if networked else [])]
-    return f"{title}\n{format_table(head, rows)}"
+    head = [
+        "case",
+        *(h.format(thr=thr_text) for h, _ in cols),
+        "N",
+        "duration",
+        *(["flags"] if flags is not None else []),
+    ]
+    head += ["network achieved"] if networked else []
+    return title, head, rows
 
 
 # ---------------------------------------------------------------- comparisons (rtqual compare, --report)
