@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import signal
@@ -101,11 +102,12 @@ def execute(
 def cmd_plan(a, argv: list[str]) -> int:
     from rtqual import scenario
 
-    sc, cases = load_scenario(a)
-    if a.json:
-        print(json.dumps(scenario.plan_json(cases, sc), indent=1))
+    plans = [load_scenario(argparse.Namespace(**{**vars(a), "scenario": f})) for f in a.scenario]  # all checked first
+    if a.json:  # one file: its plan (as before); several: a list of them
+        docs = [scenario.plan_json(cases, sc) for sc, cases in plans]
+        print(json.dumps(docs[0] if len(docs) == 1 else docs, indent=1))
     else:
-        print(scenario.plan_text(cases, scenario.plan_title(sc)))
+        print("\n\n".join(scenario.plan_text(cases, scenario.plan_title(sc)) for sc, cases in plans))
     return 0
 
 

@@ -107,7 +107,7 @@ def build_parser() -> Parser:
         help="print a scenario's cases, their expected samples, the statistics and requirements those decide, "
         "and the total time; runs nothing",
     )
-    pl.add_argument("scenario", help="scenario file (TOML)")
+    pl.add_argument("scenario", nargs="+", help="scenario file(s) (TOML): each one's plan, in the order given")
     pl.add_argument("--scale", type=float, help="multiply every duration (e.g. 0.1)")
     add_require_options(pl, "every case, after the case's own (whether the case can decide it)")
     pl.add_argument("--json", action="store_true")
