@@ -29,7 +29,12 @@ def stream_of(values, status=0, reason="completed", skipped=0):
         h.record(v)
     over = sum(v > 100_000 for v in values)
     recs = [
-        {"type": "header", "probe": "timer", "params": {"threshold_ns": 100_000, "cpus": [0]}, "rt": {"degraded": False}},
+        {
+            "type": "header",
+            "probe": "timer",
+            "params": {"threshold_ns": 100_000, "cpus": [0]},
+            "rt": {"degraded": False},
+        },
         {"type": "hist", "cpu": 0, **h.to_record()},
         {"type": "summary", "cpus": [{"cpu": 0, "overruns": skipped, "over_threshold": over}]},
         {"type": "end", "status": status, "reason": reason},

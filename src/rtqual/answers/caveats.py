@@ -32,6 +32,7 @@ FLAGS: dict[str, tuple[str, str]] = {
     "probe-error": ("X", "the probe failed (cause stated)"),
     "load-unreached": ("R", "a load did not reach what it stands for"),
     "few-samples": ("n", "fewer samples than p99 needs (1,000)"),
+    "odd": ("?", "caveats not read: values of an unexpected shape"),
 }
 """Caveat kind -> (the flag letter of tables, the legend's words)."""
 
@@ -169,15 +170,20 @@ def records(env: dict | None, results: list[dict]) -> list[dict]:
     host = host_caveats(env)
     out = []
     for r in results:
-        stats = r.get("stats") or {}
+        stats: dict = r["stats"] if isinstance(r.get("stats"), dict) else {}
+        params: dict = r["params"] if isinstance(r.get("params"), dict) else {}
+        try:
+            own = case_caveats(r, by_id.get(r.get("id")))
+        except (AttributeError, KeyError, TypeError, ValueError, IndexError):  # a hand-edited or foreign bundle
+            own = [_caveat("odd", "caveats not read", f"'{r.get('label')}': values of an unexpected shape: not stated")]
         out.append(
             {
                 "id": r.get("id"),
                 "label": r.get("label"),
                 "count": stats.get("count"),
-                "duration_ns": (r.get("params") or {}).get("duration_ns"),
+                "duration_ns": params.get("duration_ns"),
                 "percentiles": percentiles(stats.get("count")),
-                "caveats": host + case_caveats(r, by_id.get(r.get("id"))),
+                "caveats": host + own,
             }
         )
     return out

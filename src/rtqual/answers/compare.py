@@ -350,12 +350,30 @@ LABEL_ASPECTS = ("kernel", "preemption", "virtualization", "host", "CPU", "CPU f
 
 
 def bundle_labels(bundles: list[dict]) -> list[str]:
-    """Each bundle named by what differs among them (its kernel, preemption, hypervisor, host...; the first two
-    aspects that differ), else by its folder's name; made unique with its letter where two are the same."""
+    """Each bundle named by what differs among them: its kernel and preemption where those differ (a std and
+    an RT kernel), with its folder's name first where that alone does not tell them apart and the folders do
+    (a timer and an IOC study of each kernel), else with the next aspects that differ (hypervisor, host, CPU,
+    frequency policy, scenario) until it does; the folder's name where nothing recorded differs; made unique
+    with its letter where two are still the same."""
     aspects = [host_aspects(b) | short_kernel(b) for b in bundles]
     diff = dict(differences(aspects))
-    keys = [k for k in LABEL_ASPECTS if k in diff and "?" not in diff[k]][:2]
-    raw = [" ".join(a[k] for k in keys) if keys else n for a, n in zip(aspects, map(bundle_name, bundles))]
+    usable = [k for k in LABEL_ASPECTS if k in diff and "?" not in diff[k]]
+    folders = [bundle_name(b) for b in bundles]
+
+    def named(keys: list[str]) -> list[str]:
+        return [" ".join(a[k] for k in keys) for a in aspects]
+
+    keys: list[str] = [k for k in ("kernel", "preemption") if k in usable]
+    raw = named(keys) if keys else folders
+    if keys and len(set(raw)) < len(raw):
+        if len(set(folders)) == len(folders):
+            raw = [f"{f} {n}" for f, n in zip(folders, raw)]
+        else:
+            for k in usable:
+                if len(set(raw)) == len(raw):
+                    break
+                keys += [] if k in keys else [k]
+                raw = named(keys)
     return [n if raw.count(n) == 1 else f"{n} ({chr(ord('A') + i) if i < 26 else i + 1})" for i, n in enumerate(raw)]
 
 

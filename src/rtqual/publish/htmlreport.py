@@ -871,13 +871,17 @@ def study_sections(bundles: list[dict], names: list[str]) -> list[str]:
 
 def _applied(cat: str, row: list[dict | None], names: list[str]) -> str:
     """A matrix value as a figure's category: marked 'not applied' where a case of it did not get a condition it
-    asked for (a frequency the host could not set is no frequency of the numbers), naming the bundles when
-    only some did not."""
+    asked for (a frequency the host could not set is no frequency of the numbers), counting the bundles when
+    only some did not (the study table's 'ran differently' names them)."""
     missed = [n for n, r in zip(names, row) if r and environment.not_applied(r)]
     if not missed:
         return cat
     present = [n for n, r in zip(names, row) if r]
-    return f"{cat} (not applied)" if len(missed) == len(present) else f"{cat} (not applied: {', '.join(missed)})"
+    return (
+        f"{cat} (not applied)"
+        if len(missed) == len(present)
+        else f"{cat} (not applied in {len(missed)} of {len(present)})"
+    )
 
 
 def _ran_differently(have: list[tuple[str, dict]]) -> str:
