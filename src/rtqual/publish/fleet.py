@@ -14,7 +14,7 @@ from rtqual.answers import caveats
 from rtqual.answers.answer import answer_lines, answers
 from rtqual.answers.requirements import PROFILES
 from rtqual.answers.verdict import ORDER, judge, rank, worst
-from rtqual.publish.views import clean, format_cell, format_table
+from rtqual.publish.views import clean, format_cell, format_table, kind
 from rtqual.results.facts import get_fact
 
 OUTLIER_STATS = ("p99_ns", "max_ns")
@@ -62,15 +62,13 @@ def rejudged(case: dict, profile: str, hist: Any) -> dict:
 
 
 PROFILE_KINDS = frozenset({"timer", "ioc", "interrupt", "wake-up", "timer-interrupt", "fake"})
-"""The kinds of case (rtqual.publish.tables.kind) a profile's requirements are about: a cycle's wake-up or an
+"""The kinds of case (rtqual.publish.views.kind) a profile's requirements are about: a cycle's wake-up or an
 input's response (and the fake probe's replayed latencies, which stand in for them in tests); a message round
 trip, a context switch or a transfer is no such number."""
 
 
 def judgeable(results: Sequence[dict]) -> list[dict]:
     """The cases a profile may judge (PROFILE_KINDS)."""
-    from rtqual.publish.tables import kind
-
     return [r for r in results if kind(r) in PROFILE_KINDS]
 
 
@@ -172,8 +170,6 @@ def _fence(values: Sequence[float]) -> float | None:
 
 
 def _kind(r: dict) -> str:
-    from rtqual.publish.tables import kind
-
     return kind(r)
 
 

@@ -22,7 +22,6 @@ from rtqual.answers.verdict import NOT_JUDGED, headline
 from rtqual.errors import RtqError
 from rtqual.publish import views
 from rtqual.publish.hostview import host_rows
-from rtqual.publish.report import bundle_view
 from rtqual.publish.svgplot import MAX_SERIES, PALETTE, Axis, Figure, Series, chart, split
 from rtqual.publish.tail import tail_section
 from rtqual.results import bundle as bundle_mod
@@ -38,13 +37,13 @@ BINS_PER_DECADE = 40  # histogram bins on the log latency axis: each 1/40 decade
 
 def load_bundle(bundle: Model | str | Path, tail: bool = False) -> dict:
     """What the report draws of a bundle (its model, or a path read into one): the one bundle view of every
-    page (report.bundle_view: the model's keys, facts, tuning, plan, environment, caveat records, histograms),
+    page (views.bundle_view: the model's keys, facts, tuning, plan, environment, caveat records, histograms),
     each damaged result back as a stand-in that says so, and per case its histograms ("hists": {cpu:
     Histogram}), its maximum over time ("over_time": OverTime, folded from the progress records in bounded
     memory; "progress" stays empty) and the problems met ("missing": [...]); the bundle's problems (each
     damaged file, the cut case)."""
     model = bundle if isinstance(bundle, Model) else bundle_mod.load(bundle)
-    data = bundle_view(model)
+    data = views.bundle_view(model)
     data["cases"] = [{**r} for r in model.cases] + [{**r} for r in model.stand_ins]
     for r in data["cases"][: len(model.cases)]:
         r.setdefault("missing", [])
@@ -315,7 +314,7 @@ def stage_figure(r: dict, stages: dict) -> Figure:
     values = {**stages, "total": r.get("stats") or {}}
     series = []
     for stat, key in (("p50", "p50_ns"), ("p99", "p99_ns"), ("max", "max_ns")):
-        ns = [values[n].get(key) for n in names]
+        ns: list = [caveats.shown(key, values[n]) for n in names]  # a p99 its stage's samples do not carry: "-"
         series.append(
             Series(stat, list(range(len(names))), [(v or 0) / 1000 for v in ns], labels=[format_ns(v) for v in ns])
         )

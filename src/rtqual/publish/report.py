@@ -16,13 +16,12 @@ from rtqual.publish.hostview import host_rows
 from rtqual.publish.views import (
     PERCENTILE_NOTE,
     STAT_COLUMNS,
+    bundle_view,  # noqa: F401 - report.bundle_view: the commands' one bundle loader
     carried_note,
     cases_table,
     clean,
     clean_lines,
     cpu_name,
-    environment_of,
-    format_cell,
     format_table,
     ioc_lines,
     network_lines,
@@ -32,8 +31,6 @@ from rtqual.publish.views import (
     stage_table,
     stat_cell,
 )
-from rtqual.results.bundle import Model, Unreadable
-from rtqual.results.hist import Histogram
 from rtqual.units import format_ns
 
 JSON_STAT_KEYS = [k for _, k in STAT_COLUMNS]
@@ -82,30 +79,10 @@ def baseline_line(result: dict, results: list[dict]) -> str | None:
         return None
     s, b = result["stats"], base["stats"]
     pairs = ", ".join(
-        f"{name} {format_cell(k, s.get(k))} vs {format_cell(k, b.get(k))}"
+        f"{name} {stat_cell(k, s)} vs {stat_cell(k, b)}"
         for name, k in (("p50", "p50_ns"), ("p99", "p99_ns"), ("max", "max_ns"))
     )
     return f"vs timer baseline (case {base['id']}, same run): {pairs}"
-
-
-def bundle_view(model: Model) -> dict:
-    """A bundle as every view reads it (the one loader of show, report, compare, table and fleet): the model's
-    keys (Model.as_dict), its host facts and tuning before the run, its plan, its `environment`, one caveat
-    record per case ("caveats": rtqual.answers.caveats), each case's histograms per CPU ("cpu_hists": {case
-    id: {cpu: Histogram}}) and merged over its CPUs ("hists": {case id: Histogram}, a case without a readable
-    one left out), so the answer counts the samples over a limit."""
-    data = {**model.as_dict(), "environment": environment_of(model)}
-    data["caveats"] = caveats_mod.records(data["environment"], data["cases"])
-    data["facts"], data["tuning"], data["plan"] = model.facts("before"), model.tuning(), model.plan or {}
-    data["hists"], data["cpu_hists"] = {}, {}
-    for r in data["cases"]:
-        try:
-            per_cpu = {str(cpu): Histogram.from_record(rec) for cpu, rec in model.hists(r["id"]).items()}
-            data["hists"][r["id"]] = Histogram.merged(per_cpu.values())
-            data["cpu_hists"][r["id"]] = per_cpu
-        except (Unreadable, ValueError, KeyError, TypeError, AttributeError):
-            continue
-    return data
 
 
 def bundle_answer(data: dict) -> list[dict]:

@@ -16,7 +16,16 @@ from typing import Any
 
 from rtqual.answers import caveats
 from rtqual.errors import RtqError
-from rtqual.publish.views import STAGES, cpu_name, format_table, network_text, pinned, throughput_mb_s
+from rtqual.publish.views import (
+    STAGES,
+    cpu_name,
+    environment_and_cases,
+    format_table,
+    kind,
+    network_text,
+    pinned,
+    throughput_mb_s,
+)
 from rtqual.units import format_cpulist, format_ns
 
 PAPER = "paper"  # the source cell of a reference row: "paper 001"
@@ -51,20 +60,6 @@ def paper_values() -> dict:
 
 
 # ---------------------------------------------------------------- the kind of a case
-
-
-def kind(r: dict) -> str:
-    """What a case measured, from its probe and parameters: timer, ioc, interrupt, wake-up, timer-interrupt,
-    switch, transfer, rtt; anything else is the probe's own name (rhealstone's with its component)."""
-    probe, p = str(r.get("probe")), r.get("params") or {}
-    if probe == "rhealstone":
-        comp = str(p.get("component"))
-        return {"task-switch": "switch", "interrupt-latency": "interrupt"}.get(comp, f"rhealstone {comp}")
-    if probe == "event":
-        return {"timerfd": "timer-interrupt", "fifo": "wake-up"}.get(str(p.get("source")), "interrupt")
-    known = {"timer": "timer", "iocresp": "ioc", "switch": "switch", "pio": "transfer"}
-    known.update({"msg": "rtt", "ca-rtt": "rtt", "pva-rtt": "rtt"})
-    return known.get(probe, probe)
 
 
 def probe_name(r: dict) -> str:
@@ -300,9 +295,7 @@ def _duration(r: dict) -> str:
 
 def build_models(layout: str, named: list[tuple[str, Any]]) -> Table:
     """build() of bundle models (each with its name): the caveat records from each model's environment."""
-    from rtqual.publish.views import environment_of
-
-    quals = [caveats.records(environment_of(m), m.cases) for _, m in named]
+    quals = [environment_and_cases(m)[1] for _, m in named]
     return build(layout, [(n, m.cases) for n, m in named], quals=quals)
 
 

@@ -10,7 +10,8 @@ from typing import Any
 
 from rtqual.answers import caveats, compare, spikes
 from rtqual.answers import environment as environment_mod
-from rtqual.results.bundle import Model
+from rtqual.results.bundle import Model, Unreadable
+from rtqual.results.hist import Histogram
 from rtqual.units import format_ns
 
 STAT_COLUMNS = [
@@ -129,12 +130,11 @@ def stage_table(result: dict) -> str | None:
         (">thr", "over_threshold"),
     ]
     rows = [
-        [name, *(format_cell(k, stages[name].get(k)) for _, k in keys)]
-        for name in (*STAGES, *TIMERLAT_STAGES)
-        if name in stages
+        [name, *(stat_cell(k, stages[name]) for _, k in keys)] for name in (*STAGES, *TIMERLAT_STAGES) if name in stages
     ]
-    rows.append(["total", *(format_cell(k, result["stats"].get(k)) for _, k in keys)])
-    return format_table(["stage", *(h for h, _ in keys)], rows)
+    rows.append(["total", *(stat_cell(k, result["stats"]) for _, k in keys)])
+    counted = [stages[n] for n in (*STAGES, *TIMERLAT_STAGES) if n in stages] + [result["stats"]]
+    return "\n".join([format_table(["stage", *(h for h, _ in keys)], rows), *carried_note(counted, ["p99_ns"])])
 
 
 def ioc_lines(result: dict) -> list[str]:
@@ -428,3 +428,43 @@ def environment_of(model: Model) -> dict:
     each intact case's result and environment record."""
     records = {r["id"]: model.environment_record(r["id"]) for r in model.cases}
     return environment_mod.environment(model.facts("before"), model.cases, records)
+
+
+def environment_and_cases(model: Model) -> tuple[dict, list[dict]]:
+    """A model's environment and its caveat records (rtqual.answers.caveats)."""
+    env = environment_of(model)
+    return env, caveats.records(env, model.cases)
+
+
+def bundle_view(model: Model) -> dict:
+    """A bundle as every view reads it (the one loader of show, report, compare, table and fleet): the model's
+    keys (Model.as_dict), its host facts and tuning before the run, its plan, its `environment`, one caveat
+    record per case ("caveats": rtqual.answers.caveats), each case's histograms per CPU ("cpu_hists": {case
+    id: {cpu: Histogram}}) and merged over its CPUs ("hists": {case id: Histogram}, a case without a readable
+    one left out), so the answer counts the samples over a limit."""
+    data = {**model.as_dict(), "environment": environment_of(model)}
+    data["caveats"] = caveats.records(data["environment"], data["cases"])
+    data["facts"], data["tuning"], data["plan"] = model.facts("before"), model.tuning(), model.plan or {}
+    data["hists"], data["cpu_hists"] = {}, {}
+    for r in data["cases"]:
+        try:
+            per_cpu = {str(cpu): Histogram.from_record(rec) for cpu, rec in model.hists(r["id"]).items()}
+            data["hists"][r["id"]] = Histogram.merged(per_cpu.values())
+            data["cpu_hists"][r["id"]] = per_cpu
+        except (Unreadable, ValueError, KeyError, TypeError, AttributeError):
+            continue
+    return data
+
+
+def kind(r: dict) -> str:
+    """What a case measured, from its probe and parameters: timer, ioc, interrupt, wake-up, timer-interrupt,
+    switch, transfer, rtt; anything else is the probe's own name (rhealstone's with its component)."""
+    probe, p = str(r.get("probe")), r.get("params") or {}
+    if probe == "rhealstone":
+        comp = str(p.get("component"))
+        return {"task-switch": "switch", "interrupt-latency": "interrupt"}.get(comp, f"rhealstone {comp}")
+    if probe == "event":
+        return {"timerfd": "timer-interrupt", "fifo": "wake-up"}.get(str(p.get("source")), "interrupt")
+    known = {"timer": "timer", "iocresp": "ioc", "switch": "switch", "pio": "transfer"}
+    known.update({"msg": "rtt", "ca-rtt": "rtt", "pva-rtt": "rtt"})
+    return known.get(probe, probe)
