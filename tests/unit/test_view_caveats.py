@@ -159,6 +159,7 @@ def test_compare_text_json_and_html_state_every_caveat_of_every_bundle(bundles, 
     assert {kind for b in paths for _, c in planted(b) for kind in [c["kind"]]} == kinds
     shown = {i for case in doc["cases"] for i, r in enumerate(case["ids"]) if r}
     assert shown == {0, 1, 2, 3}  # every bundle's cases, not only those the first bundle has
+    assert doc["unmatched"] == [[], [], [], []]
     assert {line.split(":")[0] for line in text.splitlines() if line.startswith("case ")} >= {
         "case 001-timer-idle",
         "case 002-ioc",
@@ -175,6 +176,7 @@ def test_table_flags_every_caveat_and_says_the_legend(bundles, capsys):
         for label, c in planted(b):
             rows = [line for line in lines if line.startswith(b.name) and f" {label}" in line]
             assert rows and all(c["flag"] in r[at : at + width] for r in rows), (label, c["kind"])
+        assert head.split()[-2:] == ["N", "duration"]  # beside the papers' hour-long rows
         legend = next(line for line in out.splitlines() if line.startswith("flags: "))
         assert all(f"{c['flag']} {caveats.FLAGS[c['kind']][1]}" in legend for _, c in planted(b))
 

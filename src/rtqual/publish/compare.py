@@ -197,8 +197,10 @@ def compare_many_json(bundles: list[dict], match: Match | None = None) -> dict:
     """The `rtqual compare A B C... --json` document (a contract: keys are never renamed): a row per case of
     every bundle that another bundle of its scenario also has, None where a bundle lacks it."""
     rows = grouped_matches(bundles, match)
+    shown = {id(r) for row in rows for r in row if r}
     return {
         "bundles": [b["path"] for b in bundles],
+        "unmatched": [[r["id"] for r in b["cases"] if id(r) not in shown] for b in bundles],
         "names": bundle_labels(bundles),
         "hosts": [host_aspects(b) for b in bundles],
         "settings_differ": settings_differ(bundles),

@@ -142,7 +142,7 @@ def show_text(data: dict, table: str | None = None, env_lines: Sequence[str] = (
     return "\n".join(out)
 
 
-SHOW_OWN = ("probe-error", "load-unreached", "degraded", "few-samples")
+SHOW_OWN = ("probe-error", "load-unreached", "degraded", "few-samples", "odd")
 """The caveat kinds `show` states on their own line under the case; the others it states already: the host's
 with the answer, what else happened (and a condition not applied) in the environment block."""
 
