@@ -229,3 +229,26 @@ def test_kernel_lab_ends_only_the_guest_it_started():
     assert subprocess.run(["bash", "-n", str(ROOT / "scripts" / "kernel-lab")]).returncode == 0
     assert not re.search(r"^\s*pkill", script, re.M) and "killall" not in script
     assert 'pgrep -g "$pgid" -u "$(id -u)"' in script and "kill -KILL $left" in script
+
+
+def test_every_page_reads_bundles_through_the_one_bundle_view():
+    """Issue 33 item 5: the report's loader is views.bundle_view and what the pages draw besides."""
+    from rtqual.results import bundle as bundle_mod
+
+    model = bundle_mod.load(FROZEN / "scenario")
+    view, page = views.bundle_view(model), htmlreport.load_bundle(model)
+    assert page["caveats"] == view["caveats"] and page["environment"] == view["environment"]
+    assert set(view) <= set(page)
+
+
+def test_check_judges_a_percentile_only_where_both_runs_carry_it():
+    from rtqual.publish.store import trend
+
+    def bundle(count):
+        stats = {"count": count, "max_ns": 100, "p9999_ns": 100, "p99_ns": 90, "mean_ns": 50}
+        return {"path": "b", "cases": [{"id": "001-t", "label": "t", "stats": stats}]}
+
+    verdicts = {f["statistic"]: f["verdict"] for f in trend.check(bundle(999), bundle(999), 0.1)}
+    assert verdicts == {"max": "ok", "p99.99": "not judged", "p99": "not judged", "mean": "ok"}
+    verdicts = {f["statistic"]: f["verdict"] for f in trend.check(bundle(1_000), bundle(1_000), 0.1)}
+    assert verdicts["p99"] == "ok" and verdicts["p99.99"] == "not judged"
