@@ -456,9 +456,13 @@ def cmd_fleet(a, argv: list[str]) -> int:
     by_host = fleet.by_host([(host, m) for (host, _), m in zip(found, models)])
     from rtqual.publish.htmlreport import advice_of
 
-    view = {id(m): report.bundle_view(m) for ms in by_host.values() for m in ms}  # the one bundle view
-    doc = fleet.build(by_host, lambda m: view[id(m)]["hists"], a.profile, lambda m: advice_of(m)[0],
-                      lambda m: view[id(m)]["caveats"])  # fmt: skip
+    views: dict[int, dict] = {}  # the one bundle view, read for the bundles that stand for a host only
+
+    def view(m) -> dict:
+        return views[id(m)] if id(m) in views else views.setdefault(id(m), report.bundle_view(m))
+
+    doc = fleet.build(by_host, lambda m: view(m)["hists"], a.profile, lambda m: advice_of(m)[0],
+                      lambda m: view(m)["caveats"])  # fmt: skip
     print(json.dumps(fleet.json_doc(doc), indent=1) if a.json else fleet.text(doc))
     if a.report:
         page = Path(a.report)
