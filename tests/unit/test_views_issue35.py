@@ -79,14 +79,16 @@ def test_match_naming_one_case_by_label_and_by_id_is_refused_not_a_pair_lost():
 def test_bundle_labels_say_the_kernel_that_differs():
     std = data("x/study", facts={"kernel": {"release": "6.1.0-31-amd64"}, "preempt": {"model": "PREEMPT_DYNAMIC"}})
     rt = data("y/study", facts={"kernel": {"release": "6.1.0-31-rt-amd64"}, "preempt": {"model": "PREEMPT_RT"}})
-    assert compare_mod.bundle_labels([std, rt]) == ["6.1.0-31-amd64 PREEMPT_DYNAMIC", "6.1.0-31-rt-amd64 PREEMPT_RT"]
+    assert compare_mod.bundle_labels([std, rt]) == ["6.1.0-31-amd64", "6.1.0-31-rt-amd64"]
+    same_release = {**rt, "facts": {"kernel": {"release": "6.1.0-31-amd64"}, "preempt": {"model": "PREEMPT_RT"}}}
+    assert compare_mod.bundle_labels([std, same_release]) == ["PREEMPT_DYNAMIC", "PREEMPT_RT"]
     assert compare_mod.bundle_labels([std, std]) == ["study (A)", "study (B)"]  # nothing differs: the folders
     ioc = {**std, "path": "x/std-ioc"}
     std_t = {**std, "path": "x/std"}
     assert compare_mod.bundle_labels([std_t, rt, ioc]) == [
-        "std 6.1.0-31-amd64 PREEMPT_DYNAMIC",
-        "study 6.1.0-31-rt-amd64 PREEMPT_RT",
-        "std-ioc 6.1.0-31-amd64 PREEMPT_DYNAMIC",
+        "std 6.1.0-31-amd64",
+        "study 6.1.0-31-rt-amd64",
+        "std-ioc 6.1.0-31-amd64",
     ]  # one kernel twice: the folders tell its two studies apart
 
 

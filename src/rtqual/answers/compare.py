@@ -350,11 +350,11 @@ LABEL_ASPECTS = ("kernel", "preemption", "virtualization", "host", "CPU", "CPU f
 
 
 def bundle_labels(bundles: list[dict]) -> list[str]:
-    """Each bundle named by what differs among them: its kernel and preemption where those differ (a std and
-    an RT kernel), with its folder's name first where that alone does not tell them apart and the folders do
-    (a timer and an IOC study of each kernel), else with the next aspects that differ (hypervisor, host, CPU,
-    frequency policy, scenario) until it does; the folder's name where nothing recorded differs; made unique
-    with its letter where two are still the same."""
+    """Each bundle named by what differs among them: its kernel release where that differs (a std and an RT
+    kernel), else its preemption model, with its folder's name first where that alone does not tell them
+    apart and the folders do (a timer and an IOC study of each kernel), else with the next aspects that differ
+    (hypervisor, host, CPU, frequency policy, scenario) until it does; the folder's name where nothing
+    recorded differs; made unique with its letter where two are still the same."""
     aspects = [host_aspects(b) | short_kernel(b) for b in bundles]
     diff = dict(differences(aspects))
     usable = [k for k in LABEL_ASPECTS if k in diff and "?" not in diff[k]]
@@ -363,7 +363,9 @@ def bundle_labels(bundles: list[dict]) -> list[str]:
     def named(keys: list[str]) -> list[str]:
         return [" ".join(a[k] for k in keys) for a in aspects]
 
-    keys: list[str] = [k for k in ("kernel", "preemption") if k in usable]
+    keys: list[str] = (
+        [next(k for k in ("kernel", "preemption") if k in usable)] if {"kernel", "preemption"} & set(usable) else []
+    )  # the release (an RT kernel's says rt), else the preemption model: short enough for a legend
     raw = named(keys) if keys else folders
     if keys and len(set(raw)) < len(raw):
         if len(set(folders)) == len(folders):

@@ -45,8 +45,13 @@ def _bundle_lines(name: str, data: dict) -> list[str]:
     m, a, k = data["manifest"], host_aspects(data), short_kernel(data)
     return [
         clean(f"{name}: {data['path']}  (host {m.get('hostname')}, started {m.get('start')}, {m.get('status')})"),
-        clean(f"   kernel {k['kernel']} ({k['preemption']}), {a['virtualization']}"),
+        clean(f"   kernel {k['kernel']} ({k['preemption']}), " + _where(a["virtualization"])),
     ]
+
+
+def _where(virtualization: str) -> str:
+    """Where a bundle ran, in words: its hypervisor ('QEMU (emulated, TCG)', 'KVM'), bare metal, or not known."""
+    return "hypervisor not recorded" if virtualization == "?" else virtualization
 
 
 def _ratio(sa: dict, sb: dict, key: str) -> str:

@@ -36,6 +36,8 @@ PALETTE = [
 ]  # one figure draws at most this many series, each its own colour (overlays split beyond it)
 
 
+LEGEND_CHARS = 48
+"""A legend's name is cut after this many characters (a bundle named by its folder and kernel, its mean and σ)."""
 MAX_SERIES = 6
 """Series a figure draws at most for its lines to stay apart; more are drawn as small multiples (split)."""
 
@@ -253,7 +255,7 @@ def _legend(series: list[Series], palette: list[str], bars: bool, left: int, top
     through a name), for bars in one row above the frame (no bar or its label hidden)."""
     if not series:
         return []
-    names = [s.name[:40] for s in series]
+    names = [s.name[:LEGEND_CHARS] for s in series]
     if bars:
         out, x = [], right
         for name, color in reversed(list(zip(names, palette))):

@@ -205,18 +205,23 @@ def study_sections(bundles: list[dict], names: list[str]) -> list[str]:
 
 
 def _applied(cat: str, row: list[dict | None], names: list[str]) -> str:
-    """A matrix value as a figure's category: marked 'not applied' where a case of it did not get a condition it
-    asked for (a frequency the host could not set is no frequency of the numbers), counting the bundles when
-    only some did not (the study table's 'ran differently' names them)."""
+    """A matrix value as a figure's category: 'not applied' after it where no case of it got a condition it
+    asked for (a frequency the host could not set is no frequency of the numbers), a '*' where only some
+    bundles' cases did not (the figure's note names them: not_applied_note)."""
     missed = [n for n, r in zip(names, row) if r and environment.not_applied(r)]
     if not missed:
         return cat
-    present = [n for n, r in zip(names, row) if r]
-    return (
-        f"{cat} (not applied)"
-        if len(missed) == len(present)
-        else f"{cat} (not applied in {len(missed)} of {len(present)})"
-    )
+    return f"{cat} not applied" if len(missed) == len([r for r in row if r]) else f"{cat}*"
+
+
+def not_applied_note(rows: dict[str, list[dict | None]], names: list[str]) -> str:
+    """Under a matrix's bar figures: which bundles did not get the condition of each '*' value."""
+    missed: dict[str, list[str]] = {}
+    for cat, row in rows.items():
+        for n, r in zip(names, row):
+            if cat.endswith("*") and r and environment.not_applied(r):
+                missed.setdefault(n, []).append(cat[:-1])
+    return "; ".join(f"* not applied in {n}: {', '.join(cats)}" for n, cats in missed.items())
 
 
 def _ran_differently(have: list[tuple[str, dict]]) -> str:
@@ -242,6 +247,7 @@ def _value_bars(names: list[str], colors: dict, rows: dict, key: str, what: str,
         Axis(f"{what} (µs)", lo=0),
         categories=list(rows),
         width=540,
+        note=not_applied_note(rows, names),
     )
 
 
