@@ -254,3 +254,10 @@ def test_check_judges_a_percentile_only_where_both_runs_carry_it():
     assert verdicts == {"max": "ok", "p99.99": "not judged", "p99": "not judged", "mean": "ok"}
     verdicts = {f["statistic"]: f["verdict"] for f in trend.check(bundle(1_000), bundle(1_000), 0.1)}
     assert verdicts["p99"] == "ok" and verdicts["p99.99"] == "not judged"
+
+
+def test_a_case_whose_condition_was_not_applied_is_said_so_in_the_figures_legend():
+    """Issue 35 item 1: a series named 'frequency 750MHz' must not claim a frequency the host did not set."""
+    data = htmlreport.load_bundle(FROZEN / "scenario")  # 'timer hackbench': governor performance not applied
+    (fig,) = [f for f in htmlreport.bundle_figures(data["cases"]) if f.slug.startswith("latency-histograms")]
+    assert sorted(s.name for s in fig.series) == ["timer hackbench (not applied)", "timer idle"]

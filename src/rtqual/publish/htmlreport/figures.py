@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from rtqual.answers import caveats, summary
+from rtqual.answers import caveats, environment, summary
 from rtqual.publish import views
 from rtqual.publish.svgplot import MAX_SERIES, Axis, Figure, Series, split
 from rtqual.results.hist import Histogram, highest_equivalent
@@ -274,6 +274,12 @@ def comparable(r: dict) -> tuple:
     return r.get("probe"), p.get("sample"), p.get("component"), summary.is_response(r)
 
 
+def series_name(r: dict) -> str:
+    """A case as a figure's series: its label, and 'not applied' where it did not get a condition it asked for
+    (a label 'frequency 750MHz' of a case the host could not set to 750 MHz claims a frequency not measured)."""
+    return r["label"] + (" (not applied)" if environment.not_applied(r) else "")
+
+
 def overlay_figures(cases: list[dict], slug: str, title: str) -> list[Figure]:
     """Cases' histograms (all CPUs) overlaid as the papers' per-stress-method histograms: only comparable
     cases together (same probe and unit), at most one palette of distinct colours per figure."""
@@ -281,7 +287,7 @@ def overlay_figures(cases: list[dict], slug: str, title: str) -> list[Figure]:
     for r in cases:
         merged = _merged(r)
         if merged is not None and merged.count:
-            groups.setdefault(comparable(r), []).append((r["label"], merged))
+            groups.setdefault(comparable(r), []).append((series_name(r), merged))
     figs = []
     for key, named in groups.items():
         if len(named) < 2:
