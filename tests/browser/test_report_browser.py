@@ -197,8 +197,10 @@ def test_kek_compare_report_names_the_bundles_and_what_differs(tmp_path, rtqual_
     """The KEK study in one page from hand-built standard and RT kernel bundles of both KEK scenarios: both
     bundles named in the title and the figures, kernel and preemption listed as what differs, one section per
     question of the paper with one bar per bundle and matrix value, the IOC delay with its mean and σ."""
-    from kekstudy import kek_bundle
+    from kekstudy import KERNELS, kek_bundle
 
+    kernel = {k: v[0] for k, v in KERNELS.items()}  # the kernel release: what differs
+    name = {f: f"{f} {kernel[f.split('-')[0]]}" for f in ("std", "rt", "std-ioc", "rt-ioc")}  # issue 35: no "(A)"
     bundles = [kek_bundle(tmp_path / "std", "std"), kek_bundle(tmp_path / "rt", "rt")]
     bundles += [kek_bundle(tmp_path / f"{k}-ioc", k, "kek-rpi-ioc-2020", samples=300) for k in ("std", "rt")]
     out = tmp_path / "kek.html"
@@ -207,14 +209,14 @@ def test_kek_compare_report_names_the_bundles_and_what_differs(tmp_path, rtqual_
     ctx, page, errors, requests = open_offline(browser, out)
     try:
         assert errors == [] and requests == []
-        assert page.locator("h1").inner_text() == "rtqual comparison: std vs rt vs std-ioc vs rt-ioc"
+        assert page.locator("h1").inner_text() == "rtqual comparison: " + " vs ".join(name.values())
         differs = page.evaluate(
             "() => [...document.querySelectorAll('#differences tr td:first-child')].map(t => t.textContent)"
         )
         assert {"kernel", "preemption"} <= set(differs) and "host" not in differs
         for section, values in (
             ("stress", ["idle", "hackbench", "cat-dev-zero", "pi_stress"]),
-            ("frequency", ["600MHz", "750MHz", "1000MHz", "1500MHz"]),
+            ("frequency", ["600MHz", "750MHz*", "1000MHz*", "1500MHz"]),  # * not applied in rt: the figure's note
             ("runtime", ["10m", "50m"]),
         ):
             sel = f"#study-kek-rpi-2020-{section}"
@@ -227,15 +229,53 @@ def test_kek_compare_report_names_the_bundles_and_what_differs(tmp_path, rtqual_
             )
             assert [f["title"].split(" per ")[0] for f in figs] == ["Average latency", "Maximum latency"], figs
             for f in figs:
-                assert f["cats"] == values and "std vs rt" in f["title"] and all(f["labels"])
-                assert sorted(f["bars"]) == sorted(f"{b} {v}" for b in ("std", "rt") for v in values)
+                assert f["cats"] == values and f"{name['std']} vs {name['rt']}" in f["title"] and all(f["labels"])
+                assert sorted(f["bars"]) == sorted(f"{name[b]} {v}" for b in ("std", "rt") for v in values)
+        notes = page.locator("#study-kek-rpi-2020-frequency svg.chart text.note").all_text_contents()
+        assert any(f"* not applied in {name['rt']}: 750MHz, 1000MHz" in t for t in notes), notes
         ran = page.locator("#study-kek-rpi-2020-frequency table.study").inner_text()
         assert "750000 kHz not applied" in ran  # the RT kernel cannot set 750 MHz: said, not hidden
         ioc = page.locator("#study-kek-rpi-ioc-2020-ioc-25-hz")
         assert ioc.locator("svg.chart").count() == 4  # mean and σ bars, a histogram per load
         legends = ioc.locator("text.legend").all_text_contents()
-        assert any(t.startswith("std-ioc: mean ") and ", σ " in t for t in legends)
+        assert any(t.startswith(f"{name['std-ioc']}: mean ") and ", σ " in t for t in legends)
+        for case in page.locator("section.case table.stats").all_inner_texts():  # the kernels beside the numbers
+            assert kernel["std"] in case and kernel["rt"] in case
         assert page.locator("ul.spread li").count() > 0
         page.screenshot(path=str(tmp_path / "kek.png"), full_page=True)
+    finally:
+        ctx.close()
+
+
+def test_aps_report_has_no_horizontal_scroll_at_1300_px(tmp_path, rtqual_cmd, browser):
+    """Issue 35 item 9: the APS summary (a 90-character network column) is a wrapping table, not a <pre>: the
+    page fits a 1,300 px window."""
+    b = tmp_path / "aps"
+    shutil.copytree(DATA / "ioc", b)
+    plan = json.loads((b / "plan.json").read_text())
+    plan["table"] = "aps"
+    (b / "plan.json").write_text(json.dumps(plan))
+    result = b / "cases" / "002-ioc" / "result.json"
+    r = json.loads(result.read_text())
+    net = {"mode": "broadcast", "asked": {"packets_per_s": 200, "arp_per_s": 50},
+           "achieved": {"packets_per_s": 199.7, "bytes_per_s": 20_000, "arp_per_s": 49.9, "drops": 0}}  # fmt: skip
+    r["loads"] = [{"name": f"public{i}", "type": "network", "network": net} for i in range(3)]
+    result.write_text(json.dumps(r))
+    m = json.loads((b / "manifest.json").read_text())
+    m.pop("checksums", None)
+    (b / "manifest.json").write_text(json.dumps(m))
+    out = tmp_path / "aps.html"
+    assert rtqual_cmd("report", b, "-o", out).returncode == 0
+    ctx = browser.new_context(offline=True, viewport={"width": 1300, "height": 900})
+    page = ctx.new_page()
+    try:
+        page.goto(out.as_uri())
+        assert (
+            page.locator("table.summary").count() == 1
+            and "network achieved" in page.locator("table.summary").inner_text()
+        )
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= 1300
+        wide = page.evaluate("() => [...document.querySelectorAll('table')].filter(t => t.scrollWidth > 1300).length")
+        assert wide == 0
     finally:
         ctx.close()

@@ -7,7 +7,7 @@ from pathlib import Path
 import rtqual.publish
 
 PUBLISH = Path(rtqual.publish.__file__).parent
-SHARED = {"rtqual.publish.views", "rtqual.publish.hostview", "rtqual.publish.advise"}  # rows, cells, advice text: no exporter
+SHARED = {"rtqual.publish.views", "rtqual.publish.hostview", "rtqual.publish.advise"}  # rows, cells, advice
 OWN_PARTS = {  # the HTML report draws its figures with svgplot, and its tail section with rtqual tail's own part
     "htmlreport": {"rtqual.publish.svgplot", "rtqual.publish.tail"},
     "tail": {"rtqual.publish.svgplot"},  # rtqual tail's return-level plot

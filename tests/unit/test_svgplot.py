@@ -110,7 +110,8 @@ def test_every_series_of_a_figure_has_its_own_colour_and_too_many_are_refused():
         chart(Figure("x", "t", twins, Axis("x"), Axis("y")))
 
 
-def test_overlays_hold_only_comparable_cases_and_split_beyond_one_palette():
+def test_overlays_hold_only_comparable_cases_and_split_beyond_six_series():
+    """Issue 35 item 9: at most MAX_SERIES (6) series a plot, small multiples in even parts beyond."""
     rng = random.Random(2)
 
     def case(i, probe, sample=None):
@@ -126,7 +127,7 @@ def test_overlays_hold_only_comparable_cases_and_split_beyond_one_palette():
     cases = [case(i, "pio", "access") for i in range(12)] + [case(20 + i, "pio", "pass") for i in range(3)]
     cases += [case(30 + i, "timer") for i in range(2)]
     figs = htmlreport.bundle_figures(cases)
-    assert [len(f.series) for f in figs] == [10, 2, 3, 2]
+    assert [len(f.series) for f in figs] == [6, 6, 3, 2]
     for f in figs:
         kinds = {next(c for c in cases if c["label"] == s.name)["params"]["sample"] for s in f.series}
         probes = {next(c for c in cases if c["label"] == s.name)["probe"] for s in f.series}

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from rtqual.answers import environment
 from rtqual.answers.advise import SETTINGS, settings
 from rtqual.errors import RtqError
 from rtqual.units import format_cpulist, format_ns
@@ -55,12 +56,17 @@ def pairs(a: dict, b: dict, match: Match | None = None) -> tuple[list[tuple[dict
     """(case of A, case of B) in A's order: those paired by `match` (RtqError naming the labels where one
     names no case), then the same id, else (runs of different scenarios, e.g. with and without a timer
     baseline) the same label; then the ids left only in A, only in B."""
-    left, matched = list(b["cases"]), {}
+    left, matched, named = list(b["cases"]), {}, dict[str, str]()
     for name_a, name_b in (match or {}).items():
         ra, rb = find_case(a, name_a), find_case(b, name_b)
         if ra is None:
             raise RtqError(f"--match {name_a}={name_b}: {a['path']} has no case {name_a!r} (labels: {_labels(a)})")
-        if rb is None or rb not in left:
+        if ra["id"] in matched:  # its label and its id, each given a partner: one pair would be lost
+            raise RtqError(f"--match: {named[ra['id']]!r} and {name_a!r} name the same case {ra['id']} of {a['path']}")
+        named[ra["id"]] = name_a
+        if rb is not None and rb not in left:
+            raise RtqError(f"--match {name_a}={name_b}: case {rb['id']} of {b['path']} is matched twice")
+        if rb is None:
             raise RtqError(f"--match {name_a}={name_b}: {b['path']} has no case {name_b!r} (labels: {_labels(b)})")
         matched[ra["id"]] = rb
         left.remove(rb)
@@ -89,7 +95,15 @@ def matches(bundles: list[dict], match: Match | None = None) -> list[list[dict |
     other bundle has is an RtqError."""
     first, rest = bundles[0], bundles[1:]
     found: dict[str, list[dict | None]] = {r["id"]: [r] + [None] * len(rest) for r in first["cases"]}
+    ids: dict[str, str] = {}
     for name_a, name_b in (match or {}).items():
+        ra = find_case(first, name_a)
+        if ra is not None and ra["id"] in ids:  # as in pairs(): never one pair silently lost
+            raise RtqError(
+                f"--match: {ids[ra['id']]!r} and {name_a!r} name the same case {ra['id']} of {first['path']}"
+            )
+        if ra is not None:
+            ids[ra["id"]] = name_a
         if find_case(first, name_a) is None:
             raise RtqError(
                 f"--match {name_a}={name_b}: {first['path']} has no case {name_a!r} (labels: {_labels(first)})"
@@ -140,13 +154,13 @@ def host_aspects(bundle: dict) -> dict[str, str]:
     facts = bundle.get("facts") or {}
     kernel = facts.get("kernel") or {}
     preempt = facts.get("preempt") or {}
-    virt = facts.get("virtualization") or {}
-    vm = virt.get("systemd_detect_virt_vm") or virt.get("hypervisor_type")
+    hv, _ = environment.hypervisor(facts if isinstance(facts, dict) else None)
+    virt = "bare metal" if hv == "none" else environment.HYPERVISOR_NAMES.get(hv, hv) if hv else None
     out = {
         "host": (bundle.get("manifest") or {}).get("hostname"),
         "kernel": " ".join(x for x in (kernel.get("release"), kernel.get("version")) if x) or None,
         "preemption": " ".join(x for x in (preempt.get("model"), preempt.get("dynamic_mode")) if x) or None,
-        "virtualization": (vm or "virtual machine") if virt.get("virtualized") else "bare metal" if virt else None,
+        "virtualization": virt,
         "CPU": (facts.get("cpu") or {}).get("model"),
         "CPU frequency policy": _freq_text(facts) if facts else None,
         "scenario": (bundle.get("plan") or {}).get("name"),
@@ -195,17 +209,47 @@ def _frequency_text(r: dict) -> str:
     return ", ".join(words) or "not set"
 
 
+CPU_KEYS = ("cpus", "cpu", "client_cpu", "broker_cpu", "server_cpu", "stimulus_cpu", "peer_cpu")
+"""The probes' CPU options: a case is pinned where one of them is set (an int >= 0, a list, a CPU list text)."""
+
+
+def cpus_text(p: dict) -> str:
+    """The CPUs a case's probe was bound to ('0-1', 'client 1, server 2'), 'unpinned' where none was set."""
+    words = []
+    for key in CPU_KEYS:
+        v = p.get(key)
+        if isinstance(v, list) and v and all(isinstance(c, int) for c in v):
+            v = format_cpulist(v)
+        elif isinstance(v, bool) or not ((isinstance(v, int) and v >= 0) or (isinstance(v, str) and v)):
+            continue
+        words.append(str(v) if key in ("cpus", "cpu") else f"{key.removesuffix('_cpu')} {v}")
+    return ", ".join(words) or "unpinned"
+
+
+def _policy_text(p: dict) -> str:
+    """The scheduling policy and priority of a case's probe, and those of its parts where set apart (msg)."""
+    words = [f"{p.get('policy')} {p.get('priority')}" if p.get("policy") else "?"]
+    for part in ("client", "broker", "server"):
+        if p.get(f"{part}_policy") or p.get(f"{part}_priority") is not None:
+            words.append(f"{part} {p.get(f'{part}_policy') or p.get('policy')} {p.get(f'{part}_priority')}")
+    return ", ".join(words)
+
+
 def case_aspects(r: dict) -> dict[str, str]:
-    """How one case ran, as {aspect: value}: load, policy, frequency, interval, duration, CPUs."""
+    """How one case ran, as {aspect: value}: probe, load, policy, frequency, interval, rate, transport,
+    duration, CPUs (the probe's parameters that change its numbers)."""
     p = r.get("params") or {}
-    policy = f"{p.get('policy')} {p.get('priority')}" if p.get("policy") else "?"
+    rate = p.get("rate_hz", p.get("rate"))
     return {
+        "probe": str(r.get("run_as") or r.get("probe") or "?"),
         "load": _loads_text(r),
-        "policy": policy,
+        "policy": _policy_text(p),
         "frequency": _frequency_text(r),
         "interval": format_ns(p["interval_ns"]) if p.get("interval_ns") else "-",
+        "rate": f"{rate}/s" if isinstance(rate, int | float) and rate else "-",
+        "transport": str(p.get("transport") or "-"),
         "duration": format_ns(p["duration_ns"]) if p.get("duration_ns") else "-",
-        "CPUs": format_cpulist(p["cpus"]) if isinstance(p.get("cpus"), list) and p["cpus"] else "-",
+        "CPUs": cpus_text(p),
     }
 
 
@@ -221,7 +265,8 @@ def repeats(bundle: dict, r: dict) -> list[dict]:
 
     def setup(x: dict) -> tuple:
         a = case_aspects(x)
-        return x.get("probe"), a["load"], a["policy"], a["frequency"].split(", measured")[0], a["interval"], a["CPUs"]
+        return (x.get("probe"), a["load"], a["policy"], a["frequency"].split(", measured")[0], a["interval"],
+                a["CPUs"], a["rate"], a["transport"])  # fmt: skip
 
     return [x for x in bundle["cases"] if (x.get("stats") or {}).get("count") and setup(x) == setup(r)]
 
@@ -258,3 +303,85 @@ def spread_note(bundles: list[dict], row: list[dict | None], names: list[str], k
     widest = max(spreads)
     where = "within" if diff <= widest[0] else "larger than"
     return f"{head}, {where} the run-to-run spread ({format_ns(widest[0])} over {widest[1]})"
+
+
+def groups(bundles: list[dict]) -> list[list[int]]:
+    """Which bundles' cases are paired with each other: those of the same scenario (a kernel's timer study
+    with the other kernel's, its IOC study with the other's); all together where no scenario has two.
+    Every bundle is in a group: those alone in their scenario together (one alone joins the first group)."""
+    by_scenario: dict[str, list[int]] = {}
+    for i, b in enumerate(bundles):
+        by_scenario.setdefault(str((b.get("plan") or {}).get("name")), []).append(i)
+    paired = [g for g in by_scenario.values() if len(g) > 1]
+    alone = [g[0] for g in by_scenario.values() if len(g) == 1]
+    if len(alone) == 1 and paired:
+        paired[0] = sorted(paired[0] + alone)
+    elif alone:
+        paired.append(alone)
+    return sorted(paired)
+
+
+def grouped_matches(bundles: list[dict], match: Match | None = None) -> list[list[dict | None]]:
+    """matches() within each group of bundles (groups), each row as long as `bundles` (None where a bundle is
+    not in the group or lacks the case): every bundle's cases, not only those the first bundle shares. A
+    group with no case in common is left out; none at all is an RtqError."""
+    rows: list[list[dict | None]] = []
+    problems = []
+    for group in groups(bundles):
+        sub = [bundles[i] for i in group]
+        here = {x: y for x, y in (match or {}).items() if find_case(sub[0], x)}
+        try:
+            found = matches(sub, here)
+        except RtqError as e:
+            problems.append(str(e))
+            continue
+        for row in found:
+            full: list[dict | None] = [None] * len(bundles)
+            for i, r in zip(group, row):
+                full[i] = r
+            rows.append(full)
+    if not rows:
+        raise RtqError(problems[0] if problems else "no case in common")
+    return rows
+
+
+LABEL_ASPECTS = ("kernel", "preemption", "virtualization", "host", "CPU", "CPU frequency policy", "scenario")
+"""The host aspects a bundle's label is made of, in this order, where they differ among the compared bundles."""
+
+
+def bundle_labels(bundles: list[dict]) -> list[str]:
+    """Each bundle named by what differs among them: its kernel release where that differs (a std and an RT
+    kernel), else its preemption model, with its folder's name first where that alone does not tell them
+    apart and the folders do (a timer and an IOC study of each kernel), else with the next aspects that differ
+    (hypervisor, host, CPU, frequency policy, scenario) until it does; the folder's name where nothing
+    recorded differs; made unique with its letter where two are still the same."""
+    aspects = [host_aspects(b) | short_kernel(b) for b in bundles]
+    diff = dict(differences(aspects))
+    usable = [k for k in LABEL_ASPECTS if k in diff and "?" not in diff[k]]
+    folders = [bundle_name(b) for b in bundles]
+
+    def named(keys: list[str]) -> list[str]:
+        return [" ".join(a[k] for k in keys) for a in aspects]
+
+    keys: list[str] = (
+        [next(k for k in ("kernel", "preemption") if k in usable)] if {"kernel", "preemption"} & set(usable) else []
+    )  # the release (an RT kernel's says rt), else the preemption model: short enough for a legend
+    raw = named(keys) if keys else folders
+    if keys and len(set(raw)) < len(raw):
+        if len(set(folders)) == len(folders):
+            raw = [f"{f} {n}" for f, n in zip(folders, raw)]
+        else:
+            for k in usable:
+                if len(set(raw)) == len(raw):
+                    break
+                keys += [] if k in keys else [k]
+                raw = named(keys)
+    return [n if raw.count(n) == 1 else f"{n} ({chr(ord('A') + i) if i < 26 else i + 1})" for i, n in enumerate(raw)]
+
+
+def short_kernel(bundle: dict) -> dict[str, str]:
+    """The kernel aspects as a label says them: the release alone, the preemption model alone."""
+    facts: dict = bundle["facts"] if isinstance(bundle.get("facts"), dict) else {}
+    release = (facts.get("kernel") or {}).get("release")
+    model = (facts.get("preempt") or {}).get("model")
+    return {"kernel": str(release or "?"), "preemption": str(model or "?")}

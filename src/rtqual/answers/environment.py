@@ -282,6 +282,12 @@ def host_sentences(env: dict) -> list[str]:
 
 def case_sentences(c: dict) -> list[str]:
     """What else happened during one case, each with what it means for its numbers."""
+    return [text for _, text in case_events(c)]
+
+
+def case_events(c: dict) -> list[tuple[str, str]]:
+    """What else happened during one case as (kind, sentence), kind one of not-idle, steal, smt, hot,
+    throttled, not-applied (rtqual.answers.caveats gives each kind its flag)."""
     label, out = c.get("label"), []
     others, load = c.get("others_running") or {}, c.get("loadavg1_max")
     if c.get("idle") and (
@@ -289,38 +295,45 @@ def case_sentences(c: dict) -> list[str]:
     ):
         at = [f"at load average {load:g}"] if load is not None else []
         at += [f"with {others['mean']:.1f} other runnable tasks on average (at most {others['max']})"] if others else []
-        out.append(f"case '{label}' ran {' '.join(at)}: not an idle measurement")
+        out.append(("not-idle", f"case '{label}' ran {' '.join(at)}: not an idle measurement"))
     steal = c.get("steal_pct") or {}
     worst = max((steal.get("cpus") or {}).items(), key=lambda kv: kv[1], default=None)
     if worst and worst[1] >= STEAL_NOTE_PCT:
-        out.append(f"steal {_pct(worst[1])} on cpu{worst[0]} during '{label}': the hypervisor took the CPU")
+        out.append(("steal", f"steal {_pct(worst[1])} on cpu{worst[0]} during '{label}': the hypervisor took the CPU"))
     for s in c.get("smt_siblings") or []:
         if (s.get("busy_pct") or 0) >= SIBLING_BUSY_PCT:
-            out.append(
+            out.append((
+                "smt",
                 f"cpu{s['cpu']}'s SMT sibling cpu{s['sibling']} was {_pct(s['busy_pct'])} busy during '{label}': "
-                "the core was shared, results pessimistic"
-            )
+                "the core was shared, results pessimistic",
+            ))  # fmt: skip
     t = c.get("temperature") or {}
     if t.get("hot"):
         limit = f"its trip point {t['trip_c']:g} °C" if t.get("trip_c") is not None else f"{HOT_C:g} °C"
-        out.append(
+        out.append((
+            "hot",
             f"temperature {t['max_c']:g} °C ({t['sensor']}) reached {limit} during '{label}': the CPU may have "
-            "slowed down"
-        )
+            "slowed down",
+        ))  # fmt: skip
     during = (c.get("throttled") or {}).get("during")
     if during:
-        out.append(f"the firmware reported {', '.join(during)} during '{label}': the CPU ran below its set frequency")
+        out.append((
+            "throttled",
+            f"the firmware reported {', '.join(during)} during '{label}': the CPU ran below its set frequency",
+        ))  # fmt: skip
     if c.get("thermal_throttle_events"):
-        out.append(
+        out.append((
+            "throttled",
             f"{c['thermal_throttle_events']} thermal throttling events on the measured CPUs during '{label}': "
-            "the CPU ran below its set frequency"
-        )
+            "the CPU ran below its set frequency",
+        ))  # fmt: skip
     for n in c.get("conditions_not_applied") or []:
         where = f" on cpu{n['cpu']}" if n.get("cpu") is not None else ""
-        out.append(
+        out.append((
+            "not-applied",
             f"condition {n.get('condition')} ({n.get('value')}) not applied{where} in '{label}' "
-            f"({n.get('reason') or 'reason not recorded'}): the case ran without it"
-        )
+            f"({n.get('reason') or 'reason not recorded'}): the case ran without it",
+        ))  # fmt: skip
     return out
 
 

@@ -33,14 +33,14 @@ def add_arguments(p) -> None:
 
 def run(a, argv: list[str]) -> int:
     from rtqual.answers.compare import parse_match
-    from rtqual.publish import compare
+    from rtqual.publish import compare, report
 
     output_file(a.report, "--report")
     match = parse_match(a.match)
     seen: dict[Path, Model] = {}  # a bundle named twice is read (and hashed) once
     bundles = [seen.get(Path(p).resolve()) or seen.setdefault(Path(p).resolve(), load_bundle(p))
                for p in [a.bundle_a, a.bundle_b, *a.more]]  # fmt: skip
-    data = [{**b.as_dict(), "facts": b.facts("before"), "tuning": b.tuning()} for b in bundles]  # settings differ
+    data = [report.bundle_view(b) for b in bundles]  # the one bundle view: facts, caveats, histograms
     if len(data) == 2:
         a_, b_ = data
         emit(a.json, lambda: compare.compare_json(a_, b_, match), lambda: compare.compare_text(a_, b_, match))

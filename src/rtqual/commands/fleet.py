@@ -30,10 +30,14 @@ def run(a, argv: list[str]) -> int:
     if not found:
         raise RtqError(f"fleet: no bundle in {' '.join(a.paths)}")
     models = [load_bundle(str(p)) for _, p in found]  # damage said on stderr; the intact cases are shown
-    by_host: dict[str, list] = {}
-    for (host, _), m in zip(found, models):
-        by_host.setdefault(host or str(m.manifest.get("hostname") or m.path.name), []).append(m)
-    doc = fleet.build(by_host, lambda m: report.bundle_view(m)["hists"], a.profile, lambda m: advice_of(m)[0])
+    by_host = fleet.by_host([(host, m) for (host, _), m in zip(found, models)])
+    views: dict[int, dict] = {}  # the one bundle view, read for the bundles that stand for a host only
+
+    def view(m) -> dict:
+        return views[id(m)] if id(m) in views else views.setdefault(id(m), report.bundle_view(m))
+
+    doc = fleet.build(by_host, lambda m: view(m)["hists"], a.profile, lambda m: advice_of(m)[0],
+                      lambda m: view(m)["caveats"])  # fmt: skip
     emit(a.json, lambda: fleet.json_doc(doc), lambda: fleet.text(doc))
     if a.report:
         page = Path(a.report)

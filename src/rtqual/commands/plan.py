@@ -14,7 +14,7 @@ HELP = (
 
 
 def add_arguments(p) -> None:
-    p.add_argument("scenario", help="scenario file (TOML)")
+    p.add_argument("scenario", nargs="+", help="scenario file(s) (TOML): each one's plan, in the order given")
     p.add_argument("--scale", type=float, help="multiply every duration (e.g. 0.1)")
     add_require_options(p, "every case, after the case's own (whether the case can decide it)")
     p.add_argument("--json", action="store_true")
@@ -23,6 +23,8 @@ def add_arguments(p) -> None:
 def run(a, argv: list[str]) -> int:
     from rtqual import scenario
 
-    sc, cases = load_scenario(a.scenario, a.scale, a.require, a.profile)
-    emit(a.json, lambda: scenario.plan_json(cases, sc), lambda: scenario.plan_text(cases, scenario.plan_title(sc)))
+    plans = [load_scenario(f, a.scale, a.require, a.profile) for f in a.scenario]  # every file checked first
+    docs = [scenario.plan_json(cases, sc) for sc, cases in plans] if a.json else []
+    texts = [scenario.plan_text(cases, scenario.plan_title(sc)) for sc, cases in plans] if not a.json else []
+    emit(a.json, lambda: docs[0] if len(docs) == 1 else docs, lambda: "\n\n".join(texts))  # one file: as before
     return 0

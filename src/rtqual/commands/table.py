@@ -21,6 +21,6 @@ def run(a, argv: list[str]) -> int:
     models = [load_bundle(p) for p in a.bundles]  # damage said on stderr; the intact cases are tabulated
     names = [Path(p).resolve().name for p in a.bundles]
     names = names if len(set(names)) == len(names) else list(a.bundles)  # same folder names: the paths
-    t = tables.build(a.layout, [(n, m.cases) for n, m in zip(names, models)])
+    t = tables.build_models(a.layout, list(zip(names, models)))
     print(tables.csv_text(t) if a.csv else tables.text(t), end="" if a.csv else "\n")
     return damage_exit(models)

@@ -4,15 +4,17 @@ hosts, grouped with the verdicts of each group, so a pattern shows. Pure functio
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rtqual.answers import caveats
 from rtqual.answers.answer import answer_lines, answers
 from rtqual.answers.requirements import PROFILES
 from rtqual.answers.verdict import ORDER, judge, rank, worst
-from rtqual.publish.views import format_cell, format_table
+from rtqual.publish.views import clean, format_cell, format_table, kind
 from rtqual.results.facts import get_fact
 
 OUTLIER_STATS = ("p99_ns", "max_ns")
@@ -59,34 +61,94 @@ def rejudged(case: dict, profile: str, hist: Any) -> dict:
     return judge(base, PROFILES[profile]["requirements"], hist, profile)
 
 
+PROFILE_KINDS = frozenset({"timer", "ioc", "interrupt", "wake-up", "timer-interrupt", "fake"})
+"""The kinds of case (rtqual.publish.views.kind) a profile's requirements are about: a cycle's wake-up or an
+input's response (and the fake probe's replayed latencies, which stand in for them in tests); a message round
+trip, a context switch or a transfer is no such number."""
+
+
+def judgeable(results: Sequence[dict]) -> list[dict]:
+    """The cases a profile may judge (PROFILE_KINDS)."""
+    return [r for r in results if kind(r) in PROFILE_KINDS]
+
+
+def run_key(model: Any) -> tuple:
+    """What names one run wherever its bundle was copied: host, start, end and scenario of its manifest."""
+    m = model.manifest
+    return (m.get("hostname"), m.get("start"), m.get("end"), json.dumps(m.get("argv"), default=str))
+
+
+def hostname(model: Any) -> str | None:
+    """The host a bundle was measured on: its host facts' hostname, else its manifest's."""
+    facts = model.facts("before") or {}
+    name = facts.get("hostname") if isinstance(facts, dict) else None
+    return str(name or model.manifest.get("hostname") or "") or None
+
+
+def by_host(found: Sequence[tuple[str | None, Any]]) -> dict[str, list]:
+    """{host: [bundle models]} from (the folder's host name or None, model), each run once (copies of one
+    bundle, e.g. the host's and a fetched one, are one run: run_key). A host is its hostname fact; where one
+    hostname stands in several host folders (Ansible's <results>/<inventory_hostname>/, Raspberry Pis all
+    called raspberrypi) each folder is a host of its own, named by the folder; bundles of several hosts in
+    one folder (fleet-work/) are each their own host's."""
+    seen: set[tuple] = set()
+    keyed: dict[tuple[str | None, str | None], list] = {}
+    for folder, m in found:
+        if (key := run_key(m)) in seen:
+            continue
+        seen.add(key)
+        keyed.setdefault((folder, hostname(m)), []).append(m)
+    names = [h for _, h in keyed]
+    out: dict[str, list] = {}
+    for (folder, host), models in keyed.items():
+        name = host if host and names.count(host) == 1 else folder or host or models[0].path.name
+        out.setdefault(name, []).extend(models)
+    return out
+
+
 def host_entry(host: str, models: Sequence[Any], hists: Callable[[Any], dict] | None = None,
-               profile: str | None = None, advice: Callable[[Any], list[dict]] | None = None) -> dict:  # fmt: skip
+               profile: str | None = None, advice: Callable[[Any], list[dict]] | None = None,
+               quals: Callable[[Any], list[dict]] | None = None) -> dict:  # fmt: skip
     """One host from its bundles: the latest run (by start time) is the host's standing; all are listed.
     hists(model): each case's merged histogram by case id (the answers count samples over a limit with it);
-    profile: the cases judged again against that profile; advice(model): rtqual advise's findings for the
-    bundle's host (its blockers are listed)."""
+    profile: the cases judged again against that profile, the latest run that has cases of a kind it is about
+    (judgeable) standing for the host; advice(model): rtqual advise's findings for the bundle's host (its
+    blockers are listed); quals(model): the caveat records of its cases (rtqual.answers.caveats)."""
     ordered = sorted(models, key=lambda m: str(m.manifest.get("start") or ""))
     latest = ordered[-1]
+    if profile:
+        latest = next((m for m in reversed(ordered) if judgeable(m.cases)), latest)
     manifest = latest.manifest
     by_id = hists(latest) if hists else {}
     results = list(latest.cases)
     if profile:
-        results = [rejudged(c, profile, by_id.get(c.get("id"))) for c in results]
+        results = [rejudged(c, profile, by_id.get(c.get("id"))) for c in judgeable(results)]
+    said = {c["id"]: caveats.words(c) for c in (quals(latest) if quals else [])}
     cases = {
         c.get("label") or c.get("id"): {
             "verdict": c.get("verdict"),
             **{k: (c.get("stats") or {}).get(k) for k in ("count", "p99_ns", "max_ns")},
+            "kind": _kind(c),
+            "scenario": (latest.plan or {}).get("name"),
+            "caveats": said.get(c.get("id")) or "",
         }
         for c in results
     }
     judged = worst(c["verdict"] for c in cases.values() if c["verdict"] in ORDER)
     verdict = judged if profile else manifest.get("verdict") or judged
+    if profile and not cases:
+        verdict = "inconclusive"  # none of its runs has a case the profile is about
     return {
         "host": host,
         "bundles": [str(m.path) for m in ordered],
         "bundle": str(latest.path),
         "verdict": verdict,
         "answer": answers(results, by_id),  # as `rtqual show --json` gives it
+        "not_judged": (
+            f"no case of its runs is of a kind profile {profile} judges ({', '.join(sorted(PROFILE_KINDS))})"
+            if profile and not cases
+            else None
+        ),
         "cases": cases,
         "facts": host_facts(latest.facts("before")),
         "outlier": [],
@@ -107,13 +169,23 @@ def _fence(values: Sequence[float]) -> float | None:
     return q3 + FENCE_IQR * (q3 - q1)
 
 
+def _kind(r: dict) -> str:
+    return kind(r)
+
+
+def _like(c: dict) -> tuple:
+    """What must be equal for two hosts' cases to be compared: the kind of case and the scenario."""
+    return c.get("kind"), c.get("scenario")
+
+
 def mark_outliers(hosts: list[dict]) -> None:
     """Fill each host's 'outlier' with {case, stat, value_ns, fence_ns} where its value of a case present on
-    enough hosts is beyond the fleet's fence (the fleet: every host with that case)."""
-    labels = sorted({label for h in hosts for label in h["cases"]})
-    for label in labels:
+    enough hosts is beyond the fleet's fence (the fleet: every host with that case, of the same kind and
+    scenario: like with like)."""
+    for label, like in sorted({(lb, _like(h["cases"][lb])) for h in hosts for lb in h["cases"]}, key=str):
         for stat in OUTLIER_STATS:
             have = [(h, h["cases"][label].get(stat)) for h in hosts if label in h["cases"]]
+            have = [(h, v) for h, v in have if _like(h["cases"][label]) == like]
             have = [(h, v) for h, v in have if isinstance(v, int | float)]
             fence = _fence([v for _, v in have])
             if fence is None:
@@ -148,13 +220,14 @@ def _worst_max(h: dict) -> int:
 
 
 def build(
-    by_host: Mapping[str, Sequence[Any]],
+    hosts_models: Mapping[str, Sequence[Any]],
     hists: Callable[[Any], dict] | None = None,
     profile: str | None = None,
     advice: Callable[[Any], list[dict]] | None = None,
+    quals: Callable[[Any], list[dict]] | None = None,
 ) -> dict:
     """The fleet document from {host: [bundle models]}: hosts worst first, outliers marked, groups."""
-    hosts = [host_entry(host, models, hists, profile, advice) for host, models in by_host.items()]
+    hosts = [host_entry(host, models, hists, profile, advice, quals) for host, models in hosts_models.items()]
     mark_outliers(hosts)
     hosts.sort(key=lambda h: (-_rank(h["verdict"]), -len(h["outlier"]), -_worst_max(h), h["host"]))
     return {"hosts": hosts, "groups": groups(hosts)}
@@ -185,10 +258,19 @@ def text(doc: dict) -> str:
     for label in sorted({label for h in hosts for label in h["cases"]}):
         case_rows = [
             [h["host"], str(c.get("verdict")), format_cell("count", c.get("count")),
-             format_cell("p99_ns", c.get("p99_ns")), format_cell("max_ns", c.get("max_ns"))]
+             format_cell("p99_ns", c.get("p99_ns") if caveats.carried("p99_ns", c.get("count")) else None),
+             format_cell("max_ns", c.get("max_ns")), f"{c.get('kind')}, {c.get('scenario') or 'no scenario'}",
+             c.get("caveats") or "-"]
             for h in hosts if (c := h["cases"].get(label)) is not None
         ]  # fmt: skip
-        out += ["", f"case: {label}", format_table(["host", "verdict", "count", "p99", "max"], case_rows)]
+        head = ["host", "verdict", "count", "p99", "max", "kind, scenario", "caveats"]
+        out += ["", clean(f"case: {label}"), format_table(head, case_rows)]
+        counts = [c.get("count") for h in hosts if (c := h["cases"].get(label)) is not None]
+        if any(not caveats.carried("p99_ns", n) for n in counts):
+            out.append(f"p99 '-': fewer than {caveats.needed('p99_ns'):,} samples carry it")
+    for h in hosts:
+        if h.get("not_judged"):
+            out += ["", clean(f"{h['host']}: not judged: {h['not_judged']}")]
     if len(hosts) < MIN_HOSTS_FOR_OUTLIERS:
         out += ["", f"outliers: not judged with fewer than {MIN_HOSTS_FOR_OUTLIERS} hosts"]
     out += ["", "what differs among the hosts:" if doc["groups"] else "the hosts agree in every compared fact"]
@@ -199,23 +281,23 @@ def text(doc: dict) -> str:
             + ")"
             for v in g["values"]
         ]
-        out.append(f"  {g['fact']}: " + "; ".join(parts))
+        out.append(clean(f"  {g['fact']}: " + "; ".join(parts)))
     blocked = [h for h in hosts if h.get("blockers")]
     if blocked:
         out += ["", "blockers (rtqual advise on each host's recorded facts):"]
         for h in blocked:
-            out += [f"  {h['host']}: {b['id']}: {b['why']}" for b in h["blockers"]]
+            out += [clean(f"  {h['host']}: {b['id']}: {b['why']}") for b in h["blockers"]]
     answered = [h for h in hosts if h["answer"]]
     if answered:
         out += ["", "answers:"]
         for h in answered:
-            out += [f"  {h['host']}: {line}" for line in answer_lines(h["answer"])]
+            out += [clean(f"  {h['host']}: {line}") for line in answer_lines(h["answer"])]
     return "\n".join(out)
 
 
 def json_doc(doc: dict) -> dict:
     """The `rtqual fleet --json` document (a contract: keys are never renamed)."""
-    keys = ("host", "bundles", "verdict", "answer", "outlier", "facts", "cases", "blockers")
+    keys = ("host", "bundles", "verdict", "answer", "outlier", "facts", "cases", "blockers", "not_judged")
     return {"hosts": [{k: h[k] for k in keys} for h in doc["hosts"]], "groups": doc["groups"]}
 
 
@@ -288,7 +370,10 @@ def html(doc: dict, out_dir: Path) -> str:
             colour = VERDICT_COLOURS.get(str(c.get("verdict")), "#000")
             cells.append(
                 f'<td style="background:{_heat(c, medians[label])};border:3px solid {colour}" '
-                f'title="{escape(str(c.get("verdict")))}">{format_cell("p99_ns", c.get("p99_ns"))}<br>'
+                f'title="{escape(str(c.get("verdict")))} {escape(str(c.get("caveats") or ""))}">'
+                f"{format_cell('p99_ns', c.get('p99_ns') if caveats.carried('p99_ns', c.get('count')) else None)}"
+                + (f' <span class="warn">&#9888; {escape(str(c["caveats"]))}</span>' if c.get("caveats") else "")
+                + "<br>"
                 f"<small>max {format_cell('max_ns', c.get('max_ns'))}</small></td>"
             )
         verdict = escape(str(h["verdict"]))

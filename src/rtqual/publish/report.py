@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
+from rtqual.answers import caveats as caveats_mod
 from rtqual.answers import environment as environment_mod
 from rtqual.answers.answer import answer_lines, answers
 from rtqual.answers.requirements import describe
@@ -15,9 +16,12 @@ from rtqual.publish.hostview import host_rows
 from rtqual.publish.views import (
     PERCENTILE_NOTE,
     STAT_COLUMNS,
+    bundle_view,  # noqa: F401 - report.bundle_view: the commands' one bundle loader
+    carried_note,
     cases_table,
-    environment_of,
-    format_cell,
+    clean,
+    clean_lines,
+    cpu_name,
     format_table,
     ioc_lines,
     network_lines,
@@ -25,24 +29,26 @@ from rtqual.publish.views import (
     paper_table,
     spike_lines,
     stage_table,
+    stat_cell,
 )
-from rtqual.results.bundle import Model, Unreadable
-from rtqual.results.hist import Histogram
 from rtqual.units import format_ns
 
 JSON_STAT_KEYS = [k for _, k in STAT_COLUMNS]
 
 
 def stat_cells(stats: dict) -> list[str]:
-    """A row of STAT_COLUMNS' cells."""
-    return [format_cell(key, stats.get(key)) for _, key in STAT_COLUMNS]
+    """A row of STAT_COLUMNS' cells, each percentile only where the row's samples carry it."""
+    return [stat_cell(key, stats) for _, key in STAT_COLUMNS]
 
 
 def case_table(result: dict) -> str:
-    """One row per CPU and one for all CPUs."""
-    rows = [[f"cpu{cpu}", *stat_cells(s)] for cpu, s in sorted(result["per_cpu"].items(), key=lambda kv: int(kv[0]))]
+    """One row per CPU (named as the case pinned it: views.cpu_name) and one for all CPUs; the note on
+    percentiles its samples do not carry."""
+    per_cpu = sorted(result["per_cpu"].items(), key=lambda kv: int(kv[0]))
+    rows = [[cpu_name(result, cpu), *stat_cells(s)] for cpu, s in per_cpu]
     rows.append(["all", *stat_cells(result["stats"])])
-    return format_table(["", *[h for h, _ in STAT_COLUMNS]], rows)
+    note = carried_note([s for _, s in per_cpu] + [result["stats"]], [k for _, k in STAT_COLUMNS])
+    return "\n".join([format_table(["", *[h for h, _ in STAT_COLUMNS]], rows), *note])
 
 
 STAGE_NOTE = (
@@ -73,25 +79,10 @@ def baseline_line(result: dict, results: list[dict]) -> str | None:
         return None
     s, b = result["stats"], base["stats"]
     pairs = ", ".join(
-        f"{name} {format_cell(k, s.get(k))} vs {format_cell(k, b.get(k))}"
+        f"{name} {stat_cell(k, s)} vs {stat_cell(k, b)}"
         for name, k in (("p50", "p50_ns"), ("p99", "p99_ns"), ("max", "max_ns"))
     )
     return f"vs timer baseline (case {base['id']}, same run): {pairs}"
-
-
-def bundle_view(model: Model) -> dict:
-    """What `show` prints of a bundle: the model's keys (Model.as_dict), its `environment` and each case's
-    histogram merged over its CPUs ("hists": {case id: Histogram}, a case without a readable one left out),
-    so the answer counts the samples over a limit."""
-    data = {**model.as_dict(), "environment": environment_of(model)}
-    data["hists"] = {}
-    for r in data["cases"]:
-        try:
-            per_cpu = model.hists(r["id"]).values()
-            data["hists"][r["id"]] = Histogram.merged(Histogram.from_record(rec) for rec in per_cpu)
-        except (Unreadable, ValueError, KeyError, TypeError, AttributeError):
-            continue
-    return data
 
 
 def bundle_answer(data: dict) -> list[dict]:
@@ -108,37 +99,38 @@ def show_text(data: dict, table: str | None = None, env_lines: Sequence[str] = (
     env = data.get("environment")
     lines = answer_lines(bundle_answer(data), env_lines or (environment_mod.host_sentences(env) if env else []))
     if lines:
-        out += ["answer:", *(f"  {line}" for line in lines), ""]
+        out += ["answer:", *(f"  {clean(line)}" for line in lines), ""]
     out.append(
-        f"bundle {data['path']}  ({m.get('status')}, rtqual {m.get('rtqual_version')}, "
-        f"host {m.get('hostname')}, started {m.get('start')})"
+        clean(
+            f"bundle {data['path']}  ({m.get('status')}, rtqual {m.get('rtqual_version')}, "
+            f"host {m.get('hostname')}, started {m.get('start')})"
+        )
     )
     if data.get("cut"):  # a run killed (SIGKILL) mid-case: its manifest stayed `running`
         out.append(
             f"cut: case {data['cut']} was running when rtqual was killed: no result; the cases below finished "
             f"(`rtqual restore {data['path']}` puts back what the run changed)"
         )
-    out.extend(environment_lines(data.get("environment")))
+    out.extend(clean_lines(environment_lines(data.get("environment"))))
+    records = {c["id"]: c for c in data.get("caveats") or caveats_mod.records(env, data["cases"])}
     for r in data["cases"]:
         thr = r.get("params", {}).get("threshold_ns")
         out.append("")
-        out.append(f"case {r['id']}: {r['label']}" + (f"  (threshold {format_ns(thr)})" if thr else ""))
+        out.append(clean(f"case {r['id']}: {r['label']}" + (f"  (threshold {format_ns(thr)})" if thr else "")))
         out.append(case_table(r))
         stages = stage_table(r)
         if stages:
             names = (r.get("probe_summary") or {}).get("stages", {})
             note = TIMERLAT_STAGE_NOTE if "irq" in names else GPIO_STAGE_NOTE if "drive" in names else STAGE_NOTE
             out.extend(["", stages, note])
-        out.extend(ioc_lines(r))
-        out.extend(noise_lines(r))
-        out.extend(network_lines(r))
-        out.extend(spike_lines(r))
+        out.extend(clean_lines(ioc_lines(r) + noise_lines(r) + network_lines(r) + spike_lines(r)))
         baseline = baseline_line(r, data["cases"])
         if baseline:
             out.append(baseline)
-        out.extend(f"requirement {describe(v)}" for v in r.get("requirement_verdicts") or [])
-        out.append(f"verdict: {headline(r['verdict'], r.get('reason', ''))}")
-        out.extend(f"warning: {w}" for w in r.get("warnings", []))
+        out.extend(clean(f"requirement {describe(v)}") for v in r.get("requirement_verdicts") or [])
+        out.append(clean(f"verdict: {headline(r['verdict'], r.get('reason', ''))}"))
+        out.extend(clean(f"warning: {w}") for w in r.get("warnings", []))
+        out.extend(clean(f"caveat: {c['text']}") for c in caveat_list(records.get(r["id"]), SHOW_OWN))
     table = table or data.get("table") or "cases"
     if data["cases"] and (len(data["cases"]) > 1 or table != "cases"):
         out.append("")
@@ -146,8 +138,18 @@ def show_text(data: dict, table: str | None = None, env_lines: Sequence[str] = (
     out.append("")
     out.append(PERCENTILE_NOTE)
     if m.get("capability"):  # written by the run (bundles of rtqual 0.1.0 have none)
-        out += ["", "capability (from the numbers above):", *(f"  - {line}" for line in m["capability"])]
+        out += ["", "capability (from the numbers above):", *(f"  - {clean(line)}" for line in m["capability"])]
     return "\n".join(out)
+
+
+SHOW_OWN = ("probe-error", "load-unreached", "degraded", "few-samples", "odd")
+"""The caveat kinds `show` states on their own line under the case; the others it states already: the host's
+with the answer, what else happened (and a condition not applied) in the environment block."""
+
+
+def caveat_list(record: dict | None, kinds: tuple[str, ...]) -> list[dict]:
+    """The caveats of a case's record (rtqual.answers.caveats) of these kinds."""
+    return [c for c in (record or {}).get("caveats") or [] if c["kind"] in kinds]
 
 
 def environment_lines(env: dict | None) -> list[str]:
@@ -172,6 +174,8 @@ def show_json(data: dict) -> dict:
 
     def pick(s: dict) -> dict:
         return {k: s.get(k) for k in JSON_STAT_KEYS}
+
+    records = {c["id"]: c for c in data.get("caveats") or caveats_mod.records(data.get("environment"), data["cases"])}
 
     return {
         **({"cut": data["cut"]} if data.get("cut") else {}),
@@ -201,6 +205,7 @@ def show_json(data: dict) -> dict:
                 **({"noise": (r.get("probe_summary") or {}).get("noise")} if noise_lines(r) else {}),
                 **({"requirements_judged": r["requirement_verdicts"]} if r.get("requirement_verdicts") else {}),
                 **({"spikes": r.get("spikes") or [], "trace": r["trace"]} if isinstance(r.get("trace"), dict) else {}),
+                "qualifiers": records.get(r["id"]),
             }
             for r in data["cases"]
         ],

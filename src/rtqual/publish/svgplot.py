@@ -13,6 +13,7 @@ Python that prints `rtqual show`.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import itertools
 import math
@@ -33,6 +34,12 @@ PALETTE = [
     "#7f7f7f",
     "#bcbd22",
 ]  # one figure draws at most this many series, each its own colour (overlays split beyond it)
+
+
+LEGEND_CHARS = 48
+"""A legend's name is cut after this many characters (a bundle named by its folder and kernel, its mean and σ)."""
+MAX_SERIES = 6
+"""Series a figure draws at most for its lines to stay apart; more are drawn as small multiples (split)."""
 
 
 @dataclass
@@ -133,6 +140,25 @@ class Figure:
     note: str = ""  # one line under the title (what the bins are, what differs)
 
 
+def split(fig: Figure, most: int = MAX_SERIES) -> list[Figure]:
+    """A figure of more than `most` series as small multiples: the same axes, the series in even parts of at
+    most `most`, each part titled 'part i of n' (its slug numbered); a figure within the limit as it is.
+    Grouped bars stay whole (one bar per series in each group)."""
+    n = -(-len(fig.series) // most)
+    if n <= 1 or fig.categories is not None:
+        return [fig]
+    per = -(-len(fig.series) // n)
+    return [
+        dataclasses.replace(
+            fig,
+            slug=f"{fig.slug}-{k + 1}",
+            title=f"{fig.title} (part {k + 1} of {n})",
+            series=fig.series[k * per : (k + 1) * per],
+        )
+        for k in range(n)
+    ]
+
+
 _clip_ids = itertools.count(1)
 
 
@@ -229,7 +255,7 @@ def _legend(series: list[Series], palette: list[str], bars: bool, left: int, top
     through a name), for bars in one row above the frame (no bar or its label hidden)."""
     if not series:
         return []
-    names = [s.name[:40] for s in series]
+    names = [s.name[:LEGEND_CHARS] for s in series]
     if bars:
         out, x = [], right
         for name, color in reversed(list(zip(names, palette))):

@@ -14,9 +14,19 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
+from rtqual.answers import caveats
 from rtqual.errors import RtqError
-from rtqual.publish.views import STAGES, format_table, network_text, throughput_mb_s
-from rtqual.units import format_cpulist
+from rtqual.publish.views import (
+    STAGES,
+    cpu_name,
+    environment_and_cases,
+    format_table,
+    kind,
+    network_text,
+    pinned,
+    throughput_mb_s,
+)
+from rtqual.units import format_cpulist, format_ns
 
 PAPER = "paper"  # the source cell of a reference row: "paper 001"
 NOT_MEASURED = "-"  # an rtqual cell without a value (no samples); a paper's missing number stays empty
@@ -50,20 +60,6 @@ def paper_values() -> dict:
 
 
 # ---------------------------------------------------------------- the kind of a case
-
-
-def kind(r: dict) -> str:
-    """What a case measured, from its probe and parameters: timer, ioc, interrupt, wake-up, timer-interrupt,
-    switch, transfer, rtt; anything else is the probe's own name (rhealstone's with its component)."""
-    probe, p = str(r.get("probe")), r.get("params") or {}
-    if probe == "rhealstone":
-        comp = str(p.get("component"))
-        return {"task-switch": "switch", "interrupt-latency": "interrupt"}.get(comp, f"rhealstone {comp}")
-    if probe == "event":
-        return {"timerfd": "timer-interrupt", "fifo": "wake-up"}.get(str(p.get("source")), "interrupt")
-    known = {"timer": "timer", "iocresp": "ioc", "switch": "switch", "pio": "transfer"}
-    known.update({"msg": "rtt", "ca-rtt": "rtt", "pva-rtt": "rtt"})
-    return known.get(probe, probe)
 
 
 def probe_name(r: dict) -> str:
@@ -110,8 +106,10 @@ STAT = {"min": "min_ns", "median": "p50_ns", "mean": "mean_ns", "sd": "stddev_ns
 
 
 def _durations(s: dict, suffix: str, *stems: str) -> Row:
-    """Statistics of s as cells of duration columns: stem -> "stem_us" (or _ms) in that unit."""
-    return {f"{stem}_{suffix}": _in(1e3 if suffix == "us" else 1e6, s.get(STAT[stem])) for stem in stems}
+    """Statistics of s as cells of duration columns: stem -> "stem_us" (or _ms) in that unit; and "n", the
+    samples they are of."""
+    out: Row = {f"{stem}_{suffix}": _in(1e3 if suffix == "us" else 1e6, s.get(STAT[stem])) for stem in stems}
+    return {**out, "n": s.get("count")}
 
 
 def _threshold_us(r: dict) -> float | None:
@@ -135,9 +133,9 @@ def _kek_rows(results: list[dict]) -> Iterator[Row]:
             yield {"case": _label(r), "cpu": f"{r['ioc'].get('cpus_allowed')} (IOC)", **cells(r["stats"])}
             continue
         cpus = format_cpulist([int(c) for c, _ in per_cpu]) if per_cpu else NOT_MEASURED
-        yield {"case": _label(r), "cpu": cpus, **cells(r["stats"])}
+        yield {"case": _label(r), "cpu": cpus if pinned(r) else "unpinned", **cells(r["stats"])}
         if len(per_cpu) > 1:
-            yield from ({"case": _label(r), "cpu": c, **cells(s)} for c, s in per_cpu)
+            yield from ({"case": _label(r), "cpu": cpu_name(r, c).removeprefix("cpu"), **cells(s)} for c, s in per_cpu)
 
 
 APS_TABLE = {"interrupt": "1", "wake-up": "3", "switch": "4", "timer-interrupt": "5"}  # kind -> seed 001 table
@@ -289,7 +287,24 @@ def refuse_other_kinds(layout: str, name: str, results: list[dict]) -> None:
 # ---------------------------------------------------------------- the table
 
 
-def build(layout: str, bundles: list[tuple[str, list[dict]]], paper: dict | None = None) -> Table:
+def _duration(r: dict) -> str:
+    """How long a case measured (its planned duration), as the N and duration columns put beside the papers'."""
+    ns = (r.get("params") or {}).get("duration_ns")
+    return format_ns(ns) if isinstance(ns, int | float) and ns > 0 else NOT_MEASURED
+
+
+def build_models(layout: str, named: list[tuple[str, Any]]) -> Table:
+    """build() of bundle models (each with its name): the caveat records from each model's environment."""
+    quals = [environment_and_cases(m)[1] for _, m in named]
+    return build(layout, [(n, m.cases) for n, m in named], quals=quals)
+
+
+def build(
+    layout: str,
+    bundles: list[tuple[str, list[dict]]],
+    paper: dict | None = None,
+    quals: list[list[dict]] | None = None,
+) -> Table:
     """The layout's table: the paper's rows (source "paper SEED") and, per bundle, rtqual's rows (source the
     bundle's name); grouped like the paper where the layout has groups (APS tables, VME parts). Refused
     (RtqError) when a bundle has cases of a kind the layout's paper did not measure."""
@@ -297,12 +312,27 @@ def build(layout: str, bundles: list[tuple[str, list[dict]]], paper: dict | None
     ref = values[layout]
     for name, results in bundles:
         refuse_other_kinds(layout, name, results)
-    measured = [{**row, "source": name} for name, results in bundles for row in lay.rows(results)]
+    quals = quals or [caveats.records(None, results) for _, results in bundles]
+    measured = [
+        {**row, "source": name, "flags": caveats.flags(q), "duration": _duration(r)}
+        for (name, results), recs in zip(bundles, quals)
+        for r, q in zip(results, recs)
+        for row in lay.rows([r])
+    ]
     relative = _relative(measured, len(bundles) > 1)
     papers = [{**p, "source": f"{PAPER} {p['seed']}", "case": p["label"]} for p in ref["rows"]]
-    columns = (Column("source", "source"), Column("case", "case"), *lay.columns)
+    columns = (
+        Column("source", "source"),
+        Column("case", "case"),
+        Column("flags", "flags"),
+        *lay.columns,
+        *((Column("N", "n", 0),) if any("n" in row for row in measured) else ()),
+        Column("duration", "duration"),
+    )
     cells = [[_row_cell(row, c) for c in columns] for row in _ordered(lay, papers, measured)]
     notes = _notes(lay, ref, values["papers"], measured) + ([relative] if relative else [])
+    notes += [x for x in [caveats.legend("".join(str(row.get("flags") or "") for row in measured))] if x]
+    notes.append("N: samples of the row; duration: how long the case measured (planned); the papers' rows: see above")
     left = next((i for i, c in enumerate(columns) if c.digits is not None), len(columns))
     return Table(lay.title, [c.head for c in columns], cells, notes, left)
 
@@ -360,10 +390,27 @@ def text(t: Table) -> str:
     return "\n".join([t.title, format_table(t.headers, t.rows, left=t.left), "", *t.notes])
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""A spreadsheet reads a cell starting so as a formula (=HYPERLINK(...)): such a cell is written with a ' first."""
+
+
+def csv_cell(cell: str) -> str:
+    """A cell a spreadsheet shows as text: one starting like a formula prefixed with ' (a number, '-' and ''
+    stay as they are)."""
+    if not cell.startswith(FORMULA_STARTS) or cell == NOT_MEASURED:
+        return cell
+    try:
+        float(cell)
+        return cell
+    except ValueError:
+        return "'" + cell
+
+
 def csv_text(t: Table) -> str:
-    """The same rows as CSV (header first), for a spreadsheet or a paper's table."""
+    """The same rows as CSV (header first), for a spreadsheet or a paper's table; formula cells neutralised
+    (csv_cell)."""
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
-    w.writerow(t.headers)
-    w.writerows(t.rows)
+    w.writerow([csv_cell(c) for c in t.headers])
+    w.writerows([csv_cell(c) for c in row] for row in t.rows)
     return out.getvalue()

@@ -8,10 +8,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from rtqual.answers import compare, spikes
+from rtqual.answers import caveats, compare, spikes
 from rtqual.answers import environment as environment_mod
-from rtqual.results.bundle import Model
-from rtqual.textfmt import format_table
+from rtqual.results.bundle import Model, Unreadable
+from rtqual.results.hist import Histogram
+from rtqual.textfmt import clean as clean  # re-exported: the views share one escaping
+from rtqual.textfmt import clean_lines as clean_lines
+from rtqual.textfmt import format_table as format_table
 from rtqual.units import format_ns
 
 STAT_COLUMNS = [
@@ -40,6 +43,34 @@ PERCENTILE_NOTE = (
     "percentiles: nearest rank, rank = ceil(p/100 * N); value = highest value of the "
     "histogram bucket holding it, capped at max (never below the exact value, at most 0.1 % above)"
 )
+
+
+def stat_cell(key: str, stats: dict) -> str:
+    """A statistic of `stats` as tables show it, a percentile only where its samples carry it ('-' else:
+    rtqual.answers.caveats)."""
+    return format_cell(key, caveats.shown(key, stats))
+
+
+def carried_note(stats: list[dict], keys: list[str]) -> list[str]:
+    """The note under a table whose percentile columns have dashes for too few samples ([] for none)."""
+    note = caveats.not_carried_note([(s or {}).get("count") for s in stats], keys)
+    return [note] if note else []
+
+
+def pinned(result: dict) -> bool:
+    """Whether the case's probe was bound to CPUs (a CPU option set: cpus, cpu, client/server/broker cpu)."""
+    p = result.get("params") or {}
+    for key in ("cpus", "cpu", "client_cpu", "server_cpu", "broker_cpu", "stimulus_cpu", "peer_cpu"):
+        v = p.get(key)
+        if (isinstance(v, list | str) and v) or (isinstance(v, int) and not isinstance(v, bool) and v >= 0):
+            return True
+    return False
+
+
+def cpu_name(result: dict, cpu: object) -> str:
+    """A per-CPU row's or series' name: 'cpu1' where the case pinned its CPUs, 'unpinned' where it did not
+    (the CPU it was seen on is no setting of the run)."""
+    return f"cpu{cpu}" if pinned(result) else "unpinned" if len(result.get("per_cpu") or {}) <= 1 else f"unpinned {cpu}"
 
 
 def format_cell(key: str, value: Any) -> str:
@@ -73,12 +104,11 @@ def stage_table(result: dict) -> str | None:
         (">thr", "over_threshold"),
     ]
     rows = [
-        [name, *(format_cell(k, stages[name].get(k)) for _, k in keys)]
-        for name in (*STAGES, *TIMERLAT_STAGES)
-        if name in stages
+        [name, *(stat_cell(k, stages[name]) for _, k in keys)] for name in (*STAGES, *TIMERLAT_STAGES) if name in stages
     ]
-    rows.append(["total", *(format_cell(k, result["stats"].get(k)) for _, k in keys)])
-    return format_table(["stage", *(h for h, _ in keys)], rows)
+    rows.append(["total", *(stat_cell(k, result["stats"]) for _, k in keys)])
+    counted = [stages[n] for n in (*STAGES, *TIMERLAT_STAGES) if n in stages] + [result["stats"]]
+    return "\n".join([format_table(["stage", *(h for h, _ in keys)], rows), *carried_note(counted, ["p99_ns"])])
 
 
 def ioc_lines(result: dict) -> list[str]:
@@ -215,13 +245,32 @@ def _rate(x: float | None) -> str:
     return "-" if x is None else f"{x:.0f}" if x >= 10 else f"{x:.3g}"
 
 
+def duration_text(r: dict) -> str:
+    """How long a case measured (its planned duration: the N and duration beside a paper's hour-long rows)."""
+    ns = (r.get("params") or {}).get("duration_ns")
+    return format_ns(ns) if isinstance(ns, int | float) and ns > 0 else "-"
+
+
 def cases_table(results: list[dict]) -> str:
     """One row per case (label and its all-CPU statistics), for studies with many cases."""
+    head, rows, notes = cases_cells(results)
+    return "\n".join([format_table(head, rows), *notes])
+
+
+def cases_cells(
+    results: list[dict], flags: dict[str, str] | None = None
+) -> tuple[list[str], list[list[str]], list[str]]:
+    """cases_table as (header, rows of cells, notes under it): the text table's, and the HTML report's; with
+    `flags` (case id -> caveat flags) a flags column."""
     columns = stat_columns(leave_out=("p9999_ns", "over_threshold"))
     keys = [k for _, k in columns]
-    head = ["case", *(h for h, _ in columns), "verdict"]
-    rows = [[r["label"], *(format_cell(k, r["stats"].get(k)) for k in keys), r["verdict"]] for r in results]
-    return format_table(head, rows)
+    head = ["case", *(h for h, _ in columns), "duration", "verdict", *(["flags"] if flags is not None else [])]
+    rows = [
+        [r["label"], *(stat_cell(k, r["stats"]) for k in keys), duration_text(r), r["verdict"]]
+        + ([flags.get(r["id"], "")] if flags is not None else [])
+        for r in results
+    ]
+    return head, rows, carried_note([r["stats"] for r in results], keys)
 
 
 # The seed papers' table layouts: (heading, stats key or None for the threshold share).
@@ -281,6 +330,15 @@ def _paper_rows(results: list[dict], layout: str) -> Iterator[tuple[str, dict, d
 
 def paper_table(results: list[dict], layout: str) -> str:
     """One row per case in a seed paper's column layout (`rtqual show --table aps|kek|madoca|vme`)."""
+    title, head, rows = paper_cells(results, layout)
+    return f"{title}\n{format_table(head, rows)}"
+
+
+def paper_cells(
+    results: list[dict], layout: str, flags: dict[str, str] | None = None
+) -> tuple[str, list[str], list[list[str]]]:
+    """A seed paper's layout as (title, header, rows of cells): paper_table's, and the HTML report's table;
+    with `flags` (case id -> caveat flags) a flags column."""
     title, cols = PAPER_TABLES[layout]
     networked = any(network_text(r) for r in results)  # a network column only when some case had one
     rows = []
@@ -294,14 +352,23 @@ def paper_table(results: list[dict], layout: str) -> str:
             elif key == "mean_sd":
                 cells.append(f"{format_ns(s.get('mean_ns'))} ({format_ns(s.get('stddev_ns'))})")
             else:
-                cells.append(format_cell(key, s.get(key)))
+                cells.append(stat_cell(key, s))
+        cells += [format_cell("count", s.get("count")), duration_text(r)]
+        cells += [flags.get(r["id"], "")] if flags is not None else []
         if networked:
             cells.append(network_text(r) or "private (none)")
         rows.append(cells)
     thrs = {r.get("params", {}).get("threshold_ns") for r in results}
     thr_text = format_ns(thrs.pop()) if len(thrs) == 1 else "threshold"
-    head = ["case", *(h.format(thr=thr_text) for h, _ in cols), *(["network achieved"] if networked else [])]
-    return f"{title}\n{format_table(head, rows)}"
+    head = [
+        "case",
+        *(h.format(thr=thr_text) for h, _ in cols),
+        "N",
+        "duration",
+        *(["flags"] if flags is not None else []),
+    ]
+    head += ["network achieved"] if networked else []
+    return title, head, rows
 
 
 # ---------------------------------------------------------------- comparisons (rtqual compare, --report)
@@ -335,3 +402,43 @@ def environment_of(model: Model) -> dict:
     each intact case's result and environment record."""
     records = {r["id"]: model.environment_record(r["id"]) for r in model.cases}
     return environment_mod.environment(model.facts("before"), model.cases, records)
+
+
+def environment_and_cases(model: Model) -> tuple[dict, list[dict]]:
+    """A model's environment and its caveat records (rtqual.answers.caveats)."""
+    env = environment_of(model)
+    return env, caveats.records(env, model.cases)
+
+
+def bundle_view(model: Model) -> dict:
+    """A bundle as every view reads it (the one loader of show, report, compare, table and fleet): the model's
+    keys (Model.as_dict), its host facts and tuning before the run, its plan, its `environment`, one caveat
+    record per case ("caveats": rtqual.answers.caveats), each case's histograms per CPU ("cpu_hists": {case
+    id: {cpu: Histogram}}) and merged over its CPUs ("hists": {case id: Histogram}, a case without a readable
+    one left out), so the answer counts the samples over a limit."""
+    data = {**model.as_dict(), "environment": environment_of(model)}
+    data["caveats"] = caveats.records(data["environment"], data["cases"])
+    data["facts"], data["tuning"], data["plan"] = model.facts("before"), model.tuning(), model.plan or {}
+    data["hists"], data["cpu_hists"] = {}, {}
+    for r in data["cases"]:
+        try:
+            per_cpu = {str(cpu): Histogram.from_record(rec) for cpu, rec in model.hists(r["id"]).items()}
+            data["hists"][r["id"]] = Histogram.merged(per_cpu.values())
+            data["cpu_hists"][r["id"]] = per_cpu
+        except (Unreadable, ValueError, KeyError, TypeError, AttributeError):
+            continue
+    return data
+
+
+def kind(r: dict) -> str:
+    """What a case measured, from its probe and parameters: timer, ioc, interrupt, wake-up, timer-interrupt,
+    switch, transfer, rtt; anything else is the probe's own name (rhealstone's with its component)."""
+    probe, p = str(r.get("probe")), r.get("params") or {}
+    if probe == "rhealstone":
+        comp = str(p.get("component"))
+        return {"task-switch": "switch", "interrupt-latency": "interrupt"}.get(comp, f"rhealstone {comp}")
+    if probe == "event":
+        return {"timerfd": "timer-interrupt", "fifo": "wake-up"}.get(str(p.get("source")), "interrupt")
+    known = {"timer": "timer", "iocresp": "ioc", "switch": "switch", "pio": "transfer"}
+    known.update({"msg": "rtt", "ca-rtt": "rtt", "pva-rtt": "rtt"})
+    return known.get(probe, probe)

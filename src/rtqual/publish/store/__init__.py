@@ -15,9 +15,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from rtqual.answers import caveats
 from rtqual.answers.requirements import describe
 from rtqual.errors import RtqError
 from rtqual.publish.store.schema import MIGRATIONS, SCHEMA_VERSION_TABLE, statements
+from rtqual.publish.views import environment_of
 from rtqual.results import bundle as bundle_mod
 from rtqual.results.bundle import Model
 from rtqual.util import system_tree
@@ -249,6 +251,7 @@ def run_record(bundle: Model | Path) -> tuple[dict, list[dict]]:
         "verdict": m.get("verdict"),
     }
     rows = []
+    said = {c["id"]: caveats.words(c) or None for c in caveats.records(environment_of(data), data.cases)}
     for r in data.cases:
         run_as = (data.params(r["id"]) or {}).get("run_as")
         judged = r.get("requirement_verdicts") or []
@@ -260,6 +263,7 @@ def run_record(bundle: Model | Path) -> tuple[dict, list[dict]]:
             "run_as": run_as if isinstance(run_as, str) else r["probe"],
             "verdict": r["verdict"],
             "requirement": requirement,
+            "caveats": said.get(r["id"]),
         }
         per_cpu = sorted(((int(c), s) for c, s in r["per_cpu"].items() if str(c).isdigit()), key=lambda x: x[0])
         for cpu, stats in [(None, r["stats"]), *per_cpu]:
@@ -451,7 +455,8 @@ class Store:
                         (host_id, run["bundle"], *values),
                     ).fetchone()[0]
                 )
-            keys = ("case_id", "label", "probe", "run_as", "cpu", *STAT_KEYS, *COUNT_KEYS, "verdict", "requirement")
+            keys = ("case_id", "label", "probe", "run_as", "cpu", *STAT_KEYS, *COUNT_KEYS, "verdict", "requirement",
+                    "caveats")  # fmt: skip
             marks = ", ".join("?" * (len(keys) + 1))
             cur.executemany(
                 self._q(f"INSERT INTO cases (run_id, {', '.join(keys)}) VALUES ({marks})"),
@@ -525,7 +530,8 @@ class Store:
         return self._rows(
             "SELECT r.id AS run_id, r.started, r.started_unix_s, h.name AS host, r.kernel, r.preempt, r.scenario, "
             "r.source, r.bundle, r.state, c.case_id, c.label, c.probe, c.run_as, c.count, c.p99_ns, c.p9999_ns, "
-            "c.max_ns, c.verdict FROM cases c JOIN runs r ON r.id = c.run_id JOIN hosts h ON h.id = r.host_id "
+            "c.max_ns, c.verdict, c.caveats FROM cases c JOIN runs r ON r.id = c.run_id "
+            "JOIN hosts h ON h.id = r.host_id "
             f"WHERE {' AND '.join(where)} ORDER BY r.started_unix_s, r.id, c.id",
             tuple(params),
         )

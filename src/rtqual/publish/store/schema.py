@@ -88,6 +88,11 @@ MIGRATIONS: list[str] = [
         set_unix_s DOUBLE PRECISION NOT NULL
     );
     """,
+    # 2: each case's caveats (rtqual.answers.caveats: emulated, a condition not applied, the probe's failure...),
+    # in words, so that `rtqual history` lists them beside the case's numbers
+    """
+    ALTER TABLE cases ADD COLUMN caveats TEXT;
+    """,
 ]
 
 

@@ -8,7 +8,7 @@ import re
 import time
 from pathlib import Path
 
-from rtqual.answers import compare
+from rtqual.answers import caveats, compare
 from rtqual.errors import RtqError
 from rtqual.publish.views import format_table
 from rtqual.units import format_ns, parse_duration_ns
@@ -16,7 +16,7 @@ from rtqual.units import format_ns, parse_duration_ns
 SUMMARY_S = 3600  # monitor windows are summarised per host, CPU and this many seconds
 # statistics judged by `rtqual check`, and the samples a run needs before a percentile is more than its max
 CHECKED = ("max_ns", "p9999_ns", "p99_ns", "mean_ns")
-MIN_SAMPLES = {"p99_ns": 100, "p9999_ns": 10_000}
+MIN_SAMPLES = {k: caveats.needed(k) for k in ("p99_ns", "p9999_ns")}  # 10 / (1 - p): 1,000 and 100,000
 NAMES = {"max_ns": "max", "p9999_ns": "p99.99", "p99_ns": "p99", "mean_ns": "mean"}
 
 
@@ -72,15 +72,18 @@ def history_text(runs: list[dict], windows: list[dict]) -> str:
                 r["preempt"] or "-",
                 r["probe"] or "-",
                 r["label"],
-                format_ns(r["p99_ns"]),
+                format_ns(r["p99_ns"]) if caveats.carried("p99_ns", r.get("count")) else "-",
                 format_ns(r["max_ns"]),
                 r["verdict"] or "-",
                 _bundle(r),
+                r.get("caveats") or "-",
             ]
             for r in runs
         ]
-        head = ["when", "host", "kernel", "preempt", "probe", "case", "p99", "max", "verdict", "bundle"]
+        head = ["when", "host", "kernel", "preempt", "probe", "case", "p99", "max", "verdict", "bundle", "caveats"]
         out.append(format_table(head, rows, left=6))
+        if any(not caveats.carried("p99_ns", r.get("count")) for r in runs):
+            out.append(f"p99 '-': fewer than {caveats.needed('p99_ns'):,} samples carry it")
     summary = window_summary(windows)
     if summary:
         out += [""] if out else []
@@ -137,7 +140,7 @@ def check(baseline: dict, current: dict, tolerance: float) -> list[dict]:
     """Each statistic of each case of `current` that a baseline case matches (answers.compare.matches: same id, else
     label): baseline value, current value, limit = baseline × (1 + tolerance), and a verdict: "regressed"
     above the limit, "ok", or "not judged" (missing in either, or too few samples for the percentile to be
-    more than the maximum: p99 needs 100, p99.99 needs 10 000 samples in both runs)."""
+    more than its few largest values: p99 needs 1,000, p99.99 needs 100,000 samples in both runs, 10 / (1 - p))."""
     out = []
     for row in compare.matches([baseline, current]):
         base, cur = row
