@@ -26,6 +26,7 @@ from rtqual.publish import report
 from rtqual.results import bundle as bundle_mod
 from rtqual.results.bundle import Model
 from rtqual.results.bundle.names import REPORT
+from rtqual.scenario.plan import kept
 from rtqual.scenario.single import single_run
 
 
@@ -46,7 +47,7 @@ def cmd_run(a, argv: list[str]) -> int:
     for case in cases:
         if case.get("duration_auto"):  # said before the run starts, capped or not
             print(f"{case['id']}: {case['duration_auto']['note']}", flush=True)
-    plan = {"schema_version": 1, "cases": cases}
+    plan = {"schema_version": 1, "cases": [kept(c) for c in cases]}  # requirements as their text
     return execute(cases, argv, a.output, a.quiet, a.raw_max_mb if a.raw else 0, plan, text, a.store)
 
 

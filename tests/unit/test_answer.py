@@ -5,6 +5,7 @@ import json
 
 from rtqual.answers import verdict as vd
 from rtqual.answers.answer import answer_lines, answers
+from rtqual.answers.requirements import gather
 from rtqual.results.hist import Histogram
 from rtqual.results.stream import read_stream
 
@@ -28,7 +29,7 @@ def timer_case(
     ]
     label = "timer " + ("+".join(loads) or "idle")
     case = {"id": label.replace(" ", "-"), "label": label, "probe": "timer", "args": [], "params": {}}
-    case.update(requirements={}, require=list(require), profile=profile)
+    case.update(requirements={}, require=gather(list(require), None), profile=profile)
     lds = [{"name": n, "dead_reason": None, "shortfall": None} for n in loads]
     r = vd.summarize(case, read_stream(json.dumps(x) + "\n" for x in recs), 0, "", loads=lds, conditions=conditions)
     return r, h
@@ -73,9 +74,9 @@ def test_kek_profile_on_a_1ms_timer_judges_the_20ms_cycle():
 
 
 def vd_profile(name):
-    from rtqual.answers.requirements import PROFILES
+    from rtqual.answers.requirements import profile
 
-    return PROFILES[name]["requirements"]
+    return profile(name)
 
 
 def test_profile_cycle_passes_when_every_wakeup_fits():
@@ -140,7 +141,14 @@ def test_a_condition_not_applied_leaves_requirements_undecided_and_is_named():
 
 
 def test_a_load_that_did_not_hold_makes_requirements_inconclusive():
-    case = {"id": "1", "label": "t", "probe": "timer", "args": [], "params": {}, "require": ["max <= 1ms"]}
+    case = {
+        "id": "1",
+        "label": "t",
+        "probe": "timer",
+        "args": [],
+        "params": {},
+        "require": gather(["max <= 1ms"], None),
+    }
     r, _ = timer_case([20_000] * 10)
     dead = [{"name": "hackbench", "dead_reason": "exited (1)", "shortfall": None}]
     out = vd.decide_case({**r, "loads": dead}, _stream(), 0, require=case["require"])

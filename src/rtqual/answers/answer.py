@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from rtqual.answers.requirements import PROFILES, needed_for, parse, probe_cycle_ns, profile_question
+from rtqual.answers.requirements import PROFILES, from_bundle, needed_for, probe_cycle_ns, profile_question
 from rtqual.answers.summary import RATES, is_periodic, is_response
 from rtqual.answers.verdict import degradation, worst
 from rtqual.results.hist import Histogram
@@ -169,10 +169,10 @@ def _undecided(r: dict, vs: list[dict], needs_s: float | None) -> str:
 
 
 def _need(v: dict) -> int | None:
-    try:
-        return needed_for(parse(v["requirement"]))
-    except Exception:  # noqa: BLE001 - an old or foreign bundle's text: no count known
-        return None
+    """Samples a judged requirement needs (its text as the bundle keeps it); None when this version cannot
+    read the text (an old or foreign bundle's)."""
+    r = from_bundle(v.get("requirement"))
+    return needed_for(r) if r else None
 
 
 def _needs_s(r: dict, vs: list[dict]) -> float | None:

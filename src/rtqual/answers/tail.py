@@ -453,7 +453,7 @@ def for_requirements(blocks: Any, reqs: Any) -> dict | None:
 def requirement_verdict(req: Any, case: dict | None) -> dict:
     """A `return(PERIOD) OP LIMIT` requirement judged (the keys of requirements.evaluate's answer)."""
     verdict, value, words = judge(req.period_s, req.op, req.limit, case)
-    margin = None if value is None or verdict == "inconclusive" else (req.limit - value)
+    margin = None if value is None or verdict == "inconclusive" else req.margin(value)  # its sign by the op
     return {
         "requirement": req.text,
         "stat": "return",

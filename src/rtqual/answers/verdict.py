@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rtqual.answers import tail
-from rtqual.answers.requirements import PROFILES, describe, evaluate, parse, probe_cycle_ns
+from rtqual.answers.requirements import PROFILES, Requirement, describe, evaluate, probe_cycle_ns
 from rtqual.errors import EXIT_ERROR, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_PASS, EXIT_SKIP
 from rtqual.results.hist import Histogram
 from rtqual.results.stats import case_result, merged_hist
@@ -131,7 +131,7 @@ def degradation(result: Mapping[str, Any], load_error: str | None = None) -> lis
 
 def judge(
     result: dict,
-    texts: Sequence[str],
+    reqs: Sequence[Requirement],
     hist: Histogram | None,
     profile: str | None = None,
     degraded: Sequence[str] = (),
@@ -142,20 +142,19 @@ def judge(
     can make it pass); an error, skip or inconclusive ending stays what it was. The requirements of `profile`
     are judged against its cycle (requirements.evaluate); on a degraded case (the reasons given) each is
     inconclusive, its value kept, the reason in its note."""
-    if not texts:
+    if not reqs:
         return result
     stats = result.get("stats") or {}
     params = result.get("params") or {}
     own = set(PROFILES[profile]["requirements"]) if profile in PROFILES else set()
     cycle_ns = PROFILES[profile]["period_ns"] if profile in PROFILES else None
     probe_ns = probe_cycle_ns(params)
-    reqs = [parse(t) for t in texts]
     tail_case = tail.for_requirements(blocks, reqs)  # return(PERIOD) requirements: the block maxima's tail
     judged = []
-    for t, r in zip(texts, reqs):
-        cycle = cycle_ns if t in own else None
+    for r in reqs:
+        cycle = cycle_ns if r.text in own else None
         v = evaluate(r, stats, hist, params.get("duration_ns"), cycle, probe_ns, tail_case)
-        if t in own:
+        if r.text in own:
             v["profile"] = profile
         if degraded and v["verdict"] != "inconclusive":
             v["verdict"], v["note"] = "inconclusive", "; ".join([*degraded, *([v["note"]] if v["note"] else [])])
@@ -182,14 +181,14 @@ def decide_case(
     code: int | None,
     stderr_last: str = "",
     interrupted: bool = False,
-    require: Sequence[str] = (),
+    require: Sequence[Requirement] = (),
     hist: Histogram | None = None,
     load_error: str | None = None,
     profile: str | None = None,
 ) -> dict:
     """The case result with its "verdict" and "reason" decided (and, with requirements,
     "requirement_verdicts") from how its probe ended (code None: it never ran), whether it was measured
-    as asked (degradation: its rt, conditions and loads, load_error) and its requirements (texts, judged on
+    as asked (degradation: its rt, conditions and loads, load_error) and its requirements (parsed, judged on
     its stats and histogram; a profile's against the profile's cycle). Measured to its end with no
     requirement: completed. A service that did not start and a degraded run come in through the probe's
     ending."""

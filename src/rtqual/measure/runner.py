@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rtqual.answers import verdict
+from rtqual.answers.requirements import texts
 from rtqual.errors import EXIT_ERROR, RtqError
 from rtqual.measure import osnoise
 from rtqual.measure.case import Case
@@ -50,7 +51,7 @@ def run_case(
     if raw_bytes:
         case = case.with_args([*case.args, "--raw", str(d / "raw.bin"), "--raw-max-bytes", str(raw_bytes)])
     view = case.view()
-    write_json(d / "params.json", {k: view.get(k) for k in RECORD_KEYS})
+    write_json(d / "params.json", {k: view.get(k) for k in RECORD_KEYS} | {"require": texts(case.require)})
     sampler = Sampler(
         d / names.HOST_SAMPLES, record=d / names.ENVIRONMENT, cpus=case.params.get("cpus") or online_cpus()
     )

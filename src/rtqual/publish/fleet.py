@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from rtqual.answers.answer import answer_lines, answers
-from rtqual.answers.requirements import PROFILES
+from rtqual.answers.requirements import profile as requirements_of
 from rtqual.answers.verdict import ORDER, judge, rank, worst
 from rtqual.publish.views import format_cell, format_table
 from rtqual.results.facts import get_fact
@@ -56,7 +56,7 @@ def rejudged(case: dict, profile: str, hist: Any) -> dict:
     clean measurement (pass or completed) takes the profile's verdict; skip, inconclusive, error stay."""
     clean = case.get("verdict") in ("pass", "completed")
     base = {**case, "requirement_verdicts": [], "verdict": "completed" if clean else case.get("verdict")}
-    return judge(base, PROFILES[profile]["requirements"], hist, profile)
+    return judge(base, requirements_of(profile), hist, profile)
 
 
 def host_entry(host: str, models: Sequence[Any], hists: Callable[[Any], dict] | None = None,

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rtqual import probes as native_table
+from rtqual.answers.requirements import Requirement
 from rtqual.errors import RtqError
 from rtqual.measure.session import Interrupted, Session, prepare, spike, without_options
 from rtqual.probes.catalog import ALL_PROBES
@@ -46,7 +47,7 @@ class Options:
     bounded: bool = False  # the user gave --duration or --loops: the probe ends by itself, then the monitor
     every_progress: int = 0  # compressed time: a window per N progress records (hidden --window-progress)
     trace: bool = False  # --trace: each spike's culprits (rtqual.measure.trace), printed and counted in /metrics
-    require: list[str] = field(default_factory=list)  # --require, --profile: the PVs' alarm limits
+    require: list[Requirement] = field(default_factory=list)  # --require, --profile (parsed): the PVs' alarm limits
 
     @classmethod
     def from_args(cls, a: Any, case: dict) -> Options:
