@@ -197,3 +197,32 @@ def test_no_other_module_ranks_verdicts_or_maps_them_to_exit_codes():
                 if rule.search(line) and what not in allowed.get(rel, set()):
                     found.append(f"{rel}:{n}: {what}: {line.strip()}")
     assert not found, "\n".join(found)
+
+
+def test_a_failed_analysis_leaves_the_requirement_undecided_and_keeps_the_case(monkeypatch):
+    """An analysis after the fact (the tail fit of return()) that raises makes its requirement inconclusive
+    "analysis failed (why)"; the case keeps its statistics and the other requirements their verdicts."""
+    from rtqual.answers import tail
+
+    def broken(*a, **k):
+        raise ValueError("f(a) and f(b) must have different signs")
+
+    monkeypatch.setattr(tail, "analyse", broken)
+    s = stream_of([10_000] * 2000)
+    for i in range(20):
+        s.blocks.add(0, 10_000 + i)
+    r = vd.summarize(dict(CASE, require=gather(["return(1d) <= 2ms", "max <= 1ms"], None)), s, 0, "")
+    ret, mx = r["requirement_verdicts"]
+    assert ret["verdict"] == "inconclusive" and ret["note"].startswith("analysis failed (ValueError: f(a)")
+    assert mx["verdict"] == "pass" and r["stats"]["count"] == 2000
+    assert r["verdict"] == "inconclusive" and "analysis failed" in r["reason"]
+
+
+def test_measured_then_judged_is_summarize():
+    case = dict(CASE, require=gather(["max <= 1ms"], None))
+    first = vd.measured(case, stream_of([10_000] * 10), 0, "")
+    assert first["verdict"] == "completed" and "requirement_verdicts" not in first
+    first["host_samples"] = {"kept": True}  # keys added between the two are kept
+    both = vd.judged(first, case, stream_of([10_000] * 10), 0, "")
+    assert both["verdict"] == "pass" and both["host_samples"] == {"kept": True}
+    assert {k: v for k, v in both.items() if k != "host_samples"} == vd.summarize(case, stream_of([10_000] * 10), 0, "")

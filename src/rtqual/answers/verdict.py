@@ -149,7 +149,10 @@ def judge(
     own = set(PROFILES[profile]["requirements"]) if profile in PROFILES else set()
     cycle_ns = PROFILES[profile]["period_ns"] if profile in PROFILES else None
     probe_ns = probe_cycle_ns(params)
-    tail_case = tail.for_requirements(blocks, reqs)  # return(PERIOD) requirements: the block maxima's tail
+    try:  # return(PERIOD) requirements: the block maxima's tail, an analysis after the fact
+        tail_case = tail.for_requirements(blocks, reqs)
+    except Exception as e:  # noqa: BLE001 - a failed analysis leaves its requirements undecided, never the case lost
+        tail_case = {"unavailable": f"analysis failed ({type(e).__name__}: {e})"}
     judged = []
     for r in reqs:
         cycle = cycle_ns if r.text in own else None
@@ -204,6 +207,44 @@ def decide_case(
     return out
 
 
+def measured(
+    case: Mapping[str, Any],
+    stream: Stream,
+    code: int | None,
+    stderr_last: str = "",
+    interrupted: bool = False,
+    loads: list[dict] | None = None,
+    load_error: str | None = None,
+    conditions: dict | None = None,
+) -> dict:
+    """The case result as measured, before any analysis: its statistics (rtqual.results.stats.case_result),
+    its loads and host conditions (if any) and the verdict of how it ended and whether it was measured as
+    asked (no requirement judged yet). What a run writes first, so no analysis can lose it. A probe that never
+    ran keeps exit code 4 (inconclusive)."""
+    result = case_result(case, stream, EXIT_INCONCLUSIVE if code is None else code)
+    if loads is not None:
+        result["loads"] = loads
+    if conditions is not None:
+        result["conditions"] = conditions
+    return decide_case(result, stream, code, stderr_last, interrupted, (), None, load_error)
+
+
+def judged(
+    result: dict,
+    case: Mapping[str, Any],
+    stream: Stream,
+    code: int | None,
+    stderr_last: str = "",
+    interrupted: bool = False,
+    load_error: str | None = None,
+) -> dict:
+    """A measured case result (measured()) judged on the requirements of the plan (case["require"],
+    case["profile"]); the keys added to it since are kept."""
+    hist = merged_hist(stream) if stream.hists else None
+    require, profile = case.get("require") or (), case.get("profile")
+    return decide_case(result, stream, code, stderr_last, interrupted, require, hist, load_error, profile)
+
+
 def summarize(
     case: Mapping[str, Any],
     stream: Stream,
@@ -214,17 +255,9 @@ def summarize(
     load_error: str | None = None,
     conditions: dict | None = None,
 ) -> dict:
-    """The case result: its statistics (rtqual.results.stats.case_result), its loads and host conditions (if
-    any) and its verdict, judged on the requirements of the plan (case["require"], case["profile"]). A probe
-    that never ran keeps exit code 4 (inconclusive)."""
-    result = case_result(case, stream, EXIT_INCONCLUSIVE if code is None else code)
-    if loads is not None:
-        result["loads"] = loads
-    if conditions is not None:
-        result["conditions"] = conditions
-    hist = merged_hist(stream) if stream.hists else None
-    require, profile = case.get("require") or (), case.get("profile")
-    return decide_case(result, stream, code, stderr_last, interrupted, require, hist, load_error, profile)
+    """The case result measured and judged (measured(), then judged())."""
+    result = measured(case, stream, code, stderr_last, interrupted, loads, load_error, conditions)
+    return judged(result, case, stream, code, stderr_last, interrupted, load_error)
 
 
 def run_verdict(case_verdicts: Sequence[str], interrupted: bool = False, error: bool = False) -> str:
