@@ -164,3 +164,59 @@ def _stream():
 def test_nothing_measured_gives_no_answer():
     assert answers([]) == [] and answer_lines([]) == []
     assert answers([{"id": "x", "label": "x", "verdict": "error", "stats": {"count": 0}}]) == []
+
+
+# ---- answers quote the requirement that decides them (issue 35 item 5)
+
+
+def ioc_case(values_ns, **kw):
+    """An IOC case (input -> output events) through the same route."""
+    r, h = timer_case(values_ns, **kw)
+    r.update(id="ioc-" + r["id"], label="ioc " + r["label"], probe="iocresp", ioc={"preset": "aps"})
+    return r, h
+
+
+def test_a_median_requirement_quotes_the_median_of_the_ioc_cases_not_the_baselines_maximum():
+    """APS: 'p50 ≤ 100us: yes — worst 4.74ms in 23,978 wake-ups' quoted the timer baseline's maximum."""
+    base, bh = timer_case([20_000] * 23_977 + [4_740_000], require=["p50 <= 100us"])
+    ioc, ih = ioc_case([40_000] * 5000 + [90_000] * 10, require=["p50 <= 100us"])
+    (a,) = answers([base, ioc], {base["id"]: bh, ioc["id"]: ih})
+    assert a["question"] == "p50 ≤ 100us" and a["answer"] == "yes"
+    assert a["evidence"].startswith("p50 40") and "events" in a["evidence"]
+    assert "4.74ms" not in a["evidence"] and "wake-ups" not in a["evidence"] and "worst" not in a["evidence"]
+
+
+def test_an_ioc_run_is_not_asked_about_loop_rates_of_its_timer_baseline():
+    base, bh = timer_case([20_000] * 3000 + [200_000])
+    ioc, ih = ioc_case([40_000] * 3000)
+    for results in ([base, ioc], [base, dict(ioc, requirement_verdicts=None)]):
+        lines = answer_lines(answers(results, {base["id"]: bh, ioc["id"]: ih}))
+        assert not any("10 kHz loop" in line or "KEK cycle" in line for line in lines), lines
+    from rtqual.answers.summary import capability
+
+    assert not any(line.startswith("For ") for line in capability([base, ioc]))
+    assert any(line.startswith("For a 10 kHz loop") for line in capability([base]))  # a timer run still is
+
+
+def test_a_failed_profile_names_the_requirement_that_failed():
+    """--profile kek-50hz: every sample inside the 20 ms cycle, the 'no' from p99.99 ≤ 2 ms."""
+    r, h = timer_case([20_000] * 199_000 + [3 * MS] * 1000, profile="kek-50hz", require=vd_profile("kek-50hz"))
+    (a,) = answers([r], {r["id"]: h})
+    assert a["answer"] == "no" and a["question"].startswith("50 Hz KEK cycle")
+    assert a["evidence"].startswith("p99.99 ≤ 2ms not met: p99.99 3ms, 1,000 of 200,000 wake-ups over 2ms")
+    assert "max" not in a["evidence"] and "overruns" not in a["evidence"]
+
+
+def test_a_passed_profile_quotes_each_statistic_it_constrains():
+    r, h = timer_case([20_000] * 200_000 + [5 * MS] * 2, profile="kek-50hz", require=vd_profile("kek-50hz"))
+    (a,) = answers([r], {r["id"]: h})
+    assert a["answer"] == "yes"
+    worst, p9999, cycles = a["evidence"].split("; ")
+    assert worst == "worst 5ms in 200,002 wake-ups under no load"
+    assert p9999 == "p99.99 20us" and cycles == "0 wake-ups later than one 20ms cycle"
+
+
+def test_a_share_requirement_quotes_the_share_over_its_threshold():
+    r, h = timer_case([20_000] * 9_990 + [200_000] * 10, require=["over(100us) <= 1%"])
+    (a,) = answers([r], {r["id"]: h})
+    assert a["answer"] == "yes" and a["evidence"].startswith("0.1 % over 100us in 10,000 wake-ups")
