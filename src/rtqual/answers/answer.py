@@ -4,8 +4,9 @@ Questions: each profile judged ("50 Hz KEK cycle, 20ms (profile kek-50hz)"), eac
 ("p99.99 <= 2ms"), and, for a run of periodic wake-up cases judged against nothing, the standard control rates
 of summary.RATES ("1 kHz loop (1ms)": is every wake-up inside one period?). A question is answered from the
 requirement that decides it: its evidence is the statistic that requirement constrains (a p50 requirement
-quotes the p50), on the kind of case it is about (in a run with IOC cases, the IOC cases: the timer cases there
-are their baseline, never asked about a loop rate), and a "no" names the requirement that failed. Each answer is
+quotes the p50), on the kind of case it is about (in a run with judged IOC cases, the IOC cases: the timer cases
+there are their baseline, and a run asked its own questions gets no loop-rate ones), and a "no" names the
+requirement that failed. Each answer is
 {"question", "answer": "yes" | "no" | "undecided", "evidence", "needs_s"}: "no" when a case proves it
 (a failed requirement, a wake-up later than the period), "undecided" when a case cannot carry the claim (too
 few samples: needs_s says how many seconds more per case; ran degraded; not measured as asked), "yes" when
@@ -46,7 +47,7 @@ def answers(results: Sequence[dict], hists: Mapping[str, Histogram] | None = Non
                 pairs.append((r, [v]))
     out = [_judged(q, pairs, hists) for q, pairs in questions.items()]
     periodic = [r for r in results if _measured(r) and is_periodic(r) and not r.get("requirement_verdicts")]
-    if periodic and not questions and not any(is_response(r) for r in results):  # rates: when nothing was asked
+    if periodic and not questions:  # the loop rates: only when nothing was asked (an IOC run's baseline unasked)
         out += [_rate(period_ns, periodic, hists) for _, period_ns in RATES]
     return out
 

@@ -1,7 +1,8 @@
 """The capability summary: a few plain sentences from a bundle's measured numbers, nothing else.
 
 Per case: the tightest deadline met by 99.9 % and 99.99 % of the samples and the worst seen; then what
-that means for common control rates (a run of wake-up cases only: an IOC run's timer cases are its baseline);
+that means for common control rates (not in a run whose IOC cases were judged: its timer cases are their
+baseline);
 for IOC cases, the input -> output budget judged: a budget comes from
 a profile or a requirement, never from the values seen. A percentile that the sample count cannot carry
 (fewer than 10/(1-p) samples) is said to be so, never stated.
@@ -125,7 +126,8 @@ def capability(results: list[dict]) -> list[str]:
     latency = [r for r in cases if is_periodic(r)]
     response = [r for r in cases if is_response(r)]
     out = [case_sentence(r) for r in cases]
-    if latency and not response:  # an IOC run's timer cases are its baseline: no loop rate is asked of them
+    if latency and not any(r.get("requirement_verdicts") for r in response):  # a judged IOC run: its budget, not
+        # the loop rates of its timer baseline
         out += [rate_sentence(name, period, latency) for name, period in RATES]
     out += [budget_sentence(r) for r in response]
     short = [r for r in cases if r["stats"]["count"] < needed_samples(P9999_PPM)]
