@@ -15,7 +15,7 @@ _UNIT_NS = {
     "h": 3_600_000_000_000,
     "d": 86_400_000_000_000,
 }
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ns|us|ms|s|m|h|d)\s*$")
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ns|us|ms|s|m|h|d)\s*$", re.ASCII)  # ASCII digits only
 
 
 def parse_duration_ns(text: str, what: str = "duration") -> int:

@@ -5,6 +5,7 @@ import json
 
 from rtqual.answers import verdict as vd
 from rtqual.answers.answer import answer_lines, answers
+from rtqual.answers.requirements import gather
 from rtqual.results.hist import Histogram
 from rtqual.results.stream import read_stream
 
@@ -28,7 +29,7 @@ def timer_case(
     ]
     label = "timer " + ("+".join(loads) or "idle")
     case = {"id": label.replace(" ", "-"), "label": label, "probe": "timer", "args": [], "params": {}}
-    case.update(requirements={}, require=list(require), profile=profile)
+    case.update(requirements={}, require=gather(list(require), None), profile=profile)
     lds = [{"name": n, "dead_reason": None, "shortfall": None} for n in loads]
     r = vd.summarize(case, read_stream(json.dumps(x) + "\n" for x in recs), 0, "", loads=lds, conditions=conditions)
     return r, h
@@ -73,9 +74,9 @@ def test_kek_profile_on_a_1ms_timer_judges_the_20ms_cycle():
 
 
 def vd_profile(name):
-    from rtqual.answers.requirements import PROFILES
+    from rtqual.answers.requirements import profile
 
-    return PROFILES[name]["requirements"]
+    return profile(name)
 
 
 def test_profile_cycle_passes_when_every_wakeup_fits():
@@ -140,7 +141,14 @@ def test_a_condition_not_applied_leaves_requirements_undecided_and_is_named():
 
 
 def test_a_load_that_did_not_hold_makes_requirements_inconclusive():
-    case = {"id": "1", "label": "t", "probe": "timer", "args": [], "params": {}, "require": ["max <= 1ms"]}
+    case = {
+        "id": "1",
+        "label": "t",
+        "probe": "timer",
+        "args": [],
+        "params": {},
+        "require": gather(["max <= 1ms"], None),
+    }
     r, _ = timer_case([20_000] * 10)
     dead = [{"name": "hackbench", "dead_reason": "exited (1)", "shortfall": None}]
     out = vd.decide_case({**r, "loads": dead}, _stream(), 0, require=case["require"])
@@ -156,3 +164,62 @@ def _stream():
 def test_nothing_measured_gives_no_answer():
     assert answers([]) == [] and answer_lines([]) == []
     assert answers([{"id": "x", "label": "x", "verdict": "error", "stats": {"count": 0}}]) == []
+
+
+# ---- answers quote the requirement that decides them (issue 35 item 5)
+
+
+def ioc_case(values_ns, **kw):
+    """An IOC case (input -> output events) through the same route."""
+    r, h = timer_case(values_ns, **kw)
+    r.update(id="ioc-" + r["id"], label="ioc " + r["label"], probe="iocresp", ioc={"preset": "aps"})
+    return r, h
+
+
+def test_a_median_requirement_quotes_the_median_of_the_ioc_cases_not_the_baselines_maximum():
+    """APS: 'p50 ≤ 100us: yes — worst 4.74ms in 23,978 wake-ups' quoted the timer baseline's maximum."""
+    base, bh = timer_case([20_000] * 23_977 + [4_740_000], require=["p50 <= 100us"])
+    ioc, ih = ioc_case([40_000] * 5000 + [90_000] * 10, require=["p50 <= 100us"])
+    (a,) = answers([base, ioc], {base["id"]: bh, ioc["id"]: ih})
+    assert a["question"] == "p50 ≤ 100us" and a["answer"] == "yes"
+    assert a["evidence"].startswith("p50 40") and "events" in a["evidence"]
+    assert "4.74ms" not in a["evidence"] and "wake-ups" not in a["evidence"] and "worst" not in a["evidence"]
+
+
+def test_an_ioc_run_is_not_asked_about_loop_rates_of_its_timer_baseline():
+    """An IOC run judged on a budget answers the budget, on the IOC case: not a "10 kHz loop" or the "KEK cycle"
+    of its timer baseline (an unjudged IOC run keeps the baseline's rates: the frozen bundles' text)."""
+    base, bh = timer_case([20_000] * 3000 + [200_000])
+    ioc, ih = ioc_case([40_000] * 3000, require=["max <= 5ms"])
+    lines = answer_lines(answers([base, ioc], {base["id"]: bh, ioc["id"]: ih}))
+    assert lines[0].startswith("max ≤ 5ms: yes — worst 40us in 3,000 events") and len(lines) == 1, lines
+    from rtqual.answers.summary import capability
+
+    assert not any(line.startswith("For ") for line in capability([base, ioc]))
+    assert any(line.startswith("For a 10 kHz loop") for line in capability([base]))  # a timer run still is
+    unjudged = dict(ioc, requirement_verdicts=None)
+    assert any("10 kHz loop" in a["question"] for a in answers([base, unjudged], {base["id"]: bh}))
+
+
+def test_a_failed_profile_names_the_requirement_that_failed():
+    """--profile kek-50hz: every sample inside the 20 ms cycle, the 'no' from p99.99 ≤ 2 ms."""
+    r, h = timer_case([20_000] * 199_000 + [3 * MS] * 1000, profile="kek-50hz", require=vd_profile("kek-50hz"))
+    (a,) = answers([r], {r["id"]: h})
+    assert a["answer"] == "no" and a["question"].startswith("50 Hz KEK cycle")
+    assert a["evidence"].startswith("p99.99 ≤ 2ms not met: p99.99 3ms, 1,000 of 200,000 wake-ups over 2ms")
+    assert "max" not in a["evidence"] and "overruns" not in a["evidence"]
+
+
+def test_a_passed_profile_quotes_each_statistic_it_constrains():
+    r, h = timer_case([20_000] * 200_000 + [5 * MS] * 2, profile="kek-50hz", require=vd_profile("kek-50hz"))
+    (a,) = answers([r], {r["id"]: h})
+    assert a["answer"] == "yes"
+    worst, p9999, cycles = a["evidence"].split("; ")
+    assert worst == "worst 5ms in 200,002 wake-ups under no load"
+    assert p9999 == "p99.99 20us" and cycles == "0 wake-ups later than one 20ms cycle"
+
+
+def test_a_share_requirement_quotes_the_share_over_its_threshold():
+    r, h = timer_case([20_000] * 9_990 + [200_000] * 10, require=["over(100us) <= 1%"])
+    (a,) = answers([r], {r["id"]: h})
+    assert a["answer"] == "yes" and a["evidence"].startswith("0.1 % over 100us in 10,000 wake-ups")

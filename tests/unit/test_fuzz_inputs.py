@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rtqual import cli
+from rtqual.answers.requirements import gather
 from rtqual.answers.verdict import judge, summarize
 from rtqual.errors import RtqError
 from rtqual.publish import htmlreport
@@ -177,7 +178,11 @@ def test_stream_of_wrong_shaped_records_is_summarized(records, exit_code):
     stream = read_stream(lines)
     params = json.loads((FROZEN / "scenario" / "cases" / "001-timer-idle" / "params.json").read_text())
     result = summarize(params, stream, exit_code, "", interrupted=False)
-    judge(result, ["p99 <= 100us", "max < 1ms", "overruns <= 0"], merged_hist(stream) if stream.hists else None)
+    judge(
+        result,
+        gather(["p99 <= 100us", "max < 1ms", "overruns <= 0"], None),
+        merged_hist(stream) if stream.hists else None,
+    )
     assert result["verdict"] in bundle_mod.VERDICTS
     json.dumps(result)
 

@@ -5,7 +5,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rtqual.answers.requirements import upper_limits_ns
+from rtqual.answers.requirements import gather, upper_limits_ns
 from rtqual.monitor import pvs
 from rtqual.publish import metrics
 from rtqual.results.hist import Histogram, highest_equivalent, index_of
@@ -129,5 +129,5 @@ def test_pv_values_in_microseconds():
     out = feed_all(Windows(S, IDENTITY), records([[20_000, 40_000]]))
     v = pvs.values("P", merged(out), out, heartbeat=3)
     assert v["P:LAT_MAX"] == 40.0 and v["P:CPU0:LAT_MAX"] == 40.0 and v["P:SAMPLES"] == 2 and v["P:HEARTBEAT"] == 3
-    db = pvs.database("P", [0, 1], upper_limits_ns(["p99 <= 1ms"]), 0.0)
+    db = pvs.database("P", [0, 1], upper_limits_ns(gather(["p99 <= 1ms"], None)), 0.0)
     assert 'record(ai, "P:CPU1:LAT_P99")' in db and 'field(HIHI, "1000")' in db

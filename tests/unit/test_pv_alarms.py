@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rtqual.answers.requirements import PROFILES, upper_limits_ns
+from rtqual.answers.requirements import gather, profile, upper_limits_ns
 from rtqual.errors import RtqError
 from rtqual.measure.epics import ioc
 from rtqual.measure.epics.service import max_limit_us
@@ -24,15 +24,15 @@ def records(db: str) -> dict[str, dict[str, str]]:
 
 def test_upper_limits_take_the_tightest_latency_bound_only():
     texts = ["max < 20ms", "max <= 5ms", "p99 <= 100us", "min >= 1us", "over(100us) <= 1%", "overruns == 0"]
-    assert upper_limits_ns(texts) == {"max": 5_000_000, "p99": 100_000}
-    assert upper_limits_ns(PROFILES["1khz-loop"]["requirements"]) == {"max": 500_000, "p99.99": 100_000}
+    assert upper_limits_ns(gather(texts, None)) == {"max": 5_000_000, "p99": 100_000}
+    assert upper_limits_ns(profile("1khz-loop")) == {"max": 500_000, "p99.99": 100_000}
     assert upper_limits_ns([]) == {}
     with pytest.raises(RtqError):
-        upper_limits_ns(["max <= soon"])
+        gather(["max <= soon"], None)
 
 
 def test_monitor_alarm_fields_come_from_the_requirement_on_their_statistic():
-    db = records(pvs.database("M", [0, 3], upper_limits_ns(["max <= 300us", "p99.99 <= 80us"]), 0.0))
+    db = records(pvs.database("M", [0, 3], upper_limits_ns(gather(["max <= 300us", "p99.99 <= 80us"], None)), 0.0))
     for name in ("M:LAT_MAX", "M:CPU0:LAT_MAX", "M:CPU3:LAT_MAX"):
         f = db[name]
         assert (f["HIHI"], f["HHSV"], f["HIGH"], f["HSV"]) == ("300", "MAJOR", "150", "MINOR")
@@ -76,10 +76,10 @@ def test_ioc_total_latency_alarms_at_the_max_requirement_of_an_ioc_case():
     total = db["$(P)lat:total"]
     assert (total["HIHI"], total["HHSV"], total["HIGH"], total["HSV"]) == ("250", "MAJOR", "125", "MINOR")
     assert "HIHI" not in db["$(P)lat:wake"] and "HIHI" not in db["$(P)lat:chain"]
-    spec = {"run_as": "ioc", "require": ["p99 <= 100us", "max <= 2ms", "max < 250us"]}
+    spec = {"run_as": "ioc", "require": gather(["p99 <= 100us", "max <= 2ms", "max < 250us"], None)}
     assert max_limit_us(spec) == 250.0
     assert max_limit_us({**spec, "run_as": "ca-rtt"}) is None  # a CA round trip is not lat:total
-    assert max_limit_us({"run_as": "ioc", "require": ["p99 <= 100us"]}) is None
+    assert max_limit_us({"run_as": "ioc", "require": gather(["p99 <= 100us"], None)}) is None
     assert max_limit_us({}) is None
 
 

@@ -8,7 +8,7 @@ import warnings
 import pytest
 
 import tail_synth  # tests/: synthetic streams with known tails
-from rtqual.answers import tail
+from rtqual.answers import requirements, tail
 from rtqual.results.blockmax import BlockMaxima, from_records, from_samples
 
 CASES = [(xi, clustered) for xi in (-0.2, 0.0, 0.2) for clustered in (False, True)]
@@ -183,3 +183,84 @@ def test_the_fit_check_fails_excesses_that_are_not_generalized_pareto():
     assert tail.fit_check(5, list(good))["passed"] is True
     failed = tail.fit_check(5, list(bad))
     assert failed["passed"] is False and failed["p_value"] <= tail.ALPHA
+
+
+# ---- degenerate tails, damaged block maxima, a short run (issues 34 class 4 and 35 item 8)
+
+MAX_LEVEL_CASES = {
+    "every block exactly 5 ms": [5_000_000] * 1800,
+    "two levels": [20_000 + 80_000 * (i % 10 == 0) for i in range(1800)],
+    "three distinct values": [10_000 + 1000 * (i % 3) for i in range(1800)],
+}
+
+
+@pytest.mark.parametrize("name", MAX_LEVEL_CASES)
+def test_a_degenerate_tail_is_insufficient_with_the_reason_never_a_level_above_what_was_seen(name: str) -> None:
+    series = MAX_LEVEL_CASES[name]
+    case = tail.analyse(series, 1.0, 1800 * 1000, name, "all", (86400.0,))
+    assert case["verdict"] == "insufficient" and case["end_point_ns"] is None
+    assert all(r["value_ns"] is None for r in case["return_levels"])
+    assert "distinct" in case["note"] or "no tail to fit" in case["note"]
+    r = requirements.gather(["return(1d) <= 7ms"], None)[0]
+    assert tail.requirement_verdict(r, case)["verdict"] == "inconclusive"  # never failed on a max of 5 ms
+
+
+def test_dither_spreads_a_clock_step_not_the_values_common_divisor() -> None:
+    assert list(tail.dither([5_000_000] * 50)) == [5_000_000.0] * 50
+    spread = tail.dither([1000 * (i % 40 + 10) for i in range(400)])
+    assert max(abs(a - b) for a, b in zip(spread, [1000 * (i % 40 + 10) for i in range(400)])) <= 500
+
+
+def test_one_huge_block_among_small_ones_ends_in_a_verdict_not_an_exception() -> None:
+    import random
+
+    rng = random.Random(1)
+    series = [rng.randint(20_000, 100_000) for _ in range(1799)] + [1_000_000_000]
+    case = tail.analyse(series, 1.0, 1800 * 1000, "spike", "all", (86400.0,))
+    assert case["verdict"] in ("insufficient", "unfit", "bounded", "light", "heavy")
+    if case["verdict"] == "unfit":
+        assert case["note"].startswith("analysis failed") and tail.note(case) == case["note"]
+
+
+def test_raw_samples_far_apart_make_the_blocks_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from rtqual.results import blockmax
+
+    t0 = time.monotonic()
+    bm = from_samples([(0, 0, 5_000), (0, 2**62, 7_000)])
+    assert time.monotonic() - t0 < 5  # was once per second of span: 4.6e9 iterations
+    assert len(bm.series(0)) <= blockmax.MAX_BLOCKS // 2 and bm.series(0)[0] == 5_000 and bm.series(0)[-1] == 7_000
+    case = tail.analyse(bm.series(0), bm.block_ns / 1e9, 2, "far", "0")
+    assert case["verdict"] == "insufficient"
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), "12", -1, True, 2**64])
+def test_a_block_maximum_that_is_not_a_whole_number_is_damage(bad) -> None:
+    from rtqual.results.blockmax import Damaged
+    from rtqual.results.stream import read_stream
+
+    good = {"type": "progress", "cpus": [{"cpu": 0, "count": 1, "min_ns": 1, "window_max_ns": 10}]}
+    bad_rec = {
+        "type": "progress",
+        "cpus": [{"cpu": 1, "count": 1, "min_ns": 1, "window_max_ns": 5}, {"cpu": 0, "window_max_ns": bad}],
+    }
+    with pytest.raises(Damaged) as e:
+        from_records([good, bad_rec])
+    assert "window_max_ns" in str(e.value) and "\n" not in str(e.value)
+    with pytest.raises(Damaged):
+        from_records([{"type": "progress", "cpus": [{"cpu": 0, "count": bad, "window_max_ns": 1}]}])
+    s = read_stream(json.dumps(r) + "\n" for r in (good, bad_rec, good))  # NaN/Infinity as JSON writes them
+    assert s.blocks.series(0) == [10, 10] and s.blocks.series(1) == [] and any("window_max_ns" in p for p in s.problems)
+
+
+def test_a_short_run_says_how_long_to_run_even_with_no_usable_threshold() -> None:
+    """15 one-second blocks, 12 of them over 2 ms: no candidate is exceeded by at most 10 % of the blocks (was
+    "0 clusters at best, 50 needed: no threshold exceeded in the run", needed_s null)."""
+    series = [2_000_000 + 10_000 * i for i in range(12)] + [50_000, 60_000, 70_000]
+    case = tail.analyse(series, 1.0, 15_000, "short", "all")
+    assert case["verdict"] == "insufficient"
+    assert isinstance(case["needed_s"], float) and case["needed_s"] >= tail.MIN_CLUSTERS / tail.MAX_EXCEEDED
+    assert "run at least" in case["note"] and "no threshold exceeded" not in case["note"]
+    few = tail.analyse(series[:5], 1.0, 5_000, "shorter", "all")
+    assert few["needed_s"] and "run at least" in few["note"]

@@ -10,7 +10,7 @@ import pytest
 
 import rtqual
 from rtqual.answers import verdict as vd
-from rtqual.answers.requirements import gather
+from rtqual.answers.requirements import gather, texts
 from rtqual.results import bundle
 from rtqual.results.hist import Histogram
 from rtqual.results.stats import VERDICTS
@@ -36,7 +36,7 @@ def stream_of(values_ns, end=True, reason="completed", degraded=False):
 
 
 def decided(stream, code, require=(), loads=None, load_error=None, interrupted=False, stderr_last="why"):
-    case = dict(CASE, require=list(require))
+    case = dict(CASE, require=gather(list(require), None))
     r = vd.summarize(case, stream, code, stderr_last, interrupted, loads=loads, load_error=load_error)
     return r["verdict"], r["reason"]
 
@@ -125,20 +125,22 @@ def test_requirements_decide_a_clean_case_only():
     assert got == "fail" and text.startswith("requirement not met: max < 5us: fail")  # fail outranks undecided
     got, text = decided(s, 0, ["p99.99 <= 1ms"])
     assert got == "inconclusive" and text.startswith("requirement undecided: p99.99 <= 1ms")
-    r = vd.summarize(dict(CASE, require=["max < 5us"]), stream_of([10_000], reason="interrupted"), 4, "")
+    r = vd.summarize(dict(CASE, require=gather(["max < 5us"], None)), stream_of([10_000], reason="interrupted"), 4, "")
     assert r["verdict"] == "inconclusive" and r["requirement_verdicts"][0]["verdict"] == "fail"  # judged, kept
 
 
 def test_the_shorthands_reach_the_verdict_by_the_one_route():
-    """--max-latency/--p99-latency become requirement texts when the plan is made; summarize judges only
+    """--max-latency/--p99-latency become requirements when the plan is made; summarize judges only
     `require` (the case's requirements dict is kept as the record of what was given)."""
     limits = {"max_ns": 200_000, "p99_ns": 50_000}
-    assert gather(None, None, limits=limits) == ["max <= 200000ns", "p99 <= 50000ns"]
-    assert gather(["max <= 200000ns"], None, limits=limits) == ["max <= 200000ns", "p99 <= 50000ns"]  # each once
+    assert texts(gather(None, None, limits=limits)) == ["max <= 200000ns", "p99 <= 50000ns"]
+    assert texts(gather(["max <= 200000ns"], None, limits=limits)) == ["max <= 200000ns", "p99 <= 50000ns"]  # each once
     case = dict(CASE, requirements=limits, require=gather(None, None, limits=limits))
     r = vd.summarize(case, stream_of([10_000] * 1999 + [300_000]), 0, "")
     assert r["verdict"] == "fail" and r["reason"].startswith("requirement not met: max <= 200000ns: fail")
-    assert r["requirements"] == limits and [v["requirement"] for v in r["requirement_verdicts"]] == case["require"]
+    assert r["requirements"] == limits and [v["requirement"] for v in r["requirement_verdicts"]] == texts(
+        case["require"]
+    )
     assert vd.summarize(dict(CASE, requirements=limits), stream_of([300_000]), 0, "")["verdict"] == "completed"
 
 
@@ -195,3 +197,32 @@ def test_no_other_module_ranks_verdicts_or_maps_them_to_exit_codes():
                 if rule.search(line) and what not in allowed.get(rel, set()):
                     found.append(f"{rel}:{n}: {what}: {line.strip()}")
     assert not found, "\n".join(found)
+
+
+def test_a_failed_analysis_leaves_the_requirement_undecided_and_keeps_the_case(monkeypatch):
+    """An analysis after the fact (the tail fit of return()) that raises makes its requirement inconclusive
+    "analysis failed (why)"; the case keeps its statistics and the other requirements their verdicts."""
+    from rtqual.answers import tail
+
+    def broken(*a, **k):
+        raise ValueError("f(a) and f(b) must have different signs")
+
+    monkeypatch.setattr(tail, "analyse", broken)
+    s = stream_of([10_000] * 2000)
+    for i in range(20):
+        s.blocks.add(0, 10_000 + i)
+    r = vd.summarize(dict(CASE, require=gather(["return(1d) <= 2ms", "max <= 1ms"], None)), s, 0, "")
+    ret, mx = r["requirement_verdicts"]
+    assert ret["verdict"] == "inconclusive" and ret["note"].startswith("analysis failed (ValueError: f(a)")
+    assert mx["verdict"] == "pass" and r["stats"]["count"] == 2000
+    assert r["verdict"] == "inconclusive" and "analysis failed" in r["reason"]
+
+
+def test_measured_then_judged_is_summarize():
+    case = dict(CASE, require=gather(["max <= 1ms"], None))
+    first = vd.measured(case, stream_of([10_000] * 10), 0, "")
+    assert first["verdict"] == "completed" and "requirement_verdicts" not in first
+    first["host_samples"] = {"kept": True}  # keys added between the two are kept
+    both = vd.judged(first, case, stream_of([10_000] * 10), 0, "")
+    assert both["verdict"] == "pass" and both["host_samples"] == {"kept": True}
+    assert {k: v for k, v in both.items() if k != "host_samples"} == vd.summarize(case, stream_of([10_000] * 10), 0, "")

@@ -133,7 +133,7 @@ def run(a, argv: list[str]) -> int:
     return 0
 
 
-def advise_bundle(path: str, cpus, priority, texts: list[str], name: str, inputs) -> dict:
+def advise_bundle(path: str, cpus, priority, texts: list, name: str, inputs) -> dict:
     """`advise --bundle`: the checks over the host facts a bundle recorded, weighed against the requirement
     with what the bundle measured, and the `ioc-threads` finding of each of its IOC cases (rtqual.answers.iocpath:
     threads, interrupt threads, the traced responses' path)."""

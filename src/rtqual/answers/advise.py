@@ -38,7 +38,7 @@ def advise(
     cpus: list[int] | None = None,
     priority: int | None = None,
     budget_ns: int | None = None,
-    requirement: Requirement | None = None,
+    requirement: Budget | None = None,
 ) -> dict:
     """Every check over the host facts: {"cpus", "priority", "findings" (blockers first), "passed" (ids)}, and
     "refused" (what the facts held that no command may be built from) when any. With a requirement, each
@@ -63,14 +63,14 @@ def ranked(findings: list[dict]) -> list[dict]:
     return sorted(findings, key=lambda f: SEVERITIES.index(f["severity"]))
 
 
-class Requirement:
+class Budget:
     """What advise weighs a blocker against: the upper latency limits of the requirements given (--profile,
-    --require: {stat: ns}, their texts), and what a bundle measured of each (the worst over its cases)."""
+    --require: {stat: ns}), and what a bundle measured of each (the worst over its cases)."""
 
-    def __init__(self, texts: list[str], name: str = ""):
-        self.texts, self.name = texts, name
+    def __init__(self, given: list[reqs.Requirement], name: str = ""):
+        self.given, self.name = given, name
         self.measured: dict[str, float] | None = None
-        self.limits = reqs.upper_limits_ns(texts)
+        self.limits = reqs.upper_limits_ns(given)
         self.budget_ns = int(min(self.limits.values())) if self.limits else None
 
     def broken(self) -> list[str]:
@@ -88,15 +88,15 @@ class Requirement:
         )
 
 
-def requirement_of(texts: list[str], cases: list[dict] | None = None, name: str = "") -> Requirement | None:
+def requirement_of(given: list[reqs.Requirement], cases: list[dict] | None = None, name: str = "") -> Budget | None:
     """The requirement advise weighs severities against (None without a latency limit); with a bundle's cases,
     what they measured of each limited statistic: the worst over the cases whose sample count carries it
     (a p99.99 needs 100,000 samples: requirements.needed_for)."""
-    req = Requirement(texts, name=name)
+    req = Budget(given, name=name)
     if req.budget_ns is None:
         return None
     if cases is not None:
-        need = {r.stat: reqs.needed_for(r) or 0 for r in map(reqs.parse, texts) if r.stat in req.limits}
+        need = {r.stat: reqs.needed_for(r) or 0 for r in given if r.stat in req.limits}
         measured: dict[str, float] = {}
         for stat in req.limits:
             values = [v for r in cases if (v := _measured(r, reqs.STATS[stat][0], need.get(stat, 0))) is not None]
@@ -115,7 +115,7 @@ def _measured(case: dict, key: str, need: int) -> float | None:
     return v if count >= need else None
 
 
-def judge(findings: list[dict], req: Requirement) -> list[dict]:
+def judge(findings: list[dict], req: Budget) -> list[dict]:
     """Each blocker weighed against the requirement: a blocker only when the evidence says it threatens the
     limits, else major with "gain" saying what fixing it would gain. The evidence: a bundle's measured values
     (one beyond its limit: each blocker stays; every limit measured and met: none threatens them), else the
@@ -143,7 +143,7 @@ def judge(findings: list[dict], req: Requirement) -> list[dict]:
 
 def profile_budget_ns(profile: str | None) -> int | None:
     """The tightest latency limit (ns) of a requirement profile, which sets how deep an idle state may be."""
-    req = requirement_of([r.text for r in reqs.profile(profile)]) if profile else None
+    req = requirement_of(list(reqs.profile(profile))) if profile else None
     return req.budget_ns if req else None
 
 

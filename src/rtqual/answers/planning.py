@@ -10,7 +10,7 @@ p99.9's 10,000. Every function here is pure: a case's probe and params in, numbe
 from __future__ import annotations
 
 from rtqual import probes as native_table
-from rtqual.answers.requirements import STATS, Requirement, needed_samples, parse
+from rtqual.answers.requirements import STATS, Requirement, needed_for, needed_samples
 from rtqual.errors import RtqError
 from rtqual.units import format_duration, format_hms, parse_duration_ns
 
@@ -63,11 +63,8 @@ def expected_samples(probe: str, params: dict) -> int | None:
 def samples_needed(req: Requirement) -> int:
     """Samples a requirement needs before its verdict can say pass (0: any count decides), as
     rtqual.answers.requirements.evaluate asks: a percentile's 10/(1-p) (p50 decides at any count),
-    over(D) <= X %'s 10/(X %)."""
-    ppm = PERCENTILES.get(req.stat) if req.stat != "p50" else None
-    if req.stat == "over" and req.limit > 0:
-        ppm = round(1_000_000 - req.limit * 10_000)
-    return needed_samples(ppm) if ppm else 0
+    over(D) <= X %'s 10/(X %) (requirements.needed_for)."""
+    return needed_for(req) or 0
 
 
 def decidable(samples: int | None) -> list[str] | None:
@@ -87,16 +84,16 @@ def duration_for(samples: int, probe: str, params: dict) -> int | None:
     return max(AUTO_FLOOR_NS, -(-periods * period // S) * S)
 
 
-def requirement_plan(text: str, probe: str, params: dict) -> dict:
+def requirement_plan(req: Requirement, probe: str, params: dict) -> dict:
     """Whether the case decides one requirement: {"requirement", "samples_needed" (the rule's count),
     "decidable" (True/False; None when the case's samples are not known), "duration_needed_ns" (the
     measured time giving the needed samples with the margin; None when none are needed or the rate is
     unknown)}."""
-    need = samples_needed(parse(text))
+    need = samples_needed(req)
     expected = expected_samples(probe, params)
     ok = True if not need else None if expected is None else expected >= planned(need)
     return {
-        "requirement": text,
+        "requirement": req.text,
         "samples_needed": need,
         "decidable": ok,
         "duration_needed_ns": duration_for(planned(need), probe, params) if need else None,
@@ -110,7 +107,7 @@ def case_plan(case: dict) -> dict:
     samples = expected_samples(probe, params)
     out: dict = {"expected_samples": samples, "decidable": decidable(samples)}
     if case.get("require"):
-        out["decidable_requirements"] = [requirement_plan(t, probe, params) for t in case["require"]]
+        out["decidable_requirements"] = [requirement_plan(r, probe, params) for r in case["require"]]
     return out
 
 
@@ -138,7 +135,7 @@ def parse_auto(text: str | None, what: str = "--duration") -> int | None:
     return cap_ns
 
 
-def auto_duration(probe: str, params: dict, texts: list[str], cap_ns: int) -> dict:
+def auto_duration(probe: str, params: dict, reqs: list[Requirement], cap_ns: int) -> dict:
     """The measured time --duration auto chooses: enough for every requirement's samples (none given, or
     none that needs samples: AUTO_STATS) with the margin, at the case's rate, capped at cap_ns.
     Returns {"duration_ns", "cap_ns", "capped", "samples_needed", "for", "note"}; RtqError when the
@@ -148,7 +145,7 @@ def auto_duration(probe: str, params: dict, texts: list[str], cap_ns: int) -> di
         raise RtqError(
             f"--duration auto: {probe} measures back to back, its rate is known only once it ran: give --duration"
         )
-    needs = {t: samples_needed(parse(t)) for t in texts}
+    needs = {r.text: samples_needed(r) for r in reqs}
     needs = {t: n for t, n in needs.items() if n} or {s: needed_samples(PERCENTILES[s]) for s in AUTO_STATS}
     target, need = max(needs.items(), key=lambda kv: kv[1])
     wanted = duration_for(planned(need), probe, params) or AUTO_FLOOR_NS

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,58 +97,108 @@ def probe_cycle_ns(params: dict) -> int | None:
 
 @dataclass(frozen=True)
 class Requirement:
-    """One parsed requirement. limit: ns for a STAT, percent for over(), a number for overruns/count."""
+    """One parsed requirement, made once when the plan is made (gather) or a bundle is read (from_bundle); every
+    later step reads its fields. text: the expression as given (what bundles keep); stat: a STATS name, "over",
+    "return", "overruns" or "count"; limit in `unit` (ns for a STAT or return(), percent for over(), a number
+    for overruns/count); over_ns: over()'s threshold; period_s: return()'s period."""
 
     text: str
-    stat: str  # a STATS name, "over", "overruns" or "count"
+    stat: str
     op: str
     limit: float
     over_ns: int | None = None
-    period_s: float | None = None  # return(PERIOD): the return period
+    period_s: float | None = None
 
     @property
     def unit(self) -> str:
         return "ns" if self.stat in STATS or self.stat == "return" else "%" if self.stat == "over" else "count"
 
+    @property
+    def upper(self) -> bool:
+        """An upper bound (< or <=): its margin is the room below the limit."""
+        return self.op in ("<", "<=")
+
+    def margin(self, value: float) -> float | None:
+        """Room left between the value and the limit on the side the requirement allows (negative: beyond it);
+        None for ==."""
+        if self.op == "==":
+            return None
+        return self.limit - value if self.upper else value - self.limit
+
+
+MAX_NS = 2**63 - 1  # a duration in a requirement: what a signed 64-bit nanosecond count (the probes') holds
+MAX_COUNT = 2**63 - 1  # overruns and count: a signed 64-bit counter, as the probes keep them
+PPM = 1_000_000
+_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+")  # ASCII digits only: no '²', no other scripts' digits
+
 
 def parse(text: str, what: str = "--require") -> Requirement:
-    """'p99 <= 100us' -> Requirement; anything else: one line naming the expression and what is wrong."""
+    """'p99 <= 100us' -> Requirement, checked to be judged without error (its numbers ASCII and bounded, a
+    share's sample need finite); anything else: one line naming the expression and what is wrong."""
     m = _EXPR.match(str(text))
     where = f"{what} '{json.dumps(str(text), ensure_ascii=False)[1:-1]}'"  # one line, whatever the text holds
     if not m:
         raise RtqError(f"{where}: expected STAT OP LIMIT, e.g. 'p99 <= 100us', 'over(100us) <= 0.1%', 'overruns == 0'")
-    lhs, op, rhs = m["lhs"], m["op"], m["rhs"]
+    lhs, op, rhs, given = m["lhs"], m["op"], m["rhs"], str(text).strip()
     if m["over"] is not None:
-        over_ns = parse_duration_ns(m["over"].strip(), f"{where}: over()")
+        over_ns = _duration(m["over"].strip(), f"{where}: over()")
         pct = rhs.removesuffix("%")
-        try:
-            limit = float(pct)
-        except ValueError:
-            raise RtqError(f"{where}: '{rhs}' is not a percentage (e.g. 0.1%)") from None
+        if not _NUMBER.fullmatch(pct):
+            raise RtqError(f"{where}: '{rhs}' is not a percentage (e.g. 0.1%)")
+        limit = float(pct)
         if not 0 <= limit <= 100:
             raise RtqError(f"{where}: {rhs} is not between 0 and 100 %")
-        return Requirement(str(text).strip(), "over", op, limit, over_ns)
+        if limit > 0 and round(PPM - limit * PPM / 100) >= PPM:
+            raise RtqError(f"{where}: {rhs} is finer than one sample in a million (0.0001 %): give 0 or more")
+        return Requirement(given, "over", op, limit, over_ns)
     if m["period"] is not None:
-        period_s = parse_duration_ns(m["period"].strip(), f"{where}: return()") / 1e9
-        if period_s <= 0:
+        period_ns = _duration(m["period"].strip(), f"{where}: return()")
+        if period_ns <= 0:
             raise RtqError(f"{where}: the return period must be longer than 0")
-        limit = parse_duration_ns(rhs, f"{where}: limit")
-        return Requirement(str(text).strip(), "return", op, limit, period_s=period_s)
+        return Requirement(given, "return", op, _duration(rhs, f"{where}: limit"), period_s=period_ns / 1e9)
     if lhs in STATS:
-        return Requirement(str(text).strip(), lhs, op, parse_duration_ns(rhs, f"{where}: limit"))
+        return Requirement(given, lhs, op, _duration(rhs, f"{where}: limit"))
     if lhs in COUNTS:
-        if not rhs.isdigit():
-            raise RtqError(f"{where}: '{rhs}' is not a whole number")
-        return Requirement(str(text).strip(), lhs, op, int(rhs))
+        if not re.fullmatch(r"[0-9]+", rhs) or int(rhs) > MAX_COUNT:
+            raise RtqError(f"{where}: '{rhs}' is not a whole number (ASCII digits, at most {MAX_COUNT})")
+        return Requirement(given, lhs, op, int(rhs))
     names = ", ".join([*STATS, "over(DURATION)", "return(PERIOD)", *COUNTS])
     raise RtqError(f"{where}: unknown statistic '{lhs}' (one of {names})")
+
+
+def _duration(text: str, what: str) -> int:
+    """A requirement's duration in ns, at most MAX_NS (one line beyond it)."""
+    ns = parse_duration_ns(text, what)
+    if ns > MAX_NS:
+        raise RtqError(f"{what}: {text!r} is longer than {MAX_NS:,} ns (292 years): not a duration to judge")
+    return ns
+
+
+def requirement(given: str | Requirement, what: str = "--require") -> Requirement:
+    """The door: a requirement given as text (the command line, a scenario, a profile) parsed, one already
+    parsed kept. Every requirement a plan holds came through here."""
+    return given if isinstance(given, Requirement) else parse(given, what)
+
+
+def from_bundle(text: object) -> Requirement | None:
+    """A requirement a bundle stores as text (result.json's requirement_verdicts, plan.json's require), parsed
+    as it is read; None when this version cannot read it (an old or foreign bundle's text)."""
+    try:
+        return parse(str(text), "bundle")
+    except RtqError:
+        return None
+
+
+def texts(reqs: Sequence[Requirement | str]) -> list[str]:
+    """Requirements as the text a bundle keeps (plan.json, params.json, a service's spec)."""
+    return [r.text if isinstance(r, Requirement) else str(r) for r in reqs]
 
 
 def profile(name: str) -> list[Requirement]:
     """The requirements of a named profile; an unknown name is one line listing the known ones."""
     if name not in PROFILES:
         raise RtqError(f"--profile: unknown profile '{name}' (one of {', '.join(PROFILES)})")
-    return [parse(t, f"profile {name}") for t in PROFILES[name]["requirements"]]
+    return [requirement(t, f"profile {name}") for t in PROFILES[name]["requirements"]]
 
 
 def legacy(requirements: dict) -> list[Requirement]:
@@ -168,7 +219,7 @@ def _ppm(req: Requirement) -> int | None:
     """The share of samples (parts per million) a requirement's limit sits at, when a count must carry it."""
     ppm = STATS.get(req.stat, (None, None))[1]
     if req.stat == "over" and req.limit > 0:
-        ppm = round(1_000_000 - req.limit * 10_000)
+        ppm = round(PPM - req.limit * PPM / 100)
     return ppm if ppm and req.stat != "p50" else None
 
 
@@ -234,9 +285,9 @@ def evaluate(
     if value is None:
         out["note"] = cycle_note or ("no samples" if not count else f"the case has no {req.stat}")
         return out
-    upper = req.op in ("<", "<=")
-    if req.op != "==":
-        margin = (req.limit - value) if upper else (value - req.limit)
+    upper = req.upper
+    margin = req.margin(value)
+    if margin is not None:
         out["margin"] = margin
         out["margin_pct"] = 100.0 * margin / req.limit if req.limit else None
     ppm = _ppm(req)
@@ -280,7 +331,8 @@ def describe(r: dict) -> str:
     words = [value]
     if r["margin"] is not None and r["verdict"] != "inconclusive":
         room = _fmt(abs(r["margin"]), r["unit"])
-        words.append(f"{room} to spare" if r["margin"] >= 0 else f"{room} over the limit")
+        beyond = "under the limit" if r.get("op") in (">", ">=") else "over the limit"
+        words.append(f"{room} to spare" if r["margin"] >= 0 else f"{room} {beyond}")
     if r["note"]:
         words.append(r["note"])
     return f"{r['requirement']}: {r['verdict']} ({', '.join(words)})"
@@ -290,28 +342,29 @@ def _fmt(x: float, unit: str) -> str:
     return format_ns(x) if unit == "ns" else f"{x:.3g}%" if unit == "%" else f"{x:g}"
 
 
-def upper_limits_ns(texts: list[str]) -> dict[str, float]:
-    """{STAT: its tightest upper limit, ns} of the latency requirements among `texts` ('max <= 100us' ->
+def upper_limits_ns(reqs: Sequence[Requirement]) -> dict[str, float]:
+    """{STAT: its tightest upper limit, ns} of the latency requirements among `reqs` ('max <= 100us' ->
     {"max": 100000}): what PVs' alarm limits are set from (rtqual.monitor.pvs, the IOC's operator
     records). Lower bounds, ==, over(), counts and return() set none."""
     out: dict[str, float] = {}
-    for r in map(parse, texts):
-        if r.stat in STATS and r.op in ("<", "<="):
+    for r in reqs:
+        if r.stat in STATS and r.upper:
             out[r.stat] = min(out.get(r.stat, r.limit), r.limit)
     return out
 
 
 def gather(
-    exprs: list[str] | None, profile_name: str | None, what: str = "--require", limits: dict | None = None
-) -> list[str]:
-    """The requirement texts of a case, the one route to its verdict: the shorthands' (`limits`, the case's
-    {"max_ns": N, "p99_ns": N} from --max-latency/--p99-latency), a profile's, then the ones given; each
-    checked now (one line naming a bad one), each once."""
-    texts = [r.text for r in legacy(limits or {})]
-    texts += list(PROFILES[profile_name]["requirements"]) if profile_name else []
-    if profile_name:
-        profile(profile_name)
-    for t in exprs or []:
-        parse(t, what)
-        texts.append(str(t).strip())
-    return list(dict.fromkeys(texts))
+    exprs: Sequence[str | Requirement] | None,
+    profile_name: str | None,
+    what: str = "--require",
+    limits: dict | None = None,
+) -> list[Requirement]:
+    """The requirements of a case, parsed once here, the one route to its verdict: the shorthands' (`limits`,
+    the case's {"max_ns": N, "p99_ns": N} from --max-latency/--p99-latency), a profile's, then the ones given
+    (texts parsed: one line naming a bad one; requirements already parsed kept), each once (by its text)."""
+    reqs = legacy(limits or {}) + (profile(profile_name) if profile_name else [])
+    reqs += [requirement(t, what) for t in exprs or []]
+    once: dict[str, Requirement] = {}
+    for r in reqs:
+        once.setdefault(r.text, r)
+    return list(once.values())

@@ -1,7 +1,9 @@
 """The capability summary: a few plain sentences from a bundle's measured numbers, nothing else.
 
 Per case: the tightest deadline met by 99.9 % and 99.99 % of the samples and the worst seen; then what
-that means for common control rates; for IOC cases, the input -> output budget judged: a budget comes from
+that means for common control rates (not in a run whose IOC cases were judged: its timer cases are their
+baseline);
+for IOC cases, the input -> output budget judged: a budget comes from
 a profile or a requirement, never from the values seen. A percentile that the sample count cannot carry
 (fewer than 10/(1-p) samples) is said to be so, never stated.
 """
@@ -91,7 +93,9 @@ def budget_sentence(r: dict) -> str:
     ]
     head = f"IOC input -> output ({r['label']}):"
     if limits:
-        words = [f"{v['requirement']}{_from(v)} {BUDGET_WORDS.get(v['verdict'], v['verdict'])}" for v in limits]
+        words = [
+            f"{v['requirement']}{_from(v)} {BUDGET_WORDS.get(v['verdict'], v['verdict'])}{_seen(v)}" for v in limits
+        ]
         return f"{head} budget {', '.join(words)}."
     s = r["stats"]
     if s["count"] >= needed_samples(P999_PPM):
@@ -99,6 +103,14 @@ def budget_sentence(r: dict) -> str:
     else:
         seen = f"worst {format_ns(s['max_ns'])} in {s['count']:,} events (a short run)"
     return f"{head} {seen}; no budget judged (give one with --require 'max <= BUDGET' or --profile)."
+
+
+def _seen(v: dict) -> str:
+    """' (p50 42us)': the statistic a budget constrains, as measured ('' when the case has none)."""
+    value = v.get("value")
+    if not isinstance(value, (int, float)):
+        return ""
+    return f" ({'worst' if v.get('stat') == 'max' else v.get('stat')} {format_ns(value)})"
 
 
 def _from(v: dict) -> str:
@@ -114,7 +126,8 @@ def capability(results: list[dict]) -> list[str]:
     latency = [r for r in cases if is_periodic(r)]
     response = [r for r in cases if is_response(r)]
     out = [case_sentence(r) for r in cases]
-    if latency:
+    if latency and not any(r.get("requirement_verdicts") for r in response):  # a judged IOC run: its budget, not
+        # the loop rates of its timer baseline
         out += [rate_sentence(name, period, latency) for name, period in RATES]
     out += [budget_sentence(r) for r in response]
     short = [r for r in cases if r["stats"]["count"] < needed_samples(P9999_PPM)]

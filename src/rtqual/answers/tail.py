@@ -23,6 +23,7 @@ MAX_EXCEEDED = 0.1  # a threshold exceeded in more than this share of blocks: in
 ALPHA = 0.01  # a check fails below this p-value (four checks: a sound tail fails one about 4 % of the time)
 CHI2_95 = 3.841458820694124  # chi-square(1) 95 % quantile: the profile-likelihood interval's drop is half of it
 BAD = 1e30  # a log-likelihood this low: outside the distribution's support
+MIN_LEVELS = 10  # distinct block maxima (and cluster peaks) a fit needs: fewer are steps a GPD cannot describe
 LIMITS = "EVT extrapolates what the run exercised; it cannot predict conditions the run never met"
 
 
@@ -208,12 +209,17 @@ def _straight(us: list[float], means: list[float]) -> bool:
 
 def dither(values: list[int]) -> Any:
     """Values as floats; coarse ones (all multiples of a resolution, e.g. 1 us) spread uniformly inside their
-    step (a fixed seed: reproducible), so ties from a coarse clock do not distort the fit."""
+    step (a fixed seed: reproducible), so ties from a coarse clock do not distort the fit. The step is the
+    values' common divisor, never more than the smallest gap between two of them (a run whose blocks all
+    peak at 5 ms has no 5 ms clock: its values are not spread)."""
     np = _libs()[0]
     a = np.asarray(values, dtype=float)
+    head = sorted({int(v) for v in values[:2000]})
+    gaps = [b - x for x, b in zip(head, head[1:])]
     step = 0
-    for v in values[:2000]:
-        step = math.gcd(step, int(v))
+    for v in head:
+        step = math.gcd(step, v)
+    step = min(step, *gaps) if gaps else 0
     if step > 1:
         a = a + np.random.default_rng(0).uniform(-step / 2, step / 2, len(a)) * (a > 0)
     return a
@@ -322,22 +328,62 @@ def analyse(
         "limits": LIMITS,
     }
     if len(values) < 10:
-        out["note"] = f"{len(values)} block(s) of {block_s:g} s: too few to analyse (a tail needs minutes at least)"
+        out["needed_s"] = needed_s(0, duration_s, block_s)
+        out["note"] = (
+            f"{len(values)} block(s) of {block_s:g} s: too few to analyse (a tail needs minutes at least): "
+            f"run at least {out['needed_s']:.0f} s"
+        )
         return out
+    flat = degenerate(series)
+    if flat:
+        out["note"] = flat
+        return out
+    try:
+        return _fitted(out, series, values, block_s, periods, with_checks)
+    except (ValueError, ArithmeticError, RuntimeError) as e:  # scipy's optimizers on data they cannot fit
+        out.update(verdict="unfit", end_point_ns=None, failed=["fit"], note=f"analysis failed: the tail fit ({e})")
+        out["return_levels"] = [{"period_s": p, "value_ns": None, "ci_ns": [None, None]} for p in periods]
+        return out
+
+
+def needed_s(clusters: int, duration_s: float, block_s: float) -> float:
+    """How long a run gives MIN_CLUSTERS clusters: at the rate of the clusters seen (none seen: fewer than one
+    in this run), and never less than the threshold rule itself needs (MIN_CLUSTERS clusters above a level at
+    most MAX_EXCEEDED of the blocks exceed: MIN_CLUSTERS / MAX_EXCEEDED blocks)."""
+    floor_s = MIN_CLUSTERS / MAX_EXCEEDED * block_s
+    return max(floor_s, MIN_CLUSTERS * duration_s / max(clusters, 1))
+
+
+def degenerate(series: list[int], what: str = "block maxima") -> str | None:
+    """Why values cannot be fitted (all equal, a few levels), or None."""
+    levels = sorted(set(series))
+    if len(levels) == 1:
+        return f"every one of the {len(series)} {what} is {levels[0]:,} ns: no tail to fit"
+    if len(levels) < MIN_LEVELS:
+        shown = ", ".join(f"{v:,}" for v in levels)
+        return f"only {len(levels)} distinct {what} ({shown} ns): too few for a tail fit (needs {MIN_LEVELS})"
+    return None
+
+
+def _fitted(out: dict, series: list[int], values: Any, block_s: float, periods: list[float], checks: bool) -> dict:
+    """analyse()'s fit once the data can be fitted: the threshold, the fit, its checks, the verdict."""
+    with_checks, duration_s = checks, out["duration_s"]
     if with_checks:
         out["checks"] = block_checks(values, block_s)
     chosen, tried = choose(values, duration_s)
     if chosen is None:
         seen = max((r["clusters"] for r in tried if r["exceedances"] <= MAX_EXCEEDED * len(values)), default=0)
-        out["needed_s"] = MIN_CLUSTERS / (seen / duration_s) if seen else None
-        more = "no threshold exceeded in the run"
-        if seen:
-            more = f"run at least {out['needed_s']:.0f} s ({out['needed_s'] - duration_s:.0f} s longer)"
+        out["needed_s"] = needed_s(seen or max((r["clusters"] for r in tried), default=0), duration_s, block_s)
+        more = f"run at least {out['needed_s']:.0f} s ({out['needed_s'] - duration_s:.0f} s longer)"
         out["note"] = f"{seen} clusters at best, {MIN_CLUSTERS} needed: {more}"
         out["candidates"] = tried
         return out
     u = chosen["threshold_ns"]
     peaks, where, above = decluster(values, u)
+    flat = degenerate([series[i] for i in where], f"cluster peaks above {u:,.0f} ns")
+    if flat:
+        out.update(threshold_ns=u, exceedances=above, clusters=len(peaks), candidates=tried, note=flat)
+        return out
     rate = len(peaks) / duration_s
     f = fit(peaks, u, rate, sorted({*periods, *(CURVE_S if with_checks else ())}))
     out["curve"] = f["levels"]
@@ -373,6 +419,8 @@ def note(case: dict) -> str:
     v = case["verdict"]
     if v == "insufficient":
         return case.get("note", "too few exceedances")
+    if v == "unfit" and case.get("note", "").startswith("analysis failed"):
+        return case["note"]
     if v == "unfit":
         return f"the tail model does not fit: {', '.join(case['failed'])} check failed; no return level is claimed"
     if v == "heavy":
@@ -453,7 +501,7 @@ def for_requirements(blocks: Any, reqs: Any) -> dict | None:
 def requirement_verdict(req: Any, case: dict | None) -> dict:
     """A `return(PERIOD) OP LIMIT` requirement judged (the keys of requirements.evaluate's answer)."""
     verdict, value, words = judge(req.period_s, req.op, req.limit, case)
-    margin = None if value is None or verdict == "inconclusive" else (req.limit - value)
+    margin = None if value is None or verdict == "inconclusive" else req.margin(value)  # its sign by the op
     return {
         "requirement": req.text,
         "stat": "return",

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rtqual.answers import tail
-from rtqual.answers.requirements import PROFILES, describe, evaluate, parse, probe_cycle_ns
+from rtqual.answers.requirements import PROFILES, Requirement, describe, evaluate, probe_cycle_ns
 from rtqual.errors import EXIT_ERROR, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_PASS, EXIT_SKIP
 from rtqual.results.hist import Histogram
 from rtqual.results.stats import case_result, merged_hist
@@ -131,7 +131,7 @@ def degradation(result: Mapping[str, Any], load_error: str | None = None) -> lis
 
 def judge(
     result: dict,
-    texts: Sequence[str],
+    reqs: Sequence[Requirement],
     hist: Histogram | None,
     profile: str | None = None,
     degraded: Sequence[str] = (),
@@ -142,20 +142,22 @@ def judge(
     can make it pass); an error, skip or inconclusive ending stays what it was. The requirements of `profile`
     are judged against its cycle (requirements.evaluate); on a degraded case (the reasons given) each is
     inconclusive, its value kept, the reason in its note."""
-    if not texts:
+    if not reqs:
         return result
     stats = result.get("stats") or {}
     params = result.get("params") or {}
     own = set(PROFILES[profile]["requirements"]) if profile in PROFILES else set()
     cycle_ns = PROFILES[profile]["period_ns"] if profile in PROFILES else None
     probe_ns = probe_cycle_ns(params)
-    reqs = [parse(t) for t in texts]
-    tail_case = tail.for_requirements(blocks, reqs)  # return(PERIOD) requirements: the block maxima's tail
+    try:  # return(PERIOD) requirements: the block maxima's tail, an analysis after the fact
+        tail_case = tail.for_requirements(blocks, reqs)
+    except Exception as e:  # noqa: BLE001 - a failed analysis leaves its requirements undecided, never the case lost
+        tail_case = {"unavailable": f"analysis failed ({type(e).__name__}: {e})"}
     judged = []
-    for t, r in zip(texts, reqs):
-        cycle = cycle_ns if t in own else None
+    for r in reqs:
+        cycle = cycle_ns if r.text in own else None
         v = evaluate(r, stats, hist, params.get("duration_ns"), cycle, probe_ns, tail_case)
-        if t in own:
+        if r.text in own:
             v["profile"] = profile
         if degraded and v["verdict"] != "inconclusive":
             v["verdict"], v["note"] = "inconclusive", "; ".join([*degraded, *([v["note"]] if v["note"] else [])])
@@ -182,14 +184,14 @@ def decide_case(
     code: int | None,
     stderr_last: str = "",
     interrupted: bool = False,
-    require: Sequence[str] = (),
+    require: Sequence[Requirement] = (),
     hist: Histogram | None = None,
     load_error: str | None = None,
     profile: str | None = None,
 ) -> dict:
     """The case result with its "verdict" and "reason" decided (and, with requirements,
     "requirement_verdicts") from how its probe ended (code None: it never ran), whether it was measured
-    as asked (degradation: its rt, conditions and loads, load_error) and its requirements (texts, judged on
+    as asked (degradation: its rt, conditions and loads, load_error) and its requirements (parsed, judged on
     its stats and histogram; a profile's against the profile's cycle). Measured to its end with no
     requirement: completed. A service that did not start and a degraded run come in through the probe's
     ending."""
@@ -205,6 +207,44 @@ def decide_case(
     return out
 
 
+def measured(
+    case: Mapping[str, Any],
+    stream: Stream,
+    code: int | None,
+    stderr_last: str = "",
+    interrupted: bool = False,
+    loads: list[dict] | None = None,
+    load_error: str | None = None,
+    conditions: dict | None = None,
+) -> dict:
+    """The case result as measured, before any analysis: its statistics (rtqual.results.stats.case_result),
+    its loads and host conditions (if any) and the verdict of how it ended and whether it was measured as
+    asked (no requirement judged yet). What a run writes first, so no analysis can lose it. A probe that never
+    ran keeps exit code 4 (inconclusive)."""
+    result = case_result(case, stream, EXIT_INCONCLUSIVE if code is None else code)
+    if loads is not None:
+        result["loads"] = loads
+    if conditions is not None:
+        result["conditions"] = conditions
+    return decide_case(result, stream, code, stderr_last, interrupted, (), None, load_error)
+
+
+def judged(
+    result: dict,
+    case: Mapping[str, Any],
+    stream: Stream,
+    code: int | None,
+    stderr_last: str = "",
+    interrupted: bool = False,
+    load_error: str | None = None,
+) -> dict:
+    """A measured case result (measured()) judged on the requirements of the plan (case["require"],
+    case["profile"]); the keys added to it since are kept."""
+    hist = merged_hist(stream) if stream.hists else None
+    require, profile = case.get("require") or (), case.get("profile")
+    return decide_case(result, stream, code, stderr_last, interrupted, require, hist, load_error, profile)
+
+
 def summarize(
     case: Mapping[str, Any],
     stream: Stream,
@@ -215,17 +255,9 @@ def summarize(
     load_error: str | None = None,
     conditions: dict | None = None,
 ) -> dict:
-    """The case result: its statistics (rtqual.results.stats.case_result), its loads and host conditions (if
-    any) and its verdict, judged on the requirements of the plan (case["require"], case["profile"]). A probe
-    that never ran keeps exit code 4 (inconclusive)."""
-    result = case_result(case, stream, EXIT_INCONCLUSIVE if code is None else code)
-    if loads is not None:
-        result["loads"] = loads
-    if conditions is not None:
-        result["conditions"] = conditions
-    hist = merged_hist(stream) if stream.hists else None
-    require, profile = case.get("require") or (), case.get("profile")
-    return decide_case(result, stream, code, stderr_last, interrupted, require, hist, load_error, profile)
+    """The case result measured and judged (measured(), then judged())."""
+    result = measured(case, stream, code, stderr_last, interrupted, loads, load_error, conditions)
+    return judged(result, case, stream, code, stderr_last, interrupted, load_error)
 
 
 def run_verdict(case_verdicts: Sequence[str], interrupted: bool = False, error: bool = False) -> str:

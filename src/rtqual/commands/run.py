@@ -94,6 +94,7 @@ def is_scenario_target(argv: list[str]) -> bool:
 
 
 def run(a, argv: list[str]) -> int:
+    from rtqual.scenario.plan import kept
     from rtqual.scenario.single import single_run
 
     if a.raw_max_mb < 1:
@@ -102,7 +103,7 @@ def run(a, argv: list[str]) -> int:
     for case in cases:
         if case.get("duration_auto"):  # said before the run starts, capped or not
             print(f"{case['id']}: {case['duration_auto']['note']}", flush=True)
-    plan = {"schema_version": 1, "cases": cases}
+    plan = {"schema_version": 1, "cases": [kept(c) for c in cases]}  # requirements kept as their text
     return execute(cases, argv, a.output, a.quiet, a.raw_max_mb if a.raw else 0, plan, text, a.store)
 
 

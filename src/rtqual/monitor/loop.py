@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from rtqual import probes as native_table
+from rtqual.answers.requirements import Requirement
 from rtqual.errors import RtqError
 from rtqual.measure.run.session import Interrupted, Session, prepare, without_options
 from rtqual.probes.catalog import ALL_PROBES
@@ -44,7 +45,7 @@ class Options:
     bounded: bool = False  # the user gave --duration or --loops: the probe ends by itself, then the monitor
     every_progress: int = 0  # compressed time: a window per N progress records (hidden --window-progress)
     trace: bool = False  # --trace: each spike's culprits (rtqual.measure.host.trace), printed and counted in /metrics
-    require: list[str] = field(default_factory=list)  # --require, --profile: the PVs' alarm limits
+    require: list[Requirement] = field(default_factory=list)  # --require, --profile (parsed): the PVs' alarm limits
 
 
 def monitorable(name: str) -> bool:

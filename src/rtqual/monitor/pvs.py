@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rtqual.answers.requirements import upper_limits_ns
+from rtqual.answers.requirements import Requirement, upper_limits_ns
 from rtqual.errors import RtqError
 from rtqual.measure.epics.ioc import ALARM_STATS, OPERATOR_PVS, alarm_fields, operator_db, uptime_db
 
@@ -137,8 +137,8 @@ class PvServer:
     """The PV server process (python -m rtqual.monitor.pvserver): start() waits for its ready line,
     publish() sends a window, stop() ends it."""
 
-    def __init__(self, prefix: str, cpus: list[int], require: list[str], folder: Path, start_unix_s: float):
-        """require: the monitor's requirement texts (--require, --profile), the latency PVs' alarm limits;
+    def __init__(self, prefix: str, cpus: list[int], require: list[Requirement], folder: Path, start_unix_s: float):
+        """require: the monitor's requirements (parsed) (--require, --profile), the latency PVs' alarm limits;
         start_unix_s: when the monitor started (UPTIME)."""
         if not prefix or any(c.isspace() or c in "\"'$(){}," for c in prefix):
             raise RtqError(f"--pvs {prefix!r}: a PV prefix without spaces, quotes, commas or macros")

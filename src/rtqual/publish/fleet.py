@@ -12,7 +12,7 @@ from typing import Any
 
 from rtqual.answers import caveats
 from rtqual.answers.answer import answer_lines, answers
-from rtqual.answers.requirements import PROFILES
+from rtqual.answers.requirements import profile as requirements_of
 from rtqual.answers.verdict import ORDER, judge, rank, worst
 from rtqual.publish.views import clean, format_cell, format_table, kind
 from rtqual.results.facts import get_fact
@@ -58,7 +58,7 @@ def rejudged(case: dict, profile: str, hist: Any) -> dict:
     clean measurement (pass or completed) takes the profile's verdict; skip, inconclusive, error stay."""
     clean = case.get("verdict") in ("pass", "completed")
     base = {**case, "requirement_verdicts": [], "verdict": "completed" if clean else case.get("verdict")}
-    return judge(base, PROFILES[profile]["requirements"], hist, profile)
+    return judge(base, requirements_of(profile), hist, profile)
 
 
 PROFILE_KINDS = frozenset({"timer", "ioc", "interrupt", "wake-up", "timer-interrupt", "fake"})

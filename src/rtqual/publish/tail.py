@@ -19,6 +19,8 @@ def case_blocks(model: Model, case: dict) -> blockmax.BlockMaxima:
         bm = blockmax.from_records(model.records(case["id"], ('"progress"', '"header"')))
     except Unreadable:
         bm = blockmax.BlockMaxima()
+    except blockmax.Damaged as e:
+        raise RtqError(f"{model.path}: case {case['id']}: stream.jsonl: {e}") from None
     if not bm.per_cpu:
         raw = model.raw_file(case["id"])
         if raw is not None:

@@ -15,6 +15,21 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 MAX_BLOCKS = 1 << 22  # per CPU: 48 days of 1 s blocks (32 MiB per CPU) before blocks double
+MAX_NS = 2**63 - 1  # a block maximum, a count: what the probes' signed 64-bit counters hold
+
+
+class Damaged(ValueError):
+    """A progress record whose per-CPU maximum or count is not a whole number the probes could have written."""
+
+
+def _whole(rec_cpu: object, key: str, value: object) -> int:
+    """A progress row's value as a count (missing: 0); NaN, Infinity, text, negatives: one line of damage."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_NS:
+        shown = repr(value)[:40]
+        raise Damaged(f"progress record of cpu {rec_cpu}: {key} {shown} is not a whole number from 0 to 2^63-1")
+    return value
 
 
 @dataclass
@@ -40,13 +55,22 @@ class BlockMaxima:
         self.block_ns *= 2
 
     def feed(self, rec: dict) -> None:
-        """Take a stream record: a progress record adds one block per CPU (others are ignored)."""
+        """Take a stream record: a progress record adds one block per CPU (others are ignored); Damaged (and
+        nothing added) when one of its rows is not whole numbers."""
         if rec.get("type") != "progress":
             return
-        for row in rec.get("cpus") or []:
-            if isinstance(row, dict) and isinstance(row.get("cpu"), int):
-                self.add(row["cpu"], int(row.get("window_max_ns") or 0))
-                self.counts[row["cpu"]] = int(row.get("count") or 0)
+        rows = [
+            (
+                row["cpu"],
+                _whole(row["cpu"], "window_max_ns", row.get("window_max_ns")),
+                _whole(row["cpu"], "count", row.get("count")),
+            )
+            for row in rec.get("cpus") or []
+            if isinstance(row, dict) and isinstance(row.get("cpu"), int)
+        ]
+        for cpu, top, count in rows:
+            self.add(cpu, top)
+            self.counts[cpu] = count
 
     @property
     def cpus(self) -> list[int]:
@@ -87,7 +111,9 @@ def from_records(records: Iterable[dict], progress_ms: int = 1000) -> BlockMaxim
 
 def from_samples(samples: Iterable[tuple[int, int, int]], block_ns: int = 1_000_000_000) -> BlockMaxima:
     """Block maxima from (cpu, time_ns, latency_ns) samples (raw files; any order within a block): block i of
-    every CPU starts at the earliest time + i * block_ns. Holds one block per CPU-block, never the samples."""
+    every CPU starts at the earliest time + i * block_ns. Holds one block per CPU-block that has samples, never
+    the samples; a span longer than MAX_BLOCKS / 2 blocks doubles the block (as add() does) until it fits, so the
+    blocks between samples are made at once, never walked one by one."""
     per: dict[int, dict[int, int]] = {}
     counts: dict[int, int] = {}
     start: int | None = None
@@ -97,12 +123,19 @@ def from_samples(samples: Iterable[tuple[int, int, int]], block_ns: int = 1_000_
         d = per.setdefault(cpu, {})
         d[block] = max(d.get(block, 0), latency_ns)
         counts[cpu] = counts.get(cpu, 0) + 1
-    bm = BlockMaxima(block_ns, counts=counts)
     if start is None:
-        return bm
+        return BlockMaxima(block_ns, counts=counts)
     first = start // block_ns
-    last = max(max(d) for d in per.values())
+    span = max(max(d) for d in per.values()) - first + 1
+    k = 1
+    while -(-span // k) > MAX_BLOCKS // 2:
+        k *= 2
+    bm = BlockMaxima(block_ns * k, counts=counts)
+    n = -(-span // k)
     for cpu, d in sorted(per.items()):
-        for b in range(first, last + 1):
-            bm.add(cpu, d.get(b, 0))
+        a = array("q", bytes(8 * n))  # every block empty (0), then the ones with samples
+        for b, top in d.items():
+            i = (b - first) // k
+            a[i] = max(a[i], min(max(0, top), MAX_NS))
+        bm.per_cpu[cpu] = a
     return bm

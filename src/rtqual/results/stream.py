@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from rtqual.results.blockmax import BlockMaxima
+from rtqual.results.blockmax import BlockMaxima, Damaged
 
 KNOWN_TYPES = {"header", "progress", "event", "hist", "hist_delta", "summary", "end"}
 EVENTS_KEPT = 1000  # threshold events kept in memory (the first ones); all stay in stream.jsonl
@@ -126,7 +126,10 @@ class Stream:
                 self.blocks.block_ns = ms * 1_000_000
         elif kind == "progress":
             self.last_progress = rec
-            self.blocks.feed(rec)
+            try:
+                self.blocks.feed(rec)
+            except Damaged as e:  # NaN, Infinity or text as a block's maximum: the block is not kept
+                self._problem(f"line {self.lines}: {e}: block ignored")
         elif kind == "hist":
             self.hists[int(rec.get("cpu", 0))] = rec
         elif kind == "summary":

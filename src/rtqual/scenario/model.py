@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rtqual import loadspec
-from rtqual.answers.requirements import PROFILES, parse
+from rtqual.answers.requirements import PROFILES, requirement
 from rtqual.errors import RtqError
 from rtqual.fields import Field, check, check_table, fail, key_path, suggest, type_name, unknown_key
 from rtqual.probes.catalog import DEFAULT_PROBE, PROBES, S, check_params, fields_of, overlay
@@ -261,9 +261,11 @@ def _check_case(raw: Any, path: str, fields: dict, probe: str, named: dict, know
             fail(path, "'require' and 'requirements' are the same key: give one")
         out["requirements"] = check(fields["require"], raw["require"], key_path(path, "require"))
     given = "require" if "require" in raw else "requirements"
-    for i, text in enumerate(out.get("requirements", []) if path != "defaults" else [], 1):
-        parse(text, f"{key_path(path, given)}[{i}]")  # one line naming the case, the key and the expression
-    # [defaults]' expressions are checked in each case they reach (plan.expand: "case N: requirement '...'")
+    if path != "defaults" and "requirements" in out:  # parsed here, once: one line naming the case, key and text
+        out["requirements"] = [
+            requirement(text, f"{key_path(path, given)}[{i}]") for i, text in enumerate(out["requirements"], 1)
+        ]
+    # [defaults]' expressions are parsed in each case they reach (plan.expand: "case N: requirement '...'")
     probe = out.get("probe", probe)
     if "params" in raw:
         out["params"] = check_params(probe, raw["params"], key_path(path, "params"))

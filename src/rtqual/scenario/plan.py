@@ -13,7 +13,7 @@ from typing import Any
 
 from rtqual import units
 from rtqual.answers import planning
-from rtqual.answers.requirements import gather
+from rtqual.answers.requirements import Requirement, gather, texts
 from rtqual.errors import RtqError
 from rtqual.fields import defaults_of, format_khz, format_value
 from rtqual.probes.catalog import DEFAULT_PROBE, PROBES, S, full_params, probe_case
@@ -27,13 +27,13 @@ SETTLE_NS = defaults_of(CONDITIONS)["settle"]
 
 
 def expand(
-    scenario: dict, scale: float | None = None, cpus: list[int] | None = None, require: list[str] | None = None
+    scenario: dict, scale: float | None = None, cpus: list[int] | None = None, require: list[Requirement] | None = None
 ) -> list[dict]:
     """All cases of a validated scenario, in file order: explicit cases, then each matrix's product.
 
     scale (default [run].scale) multiplies durations and loop counts; labels and ids keep the
     nominal values so scaled and full runs compare case by case. cpus: the CPUs a case without
-    `cpus` measures (default: this host's online CPUs). require: requirement texts judged on every case
+    `cpus` measures (default: this host's online CPUs). require: requirements judged on every case
     after its own (the command line's --profile/--require, from answers.requirements.gather).
     """
     scale = scenario["run"].get("scale", 1.0) if scale is None else scale
@@ -92,7 +92,13 @@ def axis_text(key: str, field, value) -> str:
 
 
 def _case(
-    scenario: dict, layers: list[dict], label: str | None, n: int, scale: float, online: list[int], also: list[str]
+    scenario: dict,
+    layers: list[dict],
+    label: str | None,
+    n: int,
+    scale: float,
+    online: list[int],
+    also: list[Requirement],
 ) -> dict:
     d = scenario["defaults"]
     probe = next((x["probe"] for x in reversed([d, *layers]) if "probe" in x), DEFAULT_PROBE)
@@ -123,12 +129,11 @@ def _case(
         conditions["cpuset"] = dict(cpuset)
     case.update(loads=specs, load_names=names, conditions=conditions, scale=scale)
     require = gather(
-        shape.get("requirements"),
+        [*(shape.get("requirements") or []), *also],  # [defaults]' texts parsed here, a case's already parsed
         shape.get("profile"),
         f"{scenario.get('source', '<scenario>')}: case {n}: requirement",
         limits=case["requirements"],  # max_latency/p99_latency: requirements like the others
     )
-    require = list(dict.fromkeys([*require, *also]))
     if require:
         case["require"] = require
     if shape.get("profile"):
@@ -257,7 +262,7 @@ def plan_json(cases: list[dict], scenario: dict | None = None) -> dict:
         "description": run.get("description"),
         "table": run.get("table", "cases"),
         "total_ns": total_ns(cases),
-        "cases": [{**c, **planning.case_plan(c)} for c in cases],
+        "cases": [{**kept(c), **planning.case_plan(c)} for c in cases],
     }
 
 
@@ -268,3 +273,8 @@ def plan_title(scenario: dict, scale: float | None = None) -> str:
     words += [f"({run['name']})"] if "name" in run else []
     words += [f"- {run['description']}"] if "description" in run else []
     return " ".join(words)
+
+
+def kept(case: dict) -> dict:
+    """A plan case as a bundle keeps it: its requirements as the text they were given in."""
+    return {**case, "require": texts(case["require"])} if case.get("require") else case

@@ -8,7 +8,7 @@ import json
 
 from rtqual import probes as native_table
 from rtqual.answers import planning
-from rtqual.answers.requirements import gather, legacy, needed_samples
+from rtqual.answers.requirements import Requirement, gather, legacy, needed_samples
 from rtqual.errors import RtqError
 from rtqual.fields import check
 from rtqual.loadspec import load_name, parse_load
@@ -119,7 +119,7 @@ def scenario_text(cases: dict | list[dict], argv: list[str], given: dict | None 
         if params:
             lines.append(f"params = {_toml(params)}")
         shorthands = {r.text for r in legacy(case.get("requirements") or {})}  # written as params above
-        given_texts = [t for t in case.get("require") or [] if t not in shorthands]
+        given_texts = [r.text for r in case.get("require") or [] if r.text not in shorthands]
         if given_texts:
             lines.append(f"requirements = {_toml(given_texts)}")
         if case.get("loads"):
@@ -137,12 +137,14 @@ def single_run(a, argv: list[str]) -> tuple[list[dict], str | None]:
     if cap_ns is not None:
         a.duration = None  # the probe's default duration while its rate is worked out
 
-    def cases_of() -> tuple[list[dict], list[str]]:
+    asked = gather(a.require, a.profile)  # parsed once, here
+
+    def cases_of() -> tuple[list[dict], list[Requirement]]:
         cases = service_cases(a.probe, a) if probe.service else [probe_options_case(a.probe, a)]
         cases = with_loads(cases, a)
         # the measured case (the last: a service probe's baseline is for comparison only); --max-latency and
         # --p99-latency join its requirements here, the one route to its verdict
-        return cases, gather(a.require, a.profile, limits=cases[-1]["requirements"])
+        return cases, gather(asked, None, limits=cases[-1]["requirements"])
 
     cases, require = cases_of()
     if cap_ns is not None:

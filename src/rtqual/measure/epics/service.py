@@ -11,7 +11,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from rtqual.answers.requirements import upper_limits_ns
+from rtqual.answers.requirements import texts, upper_limits_ns
 from rtqual.errors import RtqError
 from rtqual.measure.epics.ca import CaLoad, Repeater, ca_db
 from rtqual.measure.epics.ioc import Ioc
@@ -150,7 +150,7 @@ class IocService:
                 "mode": self.ioc.mode,
                 "reader_priority": self.ioc.prio,
                 "prefix": self.ioc.prefix,
-                "spec": {k: v for k, v in self.spec.items() if k != "type"},
+                "spec": {k: texts(v) if k == "require" else v for k, v in self.spec.items() if k != "type"},
             }
             spec, load = self.spec, None
             with ExitStack() as clients:

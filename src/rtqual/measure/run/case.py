@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from rtqual.answers.requirements import Requirement
+
 PLAN_KEYS = (
     "id",
     "label",
@@ -33,7 +35,7 @@ class Case:
     args: list[str]
     params: dict
     requirements: dict
-    require: list[str] = field(default_factory=list)  # requirement expressions (docs/requirements.md)
+    require: list[Requirement] = field(default_factory=list)  # parsed when the plan was made (docs/requirements.md)
     loads: list[dict] = field(default_factory=list)
     conditions: dict = field(default_factory=dict)
     service: dict | None = None

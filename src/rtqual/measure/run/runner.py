@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rtqual.answers import verdict
+from rtqual.answers.requirements import texts
 from rtqual.errors import EXIT_ERROR, RtqError
 from rtqual.measure.conditions.applier import Conditions, not_applied
 from rtqual.measure.host import osnoise
@@ -50,7 +51,7 @@ def run_case(
     if raw_bytes:
         case = case.with_args([*case.args, "--raw", str(d / "raw.bin"), "--raw-max-bytes", str(raw_bytes)])
     view = case.view()
-    write_json(d / "params.json", {k: view.get(k) for k in RECORD_KEYS})
+    write_json(d / "params.json", {k: view.get(k) for k in RECORD_KEYS} | {"require": texts(case.require)})
     sampler = Sampler(
         d / names.HOST_SAMPLES, record=d / names.ENVIRONMENT, cpus=case.params.get("cpus") or online_cpus()
     )
@@ -104,12 +105,10 @@ def run_case(
         restored = cond.restore()
     stream, tracer = session.stream, session.tracer
     # the verdict: how the probe ended, its loads and conditions, its requirements (rtqual.answers.verdict)
-    result = verdict.summarize(
+    ended = (stream, session.exit_code, session.stderr_last, bool(guard.signum))
+    result = verdict.measured(
         view,
-        stream,
-        session.exit_code,
-        session.stderr_last,
-        bool(guard.signum),
+        *ended,
         loads=loads.collect_all(),
         load_error=load_error,
         conditions={"changes": changes, "restored": restored, "applied": not not_applied(changes)},
@@ -123,6 +122,8 @@ def run_case(
         result["trace"] = tracer.info()
         result["spikes"] = _write_spikes(d, windows)
     _write_hists(d, stream)
+    write_json(d / "result.json", result)  # the measurement on disk before any analysis after the fact
+    result = verdict.judged(result, view, *ended, load_error=load_error)  # requirements (a tail fit) judged
     write_json(d / "result.json", result)
     bundle.add_case(result)
     display.end_case(view, result)

@@ -27,6 +27,7 @@ from typing import Any
 
 from rtqual import services
 from rtqual.answers import spikes
+from rtqual.answers.requirements import Requirement
 from rtqual.measure.host import trace
 from rtqual.measure.host.trace import Tracer, TraceUnavailable
 from rtqual.measure.run import native
@@ -58,12 +59,12 @@ def without_options(args: list[str], names: list[str]) -> list[str]:
 
 
 def prepare(
-    probe: str, run_as: str, args: list[str], service_spec: dict | None, require: list[str] | None = None
+    probe: str, run_as: str, args: list[str], service_spec: dict | None, require: list[Requirement] | None = None
 ) -> tuple[Any, list[str]]:
     """The case's service object (None without a spec) and the probe's options with what the service provides
     filled in (the table's `fixed` options), checked by the probe itself (`--check`): a one-line RtqError before
     anything runs. A service whose probe is refused is discarded at once (its FIFOs' folder). require: the
-    case's requirement texts, given to the service with the probe they judge (an IOC's alarm limits)."""
+    case's requirements (parsed), given to the service with the probe they judge (an IOC's alarm limits)."""
     svc = None
     if service_spec:
         svc = services.make({**service_spec, "run_as": run_as, "require": list(require)} if require else service_spec)
