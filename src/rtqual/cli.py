@@ -334,11 +334,12 @@ def cmd_tail(a, argv: list[str]) -> int:
         result = tail.analyse_bundle(data, a.case, periods)
     if a.svg:
         outside_system_trees(a.svg, "--svg")
+        bundle_mod.refuse_inputs(a.svg, [a.bundle], "--svg")
         Path(a.svg).mkdir(parents=True, exist_ok=True)
         for i, c in enumerate(result["cases"]):
             svg = tail.figure(c)
             if svg:
-                (Path(a.svg) / f"tail-{i + 1:02d}-cpu{c['cpu']}.svg").write_text(svg)
+                bundle_mod.write_text(Path(a.svg) / f"tail-{i + 1:02d}-cpu{c['cpu']}.svg", svg)
     print(json.dumps(result, indent=1) if a.json else tail.text(result))
     return damage_exit([data]) if data is not None else 0
 
@@ -460,6 +461,7 @@ def cmd_fleet(a, argv: list[str]) -> int:
     print(json.dumps(fleet.json_doc(doc), indent=1) if a.json else fleet.text(doc))
     if a.report:
         page = Path(a.report)
+        bundle_mod.refuse_inputs(page, [m.path for m in models], "--report")
         try:
             bundle_mod.write_text(page, fleet.html(doc, page.resolve().parent))
         except OSError as e:

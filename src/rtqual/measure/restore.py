@@ -4,10 +4,13 @@ before its bundle's journal, a monitor's work folder, a tracefs instance of a de
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rtqual.measure.conditions import restore_from_bundle
 from rtqual.measure.epics.ioc import TEMP_PREFIX as IOC_PREFIX
 from rtqual.measure.monitor.loop import TEMP_PREFIX as MONITOR_PREFIX
 from rtqual.measure.trace import remove_orphan_instances
+from rtqual.results.bundle import read_manifest
 from rtqual.util import remove_orphan_dirs
 
 
@@ -15,6 +18,10 @@ def restore(bundle: str, dry_run: bool = False) -> tuple[list[dict], str, bool]:
     """(actions, the closing line, whether any undo failed); with dry_run nothing is changed, the actions say
     what would be done."""
     actions = restore_from_bundle(bundle, dry_run=dry_run)
+    if not actions:
+        read_manifest(
+            Path(bundle)
+        )  # a folder that is no bundle says so (one-line RtqError), never "nothing to restore"
     orphans = [
         *remove_orphan_dirs(IOC_PREFIX, dry_run=dry_run),
         *remove_orphan_dirs(MONITOR_PREFIX, dry_run=dry_run),

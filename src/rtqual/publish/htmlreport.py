@@ -618,7 +618,7 @@ def write_images(bundles: list[dict], folder: Path) -> list[Path]:
         prefix = f"{i + 1}-" if len(bundles) > 1 else ""
         for fig in figures(data):
             svg = folder / f"{prefix}{fig.slug}.svg"
-            svg.write_text(chart(fig) + "\n")
+            bundle_mod.write_text(svg, chart(fig) + "\n")
             png = folder / f"{prefix}{fig.slug}.png"
             to_png(fig, png)
             written += [svg, png]
@@ -633,8 +633,13 @@ def write_report(
     bundle's own and recorded in its manifest; anywhere else it changes no bundle. With `tail` (rtqual report,
     not the end of a run: scipy stays out of the measuring process), each case of 10 minutes or more gets
     its tail section (publish/tail.py)."""
+    own = _own_report(bundles, out)
+    if own is None:
+        bundle_mod.refuse_inputs(out, [b.path if isinstance(b, Model) else b for b in bundles], "report")
+    if png_dir is not None:
+        bundle_mod.refuse_inputs(png_dir, [b.path if isinstance(b, Model) else b for b in bundles], "--png")
     views = [load_bundle(b, tail) for b in bundles]
-    _write(out, render(views), own=_own_report(bundles, out))
+    _write(out, render(views), own=own)
     if png_dir is not None:
         write_images(views, png_dir)
     return out
@@ -642,6 +647,7 @@ def write_report(
 
 def write_compare(bundles: Sequence[Model | str | Path], out: Path, match: compare.Match | None = None) -> Path:
     """The comparison of bundles as HTML (rtqual compare --report): never recorded in any bundle."""
+    bundle_mod.refuse_inputs(out, [b.path if isinstance(b, Model) else b for b in bundles], "--report")
     _write(out, render_compare([load_bundle(b) for b in bundles], match))
     return out
 

@@ -157,7 +157,10 @@ class Histogram:
     # -- wire and storage forms -------------------------------------------------
     @classmethod
     def from_record(cls, rec: dict) -> Histogram:
-        """From a probe's `hist` record (or its stored copy)."""
+        """From a probe's `hist` record (or its stored copy); ValueError naming the field when the record is not
+        one of this layout (record_problem): a bucket index beyond COUNTS_LEN is never a bucket."""
+        if why := record_problem(rec):
+            raise ValueError(why)
         return cls(
             {int(i): int(c) for i, c in rec.get("counts", [])},
             int(rec["count"]),
@@ -223,6 +226,33 @@ class Histogram:
             h.sumsq_ns2 += lo * lo * v
             i += 1
         return h
+
+
+def _count(x: object) -> bool:
+    """A non-negative integer below 2^63 (JSON true/false are not counts)."""
+    return isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 1 << 63
+
+
+def record_problem(rec: object) -> str | None:
+    """Why a histogram record (a probe's `hist` record or hist.json's copy) is not one of this layout, or None:
+    at most COUNTS_LEN [index, count] pairs, each index a bucket of the layout (0 <= index < COUNTS_LEN), counts
+    and exact sums non-negative integers, min <= max when anything was counted."""
+    if not isinstance(rec, dict):
+        return f"a histogram record is an object, not a {type(rec).__name__}"
+    counts = rec.get("counts", [])
+    if not isinstance(counts, list) or len(counts) > COUNTS_LEN:
+        return f"'counts' is not a list of at most {COUNTS_LEN} [index, count] pairs"
+    for p in counts:
+        if not (isinstance(p, list) and len(p) == 2 and _count(p[0]) and _count(p[1])):
+            return "'counts' holds an entry that is not an [index, count] pair of non-negative integers"
+        if p[0] >= COUNTS_LEN:
+            return f"bucket index {p[0]} is outside the histogram's layout (0..{COUNTS_LEN - 1})"
+    for key in ("count", "min_ns", "max_ns", "sum_ns", "sumsq_ns2", "out_of_range"):
+        if not _count(rec.get(key, 0 if key == "out_of_range" else None)):
+            return f"'{key}' missing or not a non-negative integer"
+    if rec["count"] and rec["min_ns"] > rec["max_ns"]:
+        return "'min_ns' is above 'max_ns'"
+    return None
 
 
 def _zigzag_leb128(value: int) -> bytes:

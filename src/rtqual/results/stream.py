@@ -13,6 +13,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from rtqual.results.blockmax import BlockMaxima
+from rtqual.results.hist import COUNTS_LEN
+from rtqual.results.hist import record_problem as hist_record_problem
+from rtqual.units import MAX_CPUS
 
 KNOWN_TYPES = {"header", "progress", "event", "hist", "hist_delta", "summary", "end"}
 EVENTS_KEPT = 1000  # threshold events kept in memory (the first ones); all stay in stream.jsonl
@@ -22,32 +25,27 @@ HIST_MAX_BUCKETS = 1 << 16
 
 
 def _count(x: object) -> bool:
-    """A non-negative integer (JSON true/false are not counts)."""
-    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+    """A non-negative integer below 2^63 (JSON true/false are not counts)."""
+    return isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 1 << 63
 
 
 def _cpu_rows(rows: object) -> bool:
-    """A list of per-CPU objects, each with its CPU number and non-negative counters (a minimum when counted)."""
+    """A list of per-CPU objects, each with its CPU number (below the kernel's MAX_CPUS) and non-negative
+    integer counters and window maximum (a minimum when counted)."""
     return isinstance(rows, list) and all(
         isinstance(c, dict)
         and _count(c.get("cpu"))
-        and all(_count(c.get(k, 0)) for k in COUNTERS)
+        and c["cpu"] < MAX_CPUS
+        and all(_count(c.get(k, 0)) for k in (*COUNTERS, "window_max_ns"))
         and ("min_ns" in c or not c.get("count"))
         for c in rows
     )
 
 
 def _hist_ok(rec: dict) -> bool:
-    """A hist record rtqual can rebuild: integer fields, non-negative counts, min <= max when counted."""
-    counts = rec.get("counts", [])
-    if not isinstance(counts, list) or len(counts) > HIST_MAX_BUCKETS:
-        return False
-    if not all(isinstance(p, list) and len(p) == 2 and _count(p[0]) and _count(p[1]) for p in counts):
-        return False
-    fields = [rec.get(k) for k in ("count", "min_ns", "max_ns", "sum_ns", "sumsq_ns2")]
-    if not all(_count(x) for x in fields) or not _count(rec.get("out_of_range", 0)) or not _count(rec.get("cpu", 0)):
-        return False
-    return not rec["count"] or rec["min_ns"] <= rec["max_ns"]
+    """A hist record rtqual can rebuild (rtqual.results.hist.record_problem: the layout's bucket indices,
+    non-negative integer counts, min <= max when counted) of a CPU."""
+    return hist_record_problem(rec) is None and _count(rec.get("cpu", 0))
 
 
 def _delta_ok(rec: dict) -> bool:
@@ -55,7 +53,9 @@ def _delta_ok(rec: dict) -> bool:
     counts = rec.get("counts")
     if not isinstance(counts, list) or len(counts) > HIST_MAX_BUCKETS or not _count(rec.get("cpu")):
         return False
-    if not all(isinstance(p, list) and len(p) == 2 and _count(p[0]) and _count(p[1]) for p in counts):
+    if not all(
+        isinstance(p, list) and len(p) == 2 and _count(p[0]) and p[0] < COUNTS_LEN and _count(p[1]) for p in counts
+    ):
         return False
     return _count(rec.get("count")) and rec["count"] == sum(p[1] for p in counts)
 
@@ -71,6 +71,8 @@ def record_problem(rec: dict) -> str | None:
         return f"{kind} record with malformed 'cpus'"
     if kind == "header" and not all(isinstance(rec.get(k, {}), dict) for k in ("rt", "params")):
         return "header record with malformed 'rt' or 'params'"
+    if kind == "header" and not _count(rec.get("params", {}).get("progress_ms", 0)):
+        return "header record with malformed 'params.progress_ms'"
     if kind == "event" and not (isinstance(rec.get("kind", ""), str) and _count(rec.get("count", 0))):
         return "event record with malformed 'kind' or 'count'"
     if kind == "end" and not all(isinstance(rec.get(k, ""), str) for k in ("reason", "message")):
