@@ -25,8 +25,8 @@ HIST_MAX_BUCKETS = 1 << 16
 
 
 def _count(x: object) -> bool:
-    """A non-negative integer below 2^63 (JSON true/false are not counts)."""
-    return isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 1 << 63
+    """A non-negative integer (JSON true/false are not counts)."""
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
 
 
 def _cpu_rows(rows: object) -> bool:
