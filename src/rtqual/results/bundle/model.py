@@ -149,12 +149,12 @@ class Model(Mapping):
         """One line per file read so far whose fields failed the door (schema.py), in the order met."""
         return list(self._door.values())
 
-    def door_all(self) -> None:
+    def door_all(self, hists: bool = False) -> None:
         """Pass every small JSON file of the bundle through the door now (host facts, tuning, plan, each case's
-        files but the stream), so the damage it finds is said before anything is printed."""
+        small files; with hists its hist.json too), so the damage it finds is said before anything is printed."""
         rels = [names.FACTS_BEFORE, names.FACTS_AFTER, names.TUNING_BEFORE]
         for entry in self.manifest.get("cases", []):
-            rels += [names.case_file(entry["id"], n) for n in schema.CASE_FILES]
+            rels += [names.case_file(entry["id"], n) for n in (*schema.CASE_FILES, *([names.HIST] if hists else []))]
         for rel in rels:
             try:
                 self.read_json(rel)
@@ -226,7 +226,7 @@ class Model(Mapping):
         problems, notes = tree_problems(self.path, self.manifest, self.cut)
         problems = self.checksum_damage + [p for p in problems if p.split(": ", 1)[0] not in self.bad_files]
         _ = self.cases, self.plan  # results and the plan through the door (the stream's records: when read,
-        self.door_all()  # so a day's stream is not parsed twice; a reader says which it left out)
+        self.door_all(hists=True)  # so a day's stream is not parsed twice; a reader says which it left out)
         return problems + [d for d in self.door_damage if d.split(": ", 1)[0] not in self.bad_files], notes
 
     # ---- the plan and the cut case
@@ -307,7 +307,7 @@ class Model(Mapping):
         per_cpu = h.get("per_cpu") if isinstance(h, dict) else None
         if not isinstance(per_cpu, dict):
             raise Unreadable(f"{rel}: no per_cpu histograms")
-        if rel in self._door and not per_cpu:  # every CPU's record failed the door
+        if rel in self._door:  # a CPU's record failed the door: the file is named, never half shown
             raise Unreadable(self._door[rel])
         return per_cpu
 

@@ -623,5 +623,6 @@ BY_NAME = {
 }
 """The schema of each bundle file, by its name (names.py); a file without one is read as it is."""
 
-CASE_FILES = ("params.json", "rt-tasks.json", "environment.json", "ioc.json", "hist.json")
-"""A case's small JSON files the model passes through the door when it loads (result.json: with the results)."""
+CASE_FILES = ("params.json", "rt-tasks.json", "environment.json", "ioc.json")
+"""A case's small JSON files the model passes through the door when it loads (result.json: with the results;
+hist.json when a reader asks for it, and in `verify`: a day's histogram is the one large one)."""
