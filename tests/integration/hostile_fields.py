@@ -43,7 +43,10 @@ TUNING = {
     "unavailable": [],
 }
 FINDING = {"id": "smt", "severity": "minor", "evidence": ["x"], "why": "w", "fix": "f", "runtime": True, "check": "c"}
-PROGRESS = {"type": "progress", "cpus": [{"cpu": 0, "count": 10, "window_max_ns": 20000}]}
+PROGRESS = {
+    "type": "progress",
+    "cpus": [{"cpu": 0, "count": 10, "min_ns": 9000, "max_ns": 20000, "window_max_ns": 20000}],
+}
 
 # (file, dotted field (numbers index lists), value): one per defect class of issue 34 and field shape
 F, T, P, R, IOC, H = (

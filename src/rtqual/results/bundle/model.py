@@ -149,6 +149,14 @@ class Model(Mapping):
         """One line per file read so far whose fields failed the door (schema.py), in the order met."""
         return list(self._door.values())
 
+    def late_damage(self) -> list[str]:
+        """The door's lines met after `damage` was first given (files read later: a stream, a histogram), each
+        given once."""
+        said = set(self.damage) | getattr(self, "_said_late", set())
+        late = [d for d in self.door_damage if d not in said]
+        self._said_late = said | set(late)
+        return late
+
     def door_all(self, hists: bool = False) -> None:
         """Pass every small JSON file of the bundle through the door now (host facts, tuning, plan, each case's
         small files; with hists its hist.json too), so the damage it finds is said before anything is printed."""
