@@ -55,6 +55,17 @@ def read_text(path: str | os.PathLike) -> tuple[str | None, str]:
         return None, f"{path}: {e.strerror or e}"
 
 
+def _umask() -> int:
+    """The process's umask, read once when rtqual is imported (reading it means setting it: never while
+    threads may be creating files)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+UMASK = _umask()
+
+
 def write_text_atomic(path: str | os.PathLike, text: str | bytes, sync: bool = True) -> None:
     """Write a file so a reader (or a kill) sees the old content or the new, never half: write, fsync, rename.
     The one way rtqual writes a file (reports, figures, bundle files): the new content goes to a temp file
@@ -67,9 +78,7 @@ def write_text_atomic(path: str | os.PathLike, text: str | bytes, sync: bool = T
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)  # as open() would make it, not mkstemp's 0600
+        os.fchmod(fd, 0o666 & ~UMASK)  # as open() would make it, not mkstemp's 0600
         with os.fdopen(fd, "wb") as f:
             f.write(text.encode() if isinstance(text, str) else text)
             f.flush()
