@@ -15,6 +15,11 @@ _UNIT_NS = {
     "h": 3_600_000_000_000,
     "d": 86_400_000_000_000,
 }
+MAX_CPUS = 8192
+"""The most CPUs a Linux kernel supports (NR_CPUS at most 8192): no CPU number is this or larger."""
+MAX_CPULIST_CHARS = 8 * MAX_CPUS
+"""The longest CPU list text read ('0,1,2,...,8191' is under 40,000 characters)."""
+
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ns|us|ms|s|m|h|d)\s*$", re.ASCII)  # ASCII digits only
 
 
@@ -70,17 +75,25 @@ def online_cpus() -> list[int]:
 
 
 def parse_cpulist(text: str, check_online: bool = True) -> list[int]:
-    """'0-3,8' or '0-7:2' -> sorted CPU numbers; every CPU must be online when check_online."""
+    """'0-3,8' or '0-7:2' -> sorted CPU numbers; every CPU must be online when check_online. Bounded: CPU
+    numbers below MAX_CPUS (the kernel's most), the text at most MAX_CPULIST_CHARS, so a list read from a
+    bundle or a tree never builds more than MAX_CPUS numbers."""
+    text = str(text)
+    shown = text if len(text) <= 40 and text.isprintable() else repr(text[:40]) + "..."
+    if len(text) > MAX_CPULIST_CHARS:
+        raise RtqError(f"--cpus: '{shown}' is longer than {MAX_CPULIST_CHARS} characters: not a CPU list")
     cpus: set[int] = set()
-    for part in str(text).split(","):
-        m = re.fullmatch(r"(\d+)(?:-(\d+)(?::(\d+))?)?", part.strip())
+    for part in text.split(","):
+        m = re.fullmatch(r"([0-9]{1,20})(?:-([0-9]{1,20})(?::([0-9]{1,20}))?)?", part.strip())
         if not m:
-            raise RtqError(f"--cpus: '{text}' is not a CPU list (e.g. 0-3,8)")
+            raise RtqError(f"--cpus: '{shown}' is not a CPU list (e.g. 0-3,8; CPUs 0..{MAX_CPUS - 1})")
         lo = int(m.group(1))
         hi = int(m.group(2)) if m.group(2) else lo
         step = int(m.group(3)) if m.group(3) else 1
         if hi < lo or step < 1:
-            raise RtqError(f"--cpus: bad range '{part}' in '{text}'")
+            raise RtqError(f"--cpus: bad range '{part.strip()}' in '{shown}'")
+        if hi >= MAX_CPUS:
+            raise RtqError(f"--cpus: CPU {hi} in '{shown}' is beyond the kernel's {MAX_CPUS} CPUs")
         cpus.update(range(lo, hi + 1, step))
     if check_online:
         online = set(online_cpus())
@@ -92,8 +105,9 @@ def parse_cpulist(text: str, check_online: bool = True) -> list[int]:
 
 def parse_kernel_cpulist(text: str | None) -> list[int] | None:
     """A CPU list as the kernel writes it ('0-3,8', '' for none, possibly several lines) -> sorted CPUs;
-    None for None or garbage. The tolerant reader of kernel files, on the same grammar as parse_cpulist."""
-    if text is None:
+    None for None, garbage or a list beyond MAX_CPUS. The tolerant reader of kernel files (and of the CPU lists
+    a bundle or a recorded tree holds), on the same grammar as parse_cpulist."""
+    if not isinstance(text, str):
         return None
     parts = [part.strip() for part in text.replace("\n", ",").split(",") if part.strip()]
     if not parts:

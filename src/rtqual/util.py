@@ -5,6 +5,7 @@ One copy of each: host facts, conditions, the bundle and the loads all use these
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from pathlib import Path
@@ -54,18 +55,40 @@ def read_text(path: str | os.PathLike) -> tuple[str | None, str]:
         return None, f"{path}: {e.strerror or e}"
 
 
-def write_text_atomic(path: str | os.PathLike, text: str, sync: bool = True) -> None:
+def _umask() -> int:
+    """The process's umask, read once when rtqual is imported (reading it means setting it: never while
+    threads may be creating files)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+UMASK = _umask()
+
+
+def write_text_atomic(path: str | os.PathLike, text: str | bytes, sync: bool = True) -> None:
     """Write a file so a reader (or a kill) sees the old content or the new, never half: write, fsync, rename.
-    sync=False leaves out the fsync (a file rewritten every second during a measurement: a killed process
-    keeps it all the same, only a power cut may not)."""
+    The one way rtqual writes a file (reports, figures, bundle files): the new content goes to a temp file
+    created with O_EXCL | O_NOFOLLOW under an unpredictable name in the target folder (tempfile.mkstemp, so a
+    planted symlink or a file of that name is never opened), then is renamed over the target, which replaces a
+    symlink there instead of writing through it. sync=False leaves out the fsync (a file rewritten every
+    second during a measurement: a killed process keeps it all the same, only a power cut may not)."""
+    import tempfile
+
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        if sync:
-            os.fsync(f.fileno())
-    os.replace(tmp, path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o666 & ~UMASK)  # as open() would make it, not mkstemp's 0600
+        with os.fdopen(fd, "wb") as f:
+            f.write(text.encode() if isinstance(text, str) else text)
+            f.flush()
+            if sync:
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def cap_eff_hex(status: str | None) -> str | None:

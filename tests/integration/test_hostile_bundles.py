@@ -6,8 +6,10 @@ Writing a report or a comparison beside another bundle never changes that bundle
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
+import hostile_fields
 import pytest
 
 from rtqual.results import bundle as bundle_mod
@@ -173,3 +175,35 @@ def test_verify_names_an_escaping_entry_not_what_it_points_to(hostile, rtqual_cm
     assert f"{CASE}: a symlink" in out.stdout and CANARY not in out.stdout
     out = rtqual_cmd("verify", made["newline-key"])
     assert "x\\n" in out.stdout  # one line: the control character shown escaped
+
+
+# --- issue 34: one door for every field (classes 2, 3 and tail inputs), class x field x command, in-process ---
+
+FIELD_ROWS = [(cls, i) for cls, rows in hostile_fields.CLASSES.items() for i in range(len(rows))]
+
+
+@pytest.fixture(scope="module")
+def field_bundles(tmp_path_factory):
+    """A good bundle, and a folder to make each hostile one in."""
+    root = tmp_path_factory.mktemp("fields")
+    return hostile_fields.good_copy("timer-raw", root / "good"), root
+
+
+@pytest.mark.parametrize("cls,i", FIELD_ROWS, ids=[f"{c}-{i}" for c, i in FIELD_ROWS])
+def test_a_field_of_the_wrong_type_or_size_is_damage_named_in_one_line(field_bundles, cls, i):
+    good, root = field_bundles
+    rel, dotted, value = hostile_fields.CLASSES[cls][i]
+    b = hostile_fields.hostile_copy(rel, dotted, value, root / f"{cls}-{i}")
+    (root / f"out-{cls}-{i}").mkdir()
+    for name, argv in hostile_fields.commands(b, good, root / f"out-{cls}-{i}").items():
+        t0 = time.monotonic()
+        code, out, err = hostile_fields.call(argv)
+        assert code != "hang" and hostile_fields.sound(code, err), (name, rel, dotted, code, err)
+        assert time.monotonic() - t0 < hostile_fields.CALL_S
+        if cls != "tail" and name in ("show", "verify", "report") and (name != "show" or rel != hostile_fields.H):
+            # the door names the file and the field (hist.json: when read, by the report, and by verify)
+            said = out if name == "verify" else err
+            assert code == 1 and rel in said and "read as unknown" in said, (name, said)
+        if cls == "tail" and name == "tail":  # the record is left out, and said
+            assert code == 1 and "stream.jsonl: damaged (1 record(s) of the wrong shape" in err, err
+    assert "1\n[script]" not in hostile_fields.call(["advise", "--bundle", str(b), "--emit", "tuned"])[1]

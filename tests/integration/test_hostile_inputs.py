@@ -8,6 +8,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -421,3 +423,142 @@ def test_the_scenario_reader_itself_never_blocks_on_a_fifo(tmp_path):
 
     with pytest.raises(RtqError, match="not a regular file"):
         model.load(hostile_scenarios(tmp_path)["fifo"])
+
+
+# --- issue 34 class 10: a recorded host tree is a confined tree -------------------------------------------------
+
+TREE_CANARY = "CANARY-34-outside-the-tree"
+
+
+def hostile_trees(folder: Path) -> dict[str, Path]:
+    """Trees for `advise --root`: a symlink leading out (to a canary), a FIFO, /dev/zero, a symlinked folder."""
+    (folder / "canary").write_text(TREE_CANARY + "\n")
+    made = {}
+    for name, make in {
+        "symlink-out": lambda t: (t / "proc/sys/kernel/version").symlink_to(folder / "canary"),
+        "fifo": lambda t: os.mkfifo(t / "proc/cmdline"),
+        "dev-zero": lambda t: (t / "proc/interrupts").symlink_to("/dev/zero"),
+        "folder-out": lambda t: (t / "proc/sys/kernel").rmdir() or (t / "proc/sys/kernel").symlink_to(folder),
+    }.items():
+        t = folder / name
+        (t / "proc/sys/kernel").mkdir(parents=True)
+        (t / "sys/devices/system/cpu").mkdir(parents=True)
+        (t / "sys/devices/system/cpu/online").write_text("0-1\n")
+        make(t)
+        made[name] = t
+    return made
+
+
+@pytest.mark.parametrize("kind", ["symlink-out", "fifo", "dev-zero", "folder-out"])
+@pytest.mark.parametrize("argv", [["advise", "--root"], ["advise", "--json", "--root"]])
+def test_a_hostile_host_tree_is_read_inside_only(rtqual_cmd, tmp_path, kind, argv):
+    tree = hostile_trees(tmp_path)[kind]
+    t0 = time.monotonic()
+    out = rtqual_cmd(*argv, tree, timeout=60)
+    assert time.monotonic() - t0 < 60 and "Traceback" not in out.stderr, out.stderr
+    assert out.returncode in (0, 1) and TREE_CANARY not in out.stdout + out.stderr
+
+
+def test_the_tree_reader_refuses_what_is_not_a_regular_file_inside(tmp_path):
+    from rtqual.results import tree
+
+    t = hostile_trees(tmp_path)
+    assert tree.read_text(t["symlink-out"], t["symlink-out"] / "proc/sys/kernel/version")[0] is None
+    assert "not a regular file" in tree.read_text(t["fifo"], t["fifo"] / "proc/cmdline")[1]
+    assert tree.read_text(t["dev-zero"], t["dev-zero"] / "proc/interrupts")[0] is None
+    assert tree.read_text(t["fifo"], t["fifo"] / "sys/devices/system/cpu/online") == ("0-1", "")
+
+
+# --- issue 34 item 1: a folder that is no bundle is said to be none by every command --------------------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["restore"],
+        ["restore", "--dry-run"],
+        ["show"],
+        ["verify"],
+        ["report"],
+        ["tail"],
+        ["table", "kek"],
+        ["fleet"],
+        ["advise", "--bundle"],
+        ["export", "raw"],
+    ],
+)
+def test_a_folder_that_is_no_bundle_is_said_none(rtqual_cmd, tmp_path, argv):
+    folder = tmp_path / "etc"
+    folder.mkdir()
+    (folder / "passwd").write_text("root:x:0:0::/root:/bin/sh\n")
+    one_line_error(rtqual_cmd(*argv, folder), "not an rtqual bundle" if argv[0] != "fleet" else str(folder))
+
+
+# --- issue 34 class 9: writes never go through a planted symlink nor onto an input bundle ----------------------
+
+
+def test_tail_svg_never_writes_through_a_planted_symlink(rtqual_cmd, tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine\n")
+    svg = tmp_path / "svg"
+    svg.mkdir()
+    b = tmp_path / "b"
+    shutil.copytree(DATA / "bundles" / "timer-raw", b)
+    random.seed(34)
+    with open(b / "cases/001-timer/stream.jsonl", "a") as f:  # 20 minutes of 1 s blocks: a tail to draw
+        for i in range(1200):
+            row = {"cpu": 0, "count": 10 * i, "min_ns": 9000, "max_ns": 90000}
+            f.write(
+                json.dumps(
+                    {"type": "progress", "cpus": [{**row, "window_max_ns": int(20000 + random.expovariate(1 / 3000))}]}
+                )
+                + "\n"
+            )
+    seal_copy(b, b)
+    (svg / "tail-01-cpu0.svg").symlink_to(victim)
+    out = rtqual_cmd("tail", b, "--svg", svg, timeout=300)
+    assert out.returncode in (0, 1) and "Traceback" not in out.stderr, out.stderr
+    assert victim.read_text() == "mine\n" and not (svg / "tail-01-cpu0.svg").is_symlink()
+    assert (svg / "tail-01-cpu0.svg").read_text().startswith("<svg")
+
+
+def test_fleet_report_never_follows_a_planted_temp_symlink(rtqual_cmd, tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine\n")
+    (tmp_path / ".f.html.tmp").symlink_to(victim)
+    b = seal_copy(BUNDLE, tmp_path / "b")
+    out = rtqual_cmd("fleet", b, "--report", tmp_path / "f.html", timeout=120)
+    assert out.returncode in (0, 1) and "Traceback" not in out.stderr, out.stderr
+    assert victim.read_text() == "mine\n" and (tmp_path / "f.html").is_file()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        lambda b, g: ["fleet", b, "--report", b / "cases/002-ioc/result.json"],
+        lambda b, g: ["compare", b, g, "--report", b / "plan.json"],
+        lambda b, g: ["report", b, g, "-o", g / "manifest.json"],
+        lambda b, g: ["tail", b, "--svg", b / "cases"],
+    ],
+)
+def test_an_output_onto_an_input_bundle_is_refused(rtqual_cmd, tmp_path, argv):
+    b, g = seal_copy(BUNDLE, tmp_path / "b"), seal_copy(BUNDLE, tmp_path / "g")
+    before = {p: digest(p) for p in [*b.rglob("*"), *g.rglob("*")] if p.is_file()}
+    one_line_error(rtqual_cmd(*argv(b, g), timeout=120), "inside the bundle")
+    assert {p: digest(p) for p in [*b.rglob("*"), *g.rglob("*")] if p.is_file()} == before
+
+
+def seal_copy(src: Path, dst: Path) -> Path:
+    """A copy of a bundle (src itself when dst is src) with checksums of every file."""
+    from rtqual.results import bundle as bundle_mod
+
+    if src != dst:
+        shutil.copytree(src, dst)
+    m = json.loads((dst / "manifest.json").read_text())
+    m["checksums"] = {
+        f.relative_to(dst).as_posix(): bundle_mod.sha256_file(f)
+        for f in sorted(dst.rglob("*"))
+        if f.is_file() and f.relative_to(dst).as_posix() not in bundle_mod.UNSEALED
+    }
+    (dst / "manifest.json").write_text(json.dumps(m, indent=1))
+    return dst

@@ -67,3 +67,23 @@ def test_cpulist_offline():
 def test_format_cpulist():
     assert format_cpulist([0, 1, 2, 5, 7, 8]) == "0-2,5,7-8"
     assert parse_cpulist(format_cpulist([0, 1, 2, 5]), check_online=False) == [0, 1, 2, 5]
+
+
+@pytest.mark.parametrize("text", ["1-50000000", "1-99999999999", "0-" + "9" * 30, "8192", "0-8192:2"])
+def test_a_cpu_list_beyond_the_kernels_cpus_is_refused_at_once(text):
+    import time
+
+    from rtqual.units import MAX_CPUS, parse_kernel_cpulist
+
+    t0 = time.process_time()
+    with pytest.raises(RtqError, match="beyond the kernel's 8192 CPUs|not a CPU list"):
+        parse_cpulist(text, check_online=False)
+    assert parse_kernel_cpulist(text) is None and time.process_time() - t0 < 1
+    assert parse_cpulist(f"0-{MAX_CPUS - 1}", check_online=False) == list(range(MAX_CPUS))
+
+
+@pytest.mark.parametrize("text", ["\u0661-\u0662", "0-1" * 40_000, 5, ["0"]])
+def test_a_cpu_list_of_other_digits_or_no_text_is_no_cpu_list(text):
+    from rtqual.units import parse_kernel_cpulist
+
+    assert parse_kernel_cpulist(text) is None

@@ -71,3 +71,16 @@ def test_field_kinds_of_loads():
 
 def test_rss_kb_of_a_live_and_a_gone_process():
     assert rss_kb(os.getpid()) > 1000 and rss_kb(2**22 + 1) is None
+
+
+def test_an_atomic_write_never_goes_through_a_planted_symlink(tmp_path):
+    from rtqual.util import write_text_atomic
+
+    victim = tmp_path / "victim"
+    victim.write_text("mine")
+    (tmp_path / "out.html").symlink_to(victim)
+    (tmp_path / ".out.html.tmp").symlink_to(victim)  # the name the old writer used
+    write_text_atomic(tmp_path / "out.html", "new")
+    assert victim.read_text() == "mine" and not (tmp_path / "out.html").is_symlink()
+    assert (tmp_path / "out.html").read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".out.html.tmp", "out.html", "victim"]

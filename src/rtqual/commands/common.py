@@ -149,8 +149,12 @@ def load_bundle(path: str) -> Model:
 
 
 def damage_exit(bundles: list[Model]) -> int:
-    """Exit 1 when any bundle read had damage (the intact part was printed), else 0."""
-    return EXIT_ERROR if any(b.damage for b in bundles) else 0
+    """Exit 1 when any bundle read had damage (the intact part was printed), else 0; damage met after loading
+    (a stream's records of the wrong shape, left out when read) is said here."""
+    for b in bundles:
+        for line in b.late_damage():
+            print(f"rtqual: warning: {b.path}/{line}", file=sys.stderr)
+    return EXIT_ERROR if any(b.damage or b.door_damage for b in bundles) else 0
 
 
 def emit(as_json: bool, data: Any, text: Callable[[], str] | str) -> None:

@@ -41,6 +41,7 @@ def run(a, argv: list[str]) -> int:
     emit(a.json, lambda: fleet.json_doc(doc), lambda: fleet.text(doc))
     if a.report:
         page = Path(a.report)
+        bundle_mod.refuse_inputs(page, [m.path for m in models], "--report")
         try:
             bundle_mod.write_text(page, fleet.html(doc, page.resolve().parent))
         except OSError as e:

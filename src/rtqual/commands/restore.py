@@ -5,8 +5,10 @@ before its bundle's journal, a monitor's work folder, a tracefs instance of a de
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from rtqual.errors import EXIT_ERROR
+from rtqual.results.bundle import read_manifest
 from rtqual.util import remove_orphan_dirs
 
 NAME = "restore"
@@ -38,6 +40,8 @@ def restore(bundle: str, dry_run: bool = False) -> tuple[list[dict], str, bool]:
     from rtqual.monitor.loop import TEMP_PREFIX as MONITOR_PREFIX
 
     actions = restore_from_bundle(bundle, dry_run=dry_run)
+    if not actions:  # a folder that is no bundle says so (one-line RtqError), never "nothing to restore"
+        read_manifest(Path(bundle))
     orphans = [
         *remove_orphan_dirs(IOC_PREFIX, dry_run=dry_run),
         *remove_orphan_dirs(MONITOR_PREFIX, dry_run=dry_run),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rtqual.commands.common import damage_exit, emit, load_bundle
+from rtqual.results import bundle as bundle_mod
 from rtqual.util import outside_system_trees
 
 NAME = "tail"
@@ -37,10 +38,11 @@ def run(a, argv: list[str]) -> int:
         result = tail.analyse_bundle(data, a.case, periods)
     if a.svg:
         outside_system_trees(a.svg, "--svg")
+        bundle_mod.refuse_inputs(a.svg, [a.bundle], "--svg")
         Path(a.svg).mkdir(parents=True, exist_ok=True)
         for i, c in enumerate(result["cases"]):
             svg = tail.figure(c)
             if svg:
-                (Path(a.svg) / f"tail-{i + 1:02d}-cpu{c['cpu']}.svg").write_text(svg)
+                bundle_mod.write_text(Path(a.svg) / f"tail-{i + 1:02d}-cpu{c['cpu']}.svg", svg)
     emit(a.json, result, lambda: tail.text(result))
     return damage_exit([data]) if data is not None else 0

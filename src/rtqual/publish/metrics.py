@@ -11,7 +11,6 @@ quantile, is within 10.07 % of the true value (both lie in the same bucket).
 from __future__ import annotations
 
 import ipaddress
-import os
 import re
 import threading
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from rtqual.errors import RtqError
 from rtqual.results.hist import Histogram, highest_equivalent
+from rtqual.util import write_text_atomic
 
 PER_DECADE = 24
 BUCKETS_S = tuple(round(1e-6 * 10 ** (k / PER_DECADE), 12) for k in range(6 * PER_DECADE + 1))  # 1 µs .. 1 s
@@ -176,7 +176,5 @@ def serve(metrics: Metrics, listen: str) -> object:
 def write_textfile(metrics: Metrics, folder: Path) -> Path:
     """DIR/rtqual.prom for node_exporter's textfile collector: written beside it, then renamed (atomic)."""
     path = folder / TEXTFILE_NAME
-    tmp = folder / f".{TEXTFILE_NAME}.{os.getpid()}.tmp"
-    tmp.write_text(metrics.text())
-    os.replace(tmp, path)
+    write_text_atomic(path, metrics.text(), sync=False)  # a temp file no symlink can stand for, then renamed
     return path

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import io
 import itertools
 import math
 from dataclasses import dataclass, field
 from html import escape
 
 from rtqual.errors import RtqError
+from rtqual.util import write_text_atomic
 
 PALETTE = [
     "#1f77b4",
@@ -388,5 +390,7 @@ def to_png(fig: Figure, path) -> None:
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)
     f.tight_layout()
-    f.savefig(path)
+    png = io.BytesIO()
+    f.savefig(png, format="png")
     plt.close(f)
+    write_text_atomic(path, png.getvalue())  # a temp file no planted symlink stands for, then renamed

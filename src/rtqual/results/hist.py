@@ -14,6 +14,7 @@ import struct
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 LOWEST_NS = 1
 HIGHEST_NS = 60_000_000_000
@@ -157,7 +158,10 @@ class Histogram:
     # -- wire and storage forms -------------------------------------------------
     @classmethod
     def from_record(cls, rec: dict) -> Histogram:
-        """From a probe's `hist` record (or its stored copy)."""
+        """From a probe's `hist` record (or its stored copy); ValueError naming the field when the record is not
+        one of this layout (record_problem): a bucket index beyond COUNTS_LEN is never a bucket."""
+        if why := record_problem(rec):
+            raise ValueError(why)
         return cls(
             {int(i): int(c) for i, c in rec.get("counts", [])},
             int(rec["count"]),
@@ -214,6 +218,8 @@ class Histogram:
             if v < 0:
                 i += -v
                 continue
+            if i >= COUNTS_LEN:  # never a bucket of this layout (and 1 << a huge bucket would fill memory)
+                raise ValueError(f"bucket index {i} is outside the histogram's layout (0..{COUNTS_LEN - 1})")
             h.counts[i] = v
             lo = lowest_equivalent(i)
             h.min_ns = lo if not h.count else min(h.min_ns, lo)
@@ -223,6 +229,37 @@ class Histogram:
             h.sumsq_ns2 += lo * lo * v
             i += 1
         return h
+
+
+def _count(x: object) -> bool:
+    """A non-negative integer (JSON true/false are not counts; exact sums may pass 2^64)."""
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
+def record_problem(rec: object) -> str | None:
+    """Why a histogram record (a probe's `hist` record or hist.json's copy) is not one of this layout, or None:
+    at most COUNTS_LEN [index, count] pairs, each index a bucket of the layout (0 <= index < COUNTS_LEN), counts
+    and exact sums non-negative integers, min <= max when anything was counted."""
+    if not isinstance(rec, dict):
+        return f"a histogram record is an object, not a {type(rec).__name__}"
+    counts = rec.get("counts", [])
+    if not isinstance(counts, list) or len(counts) > COUNTS_LEN:
+        return f"'counts' is not a list of at most {COUNTS_LEN} [index, count] pairs"
+    if counts:  # checked a column at a time in C (map): a day's histogram holds thousands of pairs
+        pairs = set(map(type, counts)) == {list} and set(map(len, counts)) == {2}
+        index = list(map(itemgetter(0), counts)) if pairs else []
+        n = list(map(itemgetter(1), counts)) if pairs else []
+        if not pairs or set(map(type, index)) != {int} or set(map(type, n)) != {int} or min(n) < 0:
+            return "'counts' holds an entry that is not an [index, count] pair of non-negative integers"
+        if min(index) < 0 or max(index) >= COUNTS_LEN:
+            bad = next(i for i in index if not 0 <= i < COUNTS_LEN)
+            return f"bucket index {bad} is outside the histogram's layout (0..{COUNTS_LEN - 1})"
+    for key in ("count", "min_ns", "max_ns", "sum_ns", "sumsq_ns2", "out_of_range"):
+        if not _count(rec.get(key, 0 if key == "out_of_range" else None)):
+            return f"'{key}' missing or not a non-negative integer"
+    if rec["count"] and rec["min_ns"] > rec["max_ns"]:
+        return "'min_ns' is above 'max_ns'"
+    return None
 
 
 def _zigzag_leb128(value: int) -> bytes:

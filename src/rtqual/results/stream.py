@@ -13,6 +13,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from rtqual.results.blockmax import BlockMaxima, Damaged
+from rtqual.results.hist import COUNTS_LEN
+from rtqual.results.hist import record_problem as hist_record_problem
+from rtqual.units import MAX_CPUS
 
 KNOWN_TYPES = {"header", "progress", "event", "hist", "hist_delta", "summary", "end"}
 EVENTS_KEPT = 1000  # threshold events kept in memory (the first ones); all stay in stream.jsonl
@@ -26,28 +29,26 @@ def _count(x: object) -> bool:
     return isinstance(x, int) and not isinstance(x, bool) and x >= 0
 
 
-def _cpu_rows(rows: object) -> bool:
-    """A list of per-CPU objects, each with its CPU number and non-negative counters (a minimum when counted)."""
-    return isinstance(rows, list) and all(
-        isinstance(c, dict)
-        and _count(c.get("cpu"))
-        and all(_count(c.get(k, 0)) for k in COUNTERS)
-        and ("min_ns" in c or not c.get("count"))
-        for c in rows
-    )
+def _cpu_rows_problem(rows: object) -> str | None:
+    """What is wrong with a list of per-CPU objects (each with its CPU number below the kernel's MAX_CPUS,
+    non-negative integer counters and window maximum, a minimum when counted), or None."""
+    if not isinstance(rows, list):
+        return "'cpus' is no list"
+    for c in rows:
+        if not isinstance(c, dict) or not _count(c.get("cpu")) or c["cpu"] >= MAX_CPUS:
+            return "a 'cpus' entry without a CPU number 0..8191"
+        bad = next((k for k in (*COUNTERS, "window_max_ns") if not _count(c.get(k, 0))), None)
+        if bad is not None:
+            return f"'{bad}' of cpu {c['cpu']} is no whole number >= 0"
+        if "min_ns" not in c and c.get("count"):
+            return f"no 'min_ns' for cpu {c['cpu']}"
+    return None
 
 
 def _hist_ok(rec: dict) -> bool:
-    """A hist record rtqual can rebuild: integer fields, non-negative counts, min <= max when counted."""
-    counts = rec.get("counts", [])
-    if not isinstance(counts, list) or len(counts) > HIST_MAX_BUCKETS:
-        return False
-    if not all(isinstance(p, list) and len(p) == 2 and _count(p[0]) and _count(p[1]) for p in counts):
-        return False
-    fields = [rec.get(k) for k in ("count", "min_ns", "max_ns", "sum_ns", "sumsq_ns2")]
-    if not all(_count(x) for x in fields) or not _count(rec.get("out_of_range", 0)) or not _count(rec.get("cpu", 0)):
-        return False
-    return not rec["count"] or rec["min_ns"] <= rec["max_ns"]
+    """A hist record rtqual can rebuild (rtqual.results.hist.record_problem: the layout's bucket indices,
+    non-negative integer counts, min <= max when counted) of a CPU."""
+    return hist_record_problem(rec) is None and _count(rec.get("cpu", 0))
 
 
 def _delta_ok(rec: dict) -> bool:
@@ -55,7 +56,9 @@ def _delta_ok(rec: dict) -> bool:
     counts = rec.get("counts")
     if not isinstance(counts, list) or len(counts) > HIST_MAX_BUCKETS or not _count(rec.get("cpu")):
         return False
-    if not all(isinstance(p, list) and len(p) == 2 and _count(p[0]) and _count(p[1]) for p in counts):
+    if not all(
+        isinstance(p, list) and len(p) == 2 and _count(p[0]) and p[0] < COUNTS_LEN and _count(p[1]) for p in counts
+    ):
         return False
     return _count(rec.get("count")) and rec["count"] == sum(p[1] for p in counts)
 
@@ -67,10 +70,12 @@ def record_problem(rec: dict) -> str | None:
         return "hist record of the wrong shape"
     if kind == "hist_delta" and not _delta_ok(rec):
         return "hist_delta record of the wrong shape"
-    if kind in ("summary", "progress") and not _cpu_rows(rec.get("cpus", [])):
-        return f"{kind} record with malformed 'cpus'"
+    if kind in ("summary", "progress") and (why := _cpu_rows_problem(rec.get("cpus", []))):
+        return f"{kind} record with malformed 'cpus' ({why})"
     if kind == "header" and not all(isinstance(rec.get(k, {}), dict) for k in ("rt", "params")):
         return "header record with malformed 'rt' or 'params'"
+    if kind == "header" and not _count(rec.get("params", {}).get("progress_ms", 0)):
+        return "header record with malformed 'params.progress_ms'"
     if kind == "event" and not (isinstance(rec.get("kind", ""), str) and _count(rec.get("count", 0))):
         return "event record with malformed 'kind' or 'count'"
     if kind == "end" and not all(isinstance(rec.get(k, ""), str) for k in ("reason", "message")):

@@ -17,8 +17,10 @@ import resource
 import shutil
 import subprocess
 import time
+import zlib
 from pathlib import Path
 
+from rtqual.results import tree
 from rtqual.results.facts import UNLIMITED, get_fact
 from rtqual.units import format_cpulist, parse_kernel_cpulist
 from rtqual.util import cap_eff_hex, read_text
@@ -139,7 +141,7 @@ class _Reader:
 
     def text(self, fact: str, abs_path: str, optional: bool = False) -> str | None:
         """Text of a file, or None (noted unless the fact is optional on some hosts)."""
-        text, reason = read_text(self.path(abs_path))
+        text, reason = self.read(self.path(abs_path))
         if text is None and not optional:
             self.miss(fact, reason)
         return text
@@ -155,9 +157,14 @@ class _Reader:
             self.miss(fact, f"{abs_path}: not an integer: {text[:40]!r}")
             return None
 
+    def read(self, path: Path) -> tuple[str | None, str]:
+        """(text, why not) of a file below this root: a recorded tree through the confined reader
+        (rtqual.results.tree: inside the tree, regular files, capped), the live root as it is."""
+        return read_text(path) if self.live else tree.read_text(self.root, path)
+
     def exists(self, abs_path: str) -> bool:
-        """Whether the path exists under this root."""
-        return self.path(abs_path).exists()
+        """Whether the path exists under this root (inside it, for a recorded tree)."""
+        return self.path(abs_path).exists() if self.live else tree.exists(self.root, self.path(abs_path))
 
     def run(self, fact: str, argv: list[str]) -> str | None:
         """Output of a live program, only when collecting the live root (a fake tree has none)."""
@@ -261,9 +268,15 @@ def _preempt(r: _Reader, kernel: dict, cmdline: dict) -> dict:
 def _read_config_gz(r: _Reader) -> str | None:
     """Kernel config from /proc/config.gz when /boot has none (common on boards)."""
     try:
+        if not r.live:  # a recorded tree's: confined and capped, packed and unpacked
+            packed = tree.read_bytes(r.root, r.path("/proc/config.gz"))
+            unpacked = (
+                zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(packed, tree.MAX_TREE_BYTES) if packed else None
+            )
+            return unpacked.decode(errors="replace") if unpacked is not None else None
         with gzip.open(r.path("/proc/config.gz"), "rt", errors="replace") as f:
             return f.read()
-    except (OSError, EOFError):
+    except (OSError, EOFError, zlib.error):
         return None
 
 

@@ -8,7 +8,6 @@ import re
 from rtqual.measure.host.facts import _Reader
 from rtqual.results.facts import UNLIMITED
 from rtqual.units import parse_kernel_cpulist
-from rtqual.util import read_text
 
 SCHED_POLICIES = {0: "other", 1: "fifo", 2: "rr", 3: "batch", 5: "idle", 6: "deadline"}
 RPI_THROTTLED_FILES = (
@@ -106,13 +105,13 @@ def _tasks(r: _Reader, rt_only: bool = True, comm: str | None = None, pid: int |
         except OSError:
             continue
         for tid_dir in tids:
-            text, _ = read_text(tid_dir / "stat")
+            text, _ = r.read(tid_dir / "stat")
             stat = parse_task_stat(text or "")
             if stat is None or (rt_only and stat["policy"] not in ("fifo", "rr", "deadline")):
                 continue
             if comm is not None and stat["comm"] != comm:
                 continue
-            status, _ = read_text(tid_dir / "status")
+            status, _ = r.read(tid_dir / "status")
             m = re.search(r"^Cpus_allowed_list:\s*(\S+)", status or "", re.M)
             out.append({"pid": int(pid_dir.name), "tid": int(tid_dir.name), **stat, "cpus": m.group(1) if m else None})
     return sorted(out, key=lambda t: (-t["rt_priority"], t["tid"]))

@@ -15,12 +15,14 @@ from rtqual.publish import views
 from rtqual.publish.htmlreport.figures import _merged, _slug, hist_figure, log_hist_series, tail_series, threshold_marks
 from rtqual.publish.htmlreport.page import CSS, _stat_td, _table, _write, load_bundle
 from rtqual.publish.svgplot import PALETTE, Axis, Figure, Series, chart, split
+from rtqual.results import bundle as bundle_mod
 from rtqual.results.bundle import Model
 from rtqual.units import format_ns
 
 
 def write_compare(bundles: Sequence[Model | str | Path], out: Path, match: compare.Match | None = None) -> Path:
     """The comparison of bundles as HTML (rtqual compare --report): never recorded in any bundle."""
+    bundle_mod.refuse_inputs(out, [b.path if isinstance(b, Model) else b for b in bundles], "--report")
     _write(out, render_compare([load_bundle(b) for b in bundles], match))
     return out
 

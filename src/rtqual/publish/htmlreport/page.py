@@ -301,7 +301,7 @@ def write_images(bundles: list[dict], folder: Path) -> list[Path]:
         prefix = f"{i + 1}-" if len(bundles) > 1 else ""
         for fig in figures(data):
             svg = folder / f"{prefix}{fig.slug}.svg"
-            svg.write_text(chart(fig) + "\n")
+            bundle_mod.write_text(svg, chart(fig) + "\n")
             png = folder / f"{prefix}{fig.slug}.png"
             to_png(fig, png)
             written += [svg, png]
@@ -316,8 +316,14 @@ def write_report(
     bundle's own and recorded in its manifest; anywhere else it changes no bundle. With `tail` (rtqual report,
     not the end of a run: scipy stays out of the measuring process), each case of 10 minutes or more gets
     its tail section (publish/tail.py)."""
+    own = _own_report(bundles, out)
+    inputs = [b.path if isinstance(b, Model) else b for b in bundles]
+    if own is None:
+        bundle_mod.refuse_inputs(out, inputs, "report")
+    if png_dir is not None:
+        bundle_mod.refuse_inputs(png_dir, inputs, "--png")
     views = [load_bundle(b, tail) for b in bundles]
-    _write(out, render(views), own=_own_report(bundles, out))
+    _write(out, render(views), own=own)
     if png_dir is not None:
         write_images(views, png_dir)
     return out

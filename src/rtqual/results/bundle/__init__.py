@@ -18,7 +18,7 @@ from rtqual.results.bundle.verify import (
     read_manifest,
     result_problem,
 )
-from rtqual.results.bundle.writer import Bundle, default_path, write_json, write_own, write_text
+from rtqual.results.bundle.writer import Bundle, default_path, refuse_inputs, write_json, write_own, write_text
 
 
 def sha256_file(path: str | Path) -> str:
@@ -41,6 +41,7 @@ __all__ = [
     "load",
     "names",
     "read_manifest",
+    "refuse_inputs",
     "result_problem",
     "sha256_file",
     "verify",

@@ -15,6 +15,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -115,14 +116,21 @@ def parse_json(data: bytes | str, max_depth: int = MAX_JSON_DEPTH) -> Any:
         value = json.loads(data)
     except RecursionError:
         raise Refused(f"nested deeper than {max_depth} levels (not read)") from None
-    todo = [(value, 1)]
-    while todo:  # iterative: a deep document cannot exhaust the stack here
-        v, depth = todo.pop()
-        if depth > max_depth:
-            raise Refused(f"nested deeper than {max_depth} levels (not read)")
-        kids = v.values() if isinstance(v, dict) else v if isinstance(v, list) else ()
-        todo += [(k, depth + 1) for k in kids if isinstance(k, (dict, list))]
+    brackets = _STRING.sub(b"", data.encode(errors="surrogatepass") if isinstance(data, str) else data).translate(
+        None, _NOT_BRACKETS
+    )
+    for _ in range(max_depth):  # each pass takes away the innermost level ([] and {}), in C: no walk, no stack
+        if not brackets:
+            return value
+        brackets = _PAIR.sub(b"", brackets)
+    if brackets:
+        raise Refused(f"nested deeper than {max_depth} levels (not read)")
     return value
+
+
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')  # a JSON string (the text parsed: every string is whole)
+_PAIR = re.compile(rb"\[\]|\{\}")
+_NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
 
 
 def read_json(root: Path, rel: str) -> Any:

@@ -18,7 +18,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from rtqual.results.bundle import files, names
+from rtqual.results import hist as hist_mod
+from rtqual.results import stream as stream_mod
+from rtqual.results.bundle import files, names, schema
 from rtqual.results.bundle.verify import (
     CHECKSUMS,
     checksum_problems,
@@ -51,6 +53,8 @@ class Model(Mapping):
         self._manifest = manifest
         self._known = known or {}  # rel -> (signature, sha256) hashed by the writer of this process
         self._digests: dict[str, str] = {}
+        self._read: dict[str, Any] = {}  # rel -> its JSON past the door (read and checked once)
+        self._door: dict[str, str] = {}  # rel -> the one line naming its fields that failed the schema
         self.check = check
 
     # ---- the mapping the printers read
@@ -108,18 +112,62 @@ class Model(Mapping):
         )
 
     def read_json(self, rel: str) -> Any:
-        """A JSON file of the bundle as data; Unreadable when its checksum failed, it is missing, refused
-        (outside, special, too large, too deep) or not JSON."""
+        """A JSON file of the bundle as data, through the door (schema.py: each field of the wrong type or size
+        read as unknown and named in door_damage), read once per model; Unreadable when its checksum failed, it
+        is missing, refused (outside, special, too large, too deep) or not JSON."""
+        if rel in self._read:
+            return self._read[rel]
         if why := self.bad(rel):
             raise Unreadable(f"{rel}: {why}")
         try:
-            return files.read_json(self.path, rel)
+            data = files.read_json(self.path, rel)
         except FileNotFoundError:
             raise Unreadable(f"{rel}: missing") from None
         except files.Refused as e:
             raise Unreadable(f"{rel}: {e}") from None
         except (OSError, ValueError) as e:
             raise Unreadable(f"{rel}: unreadable ({files.shown(str(e))})") from None
+        self._read[rel] = data = self._through_door(rel, data)
+        return data
+
+    def _through_door(self, rel: str, data: Any) -> Any:
+        """The file's data with its schema's failed fields read as unknown; the damage line kept."""
+        name = rel.rsplit("/", 1)[-1]
+        if name in schema.BY_NAME:
+            data, found = schema.check(schema.BY_NAME[name], data)
+            if name == names.HIST and isinstance(data, dict) and isinstance(data.get("per_cpu"), dict):
+                for cpu, rec in list(data["per_cpu"].items()):
+                    if why := hist_mod.record_problem(rec):
+                        found.append((f"per_cpu.{cpu}", why))
+                        del data["per_cpu"][cpu]
+            if found:
+                self._door[rel] = schema.damage_line(rel, found)
+        return data
+
+    @property
+    def door_damage(self) -> list[str]:
+        """One line per file read so far whose fields failed the door (schema.py), in the order met."""
+        return list(self._door.values())
+
+    def late_damage(self) -> list[str]:
+        """The door's lines met after `damage` was first given (files read later: a stream, a histogram), each
+        given once."""
+        said = set(self.damage) | getattr(self, "_said_late", set())
+        late = [d for d in self.door_damage if d not in said]
+        self._said_late = said | set(late)
+        return late
+
+    def door_all(self, hists: bool = False) -> None:
+        """Pass every small JSON file of the bundle through the door now (host facts, tuning, plan, each case's
+        small files; with hists its hist.json too), so the damage it finds is said before anything is printed."""
+        rels = [names.FACTS_BEFORE, names.FACTS_AFTER, names.TUNING_BEFORE]
+        for entry in self.manifest.get("cases", []):
+            rels += [names.case_file(entry["id"], n) for n in (*schema.CASE_FILES, *([names.HIST] if hists else []))]
+        for rel in rels:
+            try:
+                self.read_json(rel)
+            except Unreadable:
+                pass
 
     @cached_property
     def _results(self) -> tuple[list[dict], list[str], list[dict]]:
@@ -168,7 +216,9 @@ class Model(Mapping):
     def damage(self) -> list[str]:
         """Every damaged file ("FILE: why"): checksums, results, and core files refused when read."""
         out = self.checksum_damage + self._results[1]
-        return out + [d for d in self._plan[1] if d not in out]
+        out += [d for d in self._plan[1] if d not in out]
+        self.door_all()
+        return out + [d for d in self.door_damage if d not in out]
 
     @property
     def warnings(self) -> list[str]:
@@ -182,7 +232,10 @@ class Model(Mapping):
         if CHECKSUMS not in self.manifest:
             return [], ["no checksums recorded (written before rtqual recorded them): nothing to verify"]
         problems, notes = tree_problems(self.path, self.manifest, self.cut)
-        return self.checksum_damage + [p for p in problems if p.split(": ", 1)[0] not in self.bad_files], notes
+        problems = self.checksum_damage + [p for p in problems if p.split(": ", 1)[0] not in self.bad_files]
+        _ = self.cases, self.plan  # results and the plan through the door (the stream's records: when read,
+        self.door_all(hists=True)  # so a day's stream is not parsed twice; a reader says which it left out)
+        return problems + [d for d in self.door_damage if d.split(": ", 1)[0] not in self.bad_files], notes
 
     # ---- the plan and the cut case
 
@@ -197,6 +250,7 @@ class Model(Mapping):
             return None, [f"{names.PLAN}: {e}"]
         except (OSError, ValueError):
             return None, []
+        plan = self._read.setdefault(names.PLAN, self._through_door(names.PLAN, plan))
         return (plan if isinstance(plan, dict) else None), []
 
     @property
@@ -256,10 +310,13 @@ class Model(Mapping):
 
     def hists(self, case_id: str) -> dict:
         """A case's histogram records per CPU (hist.json "per_cpu"); Unreadable when missing or damaged."""
-        h = self.read_json(names.case_file(case_id, names.HIST))
+        rel = names.case_file(case_id, names.HIST)
+        h = self.read_json(rel)
         per_cpu = h.get("per_cpu") if isinstance(h, dict) else None
         if not isinstance(per_cpu, dict):
-            raise Unreadable(f"{names.case_file(case_id, names.HIST)}: no per_cpu histograms")
+            raise Unreadable(f"{rel}: no per_cpu histograms")
+        if rel in self._door:  # a CPU's record failed the door: the file is named, never half shown
+            raise Unreadable(self._door[rel])
         return per_cpu
 
     def records(self, case_id: str, marks: tuple[str, ...] = ()) -> Iterator[dict]:
@@ -268,12 +325,23 @@ class Model(Mapping):
         rel = names.case_file(case_id, names.STREAM)
         if why := self.bad(rel):
             raise Unreadable(f"{rel}: {why}")
+        skipped, first = 0, ""
         try:
-            yield from files.json_lines(self.path, rel, marks)
+            for rec in files.json_lines(self.path, rel, marks):
+                kind = rec.get("type")
+                why = (
+                    stream_mod.record_problem(rec) if isinstance(kind, str) and kind in stream_mod.KNOWN_TYPES else None
+                )
+                if why:
+                    skipped, first = skipped + 1, first or why
+                    continue
+                yield rec
         except FileNotFoundError:
             raise Unreadable(f"{rel}: missing") from None
         except (OSError, files.Refused) as e:
             raise Unreadable(f"{rel}: {e}") from None
+        if skipped:
+            self._door[rel] = f"{rel}: damaged ({skipped} record(s) of the wrong shape left out, the first: {first})"
 
     def raw_file(self, case_id: str) -> Path | None:
         """A case's raw sample file (raw.bin), or None when it has none; Unreadable when it is damaged or

@@ -10,8 +10,10 @@ while the file is unchanged.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +48,17 @@ def write_text(path: Path, text: str) -> None:
         if full.is_relative_to(root):
             b.record(full)
             return
+
+
+def refuse_inputs(path: str | Path, inputs: Iterable[str | Path], what: str = "output") -> None:
+    """A one-line RtqError when path (a report, a figure, a folder of figures) lies inside one of the bundles
+    the command reads, once symlinks are followed: a command never writes onto what it reads (its own
+    report.html is write_own's). `what` leads the message (the option)."""
+    full = Path(os.path.realpath(path))
+    for b in inputs:
+        root = Path(os.path.realpath(b))
+        if full == root or full.is_relative_to(root):
+            raise RtqError(f"{what} {path}: inside the bundle {b} this command reads: write it elsewhere")
 
 
 def write_own(root: Path, name: str, text: str) -> Path:
