@@ -11,6 +11,7 @@ import sys
 from rtqual import __version__
 from rtqual.advise import command as advise
 from rtqual.answers.verdict import exit_code
+from rtqual.capacity import command as capacity
 from rtqual.commands import (
     baseline,
     check,
@@ -36,7 +37,7 @@ from rtqual.selftest import command as selftest
 
 # in the order `rtqual --help` lists them
 COMMANDS = [run, plan, show, compare, importing, report, export, restore, verify, monitor, selftest, host, history]
-COMMANDS += [baseline, check, table, tail, advise, fleet]
+COMMANDS += [baseline, check, table, tail, advise, fleet, capacity]
 
 
 def build_parser() -> common.Parser:

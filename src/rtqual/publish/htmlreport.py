@@ -65,6 +65,7 @@ def load_bundle(bundle: Model | str | Path, tail: bool = False) -> dict:
             r["missing"].append("stream.jsonl (no figure over time)")
     data["facts"] = model.facts("before")
     data["tuning"] = model.tuning()
+    data["capacity"] = model.capacity
     data["environment"] = views.environment_of(model)
     data["plan"] = model.plan or {}
     data["advice"] = advice_of(model)
@@ -574,6 +575,8 @@ def bundle_section(data: dict) -> str:
         out.append('<h2>Capability summary</h2><ul id="capability">')
         out += [f"<li>{escape(s)}</li>" for s in lines]
         out.append("</ul>")
+    if data.get("capacity"):
+        out.append(capacity_html(data["capacity"]))
     out.append("<h2>Summary</h2><pre>" + escape(summary_table(data)) + "</pre>")
     figs = bundle_figures(data["cases"])
     if figs:
@@ -593,6 +596,20 @@ def bundle_section(data: dict) -> str:
     return "\n".join(out)
 
 
+def capacity_html(doc: dict) -> str:
+    """A capacity sweep (capacity.json): its answer, the figures of latency and queue high-water against the load,
+    and the table of steps."""
+    from rtqual.publish import capacity
+
+    text = capacity.lines(doc)
+    figs = "".join(chart(f) for f in capacity.figures(doc))
+    return (
+        f'<h2>Capacity</h2><p id="capacity-answer"><b>{escape(str(doc.get("answer")))}</b></p>'
+        + (f'<div class="figs" id="capacity-figures">{figs}</div>' if figs else "")
+        + "<pre>" + escape("\n".join(text[2:])) + "</pre>"
+    )
+
+
 def render(bundles: list[dict]) -> str:
     """The whole report: one section per bundle; one HTML file with everything inline."""
     title = "rtqual report" + (f": {bundles[0]['manifest'].get('hostname')}" if len(bundles) == 1 else "")
@@ -605,7 +622,10 @@ def render(bundles: list[dict]) -> str:
 
 def figures(data: dict) -> list[Figure]:
     """Every figure of a bundle, in report order (for --png)."""
-    return bundle_figures(data["cases"]) + [f for r in data["cases"] for f in case_figures(r)]
+    from rtqual.publish import capacity
+
+    own = capacity.figures(data["capacity"]) if data.get("capacity") else []
+    return own + bundle_figures(data["cases"]) + [f for r in data["cases"] for f in case_figures(r)]
 
 
 def write_images(bundles: list[dict], folder: Path) -> list[Path]:

@@ -11,6 +11,7 @@ from rtqual.answers.answer import answer_lines, answers
 from rtqual.answers.requirements import describe
 from rtqual.answers.verdict import headline
 from rtqual.probes import has_section
+from rtqual.publish import capacity as capacity_view
 from rtqual.publish.hostview import host_rows
 from rtqual.publish.views import (
     PERCENTILE_NOTE,
@@ -84,6 +85,9 @@ def bundle_view(model: Model) -> dict:
     histogram merged over its CPUs ("hists": {case id: Histogram}, a case without a readable one left out),
     so the answer counts the samples over a limit."""
     data = {**model.as_dict(), "environment": environment_of(model)}
+    capacity = getattr(model, "capacity", None)  # a capacity sweep's answer (capacity.json)
+    if capacity is not None:
+        data["capacity"] = capacity
     data["hists"] = {}
     for r in data["cases"]:
         try:
@@ -109,6 +113,8 @@ def show_text(data: dict, table: str | None = None, env_lines: Sequence[str] = (
     lines = answer_lines(bundle_answer(data), env_lines or (environment_mod.host_sentences(env) if env else []))
     if lines:
         out += ["answer:", *(f"  {line}" for line in lines), ""]
+    if data.get("capacity"):
+        out += [*capacity_view.lines(data["capacity"]), ""]
     out.append(
         f"bundle {data['path']}  ({m.get('status')}, rtqual {m.get('rtqual_version')}, "
         f"host {m.get('hostname')}, started {m.get('start')})"
@@ -207,6 +213,7 @@ def show_json(data: dict) -> dict:
         "verdict": data["manifest"].get("verdict"),
         "answer": bundle_answer(data),
         **({"capability": data["manifest"]["capability"]} if "capability" in data["manifest"] else {}),
+        **({"capacity": data["capacity"]} if data.get("capacity") else {}),
     }
 
 

@@ -1,0 +1,116 @@
+"""A capacity sweep's answer as `rtqual show` prints it and the report draws it (capacity.json, written by
+rtqual.capacity.run): the answer sentence, one row per step with its evidence, and the figure of latency and
+callback-queue high-water against the swept load, the requirement drawn as a line and the knee marked. Pure."""
+
+from __future__ import annotations
+
+from rtqual.answers.requirements import upper_limits_ns
+from rtqual.publish.svgplot import Axis, Figure, Series
+from rtqual.textfmt import format_table
+from rtqual.units import format_ns
+
+LINES = (("p50", "p50_ns"), ("p99", "p99_ns"), ("max", "max_ns"))  # the latency percentiles drawn
+PRIORITIES = ("low", "medium", "high")
+
+
+def _value(v) -> str:
+    return "-" if v is None else f"{v:,.0f}" if float(v).is_integer() else f"{v:,.3g}"
+
+
+def _queues(q: dict | None) -> str:
+    """'2/0/0 of 2000' (high-water low/medium/high), '+N overflows' when any."""
+    if not isinstance(q, dict):
+        return "-"
+    marks = "/".join(str((q.get(p) or {}).get("high_water", "?")) for p in PRIORITIES)
+    over = sum((q.get(p) or {}).get("overflows") or 0 for p in PRIORITIES)
+    return f"{marks} of {q.get('size')}" + (f" +{over} overflows" if over else "")
+
+
+def _axis_name(doc: dict) -> str:
+    """'records', 'rate (Hz)', 'hackbench.groups (groups)'."""
+    dim, unit = str(doc.get("dimension")), doc.get("unit") or ""
+    return f"{dim} ({unit})" if unit and unit != dim else dim
+
+
+def _pct(v) -> str:
+    return "-" if v is None else f"{v:.0f}%"
+
+
+def lines(doc: dict) -> list[str]:
+    """The `show` text block of a sweep: the answer, then one row per step (by load)."""
+    judged = "; ".join(doc.get("requirements") or [])
+    out = [f"capacity ({doc.get('sweep')}: {doc.get('dimension')}, judged on {judged}):", f"  {doc.get('answer')}"]
+    rows = []
+    for s in doc.get("steps") or []:
+        st, cpu = s.get("stats") or {}, s.get("cpu") or {}
+        rows.append(
+            [
+                _value(s.get("value")),
+                s.get("verdict", "?"),
+                *(format_ns(st.get(k)) if st.get(k) is not None else "-" for _, k in LINES),
+                _queues(s.get("queues")),
+                _pct(cpu.get("ioc_pct")),
+                _pct(cpu.get("host_busy_pct")),
+                s.get("case", ""),
+            ]
+        )
+    if rows:
+        head = [_axis_name(doc), "step", "p50", "p99",
+                "max", "cb queue hw (l/m/h)", "IOC cpu", "host busy", "case"]  # fmt: skip
+        out += ["  " + line for line in format_table(head, rows, left=2).splitlines()]
+        out.append("  (IOC cpu: % of one CPU over the step; host busy: all CPUs over the step, IOC start included)")
+    return out
+
+
+def figures(doc: dict) -> list[Figure]:
+    """Latency (p50/p99/max) against the load, the requirements' latency limits as lines, the last load carried
+    and the break marked; the callback queues' high-water marks against the load when the IOC reported them."""
+    steps = [s for s in doc.get("steps") or [] if isinstance(s.get("value"), (int, float)) and s["value"] > 0]
+    if not steps:
+        return []
+    xs = [float(s["value"]) for s in steps]
+    series = []
+    for name, key in LINES:
+        pts = [(x, s["stats"][key] / 1000) for x, s in zip(xs, steps) if (s.get("stats") or {}).get(key)]
+        if pts:
+            series.append(Series(name, [p[0] for p in pts], [p[1] for p in pts]))
+    for stat, limit_ns in upper_limits_ns(doc.get("requirements") or []).items():
+        series.append(Series(f"requirement {stat} ≤ {format_ns(limit_ns)}", [min(xs), max(xs)], [limit_ns / 1000] * 2))
+    marks = []
+    if doc.get("carries") is not None:
+        marks.append((float(doc["carries"]), f"carries {_value(doc['carries'])}"))
+    if doc.get("breaks_at") is not None:
+        marks.append((float(doc["breaks_at"]), f"breaks {_value(doc['breaks_at'])}"))
+    x_label = _axis_name(doc)
+    log_x = max(xs) >= 4 * min(xs)
+    out = []
+    if series:
+        out.append(
+            Figure(
+                "capacity-latency",
+                f"Capacity: latency against {doc.get('dimension')}",
+                series,
+                Axis(x_label, log=log_x),
+                Axis("latency (us)", log=True),
+                marks=marks,
+                note=str(doc.get("answer") or "")[:140],
+            )
+        )
+    queue_series = []
+    for p in PRIORITIES:
+        pts = [(x, (s.get("queues") or {}).get(p, {}).get("high_water")) for x, s in zip(xs, steps)]
+        pts = [(x, y) for x, y in pts if isinstance(y, (int, float))]
+        if pts:
+            queue_series.append(Series(f"cb {p} high-water", [a for a, _ in pts], [float(y) for _, y in pts]))
+    if queue_series:
+        out.append(
+            Figure(
+                "capacity-queues",
+                "Capacity: IOC callback queue high-water against " + str(doc.get("dimension")),
+                queue_series,
+                Axis(x_label, log=log_x),
+                Axis("entries at the high-water mark", lo=0),
+                marks=marks,
+            )
+        )
+    return out
