@@ -17,6 +17,7 @@ from rtqual.answers.verdict import load_trouble
 from rtqual.capacity import sweep as sw
 from rtqual.capacity.spec import Sweep
 from rtqual.results.bundle import Model, names, write_own
+from rtqual.units import format_ns
 
 HELD_FRACTION = 0.9  # a load (or the probe's own rate) below 90 % of what was asked was not held
 STAT_KEYS = ("count", "p50_ns", "p99_ns", "p999_ns", "max_ns")
@@ -107,10 +108,12 @@ def evidence(result: dict, value: float, host_busy_pct: float | None) -> dict:
     cpu = {"host_busy_pct": host_busy_pct}
     if ioc.get("cpu"):
         cpu.update(ioc_pct=ioc["cpu"].get("cpu_pct"), ioc_threads_s=ioc["cpu"].get("threads_s"))
+    stages = (result.get("probe_summary") or {}).get("stages") or {}
     return {
         "value": _number(value),
         "case": result["id"],
         "stats": {k: (result.get("stats") or {}).get(k) for k in STAT_KEYS},
+        **({"stages_p99_ns": {k: v.get("p99_ns") for k, v in stages.items() if isinstance(v, dict)}} if stages else {}),
         "queues": ioc.get("callback_queues"),
         "cpu": cpu,
         "verdict": outcome,
@@ -118,6 +121,37 @@ def evidence(result: dict, value: float, host_busy_pct: float | None) -> dict:
         "cause": cause,
         **({"ca_load": ioc["ca_load"]} if ioc.get("ca_load") else {}),
     }
+
+
+def _grew(now: float | None, before: float | None) -> float:
+    """How many times a figure grew between two steps (0 when either is missing)."""
+    return now / before if now and before else 0.0
+
+
+def what_broke(carried: dict | None, broke: dict) -> str:
+    """What gave first, named from the IOC's own evidence: the response stage whose p99 grew most from the last step
+    carried to the first that broke (or the largest, without a step carried), the IOC thread whose CPU grew most
+    (or the busiest) and the callback queues' high-water marks then and now; '' without such evidence."""
+    parts = []
+    now, was = broke.get("stages_p99_ns") or {}, (carried or {}).get("stages_p99_ns") or {}
+    named = {k: v for k, v in now.items() if v and k != "total"}
+    if named:
+        stage = max(named, key=lambda k: (_grew(named[k], was.get(k)), named[k]))
+        words = f"stage {stage} p99 {format_ns(named[stage])}"
+        if was.get(stage):
+            words += f" (was {format_ns(was[stage])}: x{_grew(named[stage], was[stage]):.1f}, the stage that grew most)"
+        else:
+            words += " (the largest stage)"
+        parts.append(words)
+    span = (broke.get("cpu") or {}).get("ioc_threads_s") or {}
+    span_was = ((carried or {}).get("cpu") or {}).get("ioc_threads_s") or {}
+    if span:
+        thread = max(span, key=lambda k: (span[k] - span_was.get(k, 0.0), span[k]))
+        parts.append(f"IOC thread {thread} used {span[thread]:.2f} s of CPU (was {span_was.get(thread, 0.0):.2f} s)")
+    q_now, q_was = queue_note(broke.get("queues")), queue_note((carried or {}).get("queues"))
+    if q_now:
+        parts.append(q_now + (f" (was {q_was.removeprefix('callback queues high-water ')})" if q_was else ""))
+    return "; ".join(parts)
 
 
 def _number(v: float | None) -> float | int | None:
@@ -164,9 +198,12 @@ class Sweeper:
         """capacity.json: {dimension, unit, steps, carries, breaks_at, cause, answer, ...}."""
         s = self.sweep
         ans = sw.answer(self.steps, s.range)
+        by_value = {e["value"]: e for e in self.evidence}
+        first = what_broke(by_value.get(_number(ans["carries"])), by_value[_number(ans["breaks_at"])]) if (
+            ans["breaks_at"] is not None) else ""  # fmt: skip
         if status != "complete" and not ans["stopped"] and ans["breaks_at"] is None:
             ans["stopped"], ans["cause"] = True, f"not found: the sweep was {status} before its end"
-        text = sw.sentence(ans, s.dim.unit)
+        text = sw.sentence(ans, s.dim.unit) + (f"; first to give: {first}" if first else "")
         vm, _how = hypervisor(facts)
         if vm not in (None, "none"):
             text += f" (measured in a virtual machine, {vm}: the knee includes the hypervisor)"
@@ -191,6 +228,7 @@ class Sweeper:
             "breaks_at": _number(ans["breaks_at"]),
             "cause": ans["cause"],
             "stopped": ans["stopped"],
+            "first_to_give": first or None,
             "hypervisor": vm,
             "answer": text,
         }

@@ -84,13 +84,15 @@ class Sweep:
                 loadspec.check(loads[where[0]])
             except RtqError as e:
                 raise RtqError(f"capacity {self.name}: {self.dim.name} {fmt(value)}: {e}") from None
-        params["duration"] = f"{self.step_ns}ns"
+        timed = "duration" in ALL_PROBES[self.probe].params  # a probe without one (fake) runs its own length
+        if timed:
+            params["duration"] = f"{self.step_ns}ns"
         checked = check_params(self.probe, params, f"capacity {self.name}: params")
         case = probe_case(
             self.probe, checked, online_cpus(), f"{index:03d}-{self.dim.name}-{fmt(value)}".replace(",", "")
         )
         need = self._duration_needed(case, value)
-        if need > self.step_ns:
+        if timed and need > self.step_ns:
             checked = check_params(self.probe, {**params, "duration": f"{need}ns"}, f"capacity {self.name}: params")
             case = probe_case(self.probe, checked, online_cpus(), case["id"])
         case["label"] = f"{self.dim.name}={fmt(value)}: {case['label']}"
@@ -231,14 +233,16 @@ def from_preset(
 
 
 def _finish(sw: Sweep, scale: float | None, step: str | None, longest: str | None) -> Sweep:
-    """--step, --longest-step and --scale applied (scale shortens every step and the loads' settle), checked."""
+    """--step, --longest-step and --scale applied (scale shortens every step and the loads' settle, at least 1 s
+    each), checked."""
     step_ns = parse_duration_ns(step, "--step") if step else sw.step_ns
     longest_ns = parse_duration_ns(longest, "--longest-step") if longest else sw.longest_ns
     settle_ns = parse_duration_ns(sw.settle, "settle")
     if scale is not None:
         if not 0 < scale <= 100:
             raise RtqError(f"--scale {scale:g}: must be above 0 and at most 100")
-        step_ns, longest_ns, settle_ns = (max(S, round(x * scale)) for x in (step_ns, longest_ns, settle_ns))
+        # the longest step is a bound, not a length: scaled steps are still lengthened to decide the requirements
+        step_ns, settle_ns = (max(S, round(x * scale)) for x in (step_ns, settle_ns))
     if step_ns < S or longest_ns < step_ns:
         raise RtqError(
             f"capacity: a step of {format_duration(step_ns)}, at most {format_duration(longest_ns)}: want at least "
