@@ -59,8 +59,8 @@ def test_fake_sweep_finds_the_knee_in_one_bundle(tmp_path, capsys):
     capsys.readouterr()
     assert cli.main(["show", "--json", str(out)]) in (0, 2)
     shown = json.loads(capsys.readouterr().out)
-    assert {k: shown["capacity"][k] for k in ("dimension", "carries", "breaks_at", "cause")} == {
-        "dimension": "max_events", "carries": doc["carries"], "breaks_at": doc["breaks_at"], "cause": doc["cause"]}  # fmt: skip
+    keys = ("dimension", "carries", "breaks_at", "cause")
+    assert {k: shown["capacity"][k] for k in keys} == {k: doc[k] for k in keys} and doc["dimension"] == "max_events"
     assert set(shown["capacity"]["steps"][0]) >= {"value", "stats", "queues", "cpu", "verdict"}
     cli.main(["show", str(out)])
     assert f"breaks at {doc['breaks_at']} us because requirement not met" in capsys.readouterr().out

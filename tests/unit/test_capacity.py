@@ -215,18 +215,29 @@ def test_sweep_file(tmp_path):
 
 def doc():
     steps = [
-        {"value": v, "case": f"00{i}", "stats": {"count": 1000, "p50_ns": 50_000 * (i + 1), "p99_ns": 90_000 * (i + 1),
-         "max_ns": 200_000 * (i + 1)}, "queues": queues(high=i), "cpu": {"host_busy_pct": 50.0, "ioc_pct": 10.0 * i},
-         "verdict": PASS if v < 400 else FAIL, "cause": "x"}  # fmt: skip
+        {
+            "value": v,
+            "case": f"00{i}",
+            "stats": {
+                "count": 1000,
+                "p50_ns": 50_000 * (i + 1),
+                "p99_ns": 90_000 * (i + 1),
+                "max_ns": 200_000 * (i + 1),
+            },
+            "queues": queues(high=i),
+            "cpu": {"host_busy_pct": 50.0, "ioc_pct": 10.0 * i},
+            "verdict": PASS if v < 400 else FAIL,
+            "cause": "x",
+        }  # fmt: skip
         for i, v in enumerate([100, 200, 283, 400])
     ]
-    return {"sweep": "aps", "dimension": "records", "unit": "records", "requirements": ["p99 <= 300us"],
-            "steps": steps, "carries": 283, "breaks_at": 400, "cause": "x", "answer": "carries up to 283 records"}  # fmt: skip
+    head = {"sweep": "aps", "dimension": "records", "unit": "records", "requirements": ["p99 <= 300us"]}
+    return {**head, "steps": steps, "carries": 283, "breaks_at": 400, "cause": "x", "answer": "carries up to 283"}
 
 
 def test_show_lines_name_the_answer_and_every_step():
     text = "\n".join(view.lines(doc()))
-    assert "carries up to 283 records" in text
+    assert "carries up to 283" in text
     for v in ("100", "200", "283", "400"):
         assert v in text
     assert "3/0/0 of 2000" in text  # the last step's queues: low high-water 3

@@ -606,7 +606,9 @@ def capacity_html(doc: dict) -> str:
     return (
         f'<h2>Capacity</h2><p id="capacity-answer"><b>{escape(str(doc.get("answer")))}</b></p>'
         + (f'<div class="figs" id="capacity-figures">{figs}</div>' if figs else "")
-        + "<pre>" + escape("\n".join(text[2:])) + "</pre>"
+        + "<pre>"
+        + escape("\n".join(text[2:]))
+        + "</pre>"
     )
 
 

@@ -307,7 +307,6 @@ class Model(Mapping):
             return None
         return st if isinstance(st, dict) else None
 
-
     @cached_property
     def capacity(self) -> dict | None:
         """A capacity sweep's steps and answer (capacity.json) when this bundle is a sweep's, else None."""
