@@ -495,7 +495,7 @@ class Ioc:
                     pass
             signal_group(pgid, signal.SIGKILL)  # anything left in the group
             rc = self.proc.wait()
-            if self.proc.stdout:
+            if self.proc.stdout and not self.proc.stdout.closed:  # a second stop() reads nothing again
                 self.end = _end_message(_rest(self.proc.stdout.fileno()))
                 self.proc.stdout.close()
         if self._own_dir:
