@@ -251,3 +251,22 @@ def test_figure_draws_latency_the_requirement_and_the_knee():
     assert [m[0] for m in figs[0].marks] == [283, 400]
     svg = chart(figs[0])
     assert svg.startswith("<svg") and "carries 283" in svg and "breaks 400" in svg
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["capacity", "nosuch"], "unknown preset or file"),
+        (["capacity", "kek", "--dimension", "clients"], "unknown dimension 'clients'"),
+        (["capacity", "aps", "--ceiling", "50"], "ceiling 50 is below the start 100"),
+        (["capacity", "madoca", "--require", "p99.999 <= 1ms"], "cannot be judged"),
+        (["capacity", "aps", "--require", "p42 <= 1ms"], "unknown statistic 'p42'"),
+    ],
+)
+def test_the_command_says_bad_input_in_one_line_and_exits_1(argv, words, capsys, tmp_path):
+    from rtqual import cli
+
+    assert cli.main([*argv, "-o", str(tmp_path / "b")]) == 1
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1
+    assert not (tmp_path / "b").exists()  # nothing ran

@@ -163,8 +163,8 @@ class Sweeper:
     """The `more` hook of the run: each finished step recorded with its evidence, the next step decided by
     rtqual.capacity.sweep, its case built by the Sweep."""
 
-    def __init__(self, sweep: Sweep):
-        self.sweep = sweep
+    def __init__(self, sweep: Sweep, quiet: bool = True):
+        self.sweep, self.quiet = sweep, quiet
         self.steps: list[sw.Step] = []
         self.evidence: list[dict] = []
         self.values: dict[str, float] = {}  # case id -> the step's load
@@ -182,6 +182,10 @@ class Sweeper:
         ev = evidence(result, value, busy)
         self.evidence.append(ev)
         self.steps.append(sw.Step(ev["value"], ev["verdict"], ev["cause"]))
+        if not self.quiet:
+            p99 = ev["stats"].get("p99_ns")
+            said = f"p99 {format_ns(p99)}; " if p99 is not None else ""
+            print(f"capacity: {self.sweep.dim.name} {sw.fmt(value)}: {ev['verdict']} ({said}{ev['cause']})", flush=True)
 
     def more(self, last: dict | None) -> dict | None:
         if last is not None:
@@ -242,7 +246,7 @@ def measure(sweep: Sweep, argv: list[str], output: str | None, quiet: bool, stor
     from rtqual.publish.store import check_url, is_off
 
     _ = is_off(store) or check_url(store)
-    sweeper = Sweeper(sweep)
+    sweeper = Sweeper(sweep, quiet)
     plan = {"schema_version": 1, "cases": [], "capacity": {"sweep": sweep.name, "dimension": sweep.dim.name}}
     r = Run([], argv, output=output, quiet=quiet, plan=plan, more=sweeper.more)
     started = time.monotonic()

@@ -111,10 +111,10 @@ def show_text(data: dict, table: str | None = None, env_lines: Sequence[str] = (
     m = data["manifest"]
     env = data.get("environment")
     lines = answer_lines(bundle_answer(data), env_lines or (environment_mod.host_sentences(env) if env else []))
+    if data.get("capacity"):  # a capacity sweep: its answer first, the steps' own answers after it
+        out += [*capacity_view.lines(data["capacity"]), ""]
     if lines:
         out += ["answer:", *(f"  {line}" for line in lines), ""]
-    if data.get("capacity"):
-        out += [*capacity_view.lines(data["capacity"]), ""]
     out.append(
         f"bundle {data['path']}  ({m.get('status')}, rtqual {m.get('rtqual_version')}, "
         f"host {m.get('hostname')}, started {m.get('start')})"
