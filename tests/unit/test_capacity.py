@@ -153,7 +153,21 @@ def test_a_callback_queue_overflow_breaks_the_step_and_is_named():
     out, cause = cap_run.classify(result("pass", ioc={"callback_queues": queues(overflows=7)}))
     assert out == FAIL and "callback queue low overflowed 7 times" in cause
     out, cause = cap_run.classify(result("fail", "requirement not met: p99", ioc={"callback_queues": queues(high=42)}))
-    assert out == FAIL and "high-water low 42" in cause
+    assert out == FAIL and cause == "requirement not met: p99"
+
+
+def test_what_gave_first_is_named_from_the_ioc_evidence():
+    carried = {"stages_p99_ns": {"wake": 20_000, "dispatch": 40_000, "total": 90_000}, "queues": queues(high=2),
+               "cpu": {"ioc_threads_s": {"cbLow": 0.5, "CAS-client": 0.1}}}  # fmt: skip
+    broke = {"stages_p99_ns": {"wake": 30_000, "dispatch": 400_000, "total": 500_000}, "queues": queues(high=40),
+             "cpu": {"ioc_threads_s": {"cbLow": 0.55, "CAS-client": 0.4}}}  # fmt: skip
+    text = cap_run.what_broke(carried, broke)
+    assert "stage dispatch p99 400us (was 40us: x10.0, the stage that grew most)" in text
+    assert "IOC thread CAS-client used 0.40 s of CPU (grew most, was 0.10 s)" in text
+    assert "high-water low 40, medium 0, high 0 of 2000 (was low 2, medium 0, high 0 of 2000)" in text
+    alone = cap_run.what_broke(None, broke)  # the start broke: the largest stage, the busiest thread
+    assert "stage dispatch p99 400us (the largest stage)" in alone and "IOC thread cbLow" in alone
+    assert cap_run.what_broke(None, {"stats": {}}) == ""  # no IOC evidence (another probe): nothing named
 
 
 def test_every_outcome_is_known():

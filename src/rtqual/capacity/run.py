@@ -21,7 +21,7 @@ from rtqual.units import format_ns
 
 HELD_FRACTION = 0.9  # a load (or the probe's own rate) below 90 % of what was asked was not held
 STAT_KEYS = ("count", "p50_ns", "p99_ns", "p999_ns", "max_ns")
-QUEUE_FULL_PCT = 90  # a callback queue this full at its high-water mark is named as near overflow
+GREW_FRACTION = 0.1  # a thread whose CPU grew by a tenth of the busiest one's is named as the one that grew
 
 
 def _cpu_times() -> tuple[int, int] | None:
@@ -90,14 +90,12 @@ def classify(result: dict) -> tuple[str, str]:
     overflow = queue_problem(queues)
     if overflow:
         return sw.FAIL, overflow
-    note = queue_note(queues)
-    note = f"; {note}" if note else ""
     if verdict == "pass":
-        return sw.PASS, "every requirement met" + note
+        return sw.PASS, "every requirement met"
     if verdict == "fail":
-        return sw.FAIL, reason + note
+        return sw.FAIL, reason
     if verdict == "error":
-        return sw.FAIL, f"the step ended in error ({reason})" + note
+        return sw.FAIL, f"the step ended in error ({reason})"
     return sw.STOPPED, f"{verdict}: {reason}"
 
 
@@ -146,8 +144,13 @@ def what_broke(carried: dict | None, broke: dict) -> str:
     span = (broke.get("cpu") or {}).get("ioc_threads_s") or {}
     span_was = ((carried or {}).get("cpu") or {}).get("ioc_threads_s") or {}
     if span:
-        thread = max(span, key=lambda k: (span[k] - span_was.get(k, 0.0), span[k]))
-        parts.append(f"IOC thread {thread} used {span[thread]:.2f} s of CPU (was {span_was.get(thread, 0.0):.2f} s)")
+        busiest = max(span, key=lambda k: span[k])
+        grown = max(span, key=lambda k: span[k] - span_was.get(k, 0.0))
+        growth = span[grown] - span_was.get(grown, 0.0)
+        thread = grown if span_was and growth > GREW_FRACTION * span[busiest] else busiest
+        words = "grew most" if thread == grown and span_was and growth > GREW_FRACTION * span[busiest] else "busiest"
+        was = f", was {span_was.get(thread, 0.0):.2f} s" if span_was else ""
+        parts.append(f"IOC thread {thread} used {span[thread]:.2f} s of CPU ({words}{was})")
     q_now, q_was = queue_note(broke.get("queues")), queue_note((carried or {}).get("queues"))
     if q_now:
         parts.append(q_now + (f" (was {q_was.removeprefix('callback queues high-water ')})" if q_was else ""))
@@ -185,7 +188,9 @@ class Sweeper:
         if not self.quiet:
             p99 = ev["stats"].get("p99_ns")
             said = f"p99 {format_ns(p99)}; " if p99 is not None else ""
-            print(f"capacity: {self.sweep.dim.name} {sw.fmt(value)}: {ev['verdict']} ({said}{ev['cause']})", flush=True)
+            note = queue_note(ev["queues"])
+            cause = ev["cause"] + (f"; {note}" if note else "")
+            print(f"capacity: {self.sweep.dim.name} {sw.fmt(value)}: {ev['verdict']} ({said}{cause})", flush=True)
 
     def more(self, last: dict | None) -> dict | None:
         if last is not None:
