@@ -13,6 +13,7 @@ from rtqual.capacity import spec
 from rtqual.capacity.sweep import BROKE, FAIL, NOT_HELD, PASS, STOPPED, Range, Step, answer, next_value, sentence
 from rtqual.errors import RtqError
 from rtqual.publish import capacity as view
+from rtqual.publish.htmlreport import capacity_figures
 from rtqual.publish.svgplot import chart
 
 
@@ -258,13 +259,14 @@ def test_show_lines_name_the_answer_and_every_step():
 
 
 def test_figure_draws_latency_the_requirement_and_the_knee():
-    figs = view.figures(doc())
+    figs = capacity_figures(doc())
     assert [f.slug for f in figs] == ["capacity-latency", "capacity-queues"]
     names = [s.name for s in figs[0].series]
     assert names[:3] == ["p50", "p99", "max"] and any(n.startswith("requirement p99") for n in names)
     assert [m[0] for m in figs[0].marks] == [283, 400]
     svg = chart(figs[0])
-    assert svg.startswith("<svg") and "carries 283" in svg and "breaks 400" in svg
+    assert svg.startswith("<svg") and "knee: carries 283, breaks 400" in svg
+    assert figs[0].note == "carries up to 283 records; breaks at 400 records (judged on p99 <= 300us)"
 
 
 @pytest.mark.parametrize(

@@ -1,11 +1,11 @@
 """A capacity sweep's answer as `rtqual show` prints it and the report draws it (capacity.json, written by
 rtqual.capacity.run): the answer sentence, one row per step with its evidence, and the figure of latency and
-callback-queue high-water against the swept load, the requirement drawn as a line and the knee marked. Pure."""
+callback-queue high-water against the swept load, the requirement drawn as a line and the knee marked (as data:
+htmlreport draws it). Pure; shared by the text and HTML reports, it imports no exporter."""
 
 from __future__ import annotations
 
 from rtqual.answers.requirements import upper_limits_ns
-from rtqual.publish.svgplot import Axis, Figure, Series
 from rtqual.textfmt import format_table
 from rtqual.units import format_ns
 
@@ -62,55 +62,59 @@ def lines(doc: dict) -> list[str]:
     return out
 
 
-def figures(doc: dict) -> list[Figure]:
-    """Latency (p50/p99/max) against the load, the requirements' latency limits as lines, the last load carried
-    and the break marked; the callback queues' high-water marks against the load when the IOC reported them."""
+def knee_marks(doc: dict) -> list[tuple[float, str]]:
+    """The knee as dashed lines: the last load carried and the first that broke, one label for both (at the
+    carried line, reading rightwards past the break: two labels side by side would overlap)."""
+    carries, breaks = doc.get("carries"), doc.get("breaks_at")
+    if carries is not None and breaks is not None:
+        return [(float(carries), f"knee: carries {_value(carries)}, breaks {_value(breaks)}"), (float(breaks), "")]
+    if carries is not None:
+        return [(float(carries), f"carries {_value(carries)}")]
+    return [(float(breaks), f"breaks {_value(breaks)}")] if breaks is not None else []
+
+
+def knee_note(doc: dict) -> str:
+    """The figure's one line: 'carries up to 734 records; breaks at 800 records (p99 <= 400us)'."""
+    unit = f" {doc['unit']}" if doc.get("unit") else ""
+    words = []
+    if doc.get("carries") is not None:
+        words.append(f"carries up to {_value(doc['carries'])}{unit}")
+    broke = doc.get("breaks_at")
+    words.append(f"breaks at {_value(broke)}{unit}" if broke is not None else "no break found")
+    return "; ".join(words) + f" (judged on {'; '.join(doc.get('requirements') or [])})"
+
+
+def plots(doc: dict) -> list[dict]:
+    """What the report draws (htmlreport makes each an svgplot Figure): latency p50/p99/max against the load, the
+    requirements' latency limits as lines, the knee marked; the callback queues' high-water marks against the load
+    when the IOC reported them. Each: slug, title, x_label, log_x, y_label, y_log, y_lo, series [(name, xs, ys)],
+    marks, note."""
     steps = [s for s in doc.get("steps") or [] if isinstance(s.get("value"), (int, float)) and s["value"] > 0]
     if not steps:
         return []
     xs = [float(s["value"]) for s in steps]
-    series = []
+    latency = []
     for name, key in LINES:
         pts = [(x, s["stats"][key] / 1000) for x, s in zip(xs, steps) if (s.get("stats") or {}).get(key)]
         if pts:
-            series.append(Series(name, [p[0] for p in pts], [p[1] for p in pts]))
+            latency.append((name, [p[0] for p in pts], [p[1] for p in pts]))
     for stat, limit_ns in upper_limits_ns(doc.get("requirements") or []).items():
-        series.append(Series(f"requirement {stat} ≤ {format_ns(limit_ns)}", [min(xs), max(xs)], [limit_ns / 1000] * 2))
-    marks = []
-    if doc.get("carries") is not None:
-        marks.append((float(doc["carries"]), f"carries {_value(doc['carries'])}"))
-    if doc.get("breaks_at") is not None:
-        marks.append((float(doc["breaks_at"]), f"breaks {_value(doc['breaks_at'])}"))
-    x_label = _axis_name(doc)
-    log_x = max(xs) >= 4 * min(xs)
-    out = []
-    if series:
-        out.append(
-            Figure(
-                "capacity-latency",
-                f"Capacity: latency against {doc.get('dimension')}",
-                series,
-                Axis(x_label, log=log_x),
-                Axis("latency (us)", log=True),
-                marks=marks,
-                note=str(doc.get("answer") or "")[:140],
-            )
-        )
-    queue_series = []
+        latency.append((f"requirement {stat} ≤ {format_ns(limit_ns)}", [min(xs), max(xs)], [limit_ns / 1000] * 2))
+    queues = []
     for p in PRIORITIES:
         pts = [(x, (s.get("queues") or {}).get(p, {}).get("high_water")) for x, s in zip(xs, steps)]
         pts = [(x, y) for x, y in pts if isinstance(y, (int, float))]
         if pts:
-            queue_series.append(Series(f"cb {p} high-water", [a for a, _ in pts], [float(y) for _, y in pts]))
-    if queue_series:
-        out.append(
-            Figure(
-                "capacity-queues",
-                "Capacity: IOC callback queue high-water against " + str(doc.get("dimension")),
-                queue_series,
-                Axis(x_label, log=log_x),
-                Axis("entries at the high-water mark", lo=0),
-                marks=marks,
-            )
-        )
+            queues.append((f"cb {p} high-water", [a for a, _ in pts], [float(y) for _, y in pts]))
+    common = {"x_label": _axis_name(doc), "log_x": max(xs) >= 4 * min(xs), "marks": knee_marks(doc)}
+    dim = str(doc.get("dimension"))
+    out = []
+    if latency:
+        title = f"Capacity: latency against {dim}"
+        out.append({"slug": "capacity-latency", "title": title, "series": latency, "y_label": "latency (us)",
+                    "y_log": True, "y_lo": None, "note": knee_note(doc), **common})  # fmt: skip
+    if queues:
+        out.append({"slug": "capacity-queues", "title": f"Capacity: IOC callback queue high-water against {dim}",
+                    "series": queues, "y_label": "entries at the high-water mark", "y_log": False, "y_lo": 0,
+                    "note": "", **common})  # fmt: skip
     return out

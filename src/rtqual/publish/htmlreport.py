@@ -602,7 +602,7 @@ def capacity_html(doc: dict) -> str:
     from rtqual.publish import capacity
 
     text = capacity.lines(doc)
-    figs = "".join(chart(f) for f in capacity.figures(doc))
+    figs = "".join(chart(f) for f in capacity_figures(doc))
     return (
         f'<h2>Capacity</h2><p id="capacity-answer"><b>{escape(str(doc.get("answer")))}</b></p>'
         + (f'<div class="figs" id="capacity-figures">{figs}</div>' if figs else "")
@@ -610,6 +610,24 @@ def capacity_html(doc: dict) -> str:
         + escape("\n".join(text[2:]))
         + "</pre>"
     )
+
+
+def capacity_figures(doc: dict) -> list[Figure]:
+    """A capacity sweep's figures (publish.capacity.plots) as svgplot figures."""
+    from rtqual.publish import capacity
+
+    return [
+        Figure(
+            p["slug"],
+            p["title"],
+            [Series(name, xs, ys) for name, xs, ys in p["series"]],
+            Axis(p["x_label"], log=p["log_x"]),
+            Axis(p["y_label"], log=p["y_log"], lo=p["y_lo"]),
+            marks=p["marks"],
+            note=p["note"],
+        )
+        for p in capacity.plots(doc)
+    ]
 
 
 def render(bundles: list[dict]) -> str:
@@ -624,9 +642,7 @@ def render(bundles: list[dict]) -> str:
 
 def figures(data: dict) -> list[Figure]:
     """Every figure of a bundle, in report order (for --png)."""
-    from rtqual.publish import capacity
-
-    own = capacity.figures(data["capacity"]) if data.get("capacity") else []
+    own = capacity_figures(data["capacity"]) if data.get("capacity") else []
     return own + bundle_figures(data["cases"]) + [f for r in data["cases"] for f in case_figures(r)]
 
 
