@@ -148,6 +148,9 @@ def test_a_load_short_of_its_rate_is_not_held_whatever_the_verdict():
     few = result("pass", stats={"count": 100})  # 100 Hz for 10 s asks 1000 samples
     assert cap_run.classify(few)[0] == NOT_HELD
     assert cap_run.classify(result("pass", stats={"count": 1000}))[0] == PASS
+    header = {"rate_hz": 8000, "period_ns": 125_000, "duration_ns": 1_000_000_000}  # as a probe's header says it
+    assert cap_run.classify(result("pass", probe="msg", params=header, stats={"count": 7839}))[0] == PASS
+    assert cap_run.classify(result("pass", probe="msg", params=header, stats={"count": 5000}))[0] == NOT_HELD
 
 
 def test_a_callback_queue_overflow_breaks_the_step_and_is_named():

@@ -50,9 +50,12 @@ def held_problem(result: dict) -> str | None:
         mon = load.get("monitor") or {}
         if mon and load.get("records") and (mon.get("connected") or 0) < load["records"]:
             return f"CA monitor connected {mon.get('connected') or 0} of {load['records']} records"
-    stats, params = result.get("stats") or {}, result.get("params") or {}
+    stats, params = result.get("stats") or {}, dict(result.get("params") or {})
+    if params.get("period_ns") and not params.get("interval_ns"):  # the probe's header says its period so
+        params["interval_ns"] = params["period_ns"]
     expected = planning.expected_samples(result.get("probe", ""), params)
-    measured = result.get("verdict") in ("pass", "fail", "completed") and params.get("rate")
+    paced = params.get("rate") or params.get("rate_hz") or params.get("period_ns")
+    measured = result.get("verdict") in ("pass", "fail", "completed") and paced
     if measured and expected and (stats.get("count") or 0) < HELD_FRACTION * expected:
         return f"the probe made {stats.get('count') or 0:,} of the {expected:,} samples its rate asks"
     return None
