@@ -289,3 +289,28 @@ def test_the_command_says_bad_input_in_one_line_and_exits_1(argv, words, capsys,
     err = capsys.readouterr().err
     assert words in err and err.count("\n") == 1
     assert not (tmp_path / "b").exists()  # nothing ran
+
+
+def test_compare_overlays_the_curves_and_lists_each_answer():
+    a, b = doc(), doc()
+    b.update(carries=200, breaks_at=283, answer="carries up to 200")
+    b["steps"] = b["steps"][:3]
+    lines = view.compare_lines([("A", a), ("B", b)])
+    assert lines[1:3] == ["  A: carries up to 283", "  B: carries up to 200"]
+    row_400 = next(line for line in lines if line.strip().startswith("400"))
+    assert row_400.split()[-1] == "-"  # B never measured 400 records
+    plot = view.overlay_plot([("A", a), ("B", b)])
+    assert [s[0] for s in plot["series"]][:2] == ["A p99", "B p99"] and plot["series"][2][0].startswith("requirement")
+    assert plot["marks"] == [(400.0, "A breaks 400"), (283.0, "B breaks 283")]
+    other = {**b, "dimension": "put_rate"}
+    assert view.overlay_plot([("A", a), ("B", other)]) is None  # different loads: no common axis
+
+
+def test_compare_command_adds_capacity_only_when_a_bundle_has_one():
+    from rtqual.commands.compare import with_capacity
+
+    data = [{"path": "/x/a"}, {"path": "/x/b"}]
+    assert with_capacity({"cases": []}, [None, None], data) == {"cases": []}
+    assert with_capacity("text", [None, None], data) == "text"
+    assert with_capacity({"cases": []}, [doc(), None], data)["capacity"] == {"a": doc()}
+    assert "a: carries up to 283" in with_capacity("text", [doc(), None], data)

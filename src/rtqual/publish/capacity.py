@@ -118,3 +118,53 @@ def plots(doc: dict) -> list[dict]:
                     "series": queues, "y_label": "entries at the high-water mark", "y_log": False, "y_lo": 0,
                     "note": "", **common})  # fmt: skip
     return out
+
+
+def compare_lines(named: list[tuple[str, dict]]) -> list[str]:
+    """`rtqual compare`'s capacity block: each bundle's answer, and p99 per load where the bundles swept the same
+    dimension (a load missing in a bundle: '-')."""
+    if not named:
+        return []
+    out = ["capacity:"] + [f"  {name}: {doc.get('answer')}" for name, doc in named]
+    dims = {(doc.get("dimension"), doc.get("unit")) for _, doc in named}
+    if len(dims) == 1:
+        loads = sorted({s["value"] for _, doc in named for s in doc.get("steps") or []})
+        rows = []
+        for v in loads:
+            cells = []
+            for _, doc in named:
+                step = next((s for s in doc.get("steps") or [] if s["value"] == v), None)
+                p99 = (step or {}).get("stats", {}).get("p99_ns")
+                cells.append("-" if step is None else f"{format_ns(p99) if p99 else '-'} {step.get('verdict')}")
+            rows.append([_value(v), *cells])
+        table = format_table([_axis_name(named[0][1]), *(f"{n}: p99" for n, _ in named)], rows, left=1)
+        out += ["  " + line for line in table.splitlines()]
+    return out
+
+
+def overlay_plot(named: list[tuple[str, dict]]) -> dict | None:
+    """The capacity curves of several bundles overlaid (same dimension): each bundle's p99 against the load, the
+    first's requirement lines, each bundle's break marked; None when they swept different dimensions or nothing."""
+    if len(named) < 2 or len({doc.get("dimension") for _, doc in named}) != 1:
+        return None
+    series, marks, xs_all = [], [], []
+    for name, doc in named:
+        steps = [s for s in doc.get("steps") or [] if isinstance(s.get("value"), (int, float)) and s["value"] > 0]
+        pts = [(float(s["value"]), s["stats"]["p99_ns"] / 1000) for s in steps if (s.get("stats") or {}).get("p99_ns")]
+        if pts:
+            series.append((f"{name} p99", [p[0] for p in pts], [p[1] for p in pts]))
+            xs_all += [p[0] for p in pts]
+        if doc.get("breaks_at") is not None:
+            marks.append((float(doc["breaks_at"]), f"{name} breaks {_value(doc['breaks_at'])}"))
+    if not series:
+        return None
+    for stat, limit_ns in upper_limits_ns(named[0][1].get("requirements") or []).items():
+        series.append(
+            (f"requirement {stat} ≤ {format_ns(limit_ns)}", [min(xs_all), max(xs_all)], [limit_ns / 1000] * 2)
+        )
+    first = named[0][1]
+    return {"slug": "capacity-compare", "title": f"Capacity curves: p99 against {first.get('dimension')}",
+            "series": series, "x_label": _axis_name(first), "log_x": max(xs_all) >= 4 * min(xs_all),
+            "y_label": "p99 latency (us)", "y_log": True, "y_lo": None, "marks": marks,
+            "note": "; ".join(f"{n}: carries {_value(d.get('carries'))}, breaks {_value(d.get('breaks_at'))}"
+                              for n, d in named)}  # fmt: skip

@@ -616,18 +616,33 @@ def capacity_figures(doc: dict) -> list[Figure]:
     """A capacity sweep's figures (publish.capacity.plots) as svgplot figures."""
     from rtqual.publish import capacity
 
-    return [
-        Figure(
-            p["slug"],
-            p["title"],
-            [Series(name, xs, ys) for name, xs, ys in p["series"]],
-            Axis(p["x_label"], log=p["log_x"]),
-            Axis(p["y_label"], log=p["y_log"], lo=p["y_lo"]),
-            marks=p["marks"],
-            note=p["note"],
-        )
-        for p in capacity.plots(doc)
-    ]
+    return [_plot_figure(p) for p in capacity.plots(doc)]
+
+
+def _plot_figure(p: dict) -> Figure:
+    """One figure from publish.capacity's plot data."""
+    return Figure(
+        p["slug"],
+        p["title"],
+        [Series(name, xs, ys) for name, xs, ys in p["series"]],
+        Axis(p["x_label"], log=p["log_x"]),
+        Axis(p["y_label"], log=p["y_log"], lo=p["y_lo"]),
+        marks=p["marks"],
+        note=p["note"],
+    )
+
+
+def capacity_compare_html(bundles: list[dict], names: list[str]) -> str:
+    """The capacity sweeps among compared bundles: each one's answer and their p99 curves overlaid."""
+    from rtqual.publish import capacity
+
+    named = [(n, b["capacity"]) for n, b in zip(names, bundles) if b.get("capacity")]
+    if not named:
+        return ""
+    items = "".join(f"<li><b>{escape(n)}</b>: {escape(str(d.get('answer')))}</li>" for n, d in named)
+    plot = capacity.overlay_plot(named)
+    fig = f'<div class="figs">{chart(_plot_figure(plot))}</div>' if plot else ""
+    return f'<h2>Capacity</h2><ul id="capacity-compare">{items}</ul>{fig}'
 
 
 def render(bundles: list[dict]) -> str:
@@ -956,6 +971,7 @@ def render_compare(bundles: list[dict], match: compare.Match | None = None) -> s
     settings = compare.settings_differ(bundles)  # the tunable settings advise checks, those that differ
     aspects = [compare.host_aspects(b) | {d["id"]: d["values"][i] for d in settings} for i, b in enumerate(bundles)]
     out.append(differences_html(aspects, names, "differences"))
+    out.append(capacity_compare_html(bundles, names))
     out += study_sections(bundles, names)
     for group in compare_groups(bundles):
         sub, sub_names = [bundles[i] for i in group], [names[i] for i in group]
