@@ -145,6 +145,12 @@ def test_a_load_short_of_its_rate_is_not_held_whatever_the_verdict():
     assert out == NOT_HELD and "400 puts/s of 1,000" in cause
     dead = [{"name": "hackbench", "dead_reason": "exited 1"}]
     assert cap_run.classify(result("inconclusive", "load not running", loads=dead))[0] == NOT_HELD
+    scan = {"records": 1000, "put": None, "monitor": {"connected": 1000, "rate_hz": 10_100.0}}
+    ioc = {"ca_load": scan, "spec": {"scan": ".1 second"}}  # 1000 records every 0.1 s: 10,000 events/s
+    assert cap_run.classify(result("pass", ioc=ioc))[0] == PASS
+    behind = {**scan, "monitor": {"connected": 1000, "rate_hz": 6000.0}}
+    out, cause = cap_run.classify(result("pass", ioc={**ioc, "ca_load": behind}))
+    assert out == NOT_HELD and "6,000 events/s of the 10,000" in cause
     few = result("pass", stats={"count": 100})  # 100 Hz for 10 s asks 1000 samples
     assert cap_run.classify(few)[0] == NOT_HELD
     assert cap_run.classify(result("pass", stats={"count": 1000}))[0] == PASS

@@ -40,7 +40,8 @@ def held_problem(result: dict) -> str | None:
     trouble = load_trouble(result.get("loads") or [], None)
     if trouble:
         return trouble
-    load = (result.get("ioc") or {}).get("ca_load")
+    ioc = result.get("ioc") or {}
+    load = ioc.get("ca_load")
     if load:
         if load.get("error"):
             return f"CA load: {load['error']}"
@@ -50,6 +51,12 @@ def held_problem(result: dict) -> str | None:
         mon = load.get("monitor") or {}
         if mon and load.get("records") and (mon.get("connected") or 0) < load["records"]:
             return f"CA monitor connected {mon.get('connected') or 0} of {load['records']} records"
+        scanned = scan_events_hz(load.get("records"), (ioc.get("spec") or {}).get("scan"))
+        if mon and scanned and (mon.get("rate_hz") or 0) < HELD_FRACTION * scanned:
+            return (
+                f"CA monitor saw {mon.get('rate_hz') or 0:,.0f} events/s of the {scanned:,.0f} the records' periodic "
+                "scan makes: the IOC's scan thread or its CA server fell behind"
+            )
     stats, params = result.get("stats") or {}, dict(result.get("params") or {})
     if params.get("period_ns") and not params.get("interval_ns"):  # the probe's header says its period so
         params["interval_ns"] = params["period_ns"]
@@ -59,6 +66,16 @@ def held_problem(result: dict) -> str | None:
     if measured and expected and (stats.get("count") or 0) < HELD_FRACTION * expected:
         return f"the probe made {stats.get('count') or 0:,} of the {expected:,} samples its rate asks"
     return None
+
+
+def scan_events_hz(records: int | None, scan: str | None) -> float | None:
+    """Monitor events per second the load records' periodic scan makes (each processing changes their value):
+    records / the scan period ('.1 second' -> 10 per record); None when not known."""
+    try:
+        period_s = float(str(scan).split()[0])
+    except (ValueError, IndexError):
+        return None
+    return records / period_s if records and period_s > 0 else None
 
 
 def queue_problem(queues: dict | None) -> str | None:
