@@ -167,16 +167,19 @@ def test_a_callback_queue_overflow_breaks_the_step_and_is_named():
 
 
 def test_what_gave_first_is_named_from_the_ioc_evidence():
+    cpu = {"ioc_threads_s": {"cbLow": 0.5, "CAS-client": 0.1}, "ioc_span_s": 1.0}
     carried = {"stages_p99_ns": {"wake": 20_000, "dispatch": 40_000, "total": 90_000}, "queues": queues(high=2),
-               "cpu": {"ioc_threads_s": {"cbLow": 0.5, "CAS-client": 0.1}}}  # fmt: skip
+               "cpu": cpu}  # fmt: skip
     broke = {"stages_p99_ns": {"wake": 30_000, "dispatch": 400_000, "total": 500_000}, "queues": queues(high=40),
-             "cpu": {"ioc_threads_s": {"cbLow": 0.55, "CAS-client": 0.4}}}  # fmt: skip
+             "cpu": {"ioc_threads_s": {"cbLow": 0.55, "CAS-client": 0.95}, "ioc_span_s": 1.0}}  # fmt: skip
     text = cap_run.what_broke(carried, broke)
     assert "stage dispatch p99 400us (was 40us: x10.0, the stage that grew most)" in text
-    assert "IOC thread CAS-client used 0.40 s of CPU (grew most, was 0.10 s)" in text
+    assert "IOC thread CAS-client at 95% of a CPU (grew most, saturated, was 10%)" in text
     assert "high-water low 40, medium 0, high 0 of 2000 (was low 2, medium 0, high 0 of 2000)" in text
     alone = cap_run.what_broke(None, broke)  # the start broke: the largest stage, the busiest thread
-    assert "stage dispatch p99 400us (the largest stage)" in alone and "IOC thread cbLow" in alone
+    assert "stage dispatch p99 400us (the largest stage)" in alone and "IOC thread CAS-client at 95%" in alone
+    same = {**broke, "stages_p99_ns": {"wake": 21_000, "dispatch": 41_000}}
+    assert "no response stage's p99 grew x1.5" in cap_run.what_broke(carried, same)
     assert cap_run.what_broke(None, {"stats": {}}) == ""  # no IOC evidence (another probe): nothing named
 
 

@@ -22,6 +22,8 @@ from rtqual.units import format_ns
 HELD_FRACTION = 0.9  # a load (or the probe's own rate) below 90 % of what was asked was not held
 STAT_KEYS = ("count", "p50_ns", "p99_ns", "p999_ns", "max_ns")
 GREW_FRACTION = 0.1  # a thread whose CPU grew by a tenth of the busiest one's is named as the one that grew
+STAGE_GREW = 1.5  # a response stage whose p99 grew less than this is not named as what gave
+SATURATED_PCT = 90  # an IOC thread using this much of a CPU over a step is saturated
 
 
 def _cpu_times() -> tuple[int, int] | None:
@@ -125,7 +127,8 @@ def evidence(result: dict, value: float, host_busy_pct: float | None) -> dict:
     outcome, cause = classify(result)
     cpu = {"host_busy_pct": host_busy_pct}
     if ioc.get("cpu"):
-        cpu.update(ioc_pct=ioc["cpu"].get("cpu_pct"), ioc_threads_s=ioc["cpu"].get("threads_s"))
+        c = ioc["cpu"]
+        cpu.update(ioc_pct=c.get("cpu_pct"), ioc_threads_s=c.get("threads_s"), ioc_span_s=c.get("span_s"))
     stages = (result.get("probe_summary") or {}).get("stages") or {}
     return {
         "value": _number(value),
@@ -146,31 +149,45 @@ def _grew(now: float | None, before: float | None) -> float:
     return now / before if now and before else 0.0
 
 
+def _thread_pct(step: dict | None) -> dict[str, float]:
+    """The IOC's threads' CPU over a step, % of one CPU (threads_s over the span the service measured)."""
+    cpu = (step or {}).get("cpu") or {}
+    span = cpu.get("ioc_span_s")
+    return {k: 100 * v / span for k, v in (cpu.get("ioc_threads_s") or {}).items()} if span else {}
+
+
 def what_broke(carried: dict | None, broke: dict) -> str:
     """What gave first, named from the IOC's own evidence: the response stage whose p99 grew most from the last step
-    carried to the first that broke (or the largest, without a step carried), the IOC thread whose CPU grew most
-    (or the busiest) and the callback queues' high-water marks then and now; '' without such evidence."""
+    carried to the first that broke (or the largest, without a step carried; none named when no stage grew
+    STAGE_GREW times), the IOC thread whose CPU grew most (or the busiest; 'saturated' at SATURATED_PCT of a CPU)
+    and the callback queues' high-water marks then and now; '' without such evidence."""
     parts = []
     now, was = broke.get("stages_p99_ns") or {}, (carried or {}).get("stages_p99_ns") or {}
     named = {k: v for k, v in now.items() if v and k != "total"}
     if named:
         stage = max(named, key=lambda k: (_grew(named[k], was.get(k)), named[k]))
-        words = f"stage {stage} p99 {format_ns(named[stage])}"
-        if was.get(stage):
-            words += f" (was {format_ns(was[stage])}: x{_grew(named[stage], was[stage]):.1f}, the stage that grew most)"
+        grew = _grew(named[stage], was.get(stage))
+        if not was:
+            parts.append(f"stage {stage} p99 {format_ns(named[stage])} (the largest stage)")
+        elif grew >= STAGE_GREW:
+            parts.append(
+                f"stage {stage} p99 {format_ns(named[stage])} (was {format_ns(was[stage])}: x{grew:.1f}, the stage "
+                "that grew most)"
+            )
         else:
-            words += " (the largest stage)"
-        parts.append(words)
-    span = (broke.get("cpu") or {}).get("ioc_threads_s") or {}
-    span_was = ((carried or {}).get("cpu") or {}).get("ioc_threads_s") or {}
-    if span:
-        busiest = max(span, key=lambda k: span[k])
-        grown = max(span, key=lambda k: span[k] - span_was.get(k, 0.0))
-        growth = span[grown] - span_was.get(grown, 0.0)
-        thread = grown if span_was and growth > GREW_FRACTION * span[busiest] else busiest
-        words = "grew most" if thread == grown and span_was and growth > GREW_FRACTION * span[busiest] else "busiest"
-        was = f", was {span_was.get(thread, 0.0):.2f} s" if span_was else ""
-        parts.append(f"IOC thread {thread} used {span[thread]:.2f} s of CPU ({words}{was})")
+            parts.append(f"no response stage's p99 grew x{STAGE_GREW:g} (the probe's own path held)")
+    pct, pct_was = _thread_pct(broke), _thread_pct(carried)
+    if pct:
+        busiest = max(pct, key=lambda k: pct[k])
+        grown = max(pct, key=lambda k: pct[k] - pct_was.get(k, 0.0))
+        by_growth = bool(pct_was) and pct[grown] - pct_was.get(grown, 0.0) > GREW_FRACTION * pct[busiest]
+        thread = grown if by_growth else busiest
+        words = ["grew most" if by_growth else "busiest"]
+        if pct[thread] >= SATURATED_PCT:
+            words.append("saturated")
+        if pct_was:
+            words.append(f"was {pct_was.get(thread, 0.0):.0f}%")
+        parts.append(f"IOC thread {thread} at {pct[thread]:.0f}% of a CPU ({', '.join(words)})")
     q_now, q_was = queue_note(broke.get("queues")), queue_note((carried or {}).get("queues"))
     if q_now:
         parts.append(q_now + (f" (was {q_was.removeprefix('callback queues high-water ')})" if q_was else ""))
