@@ -188,6 +188,9 @@ def what_broke(carried: dict | None, broke: dict) -> str:
         if pct_was:
             words.append(f"was {pct_was.get(thread, 0.0):.0f}%")
         parts.append(f"IOC thread {thread} at {pct[thread]:.0f}% of a CPU ({', '.join(words)})")
+        total, total_was = (broke.get("cpu") or {}).get("ioc_pct"), ((carried or {}).get("cpu") or {}).get("ioc_pct")
+        if total is not None:
+            parts.append(f"the IOC at {total:.0f}% of a CPU in all" + (f" (was {total_was:.0f}%)" if total_was else ""))
     q_now, q_was = queue_note(broke.get("queues")), queue_note((carried or {}).get("queues"))
     if q_now:
         parts.append(q_now + (f" (was {q_was.removeprefix('callback queues high-water ')})" if q_was else ""))
