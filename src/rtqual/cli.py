@@ -33,6 +33,7 @@ COMMANDS = {
     "table": "rtqual.commands.table",
     "tail": "rtqual.commands.tail",
     "advise": "rtqual.advise.command",
+    "capacity": "rtqual.capacity.command",
     "fleet": "rtqual.commands.fleet",
 }
 

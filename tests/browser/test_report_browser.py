@@ -279,3 +279,40 @@ def test_aps_report_has_no_horizontal_scroll_at_1300_px(tmp_path, rtqual_cmd, br
         assert wide == 0
     finally:
         ctx.close()
+
+
+def test_a_capacity_sweep_draws_its_figures_with_the_knee(tmp_path, rtqual_cmd, browser):
+    """A capacity bundle (capacity.json beside a run's cases): the Capacity section opens offline with its answer as
+    `show --json` says it, the latency and queue figures drawn with both axis labels and the knee marked."""
+    from rtqual.results.bundle import write_own
+
+    script = tmp_path / "s.script"
+    script.write_text("sample 0 5000\nsample 0 7000\nprogress\n")
+    b = tmp_path / "b"
+    assert rtqual_cmd("run", "fake", "--script", script, "-o", b, "-q", "--store", "off").returncode == 0
+    q = {
+        "size": 2000,
+        **{p: {"used": 0, "high_water": i, "overflows": 0} for i, p in enumerate(("low", "medium", "high"))},
+    }
+    steps = [{"value": v, "case": "001-fake", "stats": {"count": 2, "p50_ns": 5000 * v, "p99_ns": 7000 * v,
+              "max_ns": 9000 * v}, "queues": q, "cpu": {}, "verdict": "pass" if v < 8 else "fail", "cause": "x"}
+             for v in (1, 2, 4, 6, 7, 8)]  # fmt: skip
+    doc = {"dimension": "records", "unit": "records", "requirements": ["p99 <= 50us"], "steps": steps}
+    doc.update(carries=7, breaks_at=8, cause="x", answer="carries up to 7 records; breaks at 8 records because x")
+    write_own(b, "capacity.json", json.dumps(doc))
+    out = tmp_path / "report.html"
+    assert rtqual_cmd("report", b, "-o", out).returncode == 0
+    ctx, page, errors, requests = open_offline(browser, out)
+    try:
+        assert errors == [] and requests == []
+        shown = json.loads(rtqual_cmd("show", b, "--json").stdout)["capacity"]
+        assert page.locator("#capacity-answer").text_content() == shown["answer"]
+        figs = [f for f in drawn_figures(page) if f["title"].startswith("Capacity")]
+        assert len(figs) == 2
+        for f in figs:
+            assert f["width"] > 100 and f["paths"] >= 1 and len(f["labels"]) == 2 and all(f["labels"]), f
+        marks = page.evaluate("() => [...document.querySelectorAll('#capacity-figures text.mark-label')]"
+                              ".map(t => t.textContent)")  # fmt: skip
+        assert "knee: carries 7, breaks 8" in marks
+    finally:
+        ctx.close()

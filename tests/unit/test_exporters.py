@@ -7,7 +7,8 @@ from pathlib import Path
 import rtqual.publish
 
 PUBLISH = Path(rtqual.publish.__file__).parent
-SHARED = {"rtqual.publish.views", "rtqual.publish.hostview", "rtqual.publish.advise"}  # rows, cells, advice
+# rows, cells, advice text, a capacity sweep's lines and plot data: no exporter
+SHARED = {"rtqual.publish.views", "rtqual.publish.hostview", "rtqual.publish.advise", "rtqual.publish.capacity"}
 OWN_PARTS = {  # the HTML report draws its figures with svgplot, and its tail section with rtqual tail's own part
     "htmlreport": {"rtqual.publish.svgplot", "rtqual.publish.tail"},
     "tail": {"rtqual.publish.svgplot"},  # rtqual tail's return-level plot

@@ -14,7 +14,8 @@ PACKAGE = Path(rtqual.__file__).resolve().parent
 LAYERS = ["cli", "commands", "scenario", "measure", "publish", "answers", "results", "base"]  # top first
 RANK = {"cli": 0, "commands": 1, "scenario": 2, "measure": 3, "publish": 3, "answers": 4, "results": 5, "base": 6}
 TOP = {"cli", "__main__"}
-COMMANDS = {"commands", "advise", "monitor", "selftest"}  # one module per command; a command package of its own
+# one module per command; a command package of its own
+COMMANDS = {"commands", "advise", "capacity", "monitor", "selftest"}
 
 
 def module_name(path: Path) -> str:

@@ -42,13 +42,28 @@ def run(a, argv: list[str]) -> int:
                for p in [a.bundle_a, a.bundle_b, *a.more]]  # fmt: skip
     data = [report.bundle_view(b) for b in bundles]  # the one bundle view: facts, caveats, histograms
     if len(data) == 2:
-        a_, b_ = data
-        emit(a.json, lambda: compare.compare_json(a_, b_, match), lambda: compare.compare_text(a_, b_, match))
+        out = compare.compare_json(data[0], data[1], match) if a.json else compare.compare_text(data[0], data[1], match)
     else:
-        emit(a.json, lambda: compare.compare_many_json(data, match), lambda: compare.compare_many_text(data, match))
+        out = compare.compare_many_json(data, match) if a.json else compare.compare_many_text(data, match)
+    out = with_capacity(out, [b.capacity for b in bundles], data)
+    emit(a.json, out, str(out))
     if a.report:
         from rtqual.publish import htmlreport
 
         path = htmlreport.write_compare(bundles, Path(a.report), match)
         print(f"report: {path}", file=sys.stderr if a.json else sys.stdout)
     return damage_exit(bundles)
+
+
+def with_capacity(out, docs: list[dict | None], data: list[dict]):
+    """The comparison with the capacity sweeps among the bundles (rtqual capacity): under `capacity` in JSON
+    ({bundle name: capacity.json}), each answer and the p99 per load in text; unchanged without any."""
+    from rtqual.answers.compare import bundle_names
+    from rtqual.publish import capacity
+
+    named = [(n, d) for n, d in zip(bundle_names(data), docs) if d]
+    if not named:
+        return out
+    if isinstance(out, dict):
+        return {**out, "capacity": dict(named)}
+    return out + "\n\n" + "\n".join(capacity.compare_lines(named))

@@ -12,6 +12,7 @@ from rtqual.answers.answer import answer_lines, answers
 from rtqual.answers.requirements import describe
 from rtqual.answers.verdict import headline
 from rtqual.probes import has_section
+from rtqual.publish import capacity as capacity_view
 from rtqual.publish.hostview import host_rows
 from rtqual.publish.views import (
     PERCENTILE_NOTE,
@@ -98,6 +99,8 @@ def show_text(data: dict, table: str | None = None, env_lines: Sequence[str] = (
     m = data["manifest"]
     env = data.get("environment")
     lines = answer_lines(bundle_answer(data), env_lines or (environment_mod.host_sentences(env) if env else []))
+    if data.get("capacity"):  # a capacity sweep: its answer first, the steps' own answers after it
+        out += [*capacity_view.lines(data["capacity"]), ""]
     if lines:
         out += ["answer:", *(f"  {clean(line)}" for line in lines), ""]
     out.append(
@@ -212,6 +215,7 @@ def show_json(data: dict) -> dict:
         "verdict": data["manifest"].get("verdict"),
         "answer": bundle_answer(data),
         **({"capability": data["manifest"]["capability"]} if "capability" in data["manifest"] else {}),
+        **({"capacity": data["capacity"]} if data.get("capacity") else {}),
     }
 
 

@@ -242,9 +242,12 @@ def chart(fig: Figure) -> str:
     for value, text in [] if bars else fig.marks:
         if sx.lo <= value <= sx.hi:
             px = sx(value)
+            # a label in the right half reads leftwards from its line: never clipped by the frame's right edge
+            right_half = px > (left + width - right) / 2
+            tx, anchor = (px - 3, ' text-anchor="end"') if right_half else (px + 3, "")
             out.append(
                 f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{top}" y2="{height - bottom}" class="mark"/>'
-                f'<text x="{px + 3:.1f}" y="{height - bottom - 4}" class="mark-label">{escape(text)}</text>'
+                f'<text x="{tx:.1f}" y="{height - bottom - 4}" class="mark-label"{anchor}>{escape(text)}</text>'
             )
     out.append("</g>")
     out += _legend(series, palette, bars, left, top, width - right)

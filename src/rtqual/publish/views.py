@@ -418,6 +418,8 @@ def bundle_view(model: Model) -> dict:
     one left out), so the answer counts the samples over a limit."""
     data = {**model.as_dict(), "environment": environment_of(model)}
     data["caveats"] = caveats.records(data["environment"], data["cases"])
+    if model.capacity is not None:  # a capacity sweep's answer (capacity.json)
+        data["capacity"] = model.capacity
     data["facts"], data["tuning"], data["plan"] = model.facts("before"), model.tuning(), model.plan or {}
     data["hists"], data["cpu_hists"] = {}, {}
     for r in data["cases"]:

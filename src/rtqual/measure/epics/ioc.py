@@ -378,6 +378,7 @@ class Ioc:
         self.log = self.dir / "ioc.log"
         self.proc: subprocess.Popen | None = None
         self.ready: dict = {}
+        self.end: dict = {}  # the IOC's end message (its callback queues), after stop()
         self._w = self._r = -1
         self._buf = b""
 
@@ -494,7 +495,8 @@ class Ioc:
                     pass
             signal_group(pgid, signal.SIGKILL)  # anything left in the group
             rc = self.proc.wait()
-            if self.proc.stdout:
+            if self.proc.stdout and not self.proc.stdout.closed:  # a second stop() reads nothing again
+                self.end = _end_message(_rest(self.proc.stdout.fileno()))
                 self.proc.stdout.close()
         if self._own_dir:
             shutil.rmtree(self.dir, ignore_errors=True)
@@ -530,3 +532,27 @@ class Ioc:
                 out.append(RESPONSE.unpack_from(self._buf))
                 self._buf = self._buf[RESPONSE.size :]
         return out
+
+
+def _rest(fd: int, wait_s: float = 1.0) -> bytes:
+    """What is left on the IOC's stdout once it exited, never waiting more than wait_s (a process that kept the
+    pipe open cannot hold the stop)."""
+    out, deadline = b"", time.monotonic() + wait_s
+    while (left := deadline - time.monotonic()) > 0 and select.select([fd], [], [], left)[0]:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        out += chunk
+    return out
+
+
+def _end_message(rest: bytes) -> dict:
+    """The IOC's last JSON line of type "end" (iocmain: its callback queues), {} if it wrote none."""
+    for line in reversed(rest.splitlines()):
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(msg, dict) and msg.get("type") == "end":
+            return msg
+    return {}

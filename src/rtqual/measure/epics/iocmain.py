@@ -261,10 +261,44 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(args.orphan_removes, ignore_errors=True)
         return 0
     try:
-        proto.write(json.dumps({"type": "end", "signal": stop["sig"]}) + "\n")
+        end = {"type": "end", "signal": stop["sig"], "callback_queues": callback_queues(epics)}
+        proto.write(json.dumps(end) + "\n")
     except BrokenPipeError:
         pass
     return 0  # atexit: epicsExitCallAtExits stops the device support threads and the servers
+
+
+CALLBACK_PRIORITIES = ("low", "medium", "high")  # callback.h: priorityLow, priorityMedium, priorityHigh
+
+
+class _QueueStats(ctypes.Structure):
+    """callback.h's callbackQueueStats (EPICS 7.0.2 and later)."""
+
+    _fields_ = [
+        ("size", ctypes.c_int),
+        ("numUsed", ctypes.c_int * 3),
+        ("maxUsed", ctypes.c_int * 3),
+        ("numOverflow", ctypes.c_int * 3),
+    ]
+
+
+def callback_queues(epics: _Epics) -> dict | None:
+    """The callback queues as the IOC ran them (callbackQueueStatus, like iocsh's callbackQueueShow): their size
+    and, per priority, the entries in use now, the high-water mark since iocInit and the overflows (requests
+    refused: queue full); None on a base without callbackQueueStatus."""
+    status = getattr(epics.dbCore, "callbackQueueStatus", None)
+    if status is None:
+        return None
+    q = _QueueStats()
+    if status(0, ctypes.byref(q)):
+        return None
+    return {
+        "size": q.size,
+        **{
+            name: {"used": q.numUsed[i], "high_water": q.maxUsed[i], "overflows": q.numOverflow[i]}
+            for i, name in enumerate(CALLBACK_PRIORITIES)
+        },
+    }
 
 
 def orphaned(parent: int, sig: int, wait_s: float = 2.0) -> bool:

@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import sys
+import time
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,35 @@ def ioc_threads(pid: int) -> list[dict]:
             }
         )
     return out
+
+
+def thread_cpu_s(pid: int) -> dict[str, float]:
+    """CPU seconds (user + system) used so far by the process's threads, summed per thread name (EPICS names its
+    threads by role: cbLow, scan-0.1, CAS-client, ...); {} once the process is gone."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[str, float] = {}
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return out
+    for task in tasks:
+        try:
+            stat = (task / "stat").read_text()
+        except OSError:
+            continue
+        comm = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2 :].split()  # fields[11], [12]: stat fields 14 utime, 15 stime
+        out[comm] = out.get(comm, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+def cpu_used(before: dict[str, float], after: dict[str, float], span_s: float) -> dict:
+    """The IOC's CPU over a span, per thread name (seconds, busiest first) and in all (% of one CPU)."""
+    used = {k: round(v - before.get(k, 0.0), 3) for k, v in after.items()}
+    used = {k: v for k, v in sorted(used.items(), key=lambda kv: -kv[1]) if v > 0}
+    total = sum(used.values())
+    return {"span_s": round(span_s, 3), "cpu_pct": round(100 * total / span_s, 1) if span_s > 0 else None,
+            "threads_s": used}  # fmt: skip
 
 
 def ioc_process_facts(pid: int) -> dict:
@@ -202,8 +232,10 @@ class IocService:
                         file=sys.stderr,
                         flush=True,
                     )
+                    cpu0, t0 = thread_cpu_s(self.ioc.proc.pid), time.monotonic()
                     yield info
                     info["alive_at_end"] = self.ioc.alive()
+                    info["cpu"] = cpu_used(cpu0, thread_cpu_s(self.ioc.proc.pid), time.monotonic() - t0)
                 finally:
                     clients.close()  # the CA clients first, while the IOC still serves them
                     if load:
@@ -212,6 +244,8 @@ class IocService:
                         except RtqError as e:
                             info["ca_load"] = {"records": spec["records"], "error": str(e)}
                     info["exit_code"] = self.ioc.stop()
+                    if self.ioc.end.get("callback_queues"):  # high-water marks and overflows (iocmain's end)
+                        info["callback_queues"] = self.ioc.end["callback_queues"]
 
         return running()
 

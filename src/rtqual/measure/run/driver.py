@@ -5,6 +5,7 @@ order of cases; each case is run and written at once by rtqual.measure.run.runne
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +38,13 @@ class Run:
         raw_mb: int = 0,
         plan: dict | None = None,
         scenario_toml: str | None = None,
+        more: Callable[[dict | None], dict | None] | None = None,
     ):
         self.cases = [Case.from_plan(c) for c in cases]
-        self.plan = plan if plan is not None else {"schema_version": 1, "cases": cases}
+        # after the given cases, the next one decided from the last result (None: the run is done): a sweep's
+        # steps (rtqual.capacity), each checked just before it runs and added to plan.json
+        self.more = more
+        self.plan: dict[str, Any] = plan if plan is not None else {"schema_version": 1, "cases": cases}
         self.argv, self.output, self.quiet, self.raw_mb = argv, output, quiet, raw_mb
         self.scenario_toml = scenario_toml
         self.services: dict[str, Any] = {}  # case id -> its service (started only around its probe)
@@ -54,12 +59,32 @@ class Run:
         /dev): one-line RtqError before anything runs."""
         outside_system_trees(self.output, "cannot create bundle")
         for case in self.cases:
-            svc, args = prepare(case.probe, case.run_as, case.args, case.service, case.require)
-            if svc is not None:
-                self.services[case.id] = svc
-            loads = self.loads[case.id] = LoadSet([make_load(spec) for spec in case.loads])
-            loads.prepare_all()
-            self.runnable.append(case.with_args(args))
+            self.runnable.append(self._prepare(case))
+
+    def _prepare(self, case: Case) -> Case:
+        """One case's service made and its probe's options checked, its loads prepared: the runnable case."""
+        svc, args = prepare(case.probe, case.run_as, case.args, case.service, case.require)
+        if svc is not None:
+            self.services[case.id] = svc
+        loads = self.loads[case.id] = LoadSet([make_load(spec) for spec in case.loads])
+        loads.prepare_all()
+        return case.with_args(args)
+
+    def _next(self, last: dict | None, b: bundle_mod.Bundle, display: TerminalDisplay, cond: Conditions) -> Case | None:
+        """The case `more` decides after the last result, checked and added to the plan (plan.json rewritten
+        before it runs: a kill leaves a plan naming it); None when the run is done."""
+        spec = self.more(last) if self.more else None
+        if spec is None:
+            return None
+        case = Case.from_plan(spec)
+        runnable = self._prepare(case)
+        for temp in getattr(self.services.get(case.id), "temp_paths", list)():  # as execute() does for the first
+            cond.note_temp(temp)
+        self.cases.append(case)
+        self.plan["cases"].append(spec)
+        display.cases.append(case.view())
+        bundle_mod.write_json(b.path / "plan.json", self.plan)
+        return runnable
 
     def execute(self) -> Model:
         """Run every case into a new bundle (checked first if not yet); the bundle's result model (its files
@@ -89,10 +114,12 @@ class Run:
                 bundle_mod.write_json(b.path / "plan.json", self.plan)
                 if self.scenario_toml is not None:
                     bundle_mod.write_text(b.path / "scenario.toml", self.scenario_toml)
-                for case in self.runnable:
-                    if guard.signum:
+                queue, last = list(self.runnable), None
+                while not guard.signum and (queue or self.more):
+                    case = queue.pop(0) if queue else self._next(last, b, display, cond)
+                    if case is None:
                         break
-                    result = run_case(
+                    last = run_case(
                         case,
                         b,
                         display,
@@ -102,7 +129,7 @@ class Run:
                         self.services.get(case.id),
                         raw_bytes=self.raw_mb * 1024 * 1024,
                     )
-                    verdicts.append(result["verdict"])
+                    verdicts.append(last["verdict"])
             except RtqError:
                 failed = True
                 raise

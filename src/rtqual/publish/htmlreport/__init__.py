@@ -1,8 +1,10 @@
 """`rtqual report` and `rtqual compare --report`: self-contained HTML pages (styles and figures inline,
 nothing fetched) and the same figures as PNG/SVG files for papers and slides. One module per page: the bundle
-page (page.py), the comparison page (comparison.py), and the figures both draw (figures.py); both read
+page (page.py), the comparison page (comparison.py), the figures both draw (figures.py) and a capacity sweep's
+section (capacity.py); both read
 bundles through the one bundle view (rtqual.publish.views.bundle_view)."""
 
+from rtqual.publish.htmlreport.capacity import capacity_compare_html, capacity_figures, capacity_html
 from rtqual.publish.htmlreport.comparison import differences_html, render_compare, write_compare
 from rtqual.publish.htmlreport.figures import (
     BINS_PER_DECADE,
@@ -41,6 +43,9 @@ from rtqual.publish.htmlreport.page import (
 __all__ = [
     "BINS_PER_DECADE",
     "CSS",
+    "capacity_compare_html",
+    "capacity_figures",
+    "capacity_html",
     "ENVELOPE_POINTS",
     "HIST_BINS",
     "OverTime",

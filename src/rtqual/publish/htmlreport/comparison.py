@@ -12,6 +12,7 @@ from pathlib import Path
 from rtqual.answers import caveats, compare, environment, summary
 from rtqual.errors import RtqError
 from rtqual.publish import views
+from rtqual.publish.htmlreport.capacity import capacity_compare_html
 from rtqual.publish.htmlreport.figures import _merged, _slug, hist_figure, log_hist_series, tail_series, threshold_marks
 from rtqual.publish.htmlreport.page import CSS, _stat_td, _table, _write, load_bundle
 from rtqual.publish.svgplot import PALETTE, Axis, Figure, Series, chart, split
@@ -339,6 +340,7 @@ def render_compare(bundles: list[dict], match: compare.Match | None = None) -> s
         compare.host_aspects(b) | {d["id"]: d["values"][i] for d in settings} | ran[i] for i, b in enumerate(bundles)
     ]
     out.append(differences_html(aspects, names, "differences"))
+    out.append(capacity_compare_html(bundles, names))
     out += study_sections(bundles, names)
     for group in compare.groups(bundles):
         sub, sub_names = [bundles[i] for i in group], [names[i] for i in group]

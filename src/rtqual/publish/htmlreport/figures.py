@@ -354,4 +354,7 @@ def bundle_figures(cases: list[dict]) -> list[Figure]:
 
 def figures(data: dict) -> list[Figure]:
     """Every figure of a bundle, in report order (for --png)."""
-    return bundle_figures(data["cases"]) + [f for r in data["cases"] for f in case_figures(r)]
+    from rtqual.publish.htmlreport.capacity import capacity_figures
+
+    own = capacity_figures(data["capacity"]) if data.get("capacity") else []
+    return own + bundle_figures(data["cases"]) + [f for r in data["cases"] for f in case_figures(r)]

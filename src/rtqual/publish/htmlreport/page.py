@@ -18,6 +18,7 @@ from rtqual.answers.verdict import NOT_JUDGED, headline
 from rtqual.errors import RtqError
 from rtqual.publish import views
 from rtqual.publish.hostview import host_rows
+from rtqual.publish.htmlreport.capacity import capacity_html
 from rtqual.publish.htmlreport.figures import OverTime, bundle_figures, case_figures, figures
 from rtqual.publish.svgplot import chart
 from rtqual.publish.tail import tail_section
@@ -261,6 +262,8 @@ def bundle_section(data: dict) -> str:
         out.append('<h2>Capability summary</h2><ul id="capability">')
         out += [f"<li>{escape(s)}</li>" for s in lines]
         out.append("</ul>")
+    if data.get("capacity"):
+        out.append(capacity_html(data["capacity"]))
     out.append("<h2>Summary</h2>" + summary_html(data))
     figs = bundle_figures(data["cases"])
     if figs:

@@ -375,6 +375,15 @@ class Model(Mapping):
             return None
         return st if isinstance(st, dict) else None
 
+    @cached_property
+    def capacity(self) -> dict | None:
+        """A capacity sweep's steps and answer (capacity.json) when this bundle is a sweep's, else None."""
+        try:
+            doc = self.read_json(names.CAPACITY)
+        except Unreadable:
+            return None
+        return doc if isinstance(doc, dict) and isinstance(doc.get("steps"), list) else None
+
 
 def _upgrade(manifest: dict) -> dict:
     """Convert an older manifest to today's shape (pyperf's _json_load(version, ...) habit). Schema 1 as

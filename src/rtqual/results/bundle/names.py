@@ -6,6 +6,7 @@ rtqual-<host>-<YYYYmmdd-HHMMSS>/
   plan.json              the expanded cases
   report.html            the run's HTML report (rtqual report BUNDLE rewrites it)
   selftest.json          a selftest's answer (rtqual selftest)
+  capacity.json          a capacity sweep's steps and answer (rtqual capacity)
   host/                  facts-before.json, facts-after.json, tunables-before.json, tunables-after.json,
                          tuning-before.json,
                          changes.json (the change journal `rtqual restore` reads)
@@ -22,6 +23,7 @@ PLAN = "plan.json"
 SCENARIO = "scenario.toml"
 REPORT = "report.html"
 SELFTEST = "selftest.json"
+CAPACITY = "capacity.json"
 HOST = "host"
 FACTS_BEFORE = "host/facts-before.json"
 FACTS_AFTER = "host/facts-after.json"
