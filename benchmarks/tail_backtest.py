@@ -24,7 +24,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from rtqual.answers import tail
+from rtqual.answers.evidence import tail
 from rtqual.publish.tail import case_blocks
 from rtqual.results import bundle, rawfile
 from rtqual.results.blockmax import from_samples

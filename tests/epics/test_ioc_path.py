@@ -7,7 +7,7 @@ import json
 import pytest
 from helpers import case_result, rtqual, run_args
 
-from rtqual.answers import iocpath
+from rtqual.answers.advice import iocpath
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import pytest
 from test_hostile_bundles import FROZEN, seal
 
 from conftest import rtqual_run
-from rtqual.answers import advise
+from rtqual.answers.advice import advise
 from rtqual.publish import advise as shown
 
 MARK = "PWNED"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from conftest import needs_probe
 from rtqual.advise import measure as measuring
-from rtqual.answers import advise
+from rtqual.answers.advice import advise
 from rtqual.measure.conditions import journal as journal_mod
 from rtqual.measure.conditions import restore
 from rtqual.measure.host import facts as hf

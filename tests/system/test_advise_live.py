@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import needs_probe, needs_root, rtqual_argv, rtqual_run
-from rtqual.answers import advise
+from rtqual.answers.advice import advise
 from rtqual.measure.host import facts as hf
 from rtqual.measure.host import tuning
 

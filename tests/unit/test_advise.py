@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import rtqual_run
-from rtqual.answers import advise
+from rtqual.answers.advice import advise
 from rtqual.measure.conditions import applier, journal
 from rtqual.measure.host import facts as hf
 from rtqual.measure.host import tuning

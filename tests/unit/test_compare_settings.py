@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 from rtqual import cli
-from rtqual.answers.advise import SETTINGS, settings
+from rtqual.answers.advice.advise import SETTINGS, settings
 from rtqual.answers.compare import settings_differ, settings_text
 from rtqual.measure.host import facts, tuning
 

@@ -1,4 +1,4 @@
-"""An IOC's path (rtqual.answers.iocpath): IOC threads against interrupt threads, and where a traced
+"""An IOC's path (rtqual.answers.advice.iocpath): IOC threads against interrupt threads, and where a traced
 response's time went, on synthetic trace text (tracefs format) with known answers."""
 
 import json
@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from rtqual import cli
-from rtqual.answers import iocpath
+from rtqual.answers.advice import iocpath
 
 T0 = 1000 * 1_000_000_000  # t_stim: 1000 s on the mono clock
 

@@ -213,7 +213,7 @@ def test_a_lower_bound_margin_has_the_right_sign():
 
 
 def test_a_return_level_lower_bound_that_passes_is_not_over_the_limit():
-    from rtqual.answers import tail
+    from rtqual.answers.evidence import tail
 
     fitted = {
         "verdict": "bounded",

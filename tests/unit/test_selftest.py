@@ -1,7 +1,7 @@
 """The selftest's pure checks on synthetic samples: stalls matched by time, the lie caught, natural spikes
 tolerated up to the measured rate, histograms and percentiles against their recomputation."""
 
-from rtqual.answers import selftest as judged
+from rtqual.answers.evidence import selftest as judged
 from rtqual.answers.verdict import exit_code
 from rtqual.results.hist import Histogram
 from rtqual.selftest import run as selftest

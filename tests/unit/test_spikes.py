@@ -1,4 +1,4 @@
-"""Spike analysis (rtqual.answers.spikes) and the tracer's pure helpers (rtqual.measure.host.trace) on recorded
+"""Spike analysis (rtqual.answers.evidence.spikes) and the tracer's pure helpers (rtqual.measure.host.trace) on recorded
 tracefs text."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rtqual.answers import spikes
+from rtqual.answers.evidence import spikes
 from rtqual.measure.host import trace
 from rtqual.publish import report, views
 

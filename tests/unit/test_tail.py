@@ -8,7 +8,8 @@ import warnings
 import pytest
 
 import tail_synth  # tests/: synthetic streams with known tails
-from rtqual.answers import requirements, tail
+from rtqual.answers import requirements
+from rtqual.answers.evidence import tail
 from rtqual.results.blockmax import BlockMaxima, from_records, from_samples
 
 CASES = [(xi, clustered) for xi in (-0.2, 0.0, 0.2) for clustered in (False, True)]

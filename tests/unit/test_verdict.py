@@ -202,7 +202,7 @@ def test_no_other_module_ranks_verdicts_or_maps_them_to_exit_codes():
 def test_a_failed_analysis_leaves_the_requirement_undecided_and_keeps_the_case(monkeypatch):
     """An analysis after the fact (the tail fit of return()) that raises makes its requirement inconclusive
     "analysis failed (why)"; the case keeps its statistics and the other requirements their verdicts."""
-    from rtqual.answers import tail
+    from rtqual.answers.evidence import tail
 
     def broken(*a, **k):
         raise ValueError("f(a) and f(b) must have different signs")

@@ -1,6 +1,6 @@
 """`rtqual advise`: what to change on this host for real-time work (docs/advise.md). add_arguments declares
 the options, run() checks them, reads the facts (the live host, a recorded tree, or a bundle's), runs the
-checks (rtqual.answers.advise), measures the run-time fixes A/B with --measure (rtqual.advise.measure) and
+checks (rtqual.answers.advice.advise), measures the run-time fixes A/B with --measure (rtqual.advise.measure) and
 prints text, --short, --json or --emit (rtqual.publish.advise)."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import re
 import sys
 from pathlib import Path
 
-from rtqual.answers import advise
-from rtqual.answers.hostchecks import MAX_CPUS
+from rtqual.answers.advice import advise
+from rtqual.answers.advice.hostchecks import MAX_CPUS
 from rtqual.answers.requirements import PROFILES, gather
 from rtqual.commands.common import load_bundle, output_dir
 from rtqual.errors import RtqError
@@ -135,9 +135,9 @@ def run(a, argv: list[str]) -> int:
 
 def advise_bundle(path: str, cpus, priority, texts: list, name: str, inputs) -> dict:
     """`advise --bundle`: the checks over the host facts a bundle recorded, weighed against the requirement
-    with what the bundle measured, and the `ioc-threads` finding of each of its IOC cases (rtqual.answers.iocpath:
+    with what the bundle measured, and the `ioc-threads` finding of each of its IOC cases (answers.advice.iocpath:
     threads, interrupt threads, the traced responses' path)."""
-    from rtqual.answers import iocpath
+    from rtqual.answers.advice import iocpath
 
     model = load_bundle(path)
     before = model.facts("before")
@@ -153,7 +153,7 @@ def advise_bundle(path: str, cpus, priority, texts: list, name: str, inputs) -> 
 
 def live_ioc_finding(pid: int, root: str, tun: dict, inputs) -> dict:
     """`advise --ioc PID`: the running IOC's threads (below root) against the interrupt threads."""
-    from rtqual.answers import iocpath
+    from rtqual.answers.advice import iocpath
     from rtqual.measure.host import tuning
 
     threads = tuning.threads_of(pid, root)

@@ -5,7 +5,7 @@ The fixes' writes (a finding's knobs) become the "tunables" condition of plan ca
 put back after its case, in `finally`, and by `rtqual restore` after a kill), the signal guard, one probe session
 per case. A round measures the baseline and every fix once, in an order that alternates from round to round
 (so a drift of the host does not favour one arm); the bundle holds every round as a case. effects() compares
-each fix's rounds with the baseline's (rtqual.answers.advise.effects, which the report uses too), the rounds
+each fix's rounds with the baseline's (rtqual.answers.advice.advise.effects, which the report uses too), the rounds
 named by each plan case's "advise" (arm and round), never read back from the case ids.
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from rtqual.answers.advise import BASELINE, effects, measurable
+from rtqual.answers.advice.advise import BASELINE, effects, measurable
 from rtqual.results.bundle import Model
 
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from rtqual.answers import environment
-from rtqual.answers.advise import SETTINGS, settings
+from rtqual.answers.advice.advise import SETTINGS, settings
 from rtqual.errors import RtqError
 from rtqual.units import format_cpulist, format_ns
 

@@ -5,7 +5,7 @@ Grammar (docs/requirements.md):
     over(DURATION) OP PCT   share of samples above DURATION, in percent ("0.1%" or "0.1")
     overruns OP N           missed periods
     count OP N              samples measured
-    return(PERIOD) OP DURATION  the latency exceeded once per PERIOD (extreme-value fit, answers/tail.py)
+    return(PERIOD) OP DURATION  the latency exceeded once per PERIOD (extreme-value fit, answers/evidence/tail.py)
     OP: <= < >= > ==
 
 Every function here is pure: a requirement and a case's statistics (and histogram) in, a verdict out.
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rtqual.answers import tail
+from rtqual.answers.evidence import tail
 from rtqual.errors import RtqError
 from rtqual.results.hist import Histogram, needed_samples
 from rtqual.units import format_ns, parse_duration_ns
@@ -262,7 +262,7 @@ def evaluate(
     the margin (positive: room left) and a note when the number cannot carry the claim. cycle_ns: the period
     of the profile the requirement comes from; its `overruns` then counts missed cycles of that period (the
     probe's own overruns only when it sampled at that period, probe_ns). A return() requirement is judged on
-    the case's tail analysis (tail_case, answers/tail.py)."""
+    the case's tail analysis (tail_case, answers/evidence/tail.py)."""
     if req.stat == "return":
         return tail.requirement_verdict(req, tail_case)
     count = int(stats.get("count") or 0)

@@ -19,7 +19,7 @@ import signal
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from rtqual.answers import tail
+from rtqual.answers.evidence import tail
 from rtqual.answers.requirements import PROFILES, Requirement, describe, evaluate, probe_cycle_ns
 from rtqual.errors import EXIT_ERROR, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_PASS, EXIT_SKIP
 from rtqual.results.hist import Histogram

@@ -20,7 +20,7 @@ def add_arguments(p) -> None:
 
 
 def run(a, argv: list[str]) -> int:
-    from rtqual.answers import selftest
+    from rtqual.answers.evidence import selftest
     from rtqual.publish import report
 
     data = load_bundle(a.bundle)

@@ -91,8 +91,8 @@ class Outputs:
             print(f"rtqual: warning: --textfile {self.textfile}: {e.strerror or e}", file=sys.stderr, flush=True)
 
     def spikes(self, taken: list[dict], run_as: str) -> None:
-        """Each traced spike analysed (rtqual.answers.spikes): one line (or JSON line) and its culprits in /metrics."""
-        from rtqual.answers import spikes
+        """Each traced spike analysed (answers.evidence.spikes): a line (or JSON line), its culprits in /metrics."""
+        from rtqual.answers.evidence import spikes
 
         for w in sorted(taken, key=lambda w: w["wake_ns"]):
             rec = spike(w)

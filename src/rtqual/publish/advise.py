@@ -3,7 +3,7 @@ lines (--short, the HTML report, scripts/qualify), and the persistent form of th
 cmdline).
 
 What the facts held is printed with its control characters escaped (a newline in a thread's name makes no line
-of its own); a fix's lines are printed as its check built them (rtqual.answers.hostchecks: values, quoted).
+of its own); a fix's lines are printed as its check built them (rtqual.answers.advice.hostchecks: values, quoted).
 An --emit line that is not of its form's plain shape (a kernel command line word, `name = value`,
 `section:key=value`) is left out with a note saying so: what lands in a tuned profile or on a kernel command
 line is never free text.
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from rtqual.answers.advise import SEVERITIES
+from rtqual.answers.advice.advise import SEVERITIES
 from rtqual.units import format_ns
 
 SYSCTL_FILE = "/etc/sysctl.d/90-rtqual.conf"

@@ -1,11 +1,11 @@
-"""rtqual tail: a bundle's cases through the extreme-value analysis (answers/tail.py), as text, JSON and a
+"""rtqual tail: a bundle's cases through the extreme-value analysis (answers/evidence/tail.py), as text, JSON and a
 return-level figure (docs/tail.md)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from rtqual.answers import tail
+from rtqual.answers.evidence import tail
 from rtqual.errors import RtqError
 from rtqual.publish import svgplot
 from rtqual.results import blockmax, rawfile

@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from rtqual.answers import caveats, compare, spikes
+from rtqual.answers import caveats, compare
 from rtqual.answers import environment as environment_mod
+from rtqual.answers.evidence import spikes
 from rtqual.results.bundle import Model, Unreadable
 from rtqual.results.hist import Histogram
 from rtqual.textfmt import clean as clean  # re-exported: the views share one escaping

@@ -1,1 +1,1 @@
-"""rtqual selftest: each probe under injected stalls of known size (run.py), judged by rtqual.answers.selftest."""
+"""rtqual selftest: each probe under injected stalls of known size (run.py), judged by answers.evidence.selftest."""

@@ -22,7 +22,7 @@ def add_arguments(p) -> None:
 
 
 def run(a, argv: list[str]) -> int:
-    from rtqual.answers import selftest as judged
+    from rtqual.answers.evidence import selftest as judged
     from rtqual.selftest import run as selftest
 
     opts = selftest.parse_options(a.probes, a.sizes, a.count, a.claim)

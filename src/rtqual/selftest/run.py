@@ -9,7 +9,8 @@ percentiles agree exactly with a recomputation from its raw samples. Also: CLOCK
 docs/selftest.md gives the tolerances and why.
 
 The cases run as an ordinary run (rtqual.measure.run: bundle, loads, the IOC service, the signal guard); the
-analysis is pure (rtqual.answers.selftest) and is kept in the bundle as selftest.json, which `rtqual show` prints too.
+analysis is pure (rtqual.answers.evidence.selftest) and is kept in the bundle as selftest.json (rtqual show
+prints it too).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import json
 import time
 
 from rtqual import services
-from rtqual.answers.selftest import MS, NATURAL_NS, US, S, analyse, setup
+from rtqual.answers.evidence.selftest import MS, NATURAL_NS, US, S, analyse, setup
 from rtqual.answers.verdict import exit_code
 from rtqual.errors import EXIT_SKIP, RtqError
 from rtqual.probes.catalog import ALL_PROBES, check_params, probe_case

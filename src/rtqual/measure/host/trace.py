@@ -18,7 +18,7 @@ API for a caller that runs a probe (the runner; the monitor later):
     windows = tracer.take()                          # spikes whose lines are in so far (long runs)
     windows += tracer.stop()                         # the rest; the instance is gone after this
     # each window: {"cpu", "wake_ns", "latency_ns", "deadline_ns", "lines", "policies", "complete"}
-    # rtqual.answers.spikes.analyze(w["lines"], w["cpu"], w["deadline_ns"], w["wake_ns"], w["policies"])
+    # rtqual.answers.evidence.spikes.analyze(w["lines"], w["cpu"], w["deadline_ns"], w["wake_ns"], w["policies"])
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from rtqual.answers.spikes import SOURCE
+from rtqual.answers.evidence.spikes import SOURCE
 from rtqual.errors import RtqError
 
 TRACEFS_CANDIDATES = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")

@@ -145,7 +145,7 @@ def _start_loads(loads: LoadSet, d: Path, cond: Conditions, settle_ns: int, guar
 
 
 def _write_spikes(d: Path, windows: list[dict]) -> list[dict]:
-    """Each spike's trace lines in spikes/spike-NNN-cpuC.txt and its analysis (rtqual.answers.spikes), in time order."""
+    """Each spike's trace lines in spikes/spike-NNN-cpuC.txt and its analysis (answers.evidence.spikes), by time."""
     out = []
     if windows:
         (d / "spikes").mkdir(exist_ok=True)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from rtqual import services
-from rtqual.answers import spikes
+from rtqual.answers.evidence import spikes
 from rtqual.answers.requirements import Requirement
 from rtqual.measure.host import trace
 from rtqual.measure.host.trace import Tracer, TraceUnavailable
@@ -102,7 +102,7 @@ class Interrupted:
 
 
 def spike(w: dict, trace_file: str | None = None) -> dict:
-    """One traced spike (a tracer window) analysed (rtqual.answers.spikes): its record, naming where its trace
+    """One traced spike (a tracer window) analysed (rtqual.answers.evidence.spikes): its record, naming where its trace
     lines are kept (trace_file, or None)."""
     analysis = spikes.analyze(w["lines"], w["cpu"], w["deadline_ns"], w["wake_ns"], w["policies"], w["complete"])
     return spikes.spike_record(w["cpu"], w["wake_ns"], w["latency_ns"], analysis, trace_file, w.get("stages"))

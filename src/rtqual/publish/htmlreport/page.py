@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
-from rtqual.answers import caveats, environment, spikes, summary
+from rtqual.answers import caveats, environment, summary
 from rtqual.answers.answer import answers
+from rtqual.answers.evidence import spikes
 from rtqual.answers.requirements import describe
 from rtqual.answers.verdict import NOT_JUDGED, headline
 from rtqual.errors import RtqError
@@ -352,10 +353,10 @@ def _write(out: Path, html: str, own: Path | None = None) -> None:
 
 
 def advice_of(model: Model) -> tuple[list[dict], list[dict]]:
-    """What to change on the bundle's host (rtqual.answers.advise.bundle_advice): the findings and effects of
+    """What to change on the bundle's host (rtqual.answers.advice.advise.bundle_advice): the findings and effects of
     `advise --measure`, else the checks over the host facts the run recorded; and each IOC case's path
-    (rtqual.answers.iocpath: `ioc-threads`) where it has something to change."""
-    from rtqual.answers import advise, iocpath
+    (rtqual.answers.advice.iocpath: `ioc-threads`) where it has something to change."""
+    from rtqual.answers.advice import advise, iocpath
 
     findings, measured = advise.bundle_advice(model.plan, model.facts("before"), model.tuning(), list(model.cases))
     ioc = [f for r in model.cases if (f := iocpath.case_finding(model, r, [])) and f["severity"] != "info"]

@@ -5,7 +5,7 @@ bundle's recorded copies) to findings. A finding: id, severity (blocker, major, 
 files and values read), why (one sentence), fix (the exact lines to run or install), runtime (can be applied
 without a reboot), check (how to see it took); knobs (the writes `advise --measure` applies for a while: path
 and value) and persistent (the fix's sysctl, cmdline and tuned lines, for --emit); effect_ns where the latency
-the problem adds is known (rtqual.answers.advise weighs it against the requirement).
+the problem adds is known (rtqual.answers.advice.advise weighs it against the requirement).
 
 Every command a fix prints is built from values, never from text the facts hold: CPU, IRQ, pid and idle-state
 numbers are ints in range, a thread name is a kernel thread's (KTHREAD_NAME) and each word is shell-quoted.

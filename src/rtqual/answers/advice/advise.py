@@ -1,4 +1,4 @@
-"""`rtqual advise`'s answers: the checks (rtqual.answers.hostchecks, one function per check registered in
+"""`rtqual advise`'s answers: the checks (rtqual.answers.advice.hostchecks, one function per check registered in
 CHECKS) run over a host's facts, ranked, and weighed against the requirement; the settings those checks read
 (what `rtqual compare` names when they differ); and the measured effect of each fix `advise --measure` tried,
 from the rounds each plan case names (case["advise"]). Rendering (text, What to change, --emit) is in
@@ -12,7 +12,16 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from rtqual.answers import requirements as reqs
-from rtqual.answers.hostchecks import CHECKS, DEFAULT_PRIORITY, SEVERITIES, Context, cpus_of, dicts, finding, whole
+from rtqual.answers.advice.hostchecks import (
+    CHECKS,
+    DEFAULT_PRIORITY,
+    SEVERITIES,
+    Context,
+    cpus_of,
+    dicts,
+    finding,
+    whole,
+)
 from rtqual.units import format_cpulist, format_ns
 
 __all__ = ["CHECKS", "SEVERITIES", "advise", "bundle_advice", "effects", "finding", "judge", "settings"]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rtqual.answers.spikes import Event, _context, parse, policy_of
+from rtqual.answers.evidence.spikes import Event, _context, parse, policy_of
 from rtqual.units import format_cpulist, parse_kernel_cpulist
 
 ROLES = (  # an IOC thread's role from its name (EPICS and rtqual's device support)
@@ -353,8 +353,8 @@ def finding(
     trace; minor when the input is not known; info when none); with trace data, where the responses' time
     went (`path`, from summary(); then only the interrupt threads the responses passed through count).
     no_irq: why the input has no interrupt thread (a FIFO written by the harness), when known."""
-    from rtqual.answers.hostchecks import KTHREAD_NAME, sh, whole
-    from rtqual.answers.hostchecks import finding as make
+    from rtqual.answers.advice.hostchecks import KTHREAD_NAME, sh, whole
+    from rtqual.answers.advice.hostchecks import finding as make
 
     on_path = [t for t in ioc if role(t["comm"])]
     near = [k for k in kernel if any(shared_cpus(t, k) for t in on_path)]
