@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from conftest import needs_probe
 from rtqual import cli
+from rtqual.answers.requirements import gather
 from rtqual.capacity import run as cap_run
 from rtqual.capacity import spec
 from rtqual.capacity.sweep import Range
@@ -31,7 +32,7 @@ class FakeSweep(spec.Sweep):
 
 def fake_sweep(tmp_path, **kw) -> FakeSweep:
     sw = FakeSweep("fake", "fake", {"script": "x"}, [], spec.Dimension("max_events", "us", 1, 64),
-                   Range(1, 64, 2.0), [f"max <= {BREAK_US}us"], spec.S, spec.S, **kw)  # fmt: skip
+                   Range(1, 64, 2.0), gather([f"max <= {BREAK_US}us"], None), spec.S, spec.S, **kw)  # fmt: skip
     object.__setattr__(sw, "folder", tmp_path)
     return sw
 

@@ -368,3 +368,8 @@ def gather(
     for r in reqs:
         once.setdefault(r.text, r)
     return list(once.values())
+
+
+def kept(case: dict) -> dict:
+    """A plan case as a bundle keeps it: its requirements as the text they were given in."""
+    return {**case, "require": texts(case["require"])} if case.get("require") else case

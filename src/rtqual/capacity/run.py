@@ -287,26 +287,17 @@ class Sweeper:
 def measure(sweep: Sweep, argv: list[str], output: str | None, quiet: bool, store: str | None) -> Model:
     """Run the sweep into one new bundle, write its capacity.json, then publish it (also when it was stopped or
     failed): the bundle's model."""
-    from rtqual.commands.run import publish
-    from rtqual.measure.run.driver import Run
-    from rtqual.publish.store import check_url, is_off
+    from rtqual.commands.run import measure_and_publish
 
-    _ = is_off(store) or check_url(store)
     sweeper = Sweeper(sweep, quiet)
     plan = {"schema_version": 1, "cases": [], "capacity": {"sweep": sweep.name, "dimension": sweep.dim.name}}
-    r = Run([], argv, output=output, quiet=quiet, plan=plan, more=sweeper.more)
     started = time.monotonic()
-    try:
-        r.check()
-        r.execute()
-    finally:
-        r.discard()
-        if r.model is not None:
-            for result in r.model.cases:  # the last step (and one cut by a signal) never reached `more`
-                sweeper.record(result)
-            doc = sweeper.document(r.model.facts("before"), r.model.manifest.get("status") or "complete")
-            doc["elapsed_s"] = round(time.monotonic() - started, 1)
-            write_own(r.model.path, names.CAPACITY, json.dumps(doc, indent=1) + "\n")
-            publish(r.model, store)
-    assert r.model is not None
-    return r.model
+
+    def finish(model: Model) -> None:
+        for result in model.cases:  # the last step (and one cut by a signal) never reached `more`
+            sweeper.record(result)
+        doc = sweeper.document(model.facts("before"), model.manifest.get("status") or "complete")
+        doc["elapsed_s"] = round(time.monotonic() - started, 1)
+        write_own(model.path, names.CAPACITY, json.dumps(doc, indent=1) + "\n")
+
+    return measure_and_publish([], argv, store, finish, output=output, quiet=quiet, plan=plan, more=sweeper.more)

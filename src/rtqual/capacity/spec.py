@@ -12,6 +12,7 @@ import copy
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from rtqual import loadspec
 from rtqual.answers import planning
@@ -195,24 +196,29 @@ def _requirements(given: list[str] | None, profile: str | None, default: list[st
     return gather(default, default_profile), default_profile
 
 
-def from_preset(
-    name: str,
-    dimension: str | None = None,
-    start: float | None = None,
-    ceiling: float | None = None,
-    factor: float | None = None,
-    require: list[str] | None = None,
-    profile: str | None = None,
-    scale: float | None = None,
-    step: str | None = None,
-    longest: str | None = None,
-) -> Sweep:
-    """A preset's sweep with the user's choices over it, checked."""
+@dataclass(frozen=True)
+class Choices:
+    """What the command line sets over a preset or a sweep file (None: the preset's or the file's own)."""
+
+    dimension: str | None = None
+    start: float | None = None
+    ceiling: float | None = None
+    factor: float | None = None
+    require: list[str] | None = None
+    profile: str | None = None
+    scale: float | None = None
+    step: str | None = None
+    longest: str | None = None
+
+
+def from_preset(name: str, **given: Any) -> Sweep:
+    """A preset's sweep with the user's choices (Choices) over it, checked."""
+    c = Choices(**given)
     if name not in PRESETS:
         raise RtqError(f"capacity: unknown preset or file '{name}' (presets: {', '.join(PRESETS)}; a file: *.toml)")
     p = PRESETS[name]
-    dim = _dimension(dimension, p["dimensions"], f"capacity {name}")
-    texts, prof = _requirements(require, profile, p.get("require") or [], p.get("profile"))
+    dim = _dimension(c.dimension, p["dimensions"], f"capacity {name}")
+    texts, prof = _requirements(c.require, c.profile, p.get("require") or [], p.get("profile"))
     return _finish(
         Sweep(
             name,
@@ -220,23 +226,22 @@ def from_preset(
             dict(p["params"]),
             copy.deepcopy(p["loads"]),
             dim,
-            _range(dim, start, ceiling, factor),
+            _range(dim, c.start, c.ceiling, c.factor),
             texts,
             STEP_NS,
             LONGEST_STEP_NS,
             profile=prof,
         ),  # fmt: skip
-        scale,
-        step,
-        longest,
+        c,
     )
 
 
-def _finish(sw: Sweep, scale: float | None, step: str | None, longest: str | None) -> Sweep:
+def _finish(sw: Sweep, c: Choices) -> Sweep:
     """--step, --longest-step and --scale applied (scale shortens every step and the loads' settle, at least 1 s
     each), checked."""
-    step_ns = parse_duration_ns(step, "--step") if step else sw.step_ns
-    longest_ns = parse_duration_ns(longest, "--longest-step") if longest else sw.longest_ns
+    scale = c.scale
+    step_ns = parse_duration_ns(c.step, "--step") if c.step else sw.step_ns
+    longest_ns = parse_duration_ns(c.longest, "--longest-step") if c.longest else sw.longest_ns
     settle_ns = parse_duration_ns(sw.settle, "settle")
     if scale is not None:
         if not 0 < scale <= 100:
@@ -259,19 +264,10 @@ FILE_KEYS = {"probe", "params", "loads", "dimension", "unit", "start", "ceiling"
              "profile", "step", "longest_step", "settle"}  # fmt: skip
 
 
-def from_file(
-    path: str,
-    dimension: str | None = None,
-    start: float | None = None,
-    ceiling: float | None = None,
-    factor: float | None = None,
-    require: list[str] | None = None,
-    profile: str | None = None,
-    scale: float | None = None,
-    step: str | None = None,
-    longest: str | None = None,
-) -> Sweep:
-    """A sweep file (TOML, one [sweep] table: docs/capacity.md), the command line's choices over it, checked."""
+def from_file(path: str, **given: Any) -> Sweep:
+    """A sweep file (TOML, one [sweep] table: docs/capacity.md), the command line's choices (Choices) over it,
+    checked."""
+    c = Choices(**given)
     try:
         doc = tomllib.loads(Path(path).read_text())
     except OSError as e:
@@ -293,7 +289,7 @@ def from_file(
         raise RtqError(f"{path}: sweep.params is a table, sweep.loads an array of load tables")
     for ld in loads:
         loadspec.check(ld)
-    name = dimension or t.get("dimension")
+    name = c.dimension or t.get("dimension")
     if not isinstance(name, str):
         raise RtqError(f"{path}: sweep.dimension: a probe parameter or LOAD.OPTION to raise")
     kind, dot, option = name.partition(".")
@@ -302,15 +298,15 @@ def from_file(
     if not dot and name not in ALL_PROBES[probe].params:
         raise RtqError(f"{path}: unknown dimension '{name}': not a parameter of the {probe} probe nor LOAD.OPTION")
     for key in ("start", "ceiling"):
-        if not isinstance(t.get(key), (int, float)) and (start if key == "start" else ceiling) is None:
+        if not isinstance(t.get(key), (int, float)) and getattr(c, key) is None:
             raise RtqError(f"{path}: sweep.{key}: a number")
     dim = Dimension(name, str(t.get("unit", "")), t.get("start", 0), t.get("ceiling", 0), t.get("factor", 2.0))
-    texts, prof = _requirements(require, profile, list(t.get("requirements") or []), t.get("profile"))
-    sw = Sweep(Path(path).stem, probe, dict(params), loads, dim, _range(dim, start, ceiling, factor), texts,
+    texts, prof = _requirements(c.require, c.profile, list(t.get("requirements") or []), t.get("profile"))
+    sw = Sweep(Path(path).stem, probe, dict(params), loads, dim, _range(dim, c.start, c.ceiling, c.factor), texts,
                parse_duration_ns(t["step"], "sweep.step") if t.get("step") else STEP_NS,
                parse_duration_ns(t["longest_step"], "sweep.longest_step") if t.get("longest_step") else LONGEST_STEP_NS,
                settle=str(t.get("settle", SETTLE)), profile=prof)  # fmt: skip
-    return _finish(sw, scale, step, longest)
+    return _finish(sw, c)
 
 
 def resolve(target: str, **kw) -> Sweep:

@@ -5,6 +5,7 @@ and nothing else; this command decides what is published from it."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -94,7 +95,7 @@ def is_scenario_target(argv: list[str]) -> bool:
 
 
 def run(a, argv: list[str]) -> int:
-    from rtqual.scenario.plan import kept
+    from rtqual.answers.requirements import kept
     from rtqual.scenario.single import single_run
 
     if a.raw_max_mb < 1:
@@ -157,9 +158,16 @@ def execute(
     return exit_code(model.manifest["verdict"])
 
 
-def measure_and_publish(cases: list[dict], argv: list[str], store: str | None = None, **kw: Any) -> Model:
+def measure_and_publish(
+    cases: list[dict],
+    argv: list[str],
+    store: str | None = None,
+    finish: Callable[[Model], None] | None = None,
+    **kw: Any,
+) -> Model:
     """Check the cases and the store's URL, measure them into a new bundle (rtqual.measure.run.driver.Run), then
-    publish the bundle, also when the run failed or was cut: its model (its path: .path)."""
+    publish the bundle, also when the run failed or was cut: its model (its path: .path). finish(model): what
+    the command adds to the bundle before it is published (a capacity sweep's capacity.json)."""
     from rtqual.measure.run.driver import Run
     from rtqual.publish.store import check_url, is_off
 
@@ -171,6 +179,8 @@ def measure_and_publish(cases: list[dict], argv: list[str], store: str | None = 
     finally:
         r.discard()
         if r.model is not None:
+            if finish is not None:
+                finish(r.model)
             publish(r.model, store)
     assert r.model is not None
     return r.model

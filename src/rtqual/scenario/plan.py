@@ -13,7 +13,7 @@ from typing import Any
 
 from rtqual import units
 from rtqual.answers import planning
-from rtqual.answers.requirements import Requirement, gather, texts
+from rtqual.answers.requirements import Requirement, gather, kept
 from rtqual.errors import RtqError
 from rtqual.fields import defaults_of, format_khz, format_value
 from rtqual.probes.catalog import DEFAULT_PROBE, PROBES, S, full_params, probe_case
@@ -273,8 +273,3 @@ def plan_title(scenario: dict, scale: float | None = None) -> str:
     words += [f"({run['name']})"] if "name" in run else []
     words += [f"- {run['description']}"] if "description" in run else []
     return " ".join(words)
-
-
-def kept(case: dict) -> dict:
-    """A plan case as a bundle keeps it: its requirements as the text they were given in."""
-    return {**case, "require": texts(case["require"])} if case.get("require") else case

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from rtqual import __version__
+from rtqual.answers.requirements import kept
 from rtqual.answers.verdict import run_verdict
 from rtqual.errors import RtqError
 from rtqual.measure.conditions.applier import Conditions
@@ -44,7 +45,7 @@ class Run:
         # after the given cases, the next one decided from the last result (None: the run is done): a sweep's
         # steps (rtqual.capacity), each checked just before it runs and added to plan.json
         self.more = more
-        self.plan: dict[str, Any] = plan if plan is not None else {"schema_version": 1, "cases": cases}
+        self.plan: dict[str, Any] = plan if plan is not None else {"schema_version": 1, "cases": list(map(kept, cases))}
         self.argv, self.output, self.quiet, self.raw_mb = argv, output, quiet, raw_mb
         self.scenario_toml = scenario_toml
         self.services: dict[str, Any] = {}  # case id -> its service (started only around its probe)
@@ -81,7 +82,7 @@ class Run:
         for temp in getattr(self.services.get(case.id), "temp_paths", list)():  # as execute() does for the first
             cond.note_temp(temp)
         self.cases.append(case)
-        self.plan["cases"].append(spec)
+        self.plan["cases"].append(kept(spec))  # requirements as their text
         display.cases.append(case.view())
         bundle_mod.write_json(b.path / "plan.json", self.plan)
         return runnable
