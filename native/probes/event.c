@@ -641,10 +641,6 @@ static int uio_check(struct event *t)
 	if (!t->active && c->stages == 1)
 		return log_error("--source uio without --trigger (passive) takes its t0 from the kernel's trace: "
 				 "not with --stages off");
-	if (!t->active && !irqtrace_root())
-		return log_skip("tracefs mounted (mount -t tracefs nodev /sys/kernel/tracing), or --trigger (active)",
-				"--source uio without --trigger (passive) takes its t0 from the kernel's "
-				"irq_handler_entry: no tracefs here");
 	rc = uio_open(&t->uio, c->uio, run_given(&t->run, "irq") ? (int)c->irq : -1, err, sizeof(err));
 	t->uio_open = t->uio.fd >= 0;
 	if (!rc && c->trigger)
@@ -655,6 +651,10 @@ static int uio_check(struct event *t)
 		return log_skip("root, or read/write access to the UIO device and its sysfs files", "%s", err);
 	if (rc)
 		return log_error("%s", err);
+	if (!t->active && !irqtrace_root())
+		return log_skip("tracefs mounted (mount -t tracefs nodev /sys/kernel/tracing), or --trigger (active)",
+				"--source uio without --trigger (passive) takes its t0 from the kernel's "
+				"irq_handler_entry: no tracefs here");
 	irq_thread_find(t->uio.irq, t->uio.name, &t->ith);
 	return 0;
 }
