@@ -115,7 +115,7 @@ int irq_named(const char *interrupts, const char *name)
 	return -1;
 }
 
-int uio_open(struct uio_dev *d, const char *path, int irq, char *err, size_t len)
+int uio_find(struct uio_dev *d, const char *path, char *err, size_t len)
 {
 	struct stat sb;
 	char file[640], buf[128];
@@ -139,6 +139,15 @@ int uio_open(struct uio_dev *d, const char *path, int irq, char *err, size_t len
 	snprintf(file, sizeof(file), "%s/name", d->sys);
 	if (!read_line(file, d->name, sizeof(d->name)))
 		snprintf(d->name, sizeof(d->name), "%s", base);
+	return 0;
+}
+
+int uio_open(struct uio_dev *d, const char *path, int irq, char *err, size_t len)
+{
+	char file[640], buf[128];
+	int rc = uio_find(d, path, err, len);
+	if (rc)
+		return rc;
 	char *ints = read_interrupts();
 	if (irq >= 0) {
 		if (!ints || !irq_listed(ints, irq)) {
@@ -294,6 +303,8 @@ void irq_thread_find(int irq, const char *name, struct irq_thread *t)
 
 void uio_close(struct uio_dev *d)
 {
+	if (!d->path[0])
+		return; /* never found: nothing to release */
 	for (int b = 0; b < UIO_BARS; b++)
 		if (d->bar[b])
 			munmap(d->bar[b], d->bar_len[b]);

@@ -4,6 +4,7 @@ line and its documented exit code (docs/interrupts.md), and leaves nothing maske
 interrupt-disable bit cleared, the last word written to the device the unmask (int32 1). Real interrupts: the
 kernel lab (tests/kernels)."""
 
+import json
 import os
 import shutil
 import struct
@@ -187,3 +188,42 @@ def test_the_cli_keeps_what_was_seen(fake, tmp_path):
     assert case["interrupts"]["missed"] == 1
     assert case["irq"]["number"] == an_irq() and set(case["irq"]) >= {"number", "thread", "policy", "priority", "cpu"}
     assert case["params"]["mode"] == "active" and case["params"]["trigger"] == "0:0x60=1"
+
+
+def pio(fake, *args, timeout=60):
+    return subprocess.run(
+        [probe_path(), "pio", "--uio", fake.path, *map(str, args), "--json-fd", "1"],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=fake.env(),
+    )
+
+
+@pytest.mark.parametrize("width", [8, 32])
+def test_pio_sweeps_a_bar_range(fake, width):
+    p = pio(fake, "--bar", 0, "--offset", "0x100", "--size", 1024, "--width", width, "--op", "write", "--passes", 4)
+    assert p.returncode == 0, p.stderr
+    recs = [json.loads(line) for line in p.stdout.splitlines()]
+    params = next(r for r in recs if r["type"] == "header")["params"]
+    assert params["map_kind"] == "bar" and params["offset"] == 0x100 and params["bytes_per_pass"] == 1024
+    assert params["accesses_per_pass"] == 1024 * 8 // width and "bus" in params["note"]
+    (cpu,) = next(r for r in recs if r["type"] == "summary")["cpus"]
+    assert cpu["count"] == cpu["passes"] == 4
+    res = (fake.dev / "device" / "resource0").read_bytes()
+    assert any(res[0x100:0x500]) and not any(res[:0x100]) and not any(res[0x500:])  # that range, no other byte
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--offset", "0x1000"], "outside BAR 0 (4096 bytes)"),
+        (["--offset", "0xf00", "--size", 512], "past the end of BAR 0"),
+        (["--bar", 3], "BAR 3 of"),
+        (["--offset", "12"], "multiple of 8"),
+        (["--map", "shm"], "exclude each other"),
+    ],
+)
+def test_pio_range_outside_the_bar(fake, args, words):
+    p = pio(fake, *args, "--passes", 1)
+    assert p.returncode == 1 and words in one_line(p)

@@ -45,6 +45,9 @@ bool irq_listed(const char *interrupts, int irq);
 /* The IRQ whose /proc/interrupts line names `name` as its last word, or -1. */
 int irq_named(const char *interrupts, const char *name);
 
+/* Find the UIO device at path (a character device with SYSFS/class/uio/uioN whose dev matches): its sysfs
+ * folder and name, nothing opened. 0; 1 with err (not a UIO device), 3 (not permitted). */
+int uio_find(struct uio_dev *d, const char *path, char *err, size_t len);
 /* Find the UIO device at path (a character device with SYSFS/class/uio/uioN whose dev matches) and
  * its interrupt (`irq` >= 0: that one, which must exist in /proc/interrupts). Returns 0; 1 with err
  * for bad input (not a UIO device, no interrupt, the IRQ does not exist); 3 when not permitted. */
