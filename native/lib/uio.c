@@ -466,7 +466,7 @@ static void irqtrace_drain(struct irqtrace *t)
 	}
 }
 
-bool irqtrace_event(struct irqtrace *t, int64_t from_ns, int64_t to_ns, int64_t p[IRQ_POINTS])
+int irqtrace_event(struct irqtrace *t, int64_t from_ns, int64_t to_ns, int64_t p[IRQ_POINTS])
 {
 	irqtrace_drain(t);
 	int next = IRQ_ENTRY, used = 0;
@@ -484,7 +484,7 @@ bool irqtrace_event(struct irqtrace *t, int64_t from_ns, int64_t to_ns, int64_t 
 	}
 	memmove(t->ev, t->ev + used, sizeof(t->ev[0]) * (size_t)(t->n - used));
 	t->n -= used;
-	return next == IRQ_POINTS;
+	return next;
 }
 
 void irqtrace_close(struct irqtrace *t)

@@ -90,6 +90,7 @@ struct event {
 	char trace_note[320];       /* why there are no stages */
 	struct hist *stage[UIO_STAGES];
 	uint64_t stage_over[UIO_STAGES];
+	uint64_t point_missing[IRQ_POINTS]; /* samples whose trace lacked that point first */
 	int64_t events_at_open;     /* the device's event count when we opened it (-1: unknown) */
 	uint64_t raised, seen, coalesced, unmatched, staged, warm_irqs, samples;
 	bool timed_out;
@@ -423,9 +424,10 @@ static void *uio_thread_main(void *arg)
 		}
 		t->seen += n;
 		t->coalesced += n - 1;
-		int64_t p[IRQ_POINTS];
-		bool staged = t->tr && irqtrace_event(t->tr, t->active ? t0 : from, t1, p);
-		if (!t->active && !staged) {
+		int64_t p[IRQ_POINTS] = {-1, -1, -1, -1, -1};
+		int first_missing = t->tr ? irqtrace_event(t->tr, t->active ? t0 : from, t1, p) : IRQ_ENTRY;
+		bool staged = first_missing == IRQ_POINTS;
+		if (!t->active && p[IRQ_ENTRY] < 0) {
 			t->unmatched++; /* no t0: not a sample */
 		} else {
 			if (!t->active)
@@ -437,6 +439,8 @@ static void *uio_thread_main(void *arg)
 				t->samples++;
 				if (staged)
 					uio_stages(t, p, t0, t1);
+				else if (t->tr)
+					t->point_missing[first_missing]++;
 			}
 			k++;
 		}
@@ -533,6 +537,14 @@ static void uio_summary(struct jw *w, const struct event *t)
 	}
 	jw_obj_end(w);
 	jw_str(w, "stages_note", t->tr ? NULL : t->trace_note);
+	if (t->tr) { /* samples without every stage: the first point their trace lacked */
+		static const char *const point_names[] = {"irq_handler_entry", "irq_thread_woken", "irq_thread_running",
+							  "reader_woken", "reader_running"};
+		jw_obj_begin(w, "stages_missing");
+		for (int k = 0; k < IRQ_POINTS; k++)
+			jw_u64(w, point_names[k], t->point_missing[k]);
+		jw_obj_end(w);
+	}
 	if (!t->staged)
 		return;
 	jw_obj_begin(w, "stages");

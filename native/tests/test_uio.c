@@ -58,12 +58,12 @@ int main(void)
 	/* the next interrupt's entry, after the read returned: kept for it */
 	CHECK(irqtrace_line(&t, "  <idle>-0 [001] d.h1. 100.001000: irq_handler_entry: irq=21 name=uio_pci_generic"));
 	int64_t p[IRQ_POINTS];
-	CHECK(irqtrace_event(&t, 100000009500, 100000045000, p)); /* t0 9.5 us: the entry at 10 us is after it */
+	CHECK(irqtrace_event(&t, 100000009500, 100000045000, p) == IRQ_POINTS); /* t0 9.5 us: the entry at 10 us is after it */
 	CHECK(p[IRQ_ENTRY] == 100000010000 && p[IRQ_THREAD_WOKEN] == 100000012000);
 	CHECK(p[IRQ_THREAD_RUNNING] == 100000020000 && p[READER_WOKEN] == 100000031000);
 	CHECK(p[READER_RUNNING] == 100000040000);
 	CHECK(t.n == 1 && t.ev[0].point == IRQ_ENTRY);
-	CHECK(!irqtrace_event(&t, 100000045000, 100001100000, p)); /* an entry alone: not every point */
+	CHECK(irqtrace_event(&t, 100000045000, 100001100000, p) == IRQ_THREAD_WOKEN); /* an entry alone */
 	CHECK(p[IRQ_ENTRY] == 100001000000 && p[READER_RUNNING] == -1 && t.n == 0);
 
 	/* no IRQ thread (the handler in the hard interrupt): the reader's points follow the entry */
@@ -73,7 +73,7 @@ int main(void)
 				"target_cpu=001"));
 	CHECK(irqtrace_line(&h, "  <idle>-0 [001] d..2. 5.000015: sched_switch: prev_comm=swapper/1 prev_pid=0 "
 				"prev_prio=120 prev_state=R ==> next_comm=rtqual-probe next_pid=300 next_prio=19"));
-	CHECK(irqtrace_event(&h, 5000000000, 5000020000, p));
+	CHECK(irqtrace_event(&h, 5000000000, 5000020000, p) == IRQ_POINTS);
 	CHECK(p[IRQ_THREAD_WOKEN] == -1 && p[IRQ_THREAD_RUNNING] == -1 && p[READER_RUNNING] == 5000015000);
 	CHECK_DONE();
 }

@@ -103,9 +103,9 @@ int irqtrace_reader(struct irqtrace *t, pid_t reader);
 /* One line of trace_pipe text into the pending events (tests); true when it was one of ours. */
 bool irqtrace_line(struct irqtrace *t, const char *line);
 /* The points of the interrupt the reader saw at to_ns, the first IRQ entry at or after from_ns and each
- * point after the one before (p[READER_RUNNING] <= to_ns); the events up to to_ns are used up. True
- * when every point was found (without an IRQ thread its two points are -1). */
-bool irqtrace_event(struct irqtrace *t, int64_t from_ns, int64_t to_ns, int64_t p[IRQ_POINTS]);
+ * point after the one before (p[READER_RUNNING] <= to_ns); the events up to to_ns are used up. Returns
+ * the first point not found, IRQ_POINTS when every one was (without an IRQ thread its two are -1). */
+int irqtrace_event(struct irqtrace *t, int64_t from_ns, int64_t to_ns, int64_t p[IRQ_POINTS]);
 /* The instance removed. */
 void irqtrace_close(struct irqtrace *t);
 
