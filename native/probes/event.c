@@ -91,8 +91,9 @@ struct event {
 	struct hist *stage[UIO_STAGES];
 	uint64_t stage_over[UIO_STAGES];
 	uint64_t point_missing[IRQ_POINTS]; /* samples whose trace lacked that point first */
+	int64_t staged_total_ns, staged_sum_ns; /* over the staged samples: their totals, their stages summed */
 	int64_t events_at_open;     /* the device's event count when we opened it (-1: unknown) */
-	uint64_t raised, seen, coalesced, unmatched, staged, warm_irqs, samples;
+	uint64_t raised, seen, coalesced, unmatched, staged, warm_irqs, samples, reader_awake;
 	bool timed_out;
 	int wait_errno;
 };
@@ -364,8 +365,10 @@ static void uio_stages(struct event *t, const int64_t p[IRQ_POINTS], int64_t t0,
 		hist_record(t->stage[k], end - at);
 		if (end - at > t->cfg.out.threshold_ns)
 			t->stage_over[k]++;
+		t->staged_sum_ns += end - at;
 		at = end;
 	}
+	t->staged_total_ns += t1 - t0;
 	t->staged++;
 }
 
@@ -389,8 +392,9 @@ static void *uio_thread_main(void *arg)
 		t->tr = NULL;
 	}
 	uio_unmask(&t->uio);
-	if (!t->active && !run_given(&t->run, "loops"))
-		end_ns = t->sh->first_deadline_ns + t->cfg.duration_ns;
+	const bool passive_timed = !t->active && !run_given(&t->run, "loops"); /* --duration from the warm-up's end */
+	if (passive_timed && warm == 0)
+		end_ns = mono_now_ns() + t->cfg.duration_ns;
 	while (k < t->total && !atomic_load_explicit(&t->run.sink.stop, memory_order_relaxed)) {
 		int64_t t0 = 0;
 		if (t->active) {
@@ -403,10 +407,13 @@ static void *uio_thread_main(void *arg)
 			break;
 		}
 		uint32_t count;
-		int r = uio_wait(&t->uio, t->cfg.timeout_ns, &count);
+		int64_t wait_ns = t->cfg.timeout_ns, before = mono_now_ns();
+		if (end_ns && end_ns - before < wait_ns) /* passive: the duration's end bounds the wait too */
+			wait_ns = end_ns > before ? end_ns - before : 0;
+		int r = uio_wait(&t->uio, wait_ns, &count);
 		int64_t t1 = mono_now_ns();
 		if (r <= 0) {
-			if (atomic_load(&t->run.sink.stop) || atomic_load(&t->sh->stop))
+			if (atomic_load(&t->run.sink.stop) || atomic_load(&t->sh->stop) || (r == 0 && end_ns && t1 >= end_ns))
 				break;
 			t->timed_out = r == 0;
 			t->wait_errno = r < 0 ? errno : 0;
@@ -426,6 +433,11 @@ static void *uio_thread_main(void *arg)
 		t->coalesced += n - 1;
 		int64_t p[IRQ_POINTS] = {-1, -1, -1, -1, -1};
 		int first_missing = t->tr ? irqtrace_event(t->tr, t->active ? t0 : from, t1, p) : IRQ_ENTRY;
+		if (first_missing == READER_WOKEN) { /* the reader had not slept yet: its two stages are empty */
+			p[READER_WOKEN] = p[READER_RUNNING] = p[t->ith.pid ? IRQ_THREAD_RUNNING : IRQ_ENTRY];
+			first_missing = IRQ_POINTS;
+			t->reader_awake++;
+		}
 		bool staged = first_missing == IRQ_POINTS;
 		if (!t->active && p[IRQ_ENTRY] < 0) {
 			t->unmatched++; /* no t0: not a sample */
@@ -434,6 +446,8 @@ static void *uio_thread_main(void *arg)
 				t0 = p[IRQ_ENTRY];
 			if (k < warm) {
 				t->warm_irqs++;
+				if (passive_timed && k + 1 == warm)
+					end_ns = t1 + t->cfg.duration_ns;
 			} else {
 				sink_sample(cs, t1 - t0, t1, 0);
 				t->samples++;
@@ -516,6 +530,9 @@ static void uio_summary(struct jw *w, const struct event *t)
 	jw_u64(w, "coalesced", t->coalesced);
 	jw_u64(w, "unmatched", t->unmatched);
 	jw_u64(w, "staged", t->staged);
+	jw_u64(w, "reader_awake", t->reader_awake);
+	jw_i64(w, "staged_total_ns", t->staged_total_ns);
+	jw_i64(w, "staged_stages_ns", t->staged_sum_ns);
 	jw_bool(w, "timed_out", t->timed_out);
 	jw_obj_end(w);
 	struct irq_thread now;
@@ -1057,6 +1074,8 @@ static int uio_end(struct event *t)
 	}
 	if (missed)
 		return sink_finish(&run->sink, 4, "incomplete", msg);
+	if (!t->samples)
+		return sink_finish(&run->sink, 4, "incomplete", "no interrupt sampled after the warm-up");
 	return sink_finish(&run->sink, -1, NULL, NULL);
 }
 
