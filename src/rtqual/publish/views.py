@@ -250,7 +250,7 @@ def cases_table(results: list[dict]) -> str:
 # The seed papers' table layouts: (heading, stats key or None for the threshold share).
 PAPER_TABLES: dict[str, tuple[str, list[tuple[str, str | None]]]] = {
     "aps": (
-        "Layout of APS IOCcore on Coldfire (seed 001, Tables 1-5); IOC cases stage by stage",
+        "Layout of APS IOCcore on Coldfire (seed 001, Tables 1-5); IOC and UIO interrupt cases stage by stage",
         [("Minimum", "min_ns"), ("Median", "p50_ns"), ("Maximum", "max_ns"), ("% > {thr}", None)],
     ),
     "kek": (
@@ -294,7 +294,7 @@ def _paper_rows(results: list[dict], layout: str) -> Iterator[tuple[str, dict, d
         if layout != "aps" or not stages:
             yield r["label"], r["stats"], r
             continue
-        for name in STAGES:
+        for name in (*STAGES, *UIO_STAGES):
             if name in stages:
                 s = dict(stages[name])
                 s["over_threshold_pct"] = 100.0 * s.get("over_threshold", 0) / s["count"] if s.get("count") else 0.0
