@@ -250,7 +250,7 @@ def cases_table(results: list[dict]) -> str:
 # The seed papers' table layouts: (heading, stats key or None for the threshold share).
 PAPER_TABLES: dict[str, tuple[str, list[tuple[str, str | None]]]] = {
     "aps": (
-        "Layout of APS IOCcore on Coldfire (seed 001, Tables 1-5); IOC and UIO interrupt cases stage by stage",
+        "Layout of APS IOCcore on Coldfire (seed 001, Tables 1-5); IOC cases stage by stage",
         [("Minimum", "min_ns"), ("Median", "p50_ns"), ("Maximum", "max_ns"), ("% > {thr}", None)],
     ),
     "kek": (
