@@ -372,6 +372,33 @@ static void uio_stages(struct event *t, const int64_t p[IRQ_POINTS], int64_t t0,
 	t->staged++;
 }
 
+/* The kernel's points of one interrupt read at t1 (from: where its trace may begin) into p; the first point
+ * missing, with a reader that had not slept yet counted as awake (its two stages empty). */
+static int uio_points(struct event *t, int64_t from, int64_t t1, int64_t p[IRQ_POINTS])
+{
+	for (int k = 0; k < IRQ_POINTS; k++)
+		p[k] = -1;
+	int first_missing = t->tr ? irqtrace_event(t->tr, from, t1, p) : IRQ_ENTRY;
+	if (first_missing == READER_WOKEN) { /* the reader had not slept yet: its two stages are empty */
+		p[READER_WOKEN] = p[READER_RUNNING] = p[t->ith.pid ? IRQ_THREAD_RUNNING : IRQ_ENTRY];
+		first_missing = IRQ_POINTS;
+		t->reader_awake++;
+	}
+	return first_missing;
+}
+
+/* An active sample's stages, taken from the trace just before the next trigger (not right after the read: the
+ * IRQ's CPU may not have made its events readable yet). */
+static void uio_stage_later(struct event *t, int64_t t0, int64_t t1)
+{
+	int64_t p[IRQ_POINTS];
+	int first_missing = uio_points(t, t0, t1, p);
+	if (first_missing == IRQ_POINTS)
+		uio_stages(t, p, t0, t1);
+	else if (t->tr)
+		t->point_missing[first_missing]++;
+}
+
 /* --source uio: the reader. Active: at each deadline t0, write the trigger; passive: wait. Then the
  * interrupt (bounded by --timeout), the read's return t1, the acknowledge, the unmask. A passive
  * interrupt's t0 is its irq_handler_entry; one without it in the trace is `unmatched`. */
@@ -395,11 +422,15 @@ static void *uio_thread_main(void *arg)
 	const bool passive_timed = !t->active && !run_given(&t->run, "loops"); /* --duration from the warm-up's end */
 	if (passive_timed && warm == 0)
 		end_ns = mono_now_ns() + t->cfg.duration_ns;
+	int64_t pend_t0 = -1, pend_t1 = 0; /* an active sample whose stages are still to be read */
 	while (k < t->total && !atomic_load_explicit(&t->run.sink.stop, memory_order_relaxed)) {
 		int64_t t0 = 0;
 		if (t->active) {
 			if (stim_sleep_until(t->sh, t->sh->first_deadline_ns + (int64_t)k * t->period_ns))
 				break;
+			if (pend_t0 >= 0)
+				uio_stage_later(t, pend_t0, pend_t1);
+			pend_t0 = -1;
 			t0 = mono_now_ns();
 			uio_write_reg(&t->uio, &t->trig);
 			t->raised++;
@@ -432,12 +463,7 @@ static void *uio_thread_main(void *arg)
 		t->seen += n;
 		t->coalesced += n - 1;
 		int64_t p[IRQ_POINTS] = {-1, -1, -1, -1, -1};
-		int first_missing = t->tr ? irqtrace_event(t->tr, t->active ? t0 : from, t1, p) : IRQ_ENTRY;
-		if (first_missing == READER_WOKEN) { /* the reader had not slept yet: its two stages are empty */
-			p[READER_WOKEN] = p[READER_RUNNING] = p[t->ith.pid ? IRQ_THREAD_RUNNING : IRQ_ENTRY];
-			first_missing = IRQ_POINTS;
-			t->reader_awake++;
-		}
+		int first_missing = t->active ? IRQ_POINTS : uio_points(t, from, t1, p);
 		bool staged = first_missing == IRQ_POINTS;
 		if (!t->active && p[IRQ_ENTRY] < 0) {
 			t->unmatched++; /* no t0: not a sample */
@@ -451,7 +477,9 @@ static void *uio_thread_main(void *arg)
 			} else {
 				sink_sample(cs, t1 - t0, t1, 0);
 				t->samples++;
-				if (staged)
+				if (t->active)
+					pend_t0 = t0, pend_t1 = t1;
+				else if (staged)
 					uio_stages(t, p, t0, t1);
 				else if (t->tr)
 					t->point_missing[first_missing]++;
@@ -460,6 +488,10 @@ static void *uio_thread_main(void *arg)
 		}
 		from = t1;
 		uio_unmask(&t->uio);
+	}
+	if (pend_t0 >= 0) {
+		sleep_until_ns(mono_now_ns() + 10 * NS_PER_MS); /* the last sample's trace, readable by now */
+		uio_stage_later(t, pend_t0, pend_t1);
 	}
 	if (!t->active)
 		t->raised = t->seen; /* the device's event count over the run: each read's step */
