@@ -23,11 +23,12 @@ STAGES = ("hardirq", "irq_thread_woken", "irq_thread_running", "reader_woken", "
 
 def raiser() -> list[str]:
     """edu's raise register written from outside the reader every 10 ms: a pio sweep of 0x58..0x63, whose only
-    register is 0x60 (it receives pass + 2, never 0: a raise of those status bits); 32-bit accesses, as edu wants."""
+    register is 0x60 (it receives pass + 2, never 0: a raise of those status bits); 32-bit accesses, as edu wants.
+    It runs until killed: the reader's rtqual may take minutes to start under TCG."""
     from rtqual.measure.run import native
 
     return [str(native.probe_path()), "pio", "--uio", UIO, "--bar", "0", "--offset", "0x58", "--size", "12",
-            "--width", "32", "--op", "write", "--pause", "10ms", "--policy", "other", "--duration", "60s"]  # fmt: skip
+            "--width", "32", "--op", "write", "--pause", "10ms", "--policy", "other", "--duration", "1h"]  # fmt: skip
 
 
 ACK_ALL = "0:0x64=0xffffffff"
