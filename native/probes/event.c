@@ -2,7 +2,10 @@
  * ISR", "total response"). A stimulus (thread, process, kernel timer or a
  * GPIO loopback edge) fires at --rate on absolute deadlines and carries its
  * CLOCK_MONOTONIC time; one pinned responder blocked in epoll_wait
- * timestamps its wake-up. sample = t_wake - t_stimulus. */
+ * timestamps its wake-up. sample = t_wake - t_stimulus.
+ * --source uio: a device's real interrupt through Linux UIO (docs/interrupts.md):
+ * the reader raises it with a register write (--trigger, active) or waits for
+ * it (passive, t0 = the kernel's irq_handler_entry), with the kernel's stages. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +33,7 @@
 #include "rtqual/probe.h"
 #include "rtqual/rtenv.h"
 #include "rtqual/sink.h"
+#include "rtqual/uio.h"
 
 #define THREAD_STACK_BYTES (256 * 1024)
 #define START_DELAY_NS (50 * NS_PER_MS) /* first deadline after launch */
@@ -39,8 +43,14 @@
 #define STOP_SLICE_NS (100 * NS_PER_MS) /* longest sleep of the stimulus between looks at the stop flag */
 #define STIM_REAP_NS (500 * NS_PER_MS)  /* the stimulus process ends this long after the stop, or is killed */
 
-enum ev_source { SRC_EVENTFD, SRC_FIFO, SRC_TIMERFD, SRC_GPIO };
-static const char *const source_names[] = {"eventfd", "fifo", "timerfd", "gpio", NULL};
+enum ev_source { SRC_EVENTFD, SRC_FIFO, SRC_TIMERFD, SRC_GPIO, SRC_UIO };
+static const char *const source_names[] = {"eventfd", "fifo", "timerfd", "gpio", "uio", NULL};
+static const char *const stages_names[] = {"auto", "off", NULL};
+/* The uio source's stages, in timeline order: each ends at its point (uio.h), the last at the read's return. */
+enum uio_stage { ST_HARDIRQ, ST_IRQ_THREAD_WOKEN, ST_IRQ_THREAD_RUNNING, ST_READER_WOKEN, ST_READER_RUNNING,
+		 ST_READ_RETURNED, UIO_STAGES };
+static const char *const uio_stage_names[] = {"hardirq", "irq_thread_woken", "irq_thread_running",
+					      "reader_woken", "reader_running", "read_returned"};
 enum ev_stimulus { STIM_THREAD, STIM_PROCESS };
 static const char *const stimulus_names[] = {"thread", "process", NULL};
 
@@ -49,6 +59,9 @@ struct event_cfg {
 	int64_t rate_hz, cpu, stimulus_cpu, priority, duration_ns, loops, warmup;
 	const char *gpiochip;
 	int64_t out_line, in_line;
+	const char *uio, *trigger, *ack;
+	int64_t irq, timeout_ns;
+	int stages;
 	bool timerlat, no_dma_latency, allow_degraded;
 	struct sink_out out;
 };
@@ -68,6 +81,21 @@ struct event {
 	uint64_t answered, warm_stimuli, ring_overwritten;
 	int64_t *lt, *le;           /* local stimulus / edge times, STIM_RING each */
 	struct hist *edge;          /* gpio: kernel edge timestamp -> user wake-up */
+	/* --source uio */
+	struct uio_dev uio;
+	bool uio_open, active, have_ack;
+	struct uio_reg trig, ack;
+	struct irq_thread ith;
+	struct irqtrace *tr;        /* NULL: no stages */
+	char trace_note[320];       /* why there are no stages */
+	struct hist *stage[UIO_STAGES];
+	uint64_t stage_over[UIO_STAGES];
+	uint64_t point_missing[IRQ_POINTS]; /* samples whose trace lacked that point first */
+	int64_t staged_total_ns, staged_sum_ns; /* over the staged samples: their totals, their stages summed */
+	int64_t events_at_open;     /* the device's event count when we opened it (-1: unknown) */
+	uint64_t raised, seen, coalesced, unmatched, staged, warm_irqs, samples, reader_awake;
+	bool timed_out;
+	int wait_errno;
 };
 
 #define F(x) offsetof(struct event, cfg.x)
@@ -91,6 +119,18 @@ static const struct opt_def event_opts[] = {
 	{"gpiochip", OPT_PATH, F(gpiochip), 0, 0, NULL, NULL, "GPIO character device for --source gpio"},
 	{"out-line", OPT_INT, F(out_line), 0, 1023, "0", NULL, "GPIO output line offset (wired to --in-line)"},
 	{"in-line", OPT_INT, F(in_line), 0, 1023, "1", NULL, "GPIO input line offset (edge events)"},
+	{"uio", OPT_PATH, F(uio), 0, 0, NULL, NULL, "UIO device for --source uio (/dev/uioN)"},
+	{"trigger", OPT_STRING, F(trigger), 0, 0, NULL, NULL,
+	 "uio, active: the register write that raises the interrupt, BAR:OFFSET=VALUE (32-bit; t0 just before it); "
+	 "without it passive: t0 = the kernel's irq_handler_entry"},
+	{"ack", OPT_STRING, F(ack), 0, 0, NULL, NULL,
+	 "uio: the register write that acknowledges the interrupt at the device, BAR:OFFSET=VALUE (edu: 0:0x64=1)"},
+	{"irq", OPT_INT, F(irq), 0, 1 << 20, NULL, NULL, "uio: the device's IRQ (default: from sysfs or /proc/interrupts)"},
+	{"timeout", OPT_DURATION, F(timeout_ns), NS_PER_MS, 600 * NS_PER_S, "1s", NULL,
+	 "uio: longest wait for an interrupt; past it the run ends incomplete (exit 4)"},
+	{"stages", OPT_ENUM, F(stages), 0, 0, "auto", stages_names,
+	 "uio: the kernel's stages of each interrupt from a tracefs instance (auto: where tracefs allows; passive needs "
+	 "it)"},
 	{"timerlat", OPT_FLAG, F(timerlat), 0, 0, NULL, NULL,
 	 "use the kernel timerlat tracer instead (not implemented: exits 3 saying why)"},
 	RUN_OPT_NO_DMA_LATENCY(F),
@@ -310,13 +350,164 @@ static void *resp_thread_main(void *arg)
 	return run_slot_done(&t->run, cs, wakeups);
 }
 
+/* --source uio, one interrupt's stages from the kernel's points p (uio.h) between t0 and the read's
+ * return t1: each boundary at least the one before (the trace's whole microseconds against our
+ * nanoseconds), so the stages sum to t1 - t0 exactly. */
+static void uio_stages(struct event *t, const int64_t p[IRQ_POINTS], int64_t t0, int64_t t1)
+{
+	int64_t at = t0;
+	int64_t ends[UIO_STAGES] = {p[IRQ_ENTRY], p[IRQ_THREAD_WOKEN], p[IRQ_THREAD_RUNNING], p[READER_WOKEN],
+				    p[READER_RUNNING], t1};
+	for (int k = t->active ? ST_HARDIRQ : ST_IRQ_THREAD_WOKEN; k < UIO_STAGES; k++) {
+		if (ends[k] < 0)
+			continue; /* no IRQ thread */
+		int64_t end = ends[k] < at ? at : ends[k] > t1 ? t1 : ends[k];
+		hist_record(t->stage[k], end - at);
+		if (end - at > t->cfg.out.threshold_ns)
+			t->stage_over[k]++;
+		t->staged_sum_ns += end - at;
+		at = end;
+	}
+	t->staged_total_ns += t1 - t0;
+	t->staged++;
+}
+
+/* The kernel's points of one interrupt read at t1 (from: where its trace may begin) into p; the first point
+ * missing, with a reader that had not slept yet counted as awake (its two stages empty). */
+static int uio_points(struct event *t, int64_t from, int64_t t1, int64_t p[IRQ_POINTS])
+{
+	for (int k = 0; k < IRQ_POINTS; k++)
+		p[k] = -1;
+	int first_missing = t->tr ? irqtrace_event(t->tr, from, t1, p) : IRQ_ENTRY;
+	if (first_missing == READER_WOKEN) { /* the reader had not slept yet: its two stages are empty */
+		p[READER_WOKEN] = p[READER_RUNNING] = p[t->ith.pid ? IRQ_THREAD_RUNNING : IRQ_ENTRY];
+		first_missing = IRQ_POINTS;
+		t->reader_awake++;
+	}
+	return first_missing;
+}
+
+/* An active sample's stages, taken from the trace just before the next trigger (not right after the read: the
+ * IRQ's CPU may not have made its events readable yet). */
+static void uio_stage_later(struct event *t, int64_t t0, int64_t t1)
+{
+	int64_t p[IRQ_POINTS];
+	int first_missing = uio_points(t, t0, t1, p);
+	if (first_missing == IRQ_POINTS)
+		uio_stages(t, p, t0, t1);
+	else if (t->tr)
+		t->point_missing[first_missing]++;
+}
+
+/* --source uio: the reader. Active: at each deadline t0, write the trigger; passive: wait. Then the
+ * interrupt (bounded by --timeout), the read's return t1, the acknowledge, the unmask. A passive
+ * interrupt's t0 is its irq_handler_entry; one without it in the trace is `unmatched`. */
+static void *uio_thread_main(void *arg)
+{
+	struct event *t = arg;
+	struct cpu_state *cs = &t->run.sink.cs[0];
+	const uint64_t warm = (uint64_t)t->cfg.warmup;
+	uint64_t k = 0, wakeups = 0;
+	uint32_t prev = t->events_at_open >= 0 ? (uint32_t)t->events_at_open : 0;
+	bool have_prev = t->events_at_open >= 0;
+	int64_t from = mono_now_ns(), end_ns = 0;
+	rt_prefault_stack();
+	if (t->tr && irqtrace_reader(t->tr, (pid_t)gettid()) < 0) {
+		snprintf(t->trace_note, sizeof(t->trace_note), "tracefs: cannot trace the reader: %s", strerror(errno));
+		irqtrace_close(t->tr);
+		free(t->tr);
+		t->tr = NULL;
+	}
+	uio_unmask(&t->uio);
+	const bool passive_timed = !t->active && !run_given(&t->run, "loops"); /* --duration from the warm-up's end */
+	if (passive_timed && warm == 0)
+		end_ns = mono_now_ns() + t->cfg.duration_ns;
+	int64_t pend_t0 = -1, pend_t1 = 0; /* an active sample whose stages are still to be read */
+	while (k < t->total && !atomic_load_explicit(&t->run.sink.stop, memory_order_relaxed)) {
+		int64_t t0 = 0;
+		if (t->active) {
+			if (stim_sleep_until(t->sh, t->sh->first_deadline_ns + (int64_t)k * t->period_ns))
+				break;
+			if (pend_t0 >= 0)
+				uio_stage_later(t, pend_t0, pend_t1);
+			pend_t0 = -1;
+			t0 = mono_now_ns();
+			uio_write_reg(&t->uio, &t->trig);
+			t->raised++;
+		} else if (end_ns && from >= end_ns && k >= warm) {
+			break;
+		}
+		uint32_t count;
+		int64_t wait_ns = t->cfg.timeout_ns, before = mono_now_ns();
+		if (end_ns && end_ns - before < wait_ns) /* passive: the duration's end bounds the wait too */
+			wait_ns = end_ns > before ? end_ns - before : 0;
+		int r = uio_wait(&t->uio, wait_ns, &count);
+		int64_t t1 = mono_now_ns();
+		if (r <= 0) {
+			if (atomic_load(&t->run.sink.stop) || atomic_load(&t->sh->stop) || (r == 0 && end_ns && t1 >= end_ns))
+				break;
+			t->timed_out = r == 0;
+			t->wait_errno = r < 0 ? errno : 0;
+			break;
+		}
+		wakeups++;
+		if (t->have_ack)
+			uio_write_reg(&t->uio, &t->ack);
+		uint32_t n = have_prev ? count - prev : 1;
+		prev = count;
+		have_prev = true;
+		if (n == 0) { /* nothing new (an interrupt between our open and the count we read) */
+			uio_unmask(&t->uio);
+			continue;
+		}
+		t->seen += n;
+		t->coalesced += n - 1;
+		int64_t p[IRQ_POINTS] = {-1, -1, -1, -1, -1};
+		int first_missing = t->active ? IRQ_POINTS : uio_points(t, from, t1, p);
+		bool staged = first_missing == IRQ_POINTS;
+		if (!t->active && p[IRQ_ENTRY] < 0) {
+			t->unmatched++; /* no t0: not a sample */
+		} else {
+			if (!t->active)
+				t0 = p[IRQ_ENTRY];
+			if (k < warm) {
+				t->warm_irqs++;
+				if (passive_timed && k + 1 == warm)
+					end_ns = t1 + t->cfg.duration_ns;
+			} else {
+				sink_sample(cs, t1 - t0, t1, 0);
+				t->samples++;
+				if (t->active)
+					pend_t0 = t0, pend_t1 = t1;
+				else if (staged)
+					uio_stages(t, p, t0, t1);
+				else if (t->tr)
+					t->point_missing[first_missing]++;
+			}
+			k++;
+		}
+		from = t1;
+		uio_unmask(&t->uio);
+	}
+	if (pend_t0 >= 0) {
+		sleep_until_ns(mono_now_ns() + 10 * NS_PER_MS); /* the last sample's trace, readable by now */
+		uio_stage_later(t, pend_t0, pend_t1);
+	}
+	if (!t->active)
+		t->raised = t->seen; /* the device's event count over the run: each read's step */
+	t->answered = k;
+	return run_slot_done(&t->run, cs, wakeups);
+}
+
 /* Header "params": the effective configuration. */
 static void event_params(struct jw *w, const void *ctx)
 {
 	const struct event *t = ctx;
 	const struct event_cfg *c = &t->cfg;
 	jw_str(w, "source", source_names[c->source]);
-	jw_str(w, "stimulus", c->source == SRC_TIMERFD ? "kernel_timer" : stimulus_names[c->stimulus]);
+	jw_str(w, "stimulus", c->source == SRC_TIMERFD ? "kernel_timer"
+			      : c->source == SRC_UIO  ? (t->active ? "register_write" : "external")
+						      : stimulus_names[c->stimulus]);
 	jw_i64(w, "rate_hz", c->rate_hz);
 	jw_i64(w, "period_ns", t->period_ns);
 	jw_i64(w, "cpu", c->cpu);
@@ -333,7 +524,88 @@ static void event_params(struct jw *w, const void *ctx)
 		jw_i64(w, "out_line", c->out_line);
 		jw_i64(w, "in_line", c->in_line);
 	}
+	if (c->source == SRC_UIO) {
+		jw_str(w, "uio", c->uio);
+		jw_str(w, "uio_name", t->uio.name);
+		jw_str(w, "mode", t->active ? "active" : "passive");
+		jw_str(w, "t0", t->active ? "just before the trigger write" : "the kernel's irq_handler_entry of the IRQ");
+		jw_str(w, "trigger", c->trigger);
+		jw_str(w, "ack", c->ack);
+		jw_i64(w, "irq", t->uio.irq);
+		jw_i64(w, "timeout_ns", c->timeout_ns);
+		jw_str(w, "stages", stages_names[c->stages]);
+	}
 	run_params_flags(w, c->no_dma_latency, c->allow_degraded);
+}
+
+static const char *policy_name(int policy)
+{
+	switch (policy & ~SCHED_RESET_ON_FORK) {
+	case SCHED_FIFO: return "fifo";
+	case SCHED_RR: return "rr";
+	case SCHED_OTHER: return "other";
+	default: return "other";
+	}
+}
+
+/* --source uio's summary keys: interrupts {raised, samples, missed, ...}, irq {number, thread, policy,
+ * priority, cpu}, and stages (name -> statistics, timeline order) where the trace gave them. */
+static void uio_summary(struct jw *w, const struct event *t)
+{
+	uint64_t accounted = t->samples + t->warm_irqs;
+	jw_obj_begin(w, "interrupts");
+	jw_u64(w, "raised", t->raised);
+	jw_u64(w, "samples", t->samples);
+	jw_u64(w, "missed", t->raised > accounted ? t->raised - accounted : 0);
+	jw_u64(w, "warmup", t->warm_irqs);
+	jw_u64(w, "seen", t->seen);
+	jw_u64(w, "coalesced", t->coalesced);
+	jw_u64(w, "unmatched", t->unmatched);
+	jw_u64(w, "staged", t->staged);
+	jw_u64(w, "reader_awake", t->reader_awake);
+	jw_i64(w, "staged_total_ns", t->staged_total_ns);
+	jw_i64(w, "staged_stages_ns", t->staged_sum_ns);
+	jw_bool(w, "timed_out", t->timed_out);
+	jw_obj_end(w);
+	struct irq_thread now;
+	irq_thread_find(t->uio.irq, t->uio.name, &now); /* its CPU now, after the run */
+	jw_obj_begin(w, "irq");
+	jw_i64(w, "number", t->uio.irq);
+	jw_str(w, "thread", t->ith.pid ? t->ith.comm : NULL);
+	if (t->ith.pid) {
+		jw_i64(w, "pid", t->ith.pid);
+		jw_str(w, "policy", policy_name(t->ith.policy));
+		jw_i64(w, "priority", t->ith.priority);
+		jw_i64(w, "cpu", now.pid == t->ith.pid ? now.cpu : t->ith.cpu);
+	} else {
+		jw_null(w, "policy");
+		jw_null(w, "priority");
+		jw_null(w, "cpu");
+		jw_str(w, "note", "no IRQ thread: the handler runs in the hard interrupt (a kernel without "
+				  "threadirqs); no IRQ-thread stages");
+	}
+	jw_obj_end(w);
+	jw_str(w, "stages_note", t->tr ? NULL : t->trace_note);
+	if (t->tr) { /* samples without every stage: the first point their trace lacked */
+		static const char *const point_names[] = {"irq_handler_entry", "irq_thread_woken", "irq_thread_running",
+							  "reader_woken", "reader_running"};
+		jw_obj_begin(w, "stages_missing");
+		for (int k = 0; k < IRQ_POINTS; k++)
+			jw_u64(w, point_names[k], t->point_missing[k]);
+		jw_obj_end(w);
+	}
+	if (!t->staged)
+		return;
+	jw_obj_begin(w, "stages");
+	for (int k = t->active ? ST_HARDIRQ : ST_IRQ_THREAD_WOKEN; k < UIO_STAGES; k++) {
+		if (!t->ith.pid && (k == ST_IRQ_THREAD_WOKEN || k == ST_IRQ_THREAD_RUNNING))
+			continue;
+		jw_obj_begin(w, uio_stage_names[k]);
+		sink_hist_keys(w, t->stage[k]);
+		jw_u64(w, "over_threshold", t->stage_over[k]);
+		jw_obj_end(w);
+	}
+	jw_obj_end(w);
 }
 
 /* Summary extension (optional keys, top level): stimulus accounting, and
@@ -343,6 +615,10 @@ static void event_summary_extra(struct jw *w, int slot, const void *ctx)
 	const struct event *t = ctx;
 	if (slot >= 0)
 		return;
+	if (t->cfg.source == SRC_UIO) {
+		uio_summary(w, t);
+		return;
+	}
 	uint64_t sent = atomic_load(&t->sh->sent);
 	jw_obj_begin(w, "stimuli");
 	jw_u64(w, "planned", t->total);
@@ -408,6 +684,42 @@ static int gpio_check(const struct event_cfg *c)
 	return 0;
 }
 
+/* --source uio: the device, its interrupt and IRQ thread, the registers inside their BAR; passive needs
+ * the trace (its t0). Opens the device (closed by cleanup). */
+static int uio_check(struct event *t)
+{
+	struct event_cfg *c = &t->cfg;
+	char err[640];
+	int rc;
+	if (!c->uio)
+		return log_error("--source uio needs --uio /dev/uioN");
+	t->active = c->trigger != NULL;
+	if (c->trigger && uio_parse_reg(c->trigger, &t->trig, err, sizeof(err)))
+		return log_error("--trigger %s", err);
+	if (c->ack && uio_parse_reg(c->ack, &t->ack, err, sizeof(err)))
+		return log_error("--ack %s", err);
+	t->have_ack = c->ack != NULL;
+	if (!t->active && c->stages == 1)
+		return log_error("--source uio without --trigger (passive) takes its t0 from the kernel's trace: "
+				 "not with --stages off");
+	rc = uio_open(&t->uio, c->uio, run_given(&t->run, "irq") ? (int)c->irq : -1, err, sizeof(err));
+	t->uio_open = t->uio.fd >= 0;
+	if (!rc && c->trigger)
+		rc = uio_check_reg(&t->uio, &t->trig, "trigger", err, sizeof(err));
+	if (!rc && c->ack)
+		rc = uio_check_reg(&t->uio, &t->ack, "ack", err, sizeof(err));
+	if (rc == 3)
+		return log_skip("root, or read/write access to the UIO device and its sysfs files", "%s", err);
+	if (rc)
+		return log_error("%s", err);
+	if (!t->active && !irqtrace_root())
+		return log_skip("tracefs mounted (mount -t tracefs nodev /sys/kernel/tracing), or --trigger (active)",
+				"--source uio without --trigger (passive) takes its t0 from the kernel's "
+				"irq_handler_entry: no tracefs here");
+	irq_thread_find(t->uio.irq, t->uio.name, &t->ith);
+	return 0;
+}
+
 /* Request one GPIO line (v2 uAPI); fd or -1 with errno. */
 static int gpio_request(int chip, uint32_t line, uint64_t flags, const char *label)
 {
@@ -455,6 +767,10 @@ static int event_validate(struct run *run)
 		return timerlat_skip();
 	if (c->source == SRC_GPIO)
 		return gpio_check(c);
+	if (c->source == SRC_UIO)
+		return uio_check(t);
+	if (c->uio || c->trigger || c->ack || run_given(run, "irq"))
+		return log_error("--uio, --trigger, --ack and --irq go with --source uio");
 	return 0;
 }
 
@@ -465,11 +781,47 @@ static int event_privileges(struct run *run)
 	return rt_acquire(t->cfg.policy, (int)t->cfg.priority, t->cfg.allow_degraded, &t->run.rt, &t->run.warn);
 }
 
+/* --source uio: the stage histograms, the trace (passive: required), the device's count now. */
+static int uio_prepare(struct event *t, char *err, size_t errlen)
+{
+	for (int k = 0; k < UIO_STAGES; k++) {
+		if (!(t->stage[k] = malloc(sizeof(struct hist)))) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		hist_reset(t->stage[k]);
+		rt_pretouch(t->stage[k], sizeof(struct hist));
+	}
+	if (t->cfg.stages == 0) {
+		char why[256];
+		t->tr = malloc(sizeof(*t->tr));
+		if (!t->tr || irqtrace_open(t->tr, t->uio.irq, t->ith.pid, why, sizeof(why)) < 0) {
+			if (t->tr)
+				irqtrace_close(t->tr);
+			free(t->tr);
+			t->tr = NULL;
+			snprintf(t->trace_note, sizeof(t->trace_note), "no stages: %s", why);
+			if (!t->active) {
+				snprintf(err, errlen, "--source uio without --trigger (passive) needs the kernel's "
+					 "irq_handler_entry for its t0: %s", why);
+				return -1;
+			}
+			warnings_add(&t->run.warn, "%s: the total only", t->trace_note);
+		}
+	} else {
+		snprintf(t->trace_note, sizeof(t->trace_note), "no stages: --stages off");
+	}
+	t->events_at_open = uio_event_count(&t->uio);
+	return 0;
+}
+
 /* Create the source fds and the epoll set. */
 static int event_open_source(struct event *t, char *err, size_t errlen)
 {
 	struct event_cfg *c = &t->cfg;
 	int fd = -1;
+	if (c->source == SRC_UIO)
+		return uio_prepare(t, err, errlen);
 	switch (c->source) {
 	case SRC_EVENTFD:
 		fd = t->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -543,6 +895,17 @@ static int event_start(struct run *run)
 	sigset_t old;
 	int e;
 	t->sh->first_deadline_ns = mono_now_ns() + START_DELAY_NS;
+	if (c->source == SRC_UIO) { /* the reader is its own stimulus */
+		atomic_store(&t->sh->done, true);
+		e = rt_thread_start(&t->resp_tid, t->run.rt.policy, t->run.rt.priority, (int)c->cpu,
+				    THREAD_STACK_BYTES, uio_thread_main, t);
+		if (e) {
+			snprintf(err, errlen, "cannot start the reader on CPU %" PRId64 ": %s", c->cpu, strerror(e));
+			return -1;
+		}
+		t->resp_started = true;
+		return 0;
+	}
 	e = rt_thread_start(&t->resp_tid, t->run.rt.policy, t->run.rt.priority, (int)c->cpu, THREAD_STACK_BYTES,
 			    resp_thread_main, t);
 	if (e) {
@@ -642,6 +1005,20 @@ static void event_stop(struct run *run)
 static void event_cleanup(struct run *run)
 {
 	struct event *t = (struct event *)run;
+	if (t->uio_open) { /* nothing left masked: the device acknowledged, its interrupt enabled */
+		if (t->have_ack)
+			uio_write_reg(&t->uio, &t->ack);
+		uio_unmask(&t->uio);
+		uio_close(&t->uio);
+		t->uio_open = false;
+	}
+	if (t->tr) {
+		irqtrace_close(t->tr);
+		free(t->tr);
+		t->tr = NULL;
+	}
+	for (int k = 0; k < UIO_STAGES; k++)
+		free(t->stage[k]);
 	if (!run->prepared)
 		return;
 	int fds[] = {t->efd, t->pipe_r, t->pipe_w, t->tfd, t->gpio_out, t->gpio_in, t->epfd};
@@ -679,12 +1056,59 @@ static int event_prepare(struct run *run)
 	run->sink.summary_extra = event_summary_extra;
 	run->sink.summary_ctx = t;
 	run_hold(run, !c->no_dma_latency);
-	if (t->stim_cpu == cpu && c->source != SRC_TIMERFD)
+	if (t->stim_cpu == cpu && c->source != SRC_TIMERFD && c->source != SRC_UIO)
 		warnings_add(&run->warn, "stimulus and responder share CPU %d: the response includes the stimulus' own "
 			     "return to sleep", cpu);
 	run->raw_interval_ns = t->period_ns;
 	run->watchdog_s = run_watchdog_s(u128_mul_u64_u64(t->total, (uint64_t)t->period_ns), 0, 0x7fffffff);
+	if (c->source == SRC_UIO) /* each interrupt waited for at most --timeout */
+		run->watchdog_s = run_watchdog_s(
+			u128_mul_u64_u64(t->total, (uint64_t)(t->active ? t->period_ns + c->timeout_ns : c->timeout_ns)),
+			0, 0x7fffffff);
 	return 0;
+}
+
+/* --source uio: an interrupt that never came, or one not accounted for, ends the run incomplete with
+ * what was seen. */
+static int uio_end(struct event *t)
+{
+	struct run *run = &t->run;
+	char msg[400];
+	int rc;
+	uint64_t accounted = t->samples + t->warm_irqs, missed = t->raised > accounted ? t->raised - accounted : 0;
+	if (t->coalesced)
+		sink_warning(&run->sink, "%" PRIu64 " interrupts came while one was pending (one read counted several)",
+			     t->coalesced);
+	if (t->unmatched)
+		sink_warning(&run->sink, "%" PRIu64 " interrupts without their irq_handler_entry in the trace: no t0, "
+			     "not sampled", t->unmatched);
+	if (t->tr && t->tr->dropped)
+		sink_warning(&run->sink, "%" PRIu64 " trace events dropped (the reader fell behind)", t->tr->dropped);
+	if (t->tr && t->staged < t->samples)
+		sink_warning(&run->sink, "%" PRIu64 " of %" PRIu64 " samples without every stage in the trace",
+			     t->samples - t->staged, t->samples);
+	if (run_end_early(run, &rc))
+		return rc;
+	snprintf(msg, sizeof(msg), "%" PRIu64 " raised, %" PRIu64 " samples, %" PRIu64 " warm-up, %" PRIu64 " missed",
+		 t->raised, t->samples, t->warm_irqs, missed);
+	if (t->wait_errno) {
+		char m[512];
+		snprintf(m, sizeof(m), "reading %s: %s (%s)", t->cfg.uio, strerror(t->wait_errno), msg);
+		log_error("%s", m);
+		return sink_finish(&run->sink, 1, "error", m);
+	}
+	if (t->timed_out) {
+		char m[512];
+		snprintf(m, sizeof(m), "no interrupt from %s (IRQ %d) within --timeout %" PRId64 " ms%s: %s", t->cfg.uio,
+			 t->uio.irq, (int64_t)(t->cfg.timeout_ns / NS_PER_MS), t->active ? " of the trigger" : "", msg);
+		log_line(4, "incomplete: ", NULL, "%s", m);
+		return sink_finish(&run->sink, 4, "incomplete", m);
+	}
+	if (missed)
+		return sink_finish(&run->sink, 4, "incomplete", msg);
+	if (!t->samples)
+		return sink_finish(&run->sink, 4, "incomplete", "no interrupt sampled after the warm-up");
+	return sink_finish(&run->sink, -1, NULL, NULL);
 }
 
 /* Stimuli lost or unanswered: warnings, and the run is incomplete. */
@@ -692,6 +1116,8 @@ static int event_end(struct run *run)
 {
 	struct event *t = (struct event *)run;
 	int sig = rt_signals_caught(), rc;
+	if (t->cfg.source == SRC_UIO)
+		return uio_end(t);
 	uint64_t sent = atomic_load(&t->sh->sent);
 	if (!run->start_failed && !sig && sent > t->answered)
 		sink_warning(&run->sink, "%" PRIu64 " of %" PRIu64 " stimuli were never answered", sent - t->answered,
@@ -718,8 +1144,8 @@ static bool event_supported(char *why_not, size_t len)
 
 const struct probe probe_event = {
 	.name = "event",
-	.summary = "interrupt-to-user response: stimulus (eventfd, pipe, timerfd; gpio loopback where wired) to "
-		   "the wake-up of a responder blocked in epoll_wait",
+	.summary = "interrupt-to-user response: stimulus (eventfd, pipe, timerfd; gpio loopback where wired; a "
+		   "device's interrupt through UIO) to the wake-up of a responder blocked in epoll_wait or read",
 	.opts = event_opts, .nopts = EVENT_NOPTS, .supported = event_supported,
 	.label_keys = PROBE_LIST("source"),
 	.state_bytes = sizeof(struct event), .exclusive = PROBE_LIST("duration", "loops"), .params = event_params,

@@ -20,6 +20,7 @@
 #include "rtqual/probe.h"
 #include "rtqual/rtenv.h"
 #include "rtqual/sink.h"
+#include "rtqual/uio.h"
 
 #define RTTIME_SOFT_US 1000000 /* one pass at RT priority: at most 1 s */
 #define RTTIME_HARD_US 2000000
@@ -29,12 +30,13 @@ enum pio_op { OP_READ, OP_WRITE };
 static const char *const op_names[] = {"read", "write", NULL};
 enum pio_sample { SAMPLE_ACCESS, SAMPLE_PASS };
 static const char *const sample_names[] = {"access", "pass", NULL};
-enum pio_map { MAP_SHM, MAP_UIO, MAP_MEM };
-static const char *const map_kinds[] = {"shm", "uio", "mem"};
+enum pio_map { MAP_SHM, MAP_UIO, MAP_MEM, MAP_BAR };
+static const char *const map_kinds[] = {"shm", "uio", "mem", "bar"};
 
 struct pio_cfg {
 	int width, op, sample, policy;
-	const char *map;
+	const char *map, *uio, *offset;
+	int64_t bar;
 	int64_t size, passes, duration_ns, warmup, pause_ns, cpu, priority;
 	bool allow_degraded;
 	struct sink_out out;
@@ -48,6 +50,8 @@ struct pio {
 	const char *dev;
 	char devbuf[256];
 	uint64_t map_index, phys_offset;
+	struct uio_dev bar; /* --uio: the device whose BAR is mapped */
+	uint64_t bar_offset;
 	int fd;
 	void *map_base;
 	size_t map_len, page_off;
@@ -70,8 +74,14 @@ static const struct opt_def pio_opts[] = {
 	{"map", OPT_STRING, F(map), 0, 0, "shm", NULL,
 	 "region: shm (memfd shared memory), uio:/dev/uioN[:MAP] (UIO map, size from sysfs), "
 	 "mem:OFFSET:SIZE (/dev/mem, physical address)"},
+	{"uio", OPT_PATH, F(uio), 0, 0, NULL, NULL,
+	 "a PCI device's BAR instead of --map: the UIO device (/dev/uioN) whose sysfs resourceN is mapped; every "
+	 "access is a bus access (under qemu: a trap into the emulator)"},
+	{"bar", OPT_INT, F(bar), 0, UIO_BARS - 1, "0", NULL, "with --uio: the BAR"},
+	{"offset", OPT_STRING, F(offset), 0, 0, "0", NULL,
+	 "with --uio: first byte swept in the BAR, bytes (0x... allowed; a range whose registers have no side effects)"},
 	{"size", OPT_INT, F(size), 8, 1LL << 32, "1048576", NULL,
-	 "bytes swept per pass (default 1 MiB for shm, the whole map for uio/mem)"},
+	 "bytes swept per pass (default 1 MiB for shm, the whole map for uio/mem, the BAR past --offset)"},
 	{"passes", OPT_INT, F(passes), 1, 1000000000, NULL, NULL, "measured passes; replaces --duration"},
 	{"duration", OPT_DURATION, F(duration_ns), NS_PER_MS, 24 * 3600 * NS_PER_S, "2s", NULL,
 	 "measured time after warm-up (whole passes)"},
@@ -184,8 +194,14 @@ static void pio_params(struct jw *w, const void *ctx)
 {
 	const struct pio *t = ctx;
 	const struct pio_cfg *c = &t->cfg;
-	jw_str(w, "map", c->map);
+	jw_str(w, "map", t->kind == MAP_BAR ? "bar" : c->map);
 	jw_str(w, "map_kind", map_kinds[t->kind]);
+	if (t->kind == MAP_BAR) {
+		jw_str(w, "uio", c->uio);
+		jw_i64(w, "bar", c->bar);
+		jw_u64(w, "offset", t->bar_offset);
+		jw_str(w, "note", "memory-mapped I/O: each access is a bus transaction (under an emulator, a trap into it)");
+	}
 	jw_i64(w, "width_bits", (int64_t)t->width_bytes * 8);
 	jw_str(w, "op", op_names[c->op]);
 	jw_str(w, "sample", sample_names[c->sample]);
@@ -336,12 +352,46 @@ static int pio_check_device(struct pio *t)
 	return 0;
 }
 
+/* --uio DEV --bar N [--offset]: the BAR mapped now (from sysfs resourceN), the range inside it. */
+static int pio_check_bar(struct pio *t)
+{
+	struct pio_cfg *c = &t->cfg;
+	char err[640];
+	int rc = uio_find(&t->bar, c->uio, err, sizeof(err));
+	if (!rc)
+		rc = uio_map_bar(&t->bar, (int)c->bar, err, sizeof(err));
+	if (rc == 3)
+		return log_skip("root, or read/write access to the device's sysfs resource files", "%s", err);
+	if (rc)
+		return log_error("%s", err);
+	t->kind = MAP_BAR;
+	uint64_t len = t->bar.bar_len[c->bar], off;
+	if (parse_u64(c->offset, &off))
+		return log_error("--offset '%s': a number of bytes (0x... allowed)", c->offset);
+	t->bar_offset = off;
+	if (off >= len)
+		return log_error("--offset 0x%" PRIx64 ": outside BAR %" PRId64 " (%" PRIu64 " bytes)", off, c->bar, len);
+	if (run_given(&t->run, "size") && off + (uint64_t)c->size > len)
+		return log_error("--offset 0x%" PRIx64 " --size %" PRId64 ": past the end of BAR %" PRId64 " (%" PRIu64
+				 " bytes)",
+				 off, c->size, c->bar, len);
+	if (!run_given(&t->run, "size"))
+		c->size = (int64_t)(len - off);
+	if (off % 8)
+		return log_error("--offset 0x%" PRIx64 ": must be a multiple of 8 (every access width aligned)", off);
+	return 0;
+}
+
 /* Map the region. 0, or an exit code after the one-line message. */
 static int pio_map(struct pio *t)
 {
 	long pg = sysconf(_SC_PAGESIZE);
 	int prot = PROT_READ | (t->cfg.op == OP_WRITE || t->kind == MAP_SHM ? PROT_WRITE : 0);
 	off_t off = 0;
+	if (t->kind == MAP_BAR) { /* mapped by pio_check_bar */
+		t->region = (volatile unsigned char *)t->bar.bar[t->cfg.bar] + t->bar_offset;
+		return 0;
+	}
 	if (t->kind == MAP_SHM) {
 		t->fd = memfd_create("rtqual-pio", MFD_CLOEXEC);
 		if (t->fd < 0 || ftruncate(t->fd, (off_t)t->cfg.size) != 0)
@@ -383,6 +433,7 @@ static int pio_validate(struct run *run)
 	struct pio *t = (struct pio *)run;
 	struct pio_cfg *c = &t->cfg;
 	t->fd = -1;
+	t->bar.fd = t->bar.cfg_fd = -1;
 	if (run_given(run, "passes"))
 		c->duration_ns = 0;
 	else
@@ -401,8 +452,12 @@ static int pio_validate(struct run *run)
 				 rt_policy_names[c->policy]);
 	if (sink_out_validate(&c->out, run->a->check))
 		return 1;
-	rc = pio_parse_map(t);
-	if (!rc)
+	if (c->uio && run_given(run, "map"))
+		return log_error("--uio and --map exclude each other");
+	if (!c->uio && (run_given(run, "bar") || run_given(run, "offset")))
+		return log_error("--bar and --offset go with --uio");
+	rc = c->uio ? pio_check_bar(t) : pio_parse_map(t);
+	if (!rc && !c->uio)
 		rc = pio_check_device(t);
 	if (rc)
 		return rc;
@@ -427,6 +482,7 @@ static void pio_cleanup(struct run *run)
 	struct pio *t = (struct pio *)run;
 	if (t->map_base)
 		munmap(t->map_base, t->map_len);
+	uio_close(&t->bar);
 	if (run->prepared && t->fd >= 0)
 		close(t->fd);
 }

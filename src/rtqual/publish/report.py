@@ -24,6 +24,7 @@ from rtqual.publish.views import (
     clean_lines,
     cpu_name,
     format_table,
+    interrupt_lines,
     ioc_lines,
     network_lines,
     noise_lines,
@@ -60,6 +61,11 @@ GPIO_STAGE_NOTE = (
     "stages: drive = stimulus line toggled -> IOC input edge (kernel timestamp), wake = -> IOC reader "
     "awake (the interrupt latency), dispatch = -> record processing (read_bi), chain = -> bo written, "
     "return = -> response edge (kernel timestamp)"
+)
+UIO_STAGE_NOTE = (
+    "stages (the kernel's events, docs/interrupts.md): hardirq = trigger write -> irq_handler_entry (active only), "
+    "irq_thread_woken/_running = -> the IRQ thread woken/running, reader_woken/_running = -> the reader woken/running, "
+    "read_returned = -> its read of the UIO device returned; they sum to the total"
 )
 TIMERLAT_STAGE_NOTE = (
     "stages (timerlat tracer): irq = timer expiry -> timer IRQ, thread = -> the timerlat thread running, "
@@ -124,9 +130,17 @@ def show_text(data: dict, table: str | None = None, env_lines: Sequence[str] = (
         stages = stage_table(r)
         if stages:
             names = (r.get("probe_summary") or {}).get("stages", {})
-            note = TIMERLAT_STAGE_NOTE if "irq" in names else GPIO_STAGE_NOTE if "drive" in names else STAGE_NOTE
+            note = (
+                UIO_STAGE_NOTE
+                if "read_returned" in names
+                else TIMERLAT_STAGE_NOTE
+                if "irq" in names
+                else GPIO_STAGE_NOTE
+                if "drive" in names
+                else STAGE_NOTE
+            )
             out.extend(["", stages, note])
-        out.extend(clean_lines(ioc_lines(r) + noise_lines(r) + network_lines(r) + spike_lines(r)))
+        out.extend(clean_lines(interrupt_lines(r) + ioc_lines(r) + noise_lines(r) + network_lines(r) + spike_lines(r)))
         baseline = baseline_line(r, data["cases"])
         if baseline:
             out.append(baseline)
@@ -205,6 +219,11 @@ def show_json(data: dict) -> dict:
                     else {}
                 ),
                 **({"ioc": r["ioc"]} if r.get("ioc") else {}),
+                **(
+                    {k: (r.get("probe_summary") or {}).get(k) for k in ("irq", "interrupts")}
+                    if interrupt_lines(r)
+                    else {}
+                ),
                 **({"noise": (r.get("probe_summary") or {}).get("noise")} if noise_lines(r) else {}),
                 **({"requirements_judged": r["requirement_verdicts"]} if r.get("requirement_verdicts") else {}),
                 **({"spikes": r.get("spikes") or [], "trace": r["trace"]} if isinstance(r.get("trace"), dict) else {}),

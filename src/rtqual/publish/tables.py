@@ -18,6 +18,7 @@ from rtqual.answers import caveats
 from rtqual.errors import RtqError
 from rtqual.publish.views import (
     STAGES,
+    UIO_STAGES,
     cpu_name,
     environment_and_cases,
     format_table,
@@ -140,6 +141,10 @@ def _kek_rows(results: list[dict]) -> Iterator[Row]:
 
 APS_TABLE = {"interrupt": "1", "wake-up": "3", "switch": "4", "timer-interrupt": "5"}  # kind -> seed 001 table
 APS_STAGE_TABLE = {"wake": "1", "dispatch": "4", "total": "5"}  # IOC stage -> table (others: none)
+# a UIO interrupt's stages (event --source uio) -> seed 001's interrupt tables: 1 interrupt latency, 2 top half to
+# bottom half (the IRQ thread), 3 bottom half to the user-level ISR (the reader); its total as any event case's
+APS_UIO_TABLE = {"hardirq": "1", "irq_thread_woken": "2", "irq_thread_running": "2", "reader_woken": "3",
+                 "reader_running": "3", "read_returned": "3", "total": "1"}  # fmt: skip
 
 
 def _aps_rows(results: list[dict]) -> Iterator[Row]:
@@ -154,12 +159,14 @@ def _aps_rows(results: list[dict]) -> Iterator[Row]:
 
     for r in results:
         stages = (r.get("probe_summary") or {}).get("stages") or {}
-        if kind(r) != "ioc" or not stages:
+        uio = kind(r) == "interrupt" and (r.get("params") or {}).get("source") == "uio"
+        if not (kind(r) == "ioc" or uio) or not stages:
             yield {"table": APS_TABLE.get(kind(r), ""), "case": _label(r), **cells(r["stats"], r)}
             continue
-        for name in [*(n for n in STAGES if n in stages), "total"]:
+        names, tables = (UIO_STAGES, APS_UIO_TABLE) if uio else (STAGES, APS_STAGE_TABLE)
+        for name in [*(n for n in names if n in stages), "total"]:
             s = r["stats"] if name == "total" else stages[name]
-            yield {"table": APS_STAGE_TABLE.get(name, ""), "case": f"{_label(r)}: {name}", **cells(s, r)}
+            yield {"table": tables.get(name, ""), "case": f"{_label(r)}: {name}", **cells(s, r)}
 
 
 def _madoca_rows(results: list[dict]) -> Iterator[Row]:

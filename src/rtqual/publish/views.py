@@ -87,6 +87,8 @@ def format_cell(key: str, value: Any) -> str:
 
 STAGES = ("drive", "wake", "dispatch", "chain", "return")  # drive: GPIO lines only
 TIMERLAT_STAGES = ("irq", "thread", "user")  # timer expiry -> IRQ -> the timerlat thread -> back in user space
+# a device's interrupt through UIO (event --source uio), in timeline order; hardirq only when rtqual raised it
+UIO_STAGES = ("hardirq", "irq_thread_woken", "irq_thread_running", "reader_woken", "reader_running", "read_returned")
 
 
 def stage_table(result: dict) -> str | None:
@@ -105,11 +107,34 @@ def stage_table(result: dict) -> str | None:
         (">thr", "over_threshold"),
     ]
     rows = [
-        [name, *(stat_cell(k, stages[name]) for _, k in keys)] for name in (*STAGES, *TIMERLAT_STAGES) if name in stages
+        [name, *(stat_cell(k, stages[name]) for _, k in keys)]
+        for name in (*STAGES, *TIMERLAT_STAGES, *UIO_STAGES)
+        if name in stages
     ]
     rows.append(["total", *(stat_cell(k, result["stats"]) for _, k in keys)])
-    counted = [stages[n] for n in (*STAGES, *TIMERLAT_STAGES) if n in stages] + [result["stats"]]
+    counted = [stages[n] for n in (*STAGES, *TIMERLAT_STAGES, *UIO_STAGES) if n in stages] + [result["stats"]]
     return "\n".join([format_table(["stage", *(h for h, _ in keys)], rows), *carried_note(counted, ["p99_ns"])])
+
+
+def interrupt_lines(result: dict) -> list[str]:
+    """A UIO event case's interrupt accounting and the IRQ thread that served it (event --source uio)."""
+    ps = result.get("probe_summary") or {}
+    n, irq = ps.get("interrupts"), ps.get("irq")
+    if not n or not irq:
+        return []
+    params = result.get("params") or {}
+    thread = (
+        f"IRQ thread {irq['thread']} {irq.get('policy')} {irq.get('priority')} on CPU {irq.get('cpu')}"
+        if irq.get("thread")
+        else "no IRQ thread (the handler runs in the hard interrupt)"
+    )
+    out = [
+        f"interrupts: {n['raised']} raised, {n['samples']} samples, {n.get('warmup', 0)} warm-up, {n['missed']} missed"
+        f" (IRQ {irq['number']}, {params.get('mode')}: t0 = {params.get('t0')}); {thread}"
+    ]
+    if ps.get("stages_note"):
+        out.append(ps["stages_note"])
+    return out
 
 
 def ioc_lines(result: dict) -> list[str]:
@@ -321,7 +346,7 @@ def _paper_rows(results: list[dict], layout: str) -> Iterator[tuple[str, dict, d
         if layout != "aps" or not stages:
             yield r["label"], r["stats"], r
             continue
-        for name in STAGES:
+        for name in (*STAGES, *UIO_STAGES):
             if name in stages:
                 s = dict(stages[name])
                 s["over_threshold_pct"] = 100.0 * s.get("over_threshold", 0) / s["count"] if s.get("count") else 0.0
