@@ -19,9 +19,9 @@ from pathlib import Path
 import epicscorelibs.path
 from sidebyside import compare, options, probe_stats
 
-from rtqual.measure.run import native
 from rtqual.measure.epics.ca import RTT_ECHO, RTT_PUT, ca_db
 from rtqual.measure.epics.ioc import Ioc
+from rtqual.measure.run import native
 
 HERE = Path(__file__).resolve().parent
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from sidebyside import compare, options, probe_stats
 
-from rtqual.measure.run import native
 from rtqual.measure.epics.ioc import Ioc
+from rtqual.measure.run import native
 
 HERE = Path(__file__).resolve().parent
 
