@@ -35,7 +35,10 @@ def test_run_and_show_hash_each_file_at_most_once(tmp_path, capsys, hashed):
     assert cli.main(["run", "fake", "--script", str(script), "-o", str(b), "-q"]) == 0
     sealed = {str((b / rel).resolve()) for rel in json.loads((b / "manifest.json").read_text())["checksums"]}
     assert len(sealed) >= 10 and "report.html" in {Path(f).name for f in sealed}
-    assert set(hashed) == sealed and max(hashed.values()) == 1, hashed  # each written file hashed once
+    # each written file hashed once; a case's result.json twice: written as measured, then again judged (a failed
+    # analysis never loses the measurement, docs/requirements.md)
+    once = {f: n for f, n in hashed.items() if Path(f).name != "result.json"}
+    assert set(hashed) == sealed and max(once.values()) == 1 and max(hashed.values()) <= 2, hashed
     hashed.clear()
     assert cli.main(["show", str(b)]) == 0
     assert set(hashed) == sealed and max(hashed.values()) == 1, hashed  # each verified once
