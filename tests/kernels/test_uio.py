@@ -63,7 +63,8 @@ def test_uio_event_every_interrupt_accounted_for(mode):
     case = run_uio(mode)
     n = case["interrupts"]
     assert case["verdict"] in ("pass", "completed") and case["stats"]["count"] == n["samples"] > 0
-    assert n["samples"] + n["warmup"] + n["missed"] == n["raised"] and n["missed"] == 0
+    assert n["samples"] + n["warmup"] + n["missed"] == n["raised"]  # every interrupt a sample or a counted miss
+    assert mode == "passive" or n["missed"] == 0  # active: one trigger, one interrupt; passive may coalesce
     assert case["params"]["mode"] == mode and not n["timed_out"]
 
 
