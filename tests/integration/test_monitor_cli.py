@@ -4,6 +4,7 @@ grows with time (a compressed day)."""
 
 import json
 import os
+import shutil
 import signal
 import socket
 import sqlite3
@@ -164,8 +165,8 @@ def test_a_killed_monitors_folder_is_removed_by_the_next_start_and_by_restore(sc
     third = start()
     try:
         kill(second)
-        bundle = tmp_path / "bundle"
-        bundle.mkdir()
+        bundle = tmp_path / "bundle"  # a finished bundle with nothing of its own to restore (restore refuses a folder
+        shutil.copytree(Path(__file__).parent.parent / "data" / "bundles" / "timer-raw", bundle)  # that is none)
         out = rtqual_cmd("restore", bundle, env=env)
         assert out.returncode == 0, out.stderr
         assert folders(second) == [] and f"rtqual-monitor-{second.proc.pid}-" in out.stdout  # removed by restore
