@@ -34,7 +34,8 @@ def test_interrupt_lines_say_the_accounting_and_the_thread():
 
 
 def test_stage_table_in_timeline_order_then_the_total():
-    rows = [r.split()[0] for r in views.stage_table(uio_case(active=False)).splitlines()[2:]]
+    table = views.stage_table(uio_case(active=False)).splitlines()[2:]
+    rows = [r.split()[0] for r in table if not r.startswith("'-'")]  # the N note apart
     assert rows == [
         "irq_thread_woken",
         "irq_thread_running",
