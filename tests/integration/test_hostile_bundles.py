@@ -12,23 +12,12 @@ from pathlib import Path
 import hostile_fields
 import pytest
 
-from rtqual.results import bundle as bundle_mod
-
 FROZEN = Path(__file__).resolve().parents[1] / "data" / "bundles"
 CANARY = "CANARY-7f3e-outside-the-bundle"
 CASE = "cases/001-timer"
 
 
-def seal(b: Path) -> Path:
-    """Checksums of every regular file, as rtqual writes them today (symlinks and FIFOs are not recorded)."""
-    m = json.loads((b / "manifest.json").read_text())
-    m["checksums"] = {
-        rel: bundle_mod.sha256_file(b / rel)
-        for rel in (f.relative_to(b).as_posix() for f in sorted(b.rglob("*")))
-        if (b / rel).is_file() and not (b / rel).is_symlink() and rel not in bundle_mod.UNSEALED
-    }
-    (b / "manifest.json").write_text(json.dumps(m, indent=1))
-    return b
+seal = hostile_fields.seal  # checksums of every regular file, as rtqual writes them (one helper)
 
 
 def replace(f: Path, make) -> None:
