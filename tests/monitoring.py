@@ -105,13 +105,26 @@ class MonitorProc:
             env=env,
         )
         self.lines: list[str] = []
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
+        self.err_lines: list[str] = []
+        self.readers = [
+            threading.Thread(target=self._read, args=(self.proc.stdout, self.lines), daemon=True),
+            threading.Thread(target=self._read, args=(self.proc.stderr, self.err_lines), daemon=True),
+        ]
+        for r in self.readers:
+            r.start()
 
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line)
+    @staticmethod
+    def _read(stream, lines: list[str]) -> None:
+        for line in stream:
+            lines.append(line)
+
+    def wait_started(self, timeout: float = 60) -> None:
+        """Wait until the monitor said its start line (its signal handlers are in place then)."""
+        deadline = time.monotonic() + timeout
+        while not any(x.startswith("rtqual monitor:") for x in list(self.err_lines)):
+            assert self.proc.poll() is None, f"monitor ended: {''.join(self.err_lines)}"
+            assert time.monotonic() < deadline, "the monitor did not start"
+            time.sleep(0.1)
 
     def windows(self) -> list[dict]:
         return [json.loads(x) for x in list(self.lines) if x.startswith("{")]
@@ -120,7 +133,7 @@ class MonitorProc:
         """Wait until n window lines (all CPUs) were printed."""
         deadline = time.monotonic() + timeout
         while len(self.windows()) < n:
-            assert self.proc.poll() is None, f"monitor ended: {self.proc.stderr.read() if self.proc.stderr else ''}"
+            assert self.proc.poll() is None, f"monitor ended: {''.join(self.err_lines)}"
             assert time.monotonic() < deadline, "no windows from the monitor"
             time.sleep(0.1)
         return self.windows()
@@ -134,8 +147,9 @@ class MonitorProc:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             code = self.proc.wait()
-        self.reader.join(timeout=5)
-        return code, self.proc.stderr.read() if self.proc.stderr else ""
+        for r in self.readers:
+            r.join(timeout=5)
+        return code, "".join(self.err_lines)
 
 
 def unit_exec_start(unit: Path) -> list[str]:

@@ -39,7 +39,8 @@ def test_a_signal_writes_the_last_window_and_exits_0(script, tmp_path, sig):
     folder.mkdir()
     store = tmp_path / "h.sqlite"
     mon = monitor(script, "--window", "1h", "--listen", "off", "--textfile", str(folder), "--store", str(store))
-    time.sleep(3)
+    mon.wait_started()
+    time.sleep(1)  # samples (the fake probe's every 50 ms) into the open window
     assert mon.windows() == []  # the hour is not over
     code, err = mon.stop(sig)
     assert code == 0, err
@@ -120,7 +121,8 @@ def test_a_compressed_day_keeps_memory_flat(tmp_path):
         if kb:
             rss.append(kb)
     assert mon.proc.wait() == 0
-    mon.reader.join(timeout=10)
+    for r in mon.readers:
+        r.join(timeout=10)
     assert len(mon.lines) >= 86_400 and len(rss) >= 3  # and the probe's final progress record
     assert max(rss[len(rss) // 2 :]) <= max(rss[: len(rss) // 2]) * 1.1 + 2048, rss
 

@@ -92,7 +92,7 @@ def test_the_systemd_units_command_line_is_scraped(prometheus_for, tmp_path):
     try:
         deadline = time.monotonic() + 30
         while not prom.query('up{job="rtqual"} == 1') or not prom.query("rtqual_host_info"):
-            assert mon.proc.poll() is None, mon.proc.stderr.read() if mon.proc.stderr else ""
+            assert mon.proc.poll() is None, "".join(mon.err_lines)
             assert time.monotonic() < deadline, "Prometheus never scraped the unit's monitor"
             time.sleep(0.5)
         info = prom.query("rtqual_host_info")[0]["metric"]
