@@ -21,6 +21,8 @@ def add_arguments(p) -> None:
     p.add_argument("--start", type=float, help="the first step's load (default: the preset's)")
     p.add_argument("--ceiling", type=float, help="the highest load tried (default: the preset's)")
     p.add_argument("--factor", type=float, help="the ratio between climbing steps (default 2)")
+    p.add_argument("--confirm", type=int, metavar="N", help="measure the load answered as carried N more times "
+                   "(default 1; 0: once): each time it must meet every requirement")  # fmt: skip
     p.add_argument("--step", help="measured time of each step (default 10s; lengthened to decide the requirements)")
     p.add_argument("--longest-step", help="the longest a step is lengthened to (default 60s)")
     p.add_argument("--scale", type=float, help="multiply every step's time (e.g. 0.2)")
@@ -47,6 +49,7 @@ def run(a, argv: list[str]) -> int:
         scale=a.scale,
         step=a.step,
         longest=a.longest_step,
+        confirm=a.confirm,
     )
     if not a.quiet:
         r = sweep.range

@@ -268,7 +268,9 @@ class Sweeper:
                 "ceiling": s.range.ceiling,
                 "factor": s.range.factor,
                 "resolution": s.range.resolution,
+                "confirm": s.range.confirm,
             },  # fmt: skip
+            "carried_times": ans["carried_times"],
             "requirements": texts(s.require),
             **({"profile": s.profile} if s.profile else {}),
             "step_ns": s.step_ns,

@@ -168,11 +168,12 @@ PRESETS: dict[str, dict] = {
 }
 
 
-def _range(dim: Dimension, start: float | None, ceiling: float | None, factor: float | None) -> Range:
+def _range(dim: Dimension, c: Choices) -> Range:
     r = Range(
-        float(start if start is not None else dim.start),
-        float(ceiling if ceiling is not None else dim.ceiling),
-        float(factor if factor is not None else dim.factor),
+        float(c.start if c.start is not None else dim.start),
+        float(c.ceiling if c.ceiling is not None else dim.ceiling),
+        float(c.factor if c.factor is not None else dim.factor),
+        confirm=1 if c.confirm is None else c.confirm,
     )
     problem = r.problem()
     if problem:
@@ -209,6 +210,7 @@ class Choices:
     scale: float | None = None
     step: str | None = None
     longest: str | None = None
+    confirm: int | None = None
 
 
 def from_preset(name: str, **given: Any) -> Sweep:
@@ -226,7 +228,7 @@ def from_preset(name: str, **given: Any) -> Sweep:
             dict(p["params"]),
             copy.deepcopy(p["loads"]),
             dim,
-            _range(dim, c.start, c.ceiling, c.factor),
+            _range(dim, c),
             texts,
             STEP_NS,
             LONGEST_STEP_NS,
@@ -302,7 +304,7 @@ def from_file(path: str, **given: Any) -> Sweep:
             raise RtqError(f"{path}: sweep.{key}: a number")
     dim = Dimension(name, str(t.get("unit", "")), t.get("start", 0), t.get("ceiling", 0), t.get("factor", 2.0))
     texts, prof = _requirements(c.require, c.profile, list(t.get("requirements") or []), t.get("profile"))
-    sw = Sweep(Path(path).stem, probe, dict(params), loads, dim, _range(dim, c.start, c.ceiling, c.factor), texts,
+    sw = Sweep(Path(path).stem, probe, dict(params), loads, dim, _range(dim, c), texts,
                parse_duration_ns(t["step"], "sweep.step") if t.get("step") else STEP_NS,
                parse_duration_ns(t["longest_step"], "sweep.longest_step") if t.get("longest_step") else LONGEST_STEP_NS,
                settle=str(t.get("settle", SETTLE)), profile=prof)  # fmt: skip

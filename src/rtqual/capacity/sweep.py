@@ -2,8 +2,10 @@
 
 A sweep raises one load dimension from `start` by `factor` each step (geometric), never above `ceiling`, until a
 step does not carry the load; then it bisects (geometric midpoints) between the last step that carried and the
-first that did not, until the two are within `resolution` of each other (or next integers). Each step's outcome
-is one of:
+first that did not, until the two are within `resolution` of each other (or next integers). The load it would
+then answer it carries is measured again (`confirm` more times): a load carried is one that met every requirement
+each time it was measured, so one lucky step on a noisy host does not set the knee; a repeat that breaks makes that
+load the break and the bisection goes on below it. Each step's outcome is one of:
 
     pass      every requirement met with the load held: the host carries this load
     fail      a requirement failed, a queue overflowed or the step ended in error: the host does not carry it
@@ -40,6 +42,7 @@ class Range:
     resolution: float = 0.1
     integer: bool = True
     max_steps: int = MAX_STEPS
+    confirm: int = 1  # how many more times the load answered as carried is measured
 
     def problem(self) -> str | None:
         """Why the range cannot be swept (one line), or None."""
@@ -51,6 +54,8 @@ class Range:
             return f"factor {self.factor:g} must be above 1"
         if self.resolution <= 0:
             return f"resolution {self.resolution:g} must be above 0"
+        if not 0 <= self.confirm <= 5:
+            return f"confirm {self.confirm} must be 0 to 5"
         return None
 
 
@@ -62,7 +67,8 @@ class Step:
 
 
 def _bounds(steps: Sequence[Step]) -> tuple[float | None, float | None]:
-    """(the highest load carried below the lowest that broke, the lowest that broke); None where none."""
+    """(the highest load carried below the lowest that broke, the lowest that broke); None where none. A load
+    measured more than once broke if any of its steps broke."""
     broke = min((s.value for s in steps if s.outcome in BROKE), default=None)
     carried = [s.value for s in steps if s.outcome == PASS and (broke is None or s.value < broke)]
     return max(carried, default=None), broke
@@ -70,7 +76,7 @@ def _bounds(steps: Sequence[Step]) -> tuple[float | None, float | None]:
 
 def next_value(r: Range, steps: Sequence[Step]) -> float | None:
     """The load of the next step, or None when the sweep is done: stopped, the start broke, the ceiling carried,
-    the break found within the resolution, or max_steps taken."""
+    the break found within the resolution (each after the carried load's confirmation), or max_steps taken."""
     if not steps:
         return r.start
     if any(s.outcome == STOPPED for s in steps) or len(steps) >= r.max_steps:
@@ -78,18 +84,21 @@ def next_value(r: Range, steps: Sequence[Step]) -> float | None:
     lo, hi = _bounds(steps)
     if lo is None:
         return None  # the first step broke: nothing below the start is swept
-    if hi is None:
-        if lo >= r.ceiling:
-            return None
+    if hi is None and lo < r.ceiling:
         up = min(lo * r.factor, r.ceiling)
         return float(max(math.ceil(up), int(lo) + 1)) if r.integer else up
-    if hi <= lo * (1 + r.resolution) or (r.integer and hi - lo <= 1):
-        return None
-    mid = math.sqrt(lo * hi)
-    if r.integer:
-        mid = float(min(max(round(mid), int(lo) + 1), int(hi) - 1))
-    done = {s.value for s in steps}
-    return None if mid in done else mid
+    if hi is not None and hi > lo * (1 + r.resolution) and not (r.integer and hi - lo <= 1):
+        mid = math.sqrt(lo * hi)
+        if r.integer:
+            mid = float(min(max(round(mid), int(lo) + 1), int(hi) - 1))
+        if mid not in {s.value for s in steps}:
+            return mid
+    return lo if confirmations(steps, lo) < r.confirm else None
+
+
+def confirmations(steps: Sequence[Step], value: float | None) -> int:
+    """How many times a load met every requirement beyond its first."""
+    return max(0, sum(1 for s in steps if s.value == value and s.outcome == PASS) - 1)
 
 
 def answer(steps: Sequence[Step], r: Range) -> dict:
@@ -108,7 +117,8 @@ def answer(steps: Sequence[Step], r: Range) -> dict:
         cause = f"not found: {len(steps)} steps taken (the most a sweep takes)"
     else:
         cause = "not found: no step finished"
-    return {"carries": lo, "breaks_at": hi, "cause": cause, "stopped": stopped is not None}
+    times = 1 + confirmations(steps, lo) if lo is not None else 0
+    return {"carries": lo, "breaks_at": hi, "cause": cause, "stopped": stopped is not None, "carried_times": times}
 
 
 def fmt(v: float | None) -> str:
@@ -125,7 +135,9 @@ def sentence(ans: dict, unit: str) -> str:
     if ans["carries"] is None and ans["breaks_at"] is not None:
         head = f"carries none of the swept range: breaks at its start, {fmt(ans['breaks_at'])}{u}"
         return f"{head}, because {ans['cause']}"
-    carried = f"carries up to {fmt(ans['carries'])}{u} (the last step that met every requirement)"
+    times = ans.get("carried_times") or 1
+    again = f", each of the {times} times it was measured" if times > 1 else ""
+    carried = f"carries up to {fmt(ans['carries'])}{u} (the last step that met every requirement{again})"
     if ans["carries"] is None:
         return f"nothing carried: {ans['cause']}"
     if ans["breaks_at"] is None:
