@@ -22,6 +22,8 @@ def test_aps_sweep_at_a_small_scale(tmp_path):
         assert q["size"] > 0 and all(0 <= q[p]["high_water"] <= q["size"] for p in ("low", "medium", "high"))
         assert step["cpu"]["ioc_pct"] is not None and step["cpu"]["ioc_threads_s"]
         assert step["ca_load"]["records"] == step["value"]
+        cas = step["ca_server"]  # the put and the monitor client, each connected to every record at least
+        assert cas["samples"] >= 1 and cas["clients_max"] >= 2 and cas["channels_max"] >= 2 * step["value"]
         result = json.loads((out / "cases" / step["case"] / "result.json").read_text())
         assert processes_naming(result["ioc"]["prefix"]) == []
     passed = [s["value"] for s in doc["steps"] if s["verdict"] == "pass"]

@@ -209,6 +209,8 @@ def test_what_gave_first_is_named_from_the_ioc_evidence():
     same = {**broke, "stages_p99_ns": {"wake": 21_000, "dispatch": 41_000}}
     assert "no response stage's p99 grew x1.5" in cap_run.what_broke(carried, same)
     assert cap_run.what_broke(None, {"stats": {}}) == ""  # no IOC evidence (another probe): nothing named
+    cas = {**broke, "ca_server": {"channels_max": 2004, "clients_max": 3, "samples": 9, "period_s": 1.0}}
+    assert "the CA server at most 3 clients, 2004 channels" in cap_run.what_broke(carried, cas)
 
 
 def test_every_outcome_is_known():

@@ -137,6 +137,7 @@ def evidence(result: dict, value: float, host_busy_pct: float | None) -> dict:
         "stats": {k: (result.get("stats") or {}).get(k) for k in STAT_KEYS},
         **({"stages_p99_ns": {k: v.get("p99_ns") for k, v in stages.items() if isinstance(v, dict)}} if stages else {}),
         "queues": ioc.get("callback_queues"),
+        **({"ca_server": ioc["ca_server"]} if ioc.get("ca_server") else {}),
         "cpu": cpu,
         "verdict": outcome,
         "case_verdict": result.get("verdict"),
@@ -195,6 +196,9 @@ def what_broke(carried: dict | None, broke: dict) -> str:
     q_now, q_was = queue_note(broke.get("queues")), queue_note((carried or {}).get("queues"))
     if q_now:
         parts.append(q_now + (f" (was {q_was.removeprefix('callback queues high-water ')})" if q_was else ""))
+    cas = broke.get("ca_server")
+    if cas:
+        parts.append(f"the CA server at most {cas['clients_max']} clients, {cas['channels_max']} channels")
     return "; ".join(parts)
 
 

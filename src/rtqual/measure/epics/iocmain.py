@@ -254,14 +254,23 @@ def main(argv: list[str] | None = None) -> int:
         )
         + "\n"
     )
+    ca_server = CaServerStats(epics)
     while not stop["sig"]:
-        select.select([wake_r], [], [])
-        os.read(wake_r, 512)
+        if select.select([wake_r], [], [], CA_STATS_PERIOD_S)[0]:
+            os.read(wake_r, 512)
+        else:
+            ca_server.sample()
     if args.orphan_removes and orphaned(parent, stop["sig"]):
         shutil.rmtree(args.orphan_removes, ignore_errors=True)
         return 0
     try:
-        end = {"type": "end", "signal": stop["sig"], "callback_queues": callback_queues(epics)}
+        ca_server.sample()
+        end = {
+            "type": "end",
+            "signal": stop["sig"],
+            "callback_queues": callback_queues(epics),
+            "ca_server": ca_server.doc(),
+        }
         proto.write(json.dumps(end) + "\n")
     except BrokenPipeError:
         pass
@@ -299,6 +308,34 @@ def callback_queues(epics: _Epics) -> dict | None:
             for i, name in enumerate(CALLBACK_PRIORITIES)
         },
     }
+
+
+CA_STATS_PERIOD_S = 1.0  # the CA server's channel and client counts sampled this often while the IOC runs
+
+
+class CaServerStats:
+    """The CA server's channels and client circuits (rsrv.h's casStatsFetch, what iocsh's casr prints first): the
+    most seen at once, sampled every CA_STATS_PERIOD_S while the IOC runs, and at its end. None on a base without
+    casStatsFetch."""
+
+    def __init__(self, epics: _Epics):
+        self.fetch = getattr(epics.dbCore, "casStatsFetch", None)
+        self.most = {"channels_max": 0, "clients_max": 0}
+        self.samples = 0
+
+    def sample(self) -> None:
+        if self.fetch is None:
+            return
+        chans, clients = ctypes.c_uint(0), ctypes.c_uint(0)
+        self.fetch(ctypes.byref(chans), ctypes.byref(clients))
+        self.samples += 1
+        self.most = {
+            "channels_max": max(self.most["channels_max"], chans.value),
+            "clients_max": max(self.most["clients_max"], clients.value),
+        }
+
+    def doc(self) -> dict | None:
+        return {**self.most, "samples": self.samples, "period_s": CA_STATS_PERIOD_S} if self.fetch else None
 
 
 def orphaned(parent: int, sig: int, wait_s: float = 2.0) -> bool:

@@ -244,8 +244,9 @@ class IocService:
                         except RtqError as e:
                             info["ca_load"] = {"records": spec["records"], "error": str(e)}
                     info["exit_code"] = self.ioc.stop()
-                    if self.ioc.end.get("callback_queues"):  # high-water marks and overflows (iocmain's end)
-                        info["callback_queues"] = self.ioc.end["callback_queues"]
+                    for key in ("callback_queues", "ca_server"):  # queues' high-water marks, CA server's most
+                        if self.ioc.end.get(key):  # (iocmain's end)
+                            info[key] = self.ioc.end[key]
 
         return running()
 
