@@ -64,12 +64,12 @@ PVS = (
     Pv("WINDOW_S", "duration_s", "s", 1, "length of the last window"),
     Pv("HEARTBEAT", "heartbeat", "windows", 0, "windows published since start"),
 )
-CAPTURE_PVS = (  # --capture: (name, record, EGU, PREC, DESC); a stringin has no EGU or PREC
+CAPTURE_PVS = (  # --capture: (name, record, EGU, PREC, DESC)
     ("SPIKES", "ai", "spikes", 0, "spikes captured since start (--capture)"),
     ("SPIKE_LAT", "ai", "us", 1, "latency of the last captured spike"),
-    ("SPIKE_CAUSE", "stringin", "", None, "what held the CPU, last captured spike"),
+    ("SPIKE_CAUSE", "waveform", "text", 0, "what held the CPU, last captured spike"),
 )
-CAUSE_CHARS = 39  # a stringin's VAL holds 40 bytes with its terminating NUL
+CAUSE_CHARS = 127  # SPIKE_CAUSE is a long string (a CHAR waveform of 128, its NUL included): caget -S PREFIX:SPIKE_CAUSE
 READY_TIMEOUT_S = 30.0
 
 
@@ -77,14 +77,15 @@ def capture_db(prefix: str) -> str:
     """The records of CAPTURE_PVS."""
     out = []
     for name, rtype, egu, prec, desc in CAPTURE_PVS:
-        fields = [f'    field(DESC, "{desc[:40]}")']
-        fields += [f'    field(EGU, "{egu}")', f'    field(PREC, "{prec}")'] if rtype == "ai" else []
+        fields = [f'    field(DESC, "{desc[:40]}")', f'    field(EGU, "{egu}")', f'    field(PREC, "{prec}")']
+        if rtype == "waveform":
+            fields += ['    field(FTVL, "CHAR")', f'    field(NELM, "{CAUSE_CHARS + 1}")']
         out.append(f'record({rtype}, "{prefix}:{name}") {{\n' + "\n".join(fields) + "\n}\n")
     return "".join(out)
 
 
 def cause_text(words: str) -> str:
-    """A cause as a stringin holds it: printable ASCII (anything else as '?'), at most CAUSE_CHARS characters."""
+    """A cause as SPIKE_CAUSE holds it: printable ASCII (anything else as '?'), at most CAUSE_CHARS characters."""
     return "".join(ch if " " <= ch <= "~" else "?" for ch in words)[:CAUSE_CHARS]
 
 
