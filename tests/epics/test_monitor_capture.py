@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from helpers import CaClient, needs_pyepics
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))

@@ -69,7 +69,9 @@ CAPTURE_PVS = (  # --capture: (name, record, EGU, PREC, DESC)
     ("SPIKE_LAT", "ai", "us", 1, "latency of the last captured spike"),
     ("SPIKE_CAUSE", "waveform", "text", 0, "what held the CPU, last captured spike"),
 )
-CAUSE_CHARS = 127  # SPIKE_CAUSE is a long string (a CHAR waveform of 128, its NUL included): caget -S PREFIX:SPIKE_CAUSE
+CAUSE_CHARS = (
+    127  # SPIKE_CAUSE is a long string (a CHAR waveform of 128, its NUL included): caget -S PREFIX:SPIKE_CAUSE
+)
 READY_TIMEOUT_S = 30.0
 
 
