@@ -603,23 +603,34 @@ class Ring(Tracer):
         self._kick.set()
 
     def _run(self) -> None:
-        """Capture the pending spikes as they come, until stopped; once more at the end."""
+        """Capture the pending spikes as they come (asleep until one does: no polling), until stopped; once more
+        at the end."""
         _aside(self.cpus)
         while not self._stop.is_set():
-            self._kick.wait(POLL_S)
+            self._kick.wait()
             self._kick.clear()
             self._capture()
         self._capture()
 
+    def stop(self) -> list[dict]:
+        """Wake the capture thread to end (after its last capture), then --trace's stop: the instance removed."""
+        self._stop.set()
+        self._kick.set()
+        return super().stop()
+
     def _read(self, cpu: int) -> list[tuple[int, int, str]]:
-        """One CPU's ring as kept text blocks (one block: the ring is small), read without consuming it."""
+        """One CPU's ring as kept text blocks (one block: the ring is small), read without consuming it, in reads of
+        READ_BYTES (each a short stretch of kernel time: a monitored CPU that shares the reading is held briefly)."""
         assert self.instance is not None
+        parts: list[bytes] = []
         try:
-            with open(self.instance / "per_cpu" / f"cpu{cpu}" / "trace", "rb") as f:
-                text = f.read(CAPTURE_READ_BYTES).decode(errors="replace")
+            with open(self.instance / "per_cpu" / f"cpu{cpu}" / "trace", "rb", buffering=0) as f:
+                while sum(map(len, parts)) < CAPTURE_READ_BYTES and (data := f.read(READ_BYTES)):
+                    parts.append(data)
         except OSError as e:
             self.notes.append(f"could not read the ring of CPU {cpu}: {_why(e)}")
             return []
+        text = b"".join(parts).decode(errors="replace")
         text = text[: text.rfind("\n") + 1]
         self.lost_events += sum(int(n) for n in _LOST.findall(text))
         rng = text_range(text)
