@@ -423,3 +423,46 @@ def test_the_same_bundle_stored_at_once_by_four_writers_is_one_run(engine):
     assert errors == []
     with open_store(engine.url) as s:
         assert s.count("runs") == 1 and len(s.history()) == 2
+
+
+def spike_row(host="h1", t=0.0, comm="rtqual-stall", **kw) -> dict:
+    row = {
+        "host": host, "probe": "timer", "cpu": 1, "time_unix_s": t, "latency_ns": 9_000_000, "kind": "task",
+        "comm": comm, "pid": 4242, "policy": "fifo", "priority": 90, "cause_cpu": 1,
+        "evidence": json.dumps({"culprits": [{"kind": "task", "name": comm, "duration_ns": 8_900_000}]}),
+    }  # fmt: skip
+    return {**row, **kw}
+
+
+def test_captured_spikes_are_stored_listed_and_filtered(engine, rtqual_cmd):
+    now = time.time()
+    sink = WindowSink(engine.url)
+    sink.put_spike(spike_row(t=now - 10 * 86400, comm="old"))
+    sink.put_spike(spike_row(t=now - 60))
+    sink.put_spike(spike_row(host="h2", t=now - 30, comm="irq/36-virtio", kind="task", policy="fifo", priority=50))
+    assert sink.close(30) == 0 and sink.spikes_dropped == 0
+    with open_store(engine.url) as s:
+        assert s.count("spikes") == 3 and [r["comm"] for r in s.spikes(host="h1")] == ["old", "rtqual-stall"]
+    js = json.loads(rtqual_cmd("history", "--spikes", "--json", "--since", "1d", "--store", engine.url).stdout)
+    assert [(x["host"], x["cause"]["comm"], x["cause"]["priority"]) for x in js["spikes"]] == [
+        ("h1", "rtqual-stall", 90),
+        ("h2", "irq/36-virtio", 50),
+    ]
+    assert js["spikes"][0]["evidence"]["culprits"][0]["name"] == "rtqual-stall"
+    text = rtqual_cmd("history", "--spikes", "--host", "h2", "--store", engine.url).stdout
+    assert "irq/36-virtio pid 4242 fifo 50 cpu 1" in text and "rtqual-stall" not in text
+
+
+def test_a_schema_2_store_gets_the_spikes_table(engine, monkeypatch):
+    """A store written before captures (schema 2) is migrated: its windows kept, the spikes table added."""
+    from rtqual.publish.store import schema
+
+    monkeypatch.setattr(store_mod, "MIGRATIONS", schema.MIGRATIONS[:2])
+    with open_store(engine.url) as s:
+        assert s.version() == 2
+        s.add_window(window())
+    monkeypatch.setattr(store_mod, "MIGRATIONS", schema.MIGRATIONS)
+    with open_store(engine.url) as s:
+        assert s.version() == len(MIGRATIONS) and s.count("windows") == 1
+        s.add_spikes([spike_row()])
+        assert s.spikes()[0]["comm"] == "rtqual-stall"

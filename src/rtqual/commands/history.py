@@ -15,6 +15,7 @@ def add_arguments(p) -> None:
     p.add_argument("--host", metavar="H", help="only this host")
     p.add_argument("--case", metavar="LABEL", help="only cases with this label (or case id)")
     p.add_argument("--since", metavar="DUR", help="only runs and windows that started within DUR (e.g. 7d, 24h)")
+    p.add_argument("--spikes", action="store_true", help="list the captured spikes (monitor --capture) instead")
     add_store_option(p)
     sub = p.add_subparsers(dest="history_command", metavar="add")
     ha = sub.add_parser("add", help="store bundles (runs from before the store, copied from other hosts)")
@@ -36,6 +37,13 @@ def run(a, argv: list[str]) -> int:
                 print(f"stored {b} in {s.where}")
         return damage_exit(models)
     since = trend.since(a.since)
+    if a.spikes:
+        from rtqual.publish.store import spikes
+
+        with store.open_store(a.store, write=False) as s:
+            rows = s.spikes(a.host, since)
+        emit(a.json, lambda: spikes.spikes_json(rows), lambda: spikes.spikes_text(rows))
+        return 0
     with store.open_store(a.store, write=False) as s:
         runs = s.history(a.host, a.case, since)
         windows = s.windows(a.host, since) if not a.case else []

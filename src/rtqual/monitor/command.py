@@ -7,6 +7,7 @@ import argparse
 
 from rtqual.commands.common import STORE_HELP, Parser, add_param_options, add_require_options
 from rtqual.errors import RtqError
+from rtqual.measure.host.trace import CAPTURE_PER_HOUR
 from rtqual.probes.catalog import ALL_PROBES
 from rtqual.util import outside_system_trees
 
@@ -60,6 +61,20 @@ def parser(argv: list[str]) -> Parser:
     p.add_argument("--pvs", metavar="PREFIX", help="publish each window as EPICS PVs PREFIX:LAT_MAX, ... (loopback)")
     p.add_argument("--json", action="store_true", help="print each window as a JSON line (default: one text line)")
     add_require_options(p, "each window's PVs, as their alarm limits (docs/monitoring.md)")
+    p.add_argument(
+        "--capture-per-hour",
+        type=int,
+        default=CAPTURE_PER_HOUR,
+        metavar="K",
+        help=f"with --capture: at most K spikes captured an hour, the rest counted (default {CAPTURE_PER_HOUR})",
+    )
+    p.add_argument(
+        "--on-spike",
+        metavar="ACTION",
+        help="with --capture, for each captured spike: 'CMD ARGS' runs CMD (no shell) with the spike's JSON on stdin, "
+        "killed after --on-spike-timeout; 'signal:PID[:SIG]' sends SIG (default SIGUSR1) to PID",
+    )
+    p.add_argument("--on-spike-timeout", default="10s", metavar="DUR", help="bound of an --on-spike command (10s)")
     # compressed time for tests and benchmarks (a fake probe's day in minutes): a window per N progress records
     p.add_argument("--window-progress", type=int, default=0, help=argparse.SUPPRESS)
     return p
@@ -94,6 +109,19 @@ def options(a, case: dict):
     opts = Options(window_ns, listen, a.textfile, not is_off(a.store), a.store, a.pvs, a.json, bounded)
     opts.every_progress = max(a.window_progress, 0)
     opts.trace = bool(case["params"].get("trace"))
+    opts.capture_ns = case["params"].get("capture_ns")
+    if not 1 <= a.capture_per_hour <= 3600:
+        raise RtqError(f"--capture-per-hour {a.capture_per_hour}: give 1 to 3600")
+    opts.capture_per_hour = a.capture_per_hour
+    if a.on_spike is not None:
+        from rtqual.monitor.actions import parse_action
+
+        if not opts.capture_ns:
+            raise RtqError("--on-spike: acts on captured spikes: give --capture OVER too")
+        timeout_ns = parse_duration_ns(a.on_spike_timeout, "--on-spike-timeout")
+        if not 10**6 <= timeout_ns <= 3600 * 10**9:
+            raise RtqError(f"--on-spike-timeout {a.on_spike_timeout}: give 1ms to 1h")
+        opts.on_spike = parse_action(a.on_spike, timeout_ns / 1e9)
     opts.require = gather(getattr(a, "require", None), getattr(a, "profile", None))
     return opts
 

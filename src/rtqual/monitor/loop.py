@@ -45,6 +45,11 @@ class Options:
     bounded: bool = False  # the user gave --duration or --loops: the probe ends by itself, then the monitor
     every_progress: int = 0  # compressed time: a window per N progress records (hidden --window-progress)
     trace: bool = False  # --trace: each spike's culprits (rtqual.measure.host.trace), printed and counted in /metrics
+    capture_ns: int | None = (
+        None  # --capture OVER: spikes over it captured from a ring (rtqual.measure.host.trace.Ring)
+    )
+    capture_per_hour: int = 60  # --capture-per-hour: captures kept an hour, the rest counted
+    on_spike: Any = None  # --on-spike: an rtqual.monitor.actions.Action run for each captured spike
     require: list[Requirement] = field(default_factory=list)  # --require, --profile (parsed): the PVs' alarm limits
 
 
@@ -118,6 +123,7 @@ class Sink(Protocol):
     def start(self, identity: dict, work: Path, start_unix_s: float) -> None: ...
     def windows(self, windows: list[dict]) -> None: ...
     def spikes(self, taken: list[dict], run_as: str) -> None: ...
+    def over_bound(self, count: int) -> None: ...
     def close(self) -> None: ...
 
 
@@ -187,16 +193,25 @@ class Monitor:
             work,
             self.guard,
             service=svc,
-            trace_cpus=cpus if self.opts.trace else None,
+            trace_cpus=cpus if self.opts.trace or self.opts.capture_ns else None,
             max_spikes=sys.maxsize,  # a monitor never ends: spikes are taken as they come
+            capture=(self.opts.capture_ns, self.opts.capture_per_hour) if self.opts.capture_ns else None,
             spawn_if_interrupted=False,
             warn=lambda why: print(
-                f"rtqual: warning: --trace: {why}; measuring without tracing", file=sys.stderr, flush=True
+                f"rtqual: warning: {'--capture' if self.opts.capture_ns else '--trace'}: {why}; measuring without "
+                f"{'capture' if self.opts.capture_ns else 'tracing'}",
+                file=sys.stderr,
+                flush=True,
             ),
         )
-        session.run(
-            lambda rec: self.sink.windows(windows.feed(rec)), lambda taken: self.sink.spikes(taken, identity["run_as"])
-        )
+
+        def on_record(rec: dict) -> None:
+            self.sink.windows(windows.feed(rec))
+            over = getattr(session.tracer, "over_bound", 0)  # --capture: spikes past the hour's bound, counted
+            if over:
+                self.sink.over_bound(over)
+
+        session.run(on_record, lambda taken: self.sink.spikes(taken, identity["run_as"]))
         self.sink.windows(windows.close(None))  # a stream cut short still gives its last window
         if self.guard.signum or session.exit_code == 0:
             return 0

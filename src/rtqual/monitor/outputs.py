@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,9 @@ class Outputs:
         self.store_warned = False
         self.pvs: Any = None
         self.textfile: Path | None = None
+        self.actions: Any = None  # --on-spike (rtqual.monitor.actions.Actions)
+        self.identity: dict = {}
+        self.over_bound_said = -1.0  # when the hour's bound of captures was last said (time.monotonic())
 
     def check(self) -> None:
         """The outputs' arguments, before anything starts: the metrics address, the textfile folder."""
@@ -46,8 +50,10 @@ class Outputs:
         """Metrics port (a port in use is one line), store, PVs."""
         from rtqual.publish.metrics import Metrics, serve
 
+        self.identity = identity
         labels = ("host", "kernel", "preempt", "machine", "rtqual_version")
         self.metrics = Metrics({k: identity[k] for k in labels if k in identity})
+        self.metrics.capturing = bool(self.opts.capture_ns)
         if self.opts.listen:
             try:
                 serve(self.metrics, self.opts.listen)
@@ -62,6 +68,12 @@ class Outputs:
 
             self.pvs = PvServer(self.opts.pvs, identity["cpus"], self.opts.require, work, start_unix_s)
             self.pvs.start()
+            self.pvs.publish_capture(None, 0, "none yet" if self.opts.capture_ns else "capture off (--capture)")
+        if self.opts.on_spike is not None:
+            from rtqual.monitor.actions import Actions
+
+            self.actions = Actions(self.opts.on_spike)
+            self.metrics.actions = self.actions.counts
 
     def windows(self, windows: list[dict]) -> None:
         """A closed window (every CPU) to every output; a store that cannot be reached is said once."""
@@ -96,9 +108,47 @@ class Outputs:
 
         for w in sorted(taken, key=lambda w: w["wake_ns"]):
             rec = spike(w)
+            if "cause" in rec:
+                self.capture(rec, run_as)
+                continue
             print(json.dumps({"type": "spike", **rec}) if self.opts.json else spikes.spike_line(rec), flush=True)
             if self.metrics is not None:
                 self.metrics.add_spike(run_as, rec)
+
+    def capture(self, rec: dict, run_as: str) -> None:
+        """A captured spike (--capture): a line (or JSON line), the store's spikes table, /metrics (count, last
+        cause), the PVs, and the --on-spike action."""
+        from rtqual.answers.evidence import spikes
+
+        words = spikes.cause_words(rec["cause"])
+        if self.opts.json:
+            print(json.dumps({"type": "capture", "probe": run_as, **rec}), flush=True)
+        else:
+            print(f"captured {spikes.spike_line(rec)}; cause: {words}", flush=True)
+        if self.metrics is not None:
+            self.metrics.add_spike(run_as, rec)
+            self.metrics.add_capture(run_as, rec)
+        if self.store is not None:
+            self.store.put_spike(spike_row(self.identity, run_as, rec))
+        if self.pvs is not None:
+            self.pvs.publish_capture(rec, self.metrics.captures_total() if self.metrics else 0, words)
+        if self.actions is not None:
+            self.actions.fire({"probe": run_as, "host": self.identity.get("host"), **rec})
+        self.write_textfile()
+
+    def over_bound(self, count: int) -> None:
+        """Spikes over --capture past the hour's bound: in /metrics, and said once an hour on stderr."""
+        if self.metrics is not None:
+            self.metrics.set_captures_over_bound(count)
+        now = time.monotonic()
+        if self.over_bound_said < 0 or now - self.over_bound_said >= 3600:
+            self.over_bound_said = now
+            print(
+                f"rtqual: --capture: {self.opts.capture_per_hour} spikes captured in the last hour "
+                f"(--capture-per-hour): further spikes are counted, not captured ({count} so far)",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def close(self) -> None:
         """At exit: the last textfile, the store's buffer written (or said lost), the PV server stopped."""
@@ -114,3 +164,29 @@ class Outputs:
                 )
         if self.pvs is not None:
             self.pvs.stop()
+        if self.actions is not None:
+            counts = self.actions.close(timeout_s=self.opts.on_spike.timeout_s)
+            print(
+                f"rtqual: --on-spike: {', '.join(f'{n} {k}' for k, n in counts.items())}",
+                file=sys.stderr,
+                flush=True,
+            )
+
+
+def spike_row(identity: dict, run_as: str, rec: dict) -> dict:
+    """A captured spike as the store's spikes table keeps it (rtqual.publish.store.SPIKE_KEYS)."""
+    c = rec["cause"]
+    return {
+        "host": identity.get("host"),
+        "probe": run_as,
+        "cpu": rec["cpu"],
+        "time_unix_s": rec.get("time_unix_s") or time.time(),  # a probe without real_ns: when it was captured
+        "latency_ns": rec["latency_ns"],
+        "kind": c.get("kind"),
+        "comm": c.get("comm"),
+        "pid": c.get("pid"),
+        "policy": c.get("policy"),
+        "priority": c.get("priority"),
+        "cause_cpu": c.get("cpu"),
+        "evidence": json.dumps(rec.get("evidence") or {}),
+    }

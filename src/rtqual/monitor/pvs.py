@@ -64,7 +64,31 @@ PVS = (
     Pv("WINDOW_S", "duration_s", "s", 1, "length of the last window"),
     Pv("HEARTBEAT", "heartbeat", "windows", 0, "windows published since start"),
 )
+CAPTURE_PVS = (  # --capture: (name, record, EGU, PREC, DESC)
+    ("SPIKES", "ai", "spikes", 0, "spikes captured since start (--capture)"),
+    ("SPIKE_LAT", "ai", "us", 1, "latency of the last captured spike"),
+    ("SPIKE_CAUSE", "waveform", "text", 0, "what held the CPU, last captured spike"),
+)
+CAUSE_CHARS = (
+    127  # SPIKE_CAUSE is a long string (a CHAR waveform of 128, its NUL included): caget -S PREFIX:SPIKE_CAUSE
+)
 READY_TIMEOUT_S = 30.0
+
+
+def capture_db(prefix: str) -> str:
+    """The records of CAPTURE_PVS."""
+    out = []
+    for name, rtype, egu, prec, desc in CAPTURE_PVS:
+        fields = [f'    field(DESC, "{desc[:40]}")', f'    field(EGU, "{egu}")', f'    field(PREC, "{prec}")']
+        if rtype == "waveform":
+            fields += ['    field(FTVL, "CHAR")', f'    field(NELM, "{CAUSE_CHARS + 1}")']
+        out.append(f'record({rtype}, "{prefix}:{name}") {{\n' + "\n".join(fields) + "\n}\n")
+    return "".join(out)
+
+
+def cause_text(words: str) -> str:
+    """A cause as SPIKE_CAUSE holds it: printable ASCII (anything else as '?'), at most CAUSE_CHARS characters."""
+    return "".join(ch if " " <= ch <= "~" else "?" for ch in words)[:CAUSE_CHARS]
 
 
 def database(prefix: str, cpus: Sequence[int | str], limits_ns: dict[str, float], start_unix_s: float) -> str:
@@ -80,7 +104,7 @@ def database(prefix: str, cpus: Sequence[int | str], limits_ns: dict[str, float]
                 f'    field(EGU, "{pv.egu}")\n    field(PREC, "{pv.prec}")\n'
                 f"{alarm_fields(None if limit_ns is None else limit_ns / 1000)}}}\n"
             )
-    return "".join(text) + uptime_db(f"{prefix}:", "the monitor", start_unix_s)
+    return "".join(text) + capture_db(prefix) + uptime_db(f"{prefix}:", "the monitor", start_unix_s)
 
 
 def values(prefix: str, all_cpus: dict, per_cpu: list[dict], heartbeat: int) -> dict[str, float]:
@@ -117,7 +141,8 @@ def pv_table() -> str:
             )
         return out
 
-    mon = [f"PREFIX:{f'CPU<n>:{pv.name}' if pv.per_cpu else pv.name}" for pv in PVS] + ["PREFIX:UPTIME"]
+    mon = [f"PREFIX:{f'CPU<n>:{pv.name}' if pv.per_cpu else pv.name}" for pv in PVS]
+    mon += [f"PREFIX:{c[0]}" for c in CAPTURE_PVS] + ["PREFIX:UPTIME"]
     mon_alarm = {n: pv.stat for n, pv in zip(mon, PVS) if pv.stat}
     ioc = [f"$(P){n}" for n in OPERATOR_PVS]
     return "\n".join(
@@ -184,10 +209,24 @@ class PvServer:
     def publish(self, all_cpus: dict, per_cpu: list[dict]) -> None:
         """One window's values to the server (a dead server is said once by stop's exit code, never raised)."""
         self.heartbeat += 1
+        self._send(values(self.prefix, all_cpus, per_cpu, self.heartbeat))
+
+    def publish_capture(self, spike: dict | None, count: int, words: str) -> None:
+        """The capture PVs: the count, the last captured spike's latency (when given) and its cause in words."""
+        update: dict[str, float | str] = {
+            f"{self.prefix}:SPIKES": float(count),
+            f"{self.prefix}:SPIKE_CAUSE": cause_text(words),
+        }
+        if spike is not None:
+            update[f"{self.prefix}:SPIKE_LAT"] = spike["latency_ns"] / 1000
+        self._send(update)
+
+    def _send(self, update: dict) -> None:
+        """One line of {PV: value} to the server (a dead server is said once by stop's exit code, never raised)."""
         if self.proc is None or self.proc.poll() is not None or self.proc.stdin is None:
             return
         try:
-            self.proc.stdin.write(json.dumps(values(self.prefix, all_cpus, per_cpu, self.heartbeat)) + "\n")
+            self.proc.stdin.write(json.dumps(update) + "\n")
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
             pass

@@ -1,6 +1,7 @@
 """The monitor's PV server: `python -m rtqual.monitor.pvserver --db FILE`. A real EPICS 7 IOC (base
 records only, from the epicscorelibs wheel or the site base rtqual was built against) serving FILE's
-records over Channel Access on loopback; each stdin line {"PV": value, ...} is written with dbpf.
+records over Channel Access on loopback; each stdin line {"PV": value, ...} (a number, or a string PV's text)
+is written with dbpf.
 Prints {"type": "ready", "pid", "ca_server_port"} on stdout once serving; exits at EOF on stdin,
 SIGINT or SIGTERM (through epicsExit)."""
 
@@ -50,8 +51,9 @@ def main(argv: list[str] | None = None) -> int:
             update = json.loads(line)
         except ValueError:
             continue
-        for pv, value in update.items():
-            if dbpf(str(pv).encode(), repr(float(value)).encode()):
+        for pv, value in update.items():  # a number, or a string PV's text (rtqual.monitor.pvs.cause_text)
+            text = value if isinstance(value, str) else repr(float(value))
+            if dbpf(str(pv).encode(), text.encode()):
                 print(f"rtqual.monitor.pvserver: cannot write {pv}", file=sys.stderr, flush=True)
     return 0  # atexit: epicsExitCallAtExits stops the CA server
 

@@ -15,8 +15,9 @@ from typing import Any
 
 from rtqual import probes as native_table
 from rtqual import services
+from rtqual.errors import RtqError
 from rtqual.fields import Field, check, defaults_of, fail, key_path, unknown_key
-from rtqual.units import format_cpulist
+from rtqual.units import format_cpulist, format_duration
 
 US, MS, S = 1_000, 1_000_000, 1_000_000_000
 NATIVE_TABLE = native_table.NATIVE_TABLE
@@ -62,6 +63,13 @@ TRACE = {  # rtqual's own key of every probe's params (not the native probe's; n
         "bool",
         "trace the CPU of each spike (own tracefs instance) and name what held it (docs/trace.md)",
         default=False,
+    ),
+    "capture": Field(
+        "duration",
+        "keep the monitored CPUs' sched/irq events in a small ring (own tracefs instance) and, for each sample over "
+        "this, keep the ring around it and name what held the CPU (docs/trace.md)",
+        lo=1,
+        hi=60 * S,
     ),
 }
 
@@ -260,6 +268,23 @@ def full_params(probe: str, params: dict, default_cpus: list[int]) -> dict:
     return full
 
 
+def capture_over(probe: str, full: dict) -> int:
+    """--capture OVER in ns, checked against the probe: it needs the probe's threshold events (samples over
+    --threshold), so OVER may not be below --threshold, and --trace (every event read) is the other way."""
+    over = int(full["capture"])
+    if full.get("trace"):
+        raise RtqError("--capture and --trace exclude each other: --trace reads every event, --capture keeps a ring")
+    if "threshold" not in ALL_PROBES[probe].params:
+        raise RtqError(f"--capture: probe {probe} reports no samples over a threshold to capture")
+    threshold = full.get("threshold")
+    if threshold is not None and over < int(threshold):
+        raise RtqError(
+            f"--capture {format_duration(over)}: below --threshold {format_duration(int(threshold))}; the probe "
+            "reports only samples over its threshold: lower --threshold"
+        )
+    return over
+
+
 def probe_case(probe: str, params: dict, default_cpus: list[int], case_id: str, label: str | None = None) -> dict:
     """A runnable case from validated params: the dict shape the runner takes (rtqual run and plans)."""
     spec = ALL_PROBES[probe]
@@ -267,6 +292,8 @@ def probe_case(probe: str, params: dict, default_cpus: list[int], case_id: str, 
     args, case_params, requirements = spec.build(full)
     if full.get("trace"):  # rtqual's, not the probe's: the runner traces the case (rtqual.measure.host.trace)
         case_params["trace"] = True
+    if full.get("capture"):
+        case_params["capture_ns"] = capture_over(probe, full)
     case = {
         "id": case_id,
         "label": label or spec.label(case_params),

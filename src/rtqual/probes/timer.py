@@ -112,6 +112,7 @@ def scenario_params(case: dict) -> dict:
     params.update({k: p[k] for k in EXTRAS if k in p})
     params.update({k[:-3]: f"{p[k]}ns" for k in ("runtime_ns", "deadline_ns", "period_ns") if k in p})
     params.update({"trace": True} if p.get("trace") else {})
+    params.update({"capture": f"{p['capture_ns']}ns"} if p.get("capture_ns") else {})
     params.update({k.replace("_ns", "_latency"): f"{v}ns" for k, v in case["requirements"].items()})
     return params
 

@@ -71,6 +71,11 @@ class Metrics:
         self.host_info = host_info
         self.series: dict[tuple[str, str], Series] = {}
         self.culprit_s: dict[tuple[str, str, str, str], float] = {}  # (cpu, probe, kind, name) -> seconds held
+        self.captures: dict[tuple[str, str], int] = {}  # (cpu, probe) -> spikes captured (monitor --capture)
+        self.captures_over_bound = 0  # spikes over --capture past the hour's bound: counted, not captured
+        self.last_capture: dict | None = None  # the last captured spike's cause, latency and time
+        self.capturing = False  # monitor --capture: its families are served from the start (zero counts)
+        self.actions: dict[str, int] | None = None  # --on-spike outcomes (rtqual.monitor.actions.Actions.counts)
         self.lock = threading.Lock()
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self)
@@ -88,6 +93,55 @@ class Metrics:
             for c in spike.get("culprits") or []:
                 key = (str(spike["cpu"]), probe, str(c.get("kind")), str(c.get("name")))
                 self.culprit_s[key] = self.culprit_s.get(key, 0.0) + int(c.get("duration_ns") or 0) / 1e9
+
+    def add_capture(self, probe: str, spike: dict) -> None:
+        """A captured spike (monitor --capture): counted per CPU, and its cause kept as the last one."""
+        with self.lock:
+            key = (str(spike["cpu"]), probe)
+            self.captures[key] = self.captures.get(key, 0) + 1
+            self.last_capture = {"probe": probe, **spike}
+
+    def captures_total(self) -> int:
+        with self.lock:
+            return sum(self.captures.values())
+
+    def set_captures_over_bound(self, count: int) -> None:
+        with self.lock:
+            self.captures_over_bound = count
+
+    def _capture_families(self) -> Iterator:
+        """The families of --capture: captures, those past the hour's bound, the last cause, the --on-spike actions."""
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+        from prometheus_client.metrics_core import InfoMetricFamily
+
+        caught = CounterMetricFamily(
+            "rtqual_spike_captures", "spikes captured (monitor --capture)", labels=["cpu", "probe"]
+        )
+        over = CounterMetricFamily(
+            "rtqual_spike_captures_over_bound", "spikes over --capture not captured: past --capture-per-hour"
+        )
+        cause_keys = ["probe", "cpu", "kind", "comm", "pid", "policy", "priority"]
+        cause = InfoMetricFamily("rtqual_spike_last_cause", "what held the CPU in the last captured spike")
+        when = GaugeMetricFamily("rtqual_spike_last_capture_timestamp_seconds", "when the last captured spike woke")
+        lat = GaugeMetricFamily("rtqual_spike_last_capture_latency_seconds", "latency of the last captured spike")
+        acted = CounterMetricFamily("rtqual_spike_actions", "--on-spike actions by outcome", labels=["outcome"])
+        with self.lock:
+            for key, n in sorted(self.captures.items()):
+                caught.add_metric(list(key), n)
+            over.add_metric([], self.captures_over_bound)
+            last = self.last_capture
+            if last is not None:
+                c = last["cause"]
+                values = {"probe": last["probe"], **{k: c.get(k) for k in cause_keys[1:]}}
+                cause.add_metric([], {k: "" if v is None else str(v) for k, v in values.items()})
+                if last.get("time_unix_s") is not None:
+                    when.add_metric([], last["time_unix_s"])
+                lat.add_metric([], last["latency_ns"] / 1e9)
+            for outcome, n in sorted((self.actions or {}).items()):
+                acted.add_metric([outcome], n)
+        yield from (caught, over, cause, when, lat)
+        if self.actions is not None:
+            yield acted
 
     def collect(self) -> Iterator:
         """prometheus-client's collector hook: the metric families from the current state."""
@@ -127,6 +181,8 @@ class Metrics:
         info = InfoMetricFamily("rtqual_host", "the monitored host (value 1)")
         info.add_metric([], self.host_info)
         yield from (lat, wmax, samples, overruns, over, held, info)
+        if self.capturing or self.captures:
+            yield from self._capture_families()
 
     def text(self) -> str:
         """The exposition text (Prometheus text format 0.0.4)."""

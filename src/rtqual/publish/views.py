@@ -256,11 +256,19 @@ def spike_lines(result: dict, shown: int = SPIKES_SHOWN) -> list[str]:
     head = f"trace: {seen} spikes over the threshold"
     if seen > analysed:
         head += f", the first {analysed} analysed"
+    over, bound = trace.get("over_ns"), trace.get("over_bound")
+    if trace.get("mode") == "capture" and isinstance(over, int):  # --capture: a ring read at spikes over OVER
+        head = f"capture: {analysed} spikes over {format_ns(over)} captured"
+        if isinstance(bound, int) and bound:
+            head += f", {bound} more past --capture-per-hour {trace.get('per_hour')} (counted)"
     head += f" (source: {trace.get('source')}; timerlat {trace.get('timerlat')}"
     if trace.get("lost_events"):
         head += f"; {trace['lost_events']} trace events lost"
     out = [head + ")"]
-    out += [f"  {spikes.spike_line(s)}" for s in found[:shown]]
+    out += [
+        f"  {spikes.spike_line(s)}" + (f"; cause: {spikes.cause_words(s['cause'])}" if s.get("cause") else "")
+        for s in found[:shown]
+    ]
     if len(found) > shown:
         out.append(f"  {len(found) - shown} more spikes: rtqual show --json, cases/{result['id']}/spikes/")
     out += [f"  note: {n}" for n in trace.get("notes") or []]

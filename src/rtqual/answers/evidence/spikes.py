@@ -296,3 +296,55 @@ def spike_line(s: dict, top: int = 3) -> str:
         f"spike on CPU {s.get('cpu')} at {int(s.get('time_ns') or 0) / 1e9:.6f} s: "
         f"{_ms(int(s.get('latency_ns') or 0))}{split} held by {words}{more}{lost}"
     )
+
+
+EVIDENCE_LINES = 2000  # trace lines a captured spike keeps in the store (the last ones, nearest the wake-up)
+
+
+def cause(s: dict) -> dict:
+    """The cause of a captured spike: its largest culprit as {kind, comm (a task's name, an IRQ's or softirq's,
+    or why the time is unaccounted), pid, policy, priority, cpu (the CPU it held), duration_ns}; kind "unknown"
+    when no culprit was found."""
+    culprits = s.get("culprits") or []
+    top = culprits[0] if culprits else {"kind": "unknown", "name": None, "duration_ns": 0}
+    return {
+        "kind": top.get("kind"),
+        "comm": top.get("name"),
+        "pid": top.get("pid"),
+        "policy": top.get("policy"),
+        "priority": top.get("priority"),
+        "cpu": s.get("cpu"),
+        "duration_ns": top.get("duration_ns"),
+    }
+
+
+def cause_words(c: dict) -> str:
+    """A cause in a few words (a PV's string, a listing's column): 'rtqual-stall pid 812 fifo 90 cpu 1',
+    'irq local_timer cpu 1', 'unaccounted cpu 1'."""
+    cpu = f"cpu {c.get('cpu')}"
+    if c.get("kind") == "task":
+        prio = f" {c['priority']}" if c.get("priority") else ""
+        return f"{c.get('comm')} pid {c.get('pid')} {c.get('policy') or '?'}{prio} {cpu}"
+    if c.get("kind") in ("irq", "softirq"):
+        return f"{c['kind']} {c.get('comm')} {cpu}"
+    return f"{c.get('kind')} {cpu}"
+
+
+def evidence(s: dict, lines: list[str], trace_file: str | None = None, max_lines: int = EVIDENCE_LINES) -> dict:
+    """What a captured spike's cause rests on: its gap, the culprits with their durations, whether the kept
+    events cover it, and its trace lines (where the bundle keeps them, or the last max_lines of them)."""
+    out = {
+        "source": s.get("source"),
+        "gap_ns": [int(s["time_ns"]) - int(s["latency_ns"]), int(s["time_ns"])],
+        "culprits": s.get("culprits") or [],
+        "complete": s.get("complete"),
+        "covered": s.get("covered"),
+        "lost_events": s.get("lost_events", 0),
+        "lines": len(lines),
+    }
+    if trace_file:
+        out["trace_file"] = trace_file
+    else:
+        out["text"] = lines[-max_lines:]
+        out["text_cut"] = max(0, len(lines) - max_lines)
+    return out

@@ -28,6 +28,7 @@ import itertools
 import os
 import re
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -209,14 +210,38 @@ def remove_orphan_instances(root: Path | None = None, dry_run: bool = False) -> 
     return removed
 
 
+def _aside(cpus: list[int]) -> None:
+    """Move the calling thread to the CPUs not traced where there are some, at SCHED_FIFO READER_PRIORITY where
+    permitted (above the busy SCHED_OTHER world, below every real-time task): reading trace text costs kernel
+    time, which a preempt=none kernel does not preempt, so on a traced CPU it would make spikes of its own."""
+    others = set(os.sched_getaffinity(0)) - set(cpus)
+    if others:
+        os.sched_setaffinity(0, others)  # this thread only
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(READER_PRIORITY))
+        except OSError:
+            pass
+
+
+def _window(cpu: int, wake_ns: int, latency_ns: int, stages: dict | None, real_ns: int | None) -> dict[str, Any]:
+    """A spike waiting for its lines: cpu, wake-up, latency, deadline (and the timerlat split, the real time)."""
+    w: dict[str, Any] = {"cpu": cpu, "wake_ns": wake_ns, "latency_ns": latency_ns, "deadline_ns": wake_ns - latency_ns}
+    if stages:
+        w["stages"] = stages
+    if real_ns is not None:
+        w["real_ns"] = real_ns
+    return w
+
+
 def feed(tracer: Tracer, rec: dict) -> None:
     """A probe's threshold event to the tracer (an event without integer cpu, mono_ns, latency_ns is skipped)."""
     if rec.get("type") != "event" or rec.get("kind") != "threshold":
         return
     cpu, wake, lat = rec.get("cpu"), rec.get("mono_ns"), rec.get("latency_ns")
     stages = rec.get("stages") if isinstance(rec.get("stages"), dict) else None  # the timerlat probe's split
+    real = rec.get("real_ns")
     if all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in (cpu, wake, lat)):
-        tracer.spike(cpu, wake, lat, stages)  # type: ignore[arg-type]
+        tracer.spike(cpu, wake, lat, stages, real_ns=real if isinstance(real, int) else None)  # type: ignore[arg-type]
 
 
 class Tracer:
@@ -354,24 +379,19 @@ class Tracer:
 
     # -- spikes
 
-    def spike(self, cpu: int, wake_ns: int, latency_ns: int, stages: dict | None = None) -> None:
+    def spike(
+        self, cpu: int, wake_ns: int, latency_ns: int, stages: dict | None = None, real_ns: int | None = None
+    ) -> None:
         """A threshold event of the probe: its CPU's lines from deadline - margin to wake_ns are kept.
-        stages: the timerlat tracer's split of this latency ({"irq_ns", "thread_ns"[, "user_ns"]}), kept with it."""
+        stages: the timerlat tracer's split of this latency ({"irq_ns", "thread_ns"[, "user_ns"]}), kept with it;
+        real_ns: the wake-up on CLOCK_REALTIME (the probe's real_ns), kept with it."""
         self.spikes_seen += 1
         if stages:
             self.timerlat_spikes += 1
         if cpu not in self._chunks or self.spikes_seen > self.max_spikes:
             return
-        w: dict[str, Any] = {
-            "cpu": cpu,
-            "wake_ns": wake_ns,
-            "latency_ns": latency_ns,
-            "deadline_ns": wake_ns - latency_ns,
-        }
-        if stages:
-            w["stages"] = stages
         with self._lock:
-            self._pending.append((w, time.monotonic()))
+            self._pending.append((_window(cpu, wake_ns, latency_ns, stages, real_ns), time.monotonic()))
 
     def take(self) -> list[dict]:
         """The spikes whose lines are in, since the last take()."""
@@ -382,16 +402,8 @@ class Tracer:
     # -- the reader
 
     def _run(self) -> None:
-        """Drain the per-CPU pipes and resolve spikes until stopped; once more at the end. The reader runs
-        on the CPUs not traced where there are some (reading trace text costs kernel time, which a
-        preempt=none kernel does not preempt: on a traced CPU it would make spikes of its own)."""
-        others = set(os.sched_getaffinity(0)) - set(self.cpus)
-        if others:
-            os.sched_setaffinity(0, others)  # this thread only
-            try:  # above the busy SCHED_OTHER world, below every real-time task; each pass is bounded
-                os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(READER_PRIORITY))
-            except OSError:
-                pass
+        """Drain the per-CPU pipes and resolve spikes until stopped; once more at the end."""
+        _aside(self.cpus)
         while not self._stop.is_set():
             self._drain()
             self._resolve(final=False)
@@ -515,4 +527,147 @@ class Tracer:
             "spikes_analysed": min(self.spikes_seen, self.max_spikes),
             "lost_events": self.lost_events,
             "notes": self.notes,
+        }
+
+
+CAPTURE_BUFFER_KB = 512  # per CPU: about 3 s of a 1 kHz timer's events on a quiet CPU (measured: ~45 KB/s idle)
+CAPTURE_KEEP_NS = 10_000_000  # kept before a captured spike's deadline: what held the CPU just before
+CAPTURE_PER_HOUR = 60  # captures kept per hour (the default of --capture-per-hour); the rest counted
+CAPTURE_READ_BYTES = 32 << 20  # one CPU's ring as text, at most (a 512 KB ring reads as about 2 MB)
+HOUR_S = 3600.0
+
+
+class Ring(Tracer):
+    """`--capture OVER`: rtqual's own tracefs instance as a bounded ring (CAPTURE_BUFFER_KB per CPU, overwritten
+    oldest first, the monitored CPUs only) that nobody reads until a spike: no reader drains it, so it costs only
+    the kernel's writing of events. A threshold event over OVER (at most per_hour an hour; the rest counted in
+    `over_bound`) has its CPU's ring read without consuming it (per_cpu/cpuN/trace, "pause-on-trace" off: the
+    kernel goes on writing) by a thread of its own on the CPUs not traced, and its lines from deadline - keep_ns to
+    the wake-up kept: the same window a --trace spike has, analysed by the same code. A spike the ring had
+    already overwritten part of is kept as not complete (its missing time "not known")."""
+
+    def __init__(
+        self,
+        cpus: list[int],
+        over_ns: int,
+        per_hour: int = CAPTURE_PER_HOUR,
+        journal: Any = None,
+        buffer_kb: int = CAPTURE_BUFFER_KB,
+        keep_ns: int = CAPTURE_KEEP_NS,
+        all_cpus: bool = False,
+        clock: Any = time.monotonic,
+    ):
+        super().__init__(cpus, journal, buffer_kb, keep_ns, sys.maxsize, all_cpus)
+        self.over_ns, self.per_hour, self.clock = over_ns, per_hour, clock
+        self.captured = 0  # spikes whose ring was read
+        self.over_bound = 0  # spikes over OVER beyond per_hour in the last hour: counted, not captured
+        self._hour: deque[float] = deque()  # when the captures of the last hour were taken (clock())
+        self._kick = threading.Event()
+
+    def _start(self) -> None:
+        path = self.make_instance("capture")
+        _write(path / "tracing_cpumask", cpumask(self.cpus))
+        if (path / "options" / "pause-on-trace").exists():
+            _write(path / "options" / "pause-on-trace", "0")  # reading the ring must not stop its writing
+        for event in EVENTS:
+            enable = path / "events" / event / "enable"
+            if enable.exists():
+                _write(enable, "1")
+                self.events.append(event)
+        if "sched/sched_switch" not in self.events:
+            raise TraceUnavailable("no sched_switch event in this kernel's tracefs")
+        _write(path / "tracing_on", "1")
+        self._thread = threading.Thread(target=self._run, name="rtqual-capture", daemon=True)
+        self._thread.start()
+
+    def spike(
+        self, cpu: int, wake_ns: int, latency_ns: int, stages: dict | None = None, real_ns: int | None = None
+    ) -> None:
+        """A threshold event: captured when its latency exceeds OVER and the hour's bound allows, else counted."""
+        if latency_ns <= self.over_ns or cpu not in self._chunks:
+            return
+        self.spikes_seen += 1
+        if stages:
+            self.timerlat_spikes += 1
+        now = self.clock()
+        while self._hour and now - self._hour[0] >= HOUR_S:
+            self._hour.popleft()
+        if len(self._hour) >= self.per_hour:
+            self.over_bound += 1
+            return
+        self._hour.append(now)
+        w = _window(cpu, wake_ns, latency_ns, stages, real_ns)
+        w["captured"] = True
+        with self._lock:
+            self._pending.append((w, now))
+        self._kick.set()
+
+    def _run(self) -> None:
+        """Capture the pending spikes as they come (asleep until one does: no polling), until stopped; once more
+        at the end."""
+        _aside(self.cpus)
+        while not self._stop.is_set():
+            self._kick.wait()
+            self._kick.clear()
+            self._capture()
+        self._capture()
+
+    def stop(self) -> list[dict]:
+        """Wake the capture thread to end (after its last capture), then --trace's stop: the instance removed."""
+        self._stop.set()
+        self._kick.set()
+        return super().stop()
+
+    def _read(self, cpu: int) -> list[tuple[int, int, str]]:
+        """One CPU's ring as kept text blocks (one block: the ring is small), read without consuming it, in reads of
+        READ_BYTES (each a short stretch of kernel time: a monitored CPU that shares the reading is held briefly)."""
+        assert self.instance is not None
+        parts: list[bytes] = []
+        try:
+            with open(self.instance / "per_cpu" / f"cpu{cpu}" / "trace", "rb", buffering=0) as f:
+                while sum(map(len, parts)) < CAPTURE_READ_BYTES and (data := f.read(READ_BYTES)):
+                    parts.append(data)
+        except OSError as e:
+            self.notes.append(f"could not read the ring of CPU {cpu}: {_why(e)}")
+            return []
+        text = b"".join(parts).decode(errors="replace")
+        text = text[: text.rfind("\n") + 1]
+        self.lost_events += sum(int(n) for n in _LOST.findall(text))
+        rng = text_range(text)
+        return [(rng[0], rng[1], text)] if rng else []
+
+    def _capture(self) -> None:
+        """Read the rings the pending spikes need (each once) and cut each spike's lines."""
+        with self._lock:
+            pending, self._pending = self._pending, []
+        if not pending:
+            return
+        need = {c for w, _ in pending for c in (self.cpus if self.all_cpus else [w["cpu"]])}
+        chunks = {cpu: self._read(cpu) for cpu in sorted(need)}
+        for w, _ in pending:
+            cpu, start = w["cpu"], w["deadline_ns"] - self.margin_ns
+            own = chunks.get(cpu) or []
+            lines = window_lines(own, start, w["wake_ns"])
+            if self.all_cpus:
+                others = [
+                    x for c in self.cpus if c != cpu for x in window_lines(chunks.get(c) or [], start, w["wake_ns"])
+                ]
+                lines = sorted(lines + others, key=lambda x: line_ts(x) or 0)
+            complete = bool(own) and own[0][0] <= start  # read after the wake-up: the ring holds it, if not its start
+            done = {**w, "lines": lines, "policies": _policies(lines), "complete": complete}
+            with self._lock:
+                self._done.append(done)
+                self.captured += 1
+
+    def info(self) -> dict:
+        """What was captured, for the case result ("trace"): --trace's keys and the capture's own."""
+        return {
+            **super().info(),
+            "mode": "capture",
+            "over_ns": self.over_ns,
+            "per_hour": self.per_hour,
+            "keep_ns": self.margin_ns,
+            "spikes_analysed": self.captured,
+            "captured": self.captured,
+            "over_bound": self.over_bound,
         }

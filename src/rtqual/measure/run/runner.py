@@ -19,6 +19,7 @@ from rtqual.measure.conditions.applier import Conditions, not_applied
 from rtqual.measure.host import osnoise
 from rtqual.measure.host.sampler import Sampler, iter_samples, rt_tasks
 from rtqual.measure.host.sampler import summarize as summarize_samples
+from rtqual.measure.host.trace import CAPTURE_PER_HOUR
 from rtqual.measure.loads import LoadSet
 from rtqual.measure.run.case import Case
 from rtqual.measure.run.session import Interrupted, Session, spike
@@ -59,7 +60,10 @@ def run_case(
     changes: list[dict] = []
     restored: list[dict] = []
     load_error = None
-    trace_cpus = (case.params.get("cpus") or online_cpus()) if case.params.get("trace") else None
+    capture_ns = case.params.get("capture_ns")  # --capture OVER: a ring read at spikes (trace.Ring), not --trace
+    traced = case.params.get("trace") or capture_ns
+    trace_cpus = (case.params.get("cpus") or online_cpus()) if traced else None
+    option = "--capture" if capture_ns else "--trace"
     session = Session(
         case.probe,
         case.args,
@@ -69,7 +73,8 @@ def run_case(
         keep_stream=True,
         trace_cpus=trace_cpus,
         journal=cond,
-        warn=lambda why: problems.append(f"--trace: {why}; the case ran without tracing"),
+        capture=(capture_ns, CAPTURE_PER_HOUR) if capture_ns else None,
+        warn=lambda why: problems.append(f"{option}: {why}; the case ran without tracing"),
     )
     windows: list[dict] = []  # the traced spikes
 

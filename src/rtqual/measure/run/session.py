@@ -29,7 +29,7 @@ from rtqual import services
 from rtqual.answers.evidence import spikes
 from rtqual.answers.requirements import Requirement
 from rtqual.measure.host import trace
-from rtqual.measure.host.trace import Tracer, TraceUnavailable
+from rtqual.measure.host.trace import Ring, Tracer, TraceUnavailable
 from rtqual.measure.run import native
 from rtqual.probes.catalog import ALL_PROBES
 from rtqual.procs import signal_group, stop_group
@@ -103,9 +103,16 @@ class Interrupted:
 
 def spike(w: dict, trace_file: str | None = None) -> dict:
     """One traced spike (a tracer window) analysed (rtqual.answers.evidence.spikes): its record, naming where its trace
-    lines are kept (trace_file, or None)."""
+    lines are kept (trace_file, or None); a captured one (--capture) with its cause, evidence and time_unix_s."""
     analysis = spikes.analyze(w["lines"], w["cpu"], w["deadline_ns"], w["wake_ns"], w["policies"], w["complete"])
-    return spikes.spike_record(w["cpu"], w["wake_ns"], w["latency_ns"], analysis, trace_file, w.get("stages"))
+    rec = spikes.spike_record(w["cpu"], w["wake_ns"], w["latency_ns"], analysis, trace_file, w.get("stages"))
+    if w.get("captured"):  # --capture: the cause and what it rests on (the lines themselves where no file keeps them)
+        rec["complete"] = w["complete"]
+        if w.get("real_ns") is not None:
+            rec["time_unix_s"] = w["real_ns"] / 1e9
+        rec["cause"] = spikes.cause(rec)
+        rec["evidence"] = spikes.evidence(rec, w["lines"], trace_file)
+    return rec
 
 
 class Session:
@@ -113,9 +120,10 @@ class Session:
 
     folder: where probe.stderr (and with keep_stream the verbatim stream.jsonl) go, and the service's case folder.
     cpuset: a Cpuset the probe joins before it pins its threads. trace_cpus: trace these CPUs (None: untraced),
-    journalled (measure.conditions.journal), at most max_spikes analysed; warn(why) when tracing cannot
-    run here. spawn_if_interrupted: a signal that came while the service started still spawns the probe and
-    stops it at once (a bundle case keeps what the probe says of it), or spawns nothing (the monitor)."""
+    journalled (measure.conditions.journal), at most max_spikes analysed; capture (over_ns, per_hour): trace them as
+    a ring read only at spikes over over_ns, at most per_hour an hour (--capture, trace.Ring), instead; warn(why)
+    when tracing cannot run here. spawn_if_interrupted: a signal that came while the service started still spawns
+    the probe and stops it at once (a bundle case keeps what the probe says of it), or spawns nothing (the monitor)."""
 
     def __init__(
         self,
@@ -130,12 +138,13 @@ class Session:
         trace_cpus: list[int] | None = None,
         journal: Any = None,
         max_spikes: int = trace.MAX_SPIKES,
+        capture: tuple[int, int] | None = None,
         spawn_if_interrupted: bool = True,
         warn: Callable[[str], None] = lambda why: None,
     ):
         self.probe, self.args, self.folder, self.guard = probe, list(args), Path(folder), guard
         self.service, self.cpuset, self.keep_stream = service, cpuset, keep_stream
-        self.trace_cpus, self.journal, self.max_spikes = trace_cpus, journal, max_spikes
+        self.trace_cpus, self.journal, self.max_spikes, self.capture = trace_cpus, journal, max_spikes, capture
         self.spawn_if_interrupted, self.warn = spawn_if_interrupted, warn
         self.stream = Stream()
         self.exit_code: int | None = None  # None: the probe never ran
@@ -167,7 +176,12 @@ class Session:
         if self.trace_cpus is None:
             return None
         # a response through a service (an IOC) crosses its threads on any CPU: each spike keeps every CPU's lines
-        tracer = Tracer(self.trace_cpus, journal=self.journal, max_spikes=self.max_spikes, all_cpus=bool(self.service))
+        all_cpus = bool(self.service)
+        if self.capture is not None:
+            over_ns, per_hour = self.capture
+            tracer: Tracer = Ring(self.trace_cpus, over_ns, per_hour, journal=self.journal, all_cpus=all_cpus)
+        else:
+            tracer = Tracer(self.trace_cpus, journal=self.journal, max_spikes=self.max_spikes, all_cpus=all_cpus)
         try:
             tracer.start()
         except TraceUnavailable as e:

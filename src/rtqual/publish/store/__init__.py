@@ -34,6 +34,9 @@ WINDOW_KEYS = (
     "probe", "run_as", "cpu", "start_unix_s", "duration_s", "samples", "min_ns", "mean_ns", "p50_ns", "p99_ns",
     "p9999_ns", "max_ns", "over_threshold", "overruns", "threshold_ns", "kernel", "preempt",
 )  # fmt: skip
+SPIKE_KEYS = (
+    "probe", "cpu", "time_unix_s", "latency_ns", "kind", "comm", "pid", "policy", "priority", "cause_cpu", "evidence",
+)  # fmt: skip
 
 
 class StoreError(RtqError):
@@ -271,6 +274,31 @@ def run_record(bundle: Model | Path) -> tuple[dict, list[dict]]:
     return run, rows
 
 
+def run_spikes(data: Model, host: str) -> list[dict]:
+    """The spikes a bundle's cases captured (`run --capture`: those with a cause and a time), as the spikes table
+    keeps them."""
+    out = []
+    for r in data.cases:
+        run_as = (data.params(r["id"]) or {}).get("run_as")
+        for s in r.get("spikes") or []:
+            c = s.get("cause")
+            if not isinstance(c, dict) or not isinstance(s.get("time_unix_s"), (int, float)):
+                continue
+            out.append(
+                {
+                    "host": host,
+                    "probe": run_as if isinstance(run_as, str) else r["probe"],
+                    "cpu": s.get("cpu"),
+                    "time_unix_s": s["time_unix_s"],
+                    "latency_ns": s.get("latency_ns"),
+                    **{k: c.get(k) for k in ("kind", "comm", "pid", "policy", "priority")},
+                    "cause_cpu": c.get("cpu"),
+                    "evidence": json.dumps({**(s.get("evidence") or {}), "bundle": str(data.path), "case": r["id"]}),
+                }
+            )
+    return out
+
+
 class Store:
     """An open history store. Every method is one transaction; trouble is a StoreError."""
 
@@ -421,17 +449,46 @@ class Store:
             rows = [(hosts[str(w["host"])], *(w.get(k) for k in WINDOW_KEYS)) for w in windows]
             cur.executemany(self._q(f"INSERT INTO windows ({cols}) VALUES ({marks})"), rows)
 
+    def add_spikes(self, spikes: list[dict], run_id: int | None = None) -> None:
+        """Captured spikes (keys: host and SPIKE_KEYS; evidence as JSON text) in one transaction."""
+        if not spikes:
+            return
+        cols = ", ".join(("host_id", "run_id", *SPIKE_KEYS))
+        marks = ", ".join("?" * (2 + len(SPIKE_KEYS)))
+        with self.tx() as cur:
+            hosts = {name: self._host_id(cur, name) for name in sorted({str(x["host"]) for x in spikes})}
+            rows = [(hosts[str(x["host"])], run_id, *(x.get(k) for k in SPIKE_KEYS)) for x in spikes]
+            cur.executemany(self._q(f"INSERT INTO spikes ({cols}) VALUES ({marks})"), rows)
+
+    def spikes(self, host: str | None = None, since_unix_s: float | None = None) -> list[dict]:
+        """Captured spikes (host name included, evidence as JSON text), oldest first, filtered by host and time."""
+        where, params = ["1 = 1"], list[Any]()
+        if host:
+            where.append("h.name = ?")
+            params.append(host)
+        if since_unix_s is not None:
+            where.append("s.time_unix_s >= ?")
+            params.append(since_unix_s)
+        cols = ", ".join(f"s.{k}" for k in SPIKE_KEYS)
+        return self._rows(
+            f"SELECT h.name AS host, {cols} FROM spikes s JOIN hosts h ON h.id = s.host_id "
+            f"WHERE {' AND '.join(where)} ORDER BY s.time_unix_s, s.id",
+            tuple(params),
+        )
+
     def add_run(self, bundle: Model | Path) -> int:
         """Store a finished (or cut) bundle (its model, or a path); storing the same bundle again replaces its
         rows. The run's id. Tried twice: two processes storing the same new bundle at once (PostgreSQL) collide
         on its key once."""
-        run, rows = run_record(bundle)
+        data = bundle if isinstance(bundle, Model) else bundle_mod.load(bundle)
+        run, rows = run_record(data)
+        spikes = run_spikes(data, run["host"])
         try:
-            return self._add_run(run, rows)
+            return self._add_run(run, rows, spikes)
         except StoreError:
-            return self._add_run(run, rows)
+            return self._add_run(run, rows, spikes)
 
-    def _add_run(self, run: dict, rows: list[dict]) -> int:
+    def _add_run(self, run: dict, rows: list[dict], spikes: list[dict] = ()) -> int:  # type: ignore[assignment]
         """add_run's one transaction: the run row inserted or updated, its case rows replaced."""
         run_cols = ("kernel", "preempt", "scenario", "source", "started", "started_unix_s", "ended", "state", "verdict")
         with self.tx() as cur:
@@ -445,6 +502,7 @@ class Store:
                 sets = ", ".join(f"{k} = ?" for k in (*run_cols, "stored_unix_s"))
                 self._exec(cur, f"UPDATE runs SET {sets} WHERE id = ?", (*values, run_id))
                 self._exec(cur, "DELETE FROM cases WHERE run_id = ?", (run_id,))
+                self._exec(cur, "DELETE FROM spikes WHERE run_id = ?", (run_id,))
             else:
                 cols = ", ".join(("host_id", "bundle", *run_cols, "stored_unix_s"))
                 marks = ", ".join("?" * (len(run_cols) + 3))
@@ -461,6 +519,11 @@ class Store:
             cur.executemany(
                 self._q(f"INSERT INTO cases (run_id, {', '.join(keys)}) VALUES ({marks})"),
                 [(run_id, *(r[k] for k in keys)) for r in rows],
+            )
+            cols = ", ".join(("host_id", "run_id", *SPIKE_KEYS))
+            cur.executemany(
+                self._q(f"INSERT INTO spikes ({cols}) VALUES ({', '.join('?' * (2 + len(SPIKE_KEYS)))})"),
+                [(host_id, run_id, *(x.get(k) for k in SPIKE_KEYS)) for x in spikes],
             )
         return run_id
 
@@ -554,7 +617,7 @@ class Store:
 
     def count(self, table: str) -> int:
         """Rows in one of the store's tables (tests, the benchmark)."""
-        if table not in ("hosts", "runs", "cases", "windows", "baselines"):
+        if table not in ("hosts", "runs", "cases", "windows", "baselines", "spikes"):
             raise StoreError(f"no table {table!r}")
         return int(self._rows(f"SELECT COUNT(*) AS n FROM {table}")[0]["n"])
 

@@ -93,6 +93,27 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE cases ADD COLUMN caveats TEXT;
     """,
+    # 3: spikes captured by `rtqual monitor --capture` (and `run --capture`): when, how late, and what held the CPU
+    # (the cause: kind, comm, pid, policy, priority, cause_cpu), its evidence as JSON text (culprits, trace lines)
+    """
+    CREATE TABLE spikes (
+        id {id},
+        host_id BIGINT NOT NULL REFERENCES hosts(id),
+        run_id BIGINT REFERENCES runs(id) ON DELETE CASCADE,
+        probe TEXT NOT NULL,
+        cpu INTEGER NOT NULL,
+        time_unix_s DOUBLE PRECISION NOT NULL,
+        latency_ns BIGINT NOT NULL,
+        kind TEXT,
+        comm TEXT,
+        pid INTEGER,
+        policy TEXT,
+        priority INTEGER,
+        cause_cpu INTEGER,
+        evidence TEXT
+    );
+    CREATE INDEX spikes_host_time ON spikes (host_id, time_unix_s);
+    """,
 ]
 
 

@@ -2,7 +2,8 @@
 on it. A bounded buffer (limit_windows, default 10 080: a week of 1-minute windows of one CPU, or 3.5 days of
 two) filled by put(); a writer thread that drains it in batches, and while the store is unreachable retries
 with backoff (1 s doubling to 60 s). Nothing is lost within the bound: a window leaves the buffer only once its
-transaction committed. When the buffer is full, the OLDEST window is dropped and counted in `dropped`."""
+transaction committed. When the buffer is full, the OLDEST window is dropped and counted in `dropped`. Captured
+spikes (put_spike, monitor --capture) go the same way in a buffer of their own (SPIKE_LIMIT, `spikes_dropped`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import time
 from collections import deque
 
 BATCH_WINDOWS = 500  # windows per transaction
+SPIKE_LIMIT = 1000  # captured spikes buffered while the store is unreachable (monitor --capture); the oldest dropped
 BACKOFF_FIRST_S = 1.0
 BACKOFF_MAX_S = 60.0
 REQUIRED = ("host", "probe", "cpu", "start_unix_s", "duration_s", "samples", "over_threshold", "overruns")
@@ -30,6 +32,8 @@ class WindowSink:
         self.url, self.limit_windows = url, limit_windows
         self.off = is_off(url)  # --store off / RTQUAL_STORE=off: windows are not stored, nothing is buffered
         self.buffer: deque[dict] = deque()
+        self.spike_buffer: deque[dict] = deque(maxlen=SPIKE_LIMIT)  # captured spikes (put_spike), written the same way
+        self.spikes_dropped = 0
         self.inflight = 0  # windows taken for the transaction being written (still counted in the bound)
         self.dropped = 0
         self.sent = 0
@@ -54,6 +58,17 @@ class WindowSink:
             self._trim()
             self.lock.notify_all()
 
+    def put_spike(self, spike: dict) -> None:
+        """Buffer one captured spike (rtqual.publish.store.SPIKE_KEYS and host; the oldest dropped and counted past
+        SPIKE_LIMIT) and wake the writer; never blocks, never raises."""
+        if self.off:
+            return
+        with self.lock:
+            if len(self.spike_buffer) == SPIKE_LIMIT:
+                self.spikes_dropped += 1
+            self.spike_buffer.append(dict(spike))
+            self.lock.notify_all()
+
     def _trim(self) -> None:
         """Keep buffered plus in-flight windows within the bound, dropping the oldest buffered ones."""
         while self.buffer and len(self.buffer) + self.inflight > self.limit_windows:
@@ -71,14 +86,14 @@ class WindowSink:
         with self.lock:
             self.hurry = True
             self.lock.notify_all()
-            while self.buffer or self.inflight:
+            while self.buffer or self.inflight or self.spike_buffer:
                 left = deadline - time.monotonic()
                 if left <= 0 or not self.thread.is_alive():
                     break
                 self.lock.wait(min(left, 0.1))
                 self.hurry = True
                 self.lock.notify_all()
-            return len(self.buffer) + self.inflight
+            return len(self.buffer) + self.inflight + len(self.spike_buffer)
 
     def close(self, timeout_s: float = 5.0) -> int:
         """flush(timeout_s), then stop the writer thread; the windows still unsent."""
@@ -108,21 +123,30 @@ class WindowSink:
         store = None
         while True:
             with self.lock:
-                while not self.buffer and not self.stopping:
+                while not self.buffer and not self.spike_buffer and not self.stopping:
                     self.lock.wait()
                 if self.stopping:
                     break
                 batch = [self.buffer.popleft() for _ in range(min(BATCH_WINDOWS, len(self.buffer)))]
+                spikes = list(self.spike_buffer)
+                self.spike_buffer.clear()
                 self.inflight = len(batch)
             try:
                 store = store or open_store(self.url)
                 store.add_windows(batch)
+                with self.lock:  # stored: never written twice, whatever happens to the spikes
+                    self.sent += len(batch)
+                    self.inflight, batch = 0, []
+                store.add_spikes(spikes)
             except Exception as e:  # noqa: BLE001 - the store's trouble must never stop the monitor
                 if store is not None:
                     store.close()
                 store = None
                 with self.lock:
                     self.buffer.extendleft(reversed(batch))  # back in front, in order
+                    for x in reversed(spikes):  # back in front, within the bound
+                        if len(self.spike_buffer) < SPIKE_LIMIT:
+                            self.spike_buffer.appendleft(x)
                     self.inflight = 0
                     self._trim()
                     self.warning = f"{e} (monitor windows buffered, at most {self.limit_windows}; retrying)"
@@ -130,8 +154,6 @@ class WindowSink:
                     self._backoff()
                 continue
             with self.lock:
-                self.sent += len(batch)
-                self.inflight = 0
                 self.warning = None
                 self.backoff_s = BACKOFF_FIRST_S
                 self.lock.notify_all()

@@ -602,7 +602,28 @@ RESULT = obj(
             null=True,
         ),
         "requirement_verdicts": listof(obj({})),
-        "spikes": listof(obj({"cpu": cpu(null=True), "latency_ns": integer(-I64)})),
+        "spikes": listof(
+            obj(
+                {
+                    "cpu": cpu(null=True),
+                    "latency_ns": integer(-I64),
+                    "time_unix_s": number(0),
+                    "cause": obj(  # --capture: what held the CPU (rtqual.answers.evidence.spikes.cause)
+                        {
+                            "kind": text(),
+                            "comm": text(),
+                            "pid": integer(-1, (1 << 31) - 1),
+                            "policy": text(),
+                            "priority": integer(-1000, 1000),
+                            "cpu": cpu(null=True),
+                            "duration_ns": integer(-I64),
+                        },
+                        null=True,
+                    ),
+                    "evidence": obj({}, null=True),
+                }
+            )
+        ),
     }
 )
 

@@ -1,0 +1,165 @@
+"""--capture OVER (rtqual.measure.host.trace.Ring, rtqual.monitor.actions, the capture's /metrics and PV text) without
+tracefs: a ring's text read from a file, its spikes cut and attributed, the hourly bound, the actions' bounds, and
+bad input said in one line before anything runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from test_spikes import PROBE, STALL, line, switch
+
+from rtqual.answers.evidence import spikes
+from rtqual.errors import RtqError
+from rtqual.measure.host import trace
+from rtqual.measure.run.session import spike
+from rtqual.monitor import actions
+from rtqual.monitor.pvs import CAUSE_CHARS, cause_text
+from rtqual.publish.metrics import Metrics
+
+T0_US = 100_000_000  # 100 s after boot
+MS = 1_000_000
+
+
+def ring_text(first_us: int) -> str:
+    """A CPU's ring as per_cpu/cpu1/trace prints it: the probe, then the stall holding CPU 1 for 5 ms."""
+    return "".join(
+        x + "\n"
+        for x in [
+            "# tracer: nop",
+            "#",
+            line("rtqual-probe", 777, 1, first_us, "sched_waking", "comm=x pid=9 prio=120 target_cpu=001"),
+            switch(1, T0_US + 100, PROBE, STALL),
+            line("rtqual-stall", 4242, 1, T0_US + 3000, "local_timer_entry", "vector=236"),
+            line("rtqual-stall", 4242, 1, T0_US + 3010, "local_timer_exit", "vector=236"),
+            switch(1, T0_US + 5100, STALL, PROBE),
+        ]
+    )
+
+
+def ring(tmp_path, text: str, **kw) -> trace.Ring:
+    """A Ring whose instance is a folder holding CPU 1's ring text (no tracefs: _capture reads the file)."""
+    r = trace.Ring([1], over_ns=2 * MS, **kw)
+    cpu = tmp_path / "inst" / "per_cpu" / "cpu1"
+    cpu.mkdir(parents=True)
+    (cpu / "trace").write_text(text)
+    r.instance = tmp_path / "inst"
+    return r
+
+
+def test_a_spike_over_the_bound_is_cut_from_the_ring_and_its_cause_named(tmp_path):
+    r = ring(tmp_path, ring_text(T0_US - 20_000))
+    wake_ns = (T0_US + 5200) * 1000
+    r.spike(1, wake_ns, 5 * MS, real_ns=1_700_000_000 * 10**9)
+    r.spike(1, wake_ns, 2 * MS)  # not over OVER (2 ms): never captured, never counted
+    r._capture()
+    [w] = r.take()
+    rec = spike(w)
+    assert rec["complete"] and rec["time_unix_s"] == 1_700_000_000
+    c = rec["cause"]
+    assert (c["kind"], c["comm"], c["pid"], c["priority"], c["cpu"]) == ("task", "rtqual-stall", 4242, 90, 1)
+    assert c["duration_ns"] == sum(x["duration_ns"] for x in rec["culprits"] if x["name"] == "rtqual-stall")
+    ev = rec["evidence"]
+    assert ev["gap_ns"] == [wake_ns - 5 * MS, wake_ns] and ev["culprits"] == rec["culprits"]
+    assert ev["lines"] == len(ev["text"]) == 4 and ev["text_cut"] == 0  # from deadline - 10 ms: not the first line
+    assert r.info()["captured"] == r.info()["spikes_seen"] == 1 and r.info()["mode"] == "capture"
+
+
+def test_a_ring_already_overwritten_before_the_window_is_not_complete(tmp_path):
+    r = ring(tmp_path, ring_text(T0_US - 2_000))  # the ring's oldest event is within keep_ns (10 ms) of the deadline
+    r.spike(1, (T0_US + 5200) * 1000, 5 * MS)
+    r._capture()
+    assert r.take()[0]["complete"] is False
+
+
+def test_at_most_per_hour_captures_the_rest_counted(tmp_path):
+    now = [0.0]
+    r = ring(tmp_path, ring_text(T0_US - 20_000), per_hour=2, clock=lambda: now[0])
+    for t in (0.0, 10.0, 20.0, 3599.0, 3600.0):
+        now[0] = t
+        r.spike(1, (T0_US + 5200) * 1000, 5 * MS)
+    r._capture()
+    assert len(r.take()) == 3 and r.over_bound == 2  # 0 and 10 s kept, 20 and 3599 s counted, 3600 s kept again
+    assert r.info()["over_bound"] == 2
+
+
+def test_cause_of_a_spike_without_culprits_and_the_evidence_cap():
+    s = {"cpu": 3, "time_ns": 10, "latency_ns": 4, "culprits": []}
+    assert spikes.cause(s)["kind"] == "unknown" and spikes.cause_words(spikes.cause(s)) == "unknown cpu 3"
+    ev = spikes.evidence(s, ["a", "b", "c"], max_lines=2)
+    assert ev["text"] == ["b", "c"] and ev["text_cut"] == 1 and ev["lines"] == 3
+    assert "text" not in spikes.evidence(s, ["a"], trace_file="spikes/spike-001-cpu3.txt")
+
+
+def test_the_pv_text_is_printable_and_bounded():
+    assert cause_text("bad\x1b[2Jcomm\n pid 1") == "bad?[2Jcomm? pid 1"
+    assert len(cause_text("x" * 500)) == CAUSE_CHARS
+
+
+def test_metrics_count_captures_and_keep_the_last_cause():
+    m = Metrics({"host": "h"})
+    m.capturing = True
+    assert "rtqual_spike_captures_over_bound_total 0.0" in m.text()  # served from the start
+    for comm in ("first", "rtqual-stall"):
+        cause = {"kind": "task", "comm": comm, "pid": 5, "policy": "fifo", "priority": 90, "cpu": 1}
+        m.add_capture("timer", {"cpu": 1, "latency_ns": 3 * MS, "time_unix_s": 1e9, "cause": cause})
+    text = m.text()
+    assert 'rtqual_spike_captures_total{cpu="1",probe="timer"} 2.0' in text
+    info = [x for x in text.splitlines() if x.startswith("rtqual_spike_last_cause_info{")]
+    assert len(info) == 1 and 'comm="rtqual-stall"' in info[0] and 'priority="90"' in info[0]
+    assert "rtqual_spike_last_capture_latency_seconds 0.003" in text
+
+
+def _gone_pid() -> int:
+    p = subprocess.Popen(["true"])
+    p.wait()
+    return p.pid
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("signal:abc", "signal:PID"),
+        (f"signal:{_gone_pid()}", "no process"),
+        (f"signal:{os.getpid()}:NOPE", "not a signal"),
+        ("no-such-program-rtqual --x", "not found"),
+        ("echo 'unclosed", "quotation"),
+        ("", "empty command"),
+    ],
+)
+def test_bad_actions_are_one_line(text, says):
+    with pytest.raises(RtqError, match=says):
+        actions.parse_action(text, 1.0)
+
+
+def test_a_command_gets_the_spike_on_stdin_and_a_hanging_one_is_killed_and_counted(tmp_path):
+    out = tmp_path / "got.json"
+    code = f"import sys, pathlib; pathlib.Path('{out}').write_text(sys.stdin.read())"
+    ran = actions.Actions(actions.parse_action(f'{sys.executable} -c "{code}"', 10.0))
+    ran.fire({"cpu": 1, "cause": {"comm": "$(reboot)"}})  # bundle text is data on stdin, never a command
+    assert ran.close(10.0)["ran"] == 1 and json.loads(out.read_text())["cause"]["comm"] == "$(reboot)"
+    hung = actions.Actions(actions.parse_action("sleep 30", 0.3))
+    start = time.monotonic()
+    hung.fire({"cpu": 1})
+    counts = hung.close(0.3)
+    assert counts["killed"] == 1 and counts["ran"] == 0 and time.monotonic() - start < 5
+
+
+def test_a_signal_action_signals_the_process():
+    got = []
+    old = signal.signal(signal.SIGUSR2, lambda *_: got.append(1))
+    try:
+        a = actions.Actions(actions.parse_action(f"signal:{os.getpid()}:USR2", 1.0))
+        a.fire({"cpu": 1})
+        assert a.close(5.0)["ran"] == 1
+        deadline = time.monotonic() + 5
+        while not got and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        signal.signal(signal.SIGUSR2, old)
+    assert got
