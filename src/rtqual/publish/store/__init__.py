@@ -22,6 +22,7 @@ from rtqual.publish.store.schema import MIGRATIONS, SCHEMA_VERSION_TABLE, statem
 from rtqual.publish.views import environment_of
 from rtqual.results import bundle as bundle_mod
 from rtqual.results.bundle import Model
+from rtqual.results.window import coarse_text, parse_coarse
 from rtqual.util import system_tree
 
 ENV = "RTQUAL_STORE"
@@ -30,6 +31,7 @@ BUSY_TIMEOUT_MS = 30_000  # SQLite: how long a writer waits for another one's tr
 CONNECT_TIMEOUT_S = 5  # PostgreSQL: how long an unreachable server may delay a run's end
 STAT_KEYS = ("count", "min_ns", "p50_ns", "mean_ns", "p99_ns", "p999_ns", "p9999_ns", "max_ns", "stddev_ns")
 COUNT_KEYS = ("overruns", "over_threshold", "out_of_range")
+DAY_S = 86400  # window_days: one row per host, probe, CPU and UTC day
 WINDOW_KEYS = (
     "probe", "run_as", "cpu", "start_unix_s", "duration_s", "samples", "min_ns", "mean_ns", "p50_ns", "p99_ns",
     "p9999_ns", "max_ns", "over_threshold", "overruns", "threshold_ns", "kernel", "preempt",
@@ -418,8 +420,44 @@ class Store:
         marks = ", ".join("?" * (1 + len(WINDOW_KEYS)))
         with self.tx() as cur:
             hosts = {name: self._host_id(cur, name) for name in sorted({str(w["host"]) for w in windows})}
-            rows = [(hosts[str(w["host"])], *(w.get(k) for k in WINDOW_KEYS)) for w in windows]
-            cur.executemany(self._q(f"INSERT INTO windows ({cols}) VALUES ({marks})"), rows)
+            rows = [(hosts[str(w["host"])], *(w.get(k) for k in WINDOW_KEYS), w.get("hist")) for w in windows]
+            cur.executemany(self._q(f"INSERT INTO windows ({cols}, hist) VALUES ({marks}, ?)"), rows)
+            self._add_days(cur, hosts, windows)
+
+    def _add_days(self, cur: Any, hosts: dict[str, int], windows: list[dict]) -> None:
+        """The windows added to their day's row of window_days (per host, probe, CPU and UTC day): counts
+        summed, maximum kept, histograms merged. The one writer of a host's windows is its monitor's sink."""
+        days: dict[tuple, dict] = {}
+        for w in windows:
+            key = (hosts[str(w["host"])], str(w["probe"]), int(w["cpu"]), int(w["start_unix_s"] // DAY_S * DAY_S))
+            d = days.setdefault(key, {"windows": 0, "samples": 0, "max_ns": None, "over_threshold": 0, "hist": {}})
+            d["windows"] += 1
+            d["samples"] += int(w["samples"] or 0)
+            d["over_threshold"] += int(w["over_threshold"] or 0)
+            if w.get("max_ns") is not None:
+                d["max_ns"] = max(d["max_ns"] or 0, int(w["max_ns"]))
+            for k, n in parse_coarse(w.get("hist")).items():
+                d["hist"][k] = d["hist"].get(k, 0) + n
+        where = "host_id = ? AND probe = ? AND cpu = ? AND day_unix_s = ?"
+        for key, d in sorted(days.items()):
+            old = self._exec(
+                cur, f"SELECT windows, samples, max_ns, over_threshold, hist FROM window_days WHERE {where}", key
+            ).fetchone()
+            if old:
+                d["windows"] += int(old[0])
+                d["samples"] += int(old[1])
+                d["max_ns"] = max(d["max_ns"] or 0, int(old[2] or 0)) if d["max_ns"] or old[2] else None
+                d["over_threshold"] += int(old[3])
+                for k, n in parse_coarse(old[4]).items():
+                    d["hist"][k] = d["hist"].get(k, 0) + n
+            self._exec(
+                cur,
+                "INSERT INTO window_days (host_id, probe, cpu, day_unix_s, windows, samples, max_ns, over_threshold, "
+                "hist) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (host_id, probe, cpu, day_unix_s) DO UPDATE SET "
+                "windows = excluded.windows, samples = excluded.samples, max_ns = excluded.max_ns, "
+                "over_threshold = excluded.over_threshold, hist = excluded.hist",
+                (*key, d["windows"], d["samples"], d["max_ns"], d["over_threshold"], coarse_text(d["hist"])),
+            )
 
     def add_run(self, bundle: Model | Path) -> int:
         """Store a finished (or cut) bundle (its model, or a path); storing the same bundle again replaces its
@@ -552,9 +590,102 @@ class Store:
             tuple(params),
         )
 
+    def _filters(self, host: str | None, since_unix_s: float | None, column: str) -> tuple[str, tuple]:
+        where, params = ["1 = 1"], list[Any]()
+        if host:
+            where.append("h.name = ?")
+            params.append(host)
+        if since_unix_s is not None:
+            where.append(f"{column} >= ?")
+            params.append(since_unix_s)
+        return " AND ".join(where), tuple(params)
+
+    def window_days(self, host: str | None = None, since_unix_s: float | None = None) -> list[dict]:
+        """The monitor windows per host, probe, CPU and UTC day (window_days): windows, samples, maximum,
+        over-threshold count and the day's histogram ({bin: count}, rtqual.results.window.COARSE_PER_DECADE),
+        oldest first. A day counts when it began within the range."""
+        where, params = self._filters(
+            host, None if since_unix_s is None else since_unix_s // DAY_S * DAY_S, "d.day_unix_s"
+        )
+        rows = self._rows(
+            "SELECT h.name AS host, d.probe, d.cpu, d.day_unix_s, d.windows, d.samples, d.max_ns, d.over_threshold, "
+            f"d.hist FROM window_days d JOIN hosts h ON h.id = d.host_id WHERE {where} "
+            "ORDER BY d.day_unix_s, h.name, d.probe, d.cpu",
+            params,
+        )
+        return [{**r, "hist": parse_coarse(r["hist"])} for r in rows]
+
+    def window_series(
+        self, host: str | None = None, since_unix_s: float | None = None, step_s: int = 3600
+    ) -> list[dict]:
+        """The monitor windows in buckets of step_s (all CPUs of a host and probe together), oldest first: the
+        worst window's max and p99.99, the windows, those whose samples carry p99.99 (100,000), samples, the
+        largest threshold. Summed by the engine: a year of 1-minute windows is one query."""
+        first = self._rows("SELECT MIN(start_unix_s) AS t FROM windows")[0]["t"]
+        t0 = int(max(first or 0, since_unix_s or 0)) // step_s * step_s
+        where, params = self._filters(host, since_unix_s, "w.start_unix_s")
+        bucket = "(CAST(w.start_unix_s AS BIGINT) - ?) / ?"  # integer division in both engines
+        rows = self._rows(
+            f"SELECT h.name AS host, w.probe, {bucket} AS bucket, MAX(w.max_ns) AS max_ns, "
+            "MAX(w.p9999_ns) AS p9999_ns, COUNT(*) AS windows, COUNT(w.p9999_ns) AS p9999_windows, "
+            "SUM(w.samples) AS samples, MAX(w.threshold_ns) AS threshold_ns "
+            f"FROM windows w JOIN hosts h ON h.id = w.host_id WHERE {where} "
+            f"GROUP BY h.name, w.probe, {bucket} ORDER BY 3, 1, 2",
+            (t0, step_s, *params, t0, step_s),
+        )
+        for r in rows:
+            r["start_unix_s"], r["step_s"] = t0 + int(r.pop("bucket")) * step_s, step_s
+        return rows
+
+    def window_span(self, host: str | None = None, since_unix_s: float | None = None) -> tuple[float, float] | None:
+        """The first window's start and the last window's end within the filters; None when there is none."""
+        where, params = self._filters(host, since_unix_s, "w.start_unix_s")
+        r = self._rows(
+            "SELECT MIN(w.start_unix_s) AS lo, MAX(w.start_unix_s + w.duration_s) AS hi FROM windows w "
+            f"JOIN hosts h ON h.id = w.host_id WHERE {where}",
+            params,
+        )[0]
+        return None if r["lo"] is None else (float(r["lo"]), float(r["hi"]))
+
+    def window_kernels(self, host: str | None = None, since_unix_s: float | None = None) -> list[dict]:
+        """The kernels (release and preemption model) the monitor windows ran on, each with its first and last
+        window's start, in order of the first."""
+        where, params = self._filters(host, since_unix_s, "w.start_unix_s")
+        return self._rows(
+            "SELECT h.name AS host, w.kernel, w.preempt, MIN(w.start_unix_s) AS first_unix_s, "
+            "MAX(w.start_unix_s) AS last_unix_s, COUNT(*) AS windows "
+            f"FROM windows w JOIN hosts h ON h.id = w.host_id WHERE {where} "
+            "GROUP BY h.name, w.kernel, w.preempt ORDER BY 4",
+            params,
+        )
+
+    def has_table(self, name: str) -> bool:
+        """Whether the store holds a table of this name (one another rtqual's migration added: spikes)."""
+        if self.engine == "sqlite":
+            sql = "SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = ?"
+        else:
+            sql = (
+                "SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_schema = current_schema() "
+                "AND table_name = ?"
+            )
+        return bool(self._rows(sql, (name,))[0]["n"])
+
+    def spikes(self, host: str | None = None, since_unix_s: float | None = None, limit: int = 1000) -> list[dict]:
+        """The captured spikes (the `spikes` table, where this store has one; [] where not), the largest
+        `limit` of the range, oldest first."""
+        if not self.has_table("spikes"):
+            return []
+        where, params = self._filters(host, since_unix_s, "s.time_unix_s")
+        rows = self._rows(
+            f"SELECT h.name AS host, s.* FROM spikes s JOIN hosts h ON h.id = s.host_id WHERE {where} "
+            f"ORDER BY s.latency_ns DESC LIMIT {int(limit)}",
+            params,
+        )
+        return sorted(rows, key=lambda r: r.get("time_unix_s") or 0)
+
     def count(self, table: str) -> int:
         """Rows in one of the store's tables (tests, the benchmark)."""
-        if table not in ("hosts", "runs", "cases", "windows", "baselines"):
+        if table not in ("hosts", "runs", "cases", "windows", "window_days", "baselines"):
             raise StoreError(f"no table {table!r}")
         return int(self._rows(f"SELECT COUNT(*) AS n FROM {table}")[0]["n"])
 

@@ -93,6 +93,25 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE cases ADD COLUMN caveats TEXT;
     """,
+    # 3: each monitor window's histogram (coarse log bins, rtqual.results.window.coarse_text), and the windows
+    # summed per host, probe, CPU and UTC day as they are stored, so that `history --report` draws a year of
+    # 1-minute windows from 365 rows a CPU (docs/store.md)
+    """
+    ALTER TABLE windows ADD COLUMN hist TEXT;
+    CREATE TABLE window_days (
+        id {id},
+        host_id BIGINT NOT NULL REFERENCES hosts(id),
+        probe TEXT NOT NULL,
+        cpu INTEGER NOT NULL,
+        day_unix_s BIGINT NOT NULL,
+        windows BIGINT NOT NULL,
+        samples BIGINT NOT NULL,
+        max_ns BIGINT,
+        over_threshold BIGINT NOT NULL,
+        hist TEXT,
+        UNIQUE (host_id, probe, cpu, day_unix_s)
+    );
+    """,
 ]
 
 
