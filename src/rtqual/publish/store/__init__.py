@@ -568,7 +568,7 @@ class Store:
         return self._rows(
             "SELECT r.id AS run_id, r.started, r.started_unix_s, h.name AS host, r.kernel, r.preempt, r.scenario, "
             "r.source, r.bundle, r.state, c.case_id, c.label, c.probe, c.run_as, c.count, c.p99_ns, c.p9999_ns, "
-            "c.max_ns, c.verdict, c.caveats FROM cases c JOIN runs r ON r.id = c.run_id "
+            "c.max_ns, c.verdict, c.caveats, c.requirement FROM cases c JOIN runs r ON r.id = c.run_id "
             "JOIN hosts h ON h.id = r.host_id "
             f"WHERE {' AND '.join(where)} ORDER BY r.started_unix_s, r.id, c.id",
             tuple(params),

@@ -1,0 +1,155 @@
+"""What `rtqual history --report` draws, read from the store (docs/store.md "Long-term views"): the monitor
+windows per UTC day (their histograms), their max and p99.99 per time step, the kernels they ran on, the
+captured spikes (where the store has a `spikes` table), the stored runs and the settings that changed between
+them (their bundles' recorded facts, as `rtqual compare` names them). Data only; the page is
+rtqual.publish.htmlreport.longview."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rtqual.answers import compare
+from rtqual.answers.advice.advise import settings
+from rtqual.answers.requirements import STATS, Requirement
+from rtqual.errors import RtqError
+from rtqual.publish.store import Store
+from rtqual.results import bundle as bundle_mod
+
+STEPS_S = (60, 300, 900, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 7 * 86400)
+MAX_POINTS = 2000  # the max/p99.99 figure: at most this many time steps (a year of 1-minute windows: 6-hour steps)
+RUN_BUNDLES = 200  # settings changes between runs: read from the latest this many runs' bundles
+CMDLINE_CHARS = 160
+
+
+def step_for(span_s: float) -> int:
+    """The time step of the max/p99.99 figure: the shortest of STEPS_S giving at most MAX_POINTS steps."""
+    return next((st for st in STEPS_S if span_s / st <= MAX_POINTS), STEPS_S[-1])
+
+
+def gather(s: Store, host: str | None, since_unix_s: float | None, reqs: list[Requirement]) -> dict[str, Any]:
+    """Everything the long-term page draws, or RtqError (one line) when the store holds no window and no run
+    for the range: a page without data says nothing."""
+    span = s.window_span(host, since_unix_s)
+    rows = s.history(host, None, since_unix_s)
+    starts = [r["started_unix_s"] for r in rows if r["started_unix_s"] is not None]
+    if span is None and not starts:
+        where = f"host {host}" if host else "any host"
+        raise RtqError(
+            f"history --report: no monitor windows and no runs of {where} in {s.where}{_range(since_unix_s)}"
+        )
+    lo = min([*starts, *(span[:1] if span else [])])
+    hi = max([*starts, *(span[1:] if span else [])])
+    step = step_for(hi - lo)
+    limits: dict[str, tuple[float, str]] = {}  # stat -> (limit ns, its text): the page's requirement lines
+    given = reqs or _stored_requirements(rows)
+    for r in given:
+        tighter = r.stat not in limits or r.limit < limits[r.stat][0]
+        if r.stat in ("max", "p99.99") and r.stat in STATS and r.upper and tighter:
+            limits[r.stat] = (r.limit, r.text)
+    return {
+        "where": s.where,
+        "host": host,
+        "since_unix_s": since_unix_s,
+        "span": (lo, hi),
+        "step_s": step,
+        "days": s.window_days(host, since_unix_s),
+        "series": s.window_series(host, since_unix_s, step) if span else [],
+        "kernels": s.window_kernels(host, since_unix_s) if span else [],
+        "spikes": s.spikes(host, since_unix_s),
+        "spikes_table": s.has_table("spikes"),
+        "runs": rows,
+        "changes": window_changes(s.window_kernels(host, since_unix_s) if span else []) + run_changes(rows),
+        "limits": limits,
+        "requirements_from": "given" if reqs else "the runs' requirements" if given else None,
+    }
+
+
+def _range(since_unix_s: float | None) -> str:
+    import time
+
+    return f" since {time.strftime('%Y-%m-%d %H:%M', time.gmtime(since_unix_s))} UTC" if since_unix_s else ""
+
+
+def _stored_requirements(rows: list[dict]) -> list[Requirement]:
+    """The requirements the stored runs' cases were judged by (the store keeps each as 'TEXT: verdict (...)')."""
+    from rtqual.answers.requirements import from_bundle
+
+    out = []
+    judged = {t.partition(":")[0].strip() for r in rows for t in str(r.get("requirement") or "").split(";")}
+    for text in sorted(t for t in judged if t):  # 'max <= 100us: pass (...)': the text before its verdict
+        req = from_bundle(text)
+        if req is not None:
+            out.append(req)
+    return out
+
+
+def window_changes(kernels: list[dict]) -> list[dict]:
+    """Where the monitor's kernel (release, preemption model) changed: one change per host at the first
+    window on the new kernel."""
+    out, last = [], dict[str, dict]()
+    for k in kernels:
+        before = last.get(k["host"])
+        if before is not None and (before["kernel"], before["preempt"]) != (k["kernel"], k["preempt"]):
+            out.append(
+                {
+                    "unix_s": k["first_unix_s"],
+                    "host": k["host"],
+                    "what": "kernel",
+                    "from": f"{before['kernel']} {before['preempt']}",
+                    "to": f"{k['kernel']} {k['preempt']}",
+                    "source": "monitor windows",
+                }
+            )
+        last[k["host"]] = k
+    return out
+
+
+def run_aspects(bundle: str | None, row: dict) -> dict[str, str]:
+    """A stored run's settings: kernel, preemption, CPU frequency policy, the kernel command line and the settings
+    `rtqual advise` checks, from its bundle's recorded facts; the store's kernel and preemption where the bundle
+    cannot be read."""
+    out = {"kernel": str(row.get("kernel") or "?"), "preemption": str(row.get("preempt") or "?")}
+    if not bundle or not Path(bundle).is_dir():
+        return out
+    try:
+        model = bundle_mod.load(bundle)
+        facts, tuning = model.facts(), model.tuning()
+    except (RtqError, OSError, ValueError):
+        return out
+    view = {"manifest": model.manifest, "facts": facts, "plan": None}
+    aspects = compare.host_aspects(view)
+    out.update({k: aspects[k] for k in ("kernel", "preemption", "CPU frequency policy")})
+    cmdline = ((facts or {}).get("cmdline") or {}).get("full") if isinstance(facts, dict) else None
+    if cmdline:
+        out["cmdline"] = str(cmdline)[:CMDLINE_CHARS]
+    out.update(settings(facts, tuning))  # the settings `rtqual compare` names when they differ
+    return out
+
+
+def run_changes(rows: list[dict]) -> list[dict]:
+    """Where a setting changed between consecutive stored runs of a host (the latest RUN_BUNDLES runs' bundles
+    read): one change per setting, at the later run's start."""
+    runs: dict[int, dict] = {}
+    for r in rows:
+        runs.setdefault(r["run_id"], r)
+    ordered = sorted(runs.values(), key=lambda r: (r["started_unix_s"] or 0, r["run_id"]))[-RUN_BUNDLES:]
+    out, last = [], dict[str, tuple[dict, dict]]()
+    for r in ordered:
+        now = run_aspects(None if r["source"] else r["bundle"], r)
+        before = last.get(r["host"])
+        if before is not None:
+            for key in sorted(set(before[1]) & set(now), key=list(now).index):
+                if before[1][key] != now[key] and "?" not in (before[1][key], now[key]):
+                    out.append(
+                        {
+                            "unix_s": r["started_unix_s"],
+                            "host": r["host"],
+                            "what": key,
+                            "from": before[1][key],
+                            "to": now[key],
+                            "source": f"run {Path(r['bundle'] or '').name or r['run_id']}",
+                        }
+                    )
+        last[r["host"]] = (r, now)
+    return out
