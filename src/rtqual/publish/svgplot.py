@@ -411,7 +411,8 @@ def stacked(st: Stack) -> str:
     every = max(1, n // 12)
     for i, (row, name) in enumerate(zip(st.rows, st.names)):
         base = top + band + i * dy
-        d, prev = [], None  # one outline per run of non-empty bins: up, along each bin's count, down
+        d: list[str] = []
+        prev: int | None = None  # one outline per run of non-empty bins: up, along each bin's count, down
         for k in sorted(k for k in row if 0 <= k < len(st.xs) - 1 and row[k] > 0):
             y = base - (math.log10(row[k]) + 1) * scale
             if prev != k - 1:  # a new run: close the last one at the baseline, start at this bin's left edge
