@@ -630,8 +630,8 @@ class Store:
             "MAX(w.p9999_ns) AS p9999_ns, COUNT(*) AS windows, COUNT(w.p9999_ns) AS p9999_windows, "
             "SUM(w.samples) AS samples, MAX(w.threshold_ns) AS threshold_ns "
             f"FROM windows w JOIN hosts h ON h.id = w.host_id WHERE {where} "
-            f"GROUP BY h.name, w.probe, {bucket} ORDER BY 3, 1, 2",
-            (t0, step_s, *params, t0, step_s),
+            "GROUP BY 1, 2, 3 ORDER BY 3, 1, 2",  # by position: PostgreSQL would not match a repeated parameter
+            (t0, step_s, *params),
         )
         for r in rows:
             r["start_unix_s"], r["step_s"] = t0 + int(r.pop("bucket")) * step_s, step_s

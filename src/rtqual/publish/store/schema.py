@@ -95,7 +95,8 @@ MIGRATIONS: list[str] = [
     """,
     # 3: each monitor window's histogram (coarse log bins, rtqual.results.window.coarse_text), and the windows
     # summed per host, probe, CPU and UTC day as they are stored, so that `history --report` draws a year of
-    # 1-minute windows from 365 rows a CPU (docs/store.md)
+    # 1-minute windows from 365 rows a CPU (docs/store.md); the windows stored before it are counted in their days
+    # without a histogram (the page says so)
     """
     ALTER TABLE windows ADD COLUMN hist TEXT;
     CREATE TABLE window_days (
@@ -111,6 +112,10 @@ MIGRATIONS: list[str] = [
         hist TEXT,
         UNIQUE (host_id, probe, cpu, day_unix_s)
     );
+    INSERT INTO window_days (host_id, probe, cpu, day_unix_s, windows, samples, max_ns, over_threshold, hist)
+        SELECT host_id, probe, cpu, CAST(start_unix_s AS BIGINT) / 86400 * 86400, COUNT(*), SUM(samples),
+               MAX(max_ns), SUM(over_threshold), NULL
+        FROM windows GROUP BY host_id, probe, cpu, CAST(start_unix_s AS BIGINT) / 86400;
     """,
 ]
 
