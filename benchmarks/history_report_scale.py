@@ -53,7 +53,7 @@ def window(t: float, rng: random.Random, kernel: str) -> dict:
         "duration_s": 60.0,
         "samples": samples,
         "min_ns": 4_000,
-        "mean_ns": 10 ** mid,
+        "mean_ns": 10**mid,
         "p50_ns": int(10**mid),
         "p99_ns": int(10 ** (mid + 0.4)),
         "p9999_ns": None,  # 60,000 samples do not carry it
