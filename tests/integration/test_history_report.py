@@ -1,0 +1,55 @@
+"""`rtqual history --report FILE`: the long-term page from a store (docs/store.md "Long-term views"): nothing in
+the range is one line and exit 1, never an empty page; windows of two kernels and stored runs give the page's
+figures, the requirement's line, the change of kernel and the runs' caveats."""
+
+import time
+
+from conftest import DATA
+from rtqual.publish.store import open_store
+from rtqual.results.window import coarse_text
+
+DAY_S = 86400
+
+
+def windows(days: int, per_day: int = 24) -> list[dict]:
+    t0 = DAY_S * (time.time() // DAY_S - days)
+    out = []
+    for i in range(days * per_day):
+        t = t0 + i * DAY_S / per_day
+        out.append(
+            {"host": "ioc1", "probe": "timer", "run_as": "timer", "cpu": 0, "start_unix_s": t, "duration_s": 60.0,
+             "samples": 60000, "min_ns": 4000, "mean_ns": 9000.0, "p50_ns": 9000, "p99_ns": 20000,
+             "p9999_ns": None, "max_ns": 30000 + i, "over_threshold": 0, "overruns": 0, "threshold_ns": 100000,
+             "kernel": "6.1.0-rt" if i < days * per_day // 2 else "6.12.0-rt", "preempt": "PREEMPT_RT",
+             "hist": coarse_text({39: 40000, 40: 19990, 44: 10})}
+        )  # fmt: skip
+    return out
+
+
+def test_nothing_in_the_range_is_one_line(rtqual_cmd, tmp_path):
+    url = str(tmp_path / "s.sqlite")
+    open_store(url).close()
+    out = rtqual_cmd("history", "--report", tmp_path / "p.html", "--store", url)
+    assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
+    assert "no monitor windows and no runs" in out.stderr and not (tmp_path / "p.html").exists()
+    with open_store(url) as s:
+        s.add_windows(windows(2))
+    old = rtqual_cmd("history", "--report", tmp_path / "p.html", "--store", url, "--host", "elsewhere")
+    assert old.returncode == 1 and "host elsewhere" in old.stderr
+
+
+def test_the_page_draws_days_maxima_requirement_changes_and_runs(rtqual_cmd, tmp_path):
+    url = str(tmp_path / "s.sqlite")
+    with open_store(url) as s:
+        s.add_windows(windows(6))
+        s.add_run(DATA / "bundles" / "timer-raw")
+    page = tmp_path / "long.html"
+    out = rtqual_cmd("history", "--report", page, "--store", url, "--require", "max <= 100us", "--since", "3650d")
+    assert out.returncode == 0, out.stderr
+    html = page.read_text()
+    assert html.count('class="chart heat"') == 1 and html.count('class="chart stack"') == 1
+    assert 'aria-label="Maximum and p99.99 over time' in html and "requirement max &lt;= 100us" in html
+    assert "6.1.0-rt PREEMPT_RT" in html and "kernel: 6.12.0-rt" in html  # the change, in the table and marked
+    assert "p99.99 from 0 of 144 windows" in html  # a percentile the windows' samples do not carry is said
+    assert "Stored runs" in html and "timer" in html
+    assert "<script" not in html and "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
