@@ -2,6 +2,7 @@
 the range is one line and exit 1, never an empty page; windows of two kernels and stored runs give the page's
 figures, the requirement's line, the change of kernel and the runs' caveats."""
 
+import re
 import time
 
 from conftest import DATA
@@ -53,3 +54,32 @@ def test_the_page_draws_days_maxima_requirement_changes_and_runs(rtqual_cmd, tmp
     assert "p99.99 from 0 of 144 windows" in html  # a percentile the windows' samples do not carry is said
     assert "Stored runs" in html and "timer" in html
     assert "<script" not in html and "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
+
+
+def fake_run(rtqual_cmd, tmp_path, name, url, latency_ns):
+    script = tmp_path / f"{name}.txt"
+    script.write_text("".join(f"sample {i % 2} {latency_ns + 7 * i} 0\n" for i in range(300)))
+    out = rtqual_cmd("run", "fake", "--script", script, "-o", tmp_path / name, "-q", "--store", url)
+    assert out.returncode == 0, out.stderr
+    return tmp_path / name
+
+
+def test_report_shadows_are_the_baseline_and_the_last_runs_of_the_case(rtqual_cmd, tmp_path):
+    """`report --shadows N`: the baseline's and the last N stored runs' histograms of the same case on the same
+    host, grey behind the bundle's own; none of the bundle itself; a run's own report.html draws them too."""
+    url = str(tmp_path / "s.sqlite")
+    runs = [fake_run(rtqual_cmd, tmp_path, f"r{i}", url, 20_000 * (i + 1)) for i in range(4)]
+    assert rtqual_cmd("baseline", "set", runs[0], "--store", url).returncode == 0
+    out = rtqual_cmd("report", runs[3], "-o", tmp_path / "r.html", "--shadows", "2", "--store", url)
+    assert out.returncode == 0, out.stderr
+    html = (tmp_path / "r.html").read_text()
+    names = re.findall(r'class="shadow" data-name="([^"]+)"', html)
+    assert (
+        len(names) == 3 and names[0].startswith("baseline default") and all(n.startswith("run ") for n in names[1:])
+    ), names
+    assert "grey: 3 earlier run(s) of this case on this host" in html
+    assert (runs[3] / "report.html").read_text().count('class="shadow"') == 3  # at its end: the 3 runs before
+    none = rtqual_cmd("report", runs[3], "-o", tmp_path / "n.html")
+    assert none.returncode == 0 and 'class="shadow"' not in (tmp_path / "n.html").read_text()
+    bad = rtqual_cmd("report", runs[3], "-o", tmp_path / "b.html", "--shadows", "-1")
+    assert bad.returncode == 1 and bad.stderr.count("\n") == 1 and "--shadows" in bad.stderr

@@ -195,7 +195,8 @@ def chart(fig: Figure) -> str:
     clip = f"clip{next(_clip_ids)}"
     palette = colors(series)
     xs = [0.0, float(len(fig.categories or []))] if bars else [v for s in series for v in s.xs]
-    ys = [v for s in series for v in s.ys if not (s.step and v <= 0)] + [v for s in series for v in (s.band or [])]
+    ys = [v for s in [*series, *fig.shadows] for v in s.ys if not (s.step and v <= 0)]
+    ys += [v for s in series for v in (s.band or [])]
     sx = _Scale(Axis(x.label, lo=0, hi=xs[1]) if bars else x, xs, left, width - right)
     if bars and not y.log and y.hi is None:  # room above the tallest bar for its label
         y = Axis(y.label, y.log, y.lo, max(ys, default=1.0) * 1.15 or 1.0, y.ticks)
