@@ -90,7 +90,7 @@ def run_case(
             try:
                 session.run(on_record, windows.extend)
                 if case.probe == "noise" and session.exit_code == 0 and not guard.signum:
-                    osnoise.beside(session.stream, cond, lambda: bool(guard.signum))  # the kernel's figures
+                    osnoise.beside(session.stream, cond, lambda: bool(guard.signum), hw=bool(case.params.get("hw")))
             except RtqError as e:
                 if not service:
                     raise
