@@ -17,6 +17,7 @@ from rtqual.answers.requirements import texts
 from rtqual.errors import EXIT_ERROR, RtqError
 from rtqual.measure.conditions.applier import Conditions, not_applied
 from rtqual.measure.host import osnoise
+from rtqual.measure.host.facts import smi_counts, smi_delta
 from rtqual.measure.host.sampler import Sampler, iter_samples, rt_tasks
 from rtqual.measure.host.sampler import summarize as summarize_samples
 from rtqual.measure.loads import LoadSet
@@ -59,6 +60,7 @@ def run_case(
     changes: list[dict] = []
     restored: list[dict] = []
     load_error = None
+    smi: dict | None = None  # MSR_SMI_COUNT before and after the probe (host facts), "not readable" elsewhere
     trace_cpus = (case.params.get("cpus") or online_cpus()) if case.params.get("trace") else None
     session = Session(
         case.probe,
@@ -86,6 +88,8 @@ def run_case(
         if load_error is None and loads.poll_all() is None and not guard.signum:
             write_json(d / "rt-tasks.json", rt_tasks(exclude=[os.getpid()]))
             sampler.start()
+            smi_cpus = case.params.get("cpus") or online_cpus()
+            smi_before = smi_counts(smi_cpus)  # the SMIs of the case (MSR_SMI_COUNT where readable)
             session.cpuset = cond.cpusets.get("probe")  # made by cond.apply above
             try:
                 session.run(on_record, windows.extend)
@@ -95,6 +99,7 @@ def run_case(
                 if not service:
                     raise
                 session.exit_code, session.stderr_last = EXIT_ERROR, str(e)  # the service did not start
+            smi = smi_delta(smi_before, smi_counts(smi_cpus))
     finally:
         if sampler.is_alive():
             sampler.stop()
@@ -118,6 +123,8 @@ def run_case(
     samples = d / names.HOST_SAMPLES
     result["host_samples"] = summarize_samples(iter_samples(samples)) if samples.exists() else None
     result["warnings"] += not_applied(changes) + problems
+    if smi is not None:
+        result["smi"] = smi
     if tracer is not None:
         result["trace"] = tracer.info()
         result["spikes"] = _write_spikes(d, windows)
