@@ -38,6 +38,11 @@ WINDOW_KEYS = (
 )  # fmt: skip
 
 
+def _top(a: Any, b: Any) -> int | None:
+    """The larger of two maxima where either may be unknown (None)."""
+    return None if a is None and b is None else max(int(a or 0), int(b or 0))
+
+
 class StoreError(RtqError):
     """The store cannot be opened, read or written: one line saying which store and why."""
 
@@ -425,38 +430,49 @@ class Store:
             self._add_days(cur, hosts, windows)
 
     def _add_days(self, cur: Any, hosts: dict[str, int], windows: list[dict]) -> None:
-        """The windows added to their day's row of window_days (per host, probe, CPU and UTC day): counts
-        summed, maximum kept, histograms merged. The one writer of a host's windows is its monitor's sink."""
+        """The windows added to their day's row of window_days (per host, probe, CPU, UTC day and kernel): counts
+        summed, maxima kept, span widened, histograms merged. The one writer of a host's windows is its monitor's
+        sink (a read, then a write, in one transaction)."""
         days: dict[tuple, dict] = {}
         for w in windows:
-            key = (hosts[str(w["host"])], str(w["probe"]), int(w["cpu"]), int(w["start_unix_s"] // DAY_S * DAY_S))
-            d = days.setdefault(key, {"windows": 0, "samples": 0, "max_ns": None, "over_threshold": 0, "hist": {}})
+            start = float(w["start_unix_s"])
+            key = (hosts[str(w["host"])], str(w["probe"]), int(w["cpu"]), int(start // DAY_S * DAY_S),
+                   str(w.get("kernel") or ""), str(w.get("preempt") or ""))  # fmt: skip
+            d = days.setdefault(key, {"windows": 0, "samples": 0, "max_ns": None, "p9999_ns": None,
+                                      "p9999_windows": 0, "over_threshold": 0, "first_unix_s": start,
+                                      "end_unix_s": start, "hist": {}})  # fmt: skip
             d["windows"] += 1
             d["samples"] += int(w["samples"] or 0)
             d["over_threshold"] += int(w["over_threshold"] or 0)
-            if w.get("max_ns") is not None:
-                d["max_ns"] = max(d["max_ns"] or 0, int(w["max_ns"]))
+            d["max_ns"] = _top(d["max_ns"], w.get("max_ns"))
+            d["p9999_ns"] = _top(d["p9999_ns"], w.get("p9999_ns"))
+            d["p9999_windows"] += w.get("p9999_ns") is not None
+            d["first_unix_s"] = min(d["first_unix_s"], start)
+            d["end_unix_s"] = max(d["end_unix_s"], start + float(w["duration_s"] or 0))
             for k, n in parse_coarse(w.get("hist")).items():
                 d["hist"][k] = d["hist"].get(k, 0) + n
-        where = "host_id = ? AND probe = ? AND cpu = ? AND day_unix_s = ?"
+        cols = ("windows", "samples", "max_ns", "p9999_ns", "p9999_windows", "over_threshold", "first_unix_s",
+                "end_unix_s", "hist")  # fmt: skip
+        where = "host_id = ? AND probe = ? AND cpu = ? AND day_unix_s = ? AND kernel = ? AND preempt = ?"
         for key, d in sorted(days.items()):
-            old = self._exec(
-                cur, f"SELECT windows, samples, max_ns, over_threshold, hist FROM window_days WHERE {where}", key
-            ).fetchone()
+            old = self._exec(cur, f"SELECT {', '.join(cols)} FROM window_days WHERE {where}", key).fetchone()
             if old:
-                d["windows"] += int(old[0])
-                d["samples"] += int(old[1])
-                d["max_ns"] = max(d["max_ns"] or 0, int(old[2] or 0)) if d["max_ns"] or old[2] else None
-                d["over_threshold"] += int(old[3])
-                for k, n in parse_coarse(old[4]).items():
+                o = dict(zip(cols, old))
+                for name in ("windows", "samples", "p9999_windows", "over_threshold"):
+                    d[name] += int(o[name])
+                d["max_ns"], d["p9999_ns"] = _top(d["max_ns"], o["max_ns"]), _top(d["p9999_ns"], o["p9999_ns"])
+                d["first_unix_s"] = min(d["first_unix_s"], float(o["first_unix_s"]))
+                d["end_unix_s"] = max(d["end_unix_s"], float(o["end_unix_s"]))
+                for k, n in parse_coarse(o["hist"]).items():
                     d["hist"][k] = d["hist"].get(k, 0) + n
+            d["hist"] = coarse_text(d["hist"])
+            names = ("host_id", "probe", "cpu", "day_unix_s", "kernel", "preempt", *cols)
             self._exec(
                 cur,
-                "INSERT INTO window_days (host_id, probe, cpu, day_unix_s, windows, samples, max_ns, over_threshold, "
-                "hist) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (host_id, probe, cpu, day_unix_s) DO UPDATE SET "
-                "windows = excluded.windows, samples = excluded.samples, max_ns = excluded.max_ns, "
-                "over_threshold = excluded.over_threshold, hist = excluded.hist",
-                (*key, d["windows"], d["samples"], d["max_ns"], d["over_threshold"], coarse_text(d["hist"])),
+                f"INSERT INTO window_days ({', '.join(names)}) VALUES ({', '.join('?' * len(names))}) "
+                "ON CONFLICT (host_id, probe, cpu, day_unix_s, kernel, preempt) DO UPDATE SET "
+                + ", ".join(f"{c} = excluded.{c}" for c in cols),
+                (*key, *(d[c] for c in cols)),
             )
 
     def add_run(self, bundle: Model | Path) -> int:
@@ -601,16 +617,16 @@ class Store:
         return " AND ".join(where), tuple(params)
 
     def window_days(self, host: str | None = None, since_unix_s: float | None = None) -> list[dict]:
-        """The monitor windows per host, probe, CPU and UTC day (window_days): windows, samples, maximum,
-        over-threshold count and the day's histogram ({bin: count}, rtqual.results.window.COARSE_PER_DECADE),
-        oldest first. A day counts when it began within the range."""
-        where, params = self._filters(
-            host, None if since_unix_s is None else since_unix_s // DAY_S * DAY_S, "d.day_unix_s"
-        )
+        """The monitor windows per host, probe, CPU, UTC day and kernel (window_days): windows, samples, maximum,
+        worst p99.99 (and the windows carrying one), over-threshold count, first start, last end and the day's
+        histogram ({bin: count}, rtqual.results.window.COARSE_PER_DECADE), oldest first. A day counts when one of
+        its windows ended after since_unix_s."""
+        where, params = self._filters(host, since_unix_s, "d.end_unix_s")
         rows = self._rows(
-            "SELECT h.name AS host, d.probe, d.cpu, d.day_unix_s, d.windows, d.samples, d.max_ns, d.over_threshold, "
-            f"d.hist FROM window_days d JOIN hosts h ON h.id = d.host_id WHERE {where} "
-            "ORDER BY d.day_unix_s, h.name, d.probe, d.cpu",
+            "SELECT h.name AS host, d.probe, d.cpu, d.day_unix_s, d.kernel, d.preempt, d.windows, d.samples, "
+            "d.max_ns, d.p9999_ns, d.p9999_windows, d.over_threshold, d.first_unix_s, d.end_unix_s, d.hist "
+            f"FROM window_days d JOIN hosts h ON h.id = d.host_id WHERE {where} "
+            "ORDER BY d.day_unix_s, d.first_unix_s, h.name, d.probe, d.cpu",
             params,
         )
         return [{**r, "hist": parse_coarse(r["hist"])} for r in rows]
@@ -618,12 +634,27 @@ class Store:
     def window_series(
         self, host: str | None = None, since_unix_s: float | None = None, step_s: int = 3600
     ) -> list[dict]:
-        """The monitor windows in buckets of step_s (all CPUs of a host and probe together), oldest first: the
+        """The monitor windows in steps of step_s (all CPUs of a host and probe together), oldest first: the
         worst window's max and p99.99, the windows, those whose samples carry p99.99 (100,000), samples, the
-        largest threshold. Summed by the engine: a year of 1-minute windows is one query."""
-        first = self._rows("SELECT MIN(start_unix_s) AS t FROM windows")[0]["t"]
-        t0 = int(max(first or 0, since_unix_s or 0)) // step_s * step_s
+        largest threshold. Summed by the engine; steps of a day or more come from window_days (a year of
+        1-minute windows is 365 rows a CPU), shorter ones from the windows."""
         where, params = self._filters(host, since_unix_s, "w.start_unix_s")
+        if step_s >= DAY_S:
+            days = self.window_days(host, since_unix_s)
+            t0 = int(min((d["day_unix_s"] for d in days), default=0)) // step_s * step_s
+            out: dict[tuple, dict] = {}
+            for d in days:
+                start = t0 + (int(d["day_unix_s"]) - t0) // step_s * step_s
+                blank = {"host": d["host"], "probe": d["probe"], "max_ns": None, "p9999_ns": None, "windows": 0,
+                         "p9999_windows": 0, "samples": 0, "threshold_ns": None, "start_unix_s": start,
+                         "step_s": step_s}  # fmt: skip
+                r = out.setdefault((start, d["host"], d["probe"]), blank)
+                r["max_ns"], r["p9999_ns"] = _top(r["max_ns"], d["max_ns"]), _top(r["p9999_ns"], d["p9999_ns"])
+                r["windows"] += d["windows"]
+                r["p9999_windows"] += d["p9999_windows"]
+                r["samples"] += d["samples"]
+            return [out[k] for k in sorted(out)]
+        t0 = int(since_unix_s or 0) // step_s * step_s
         bucket = "(CAST(w.start_unix_s AS BIGINT) - ?) / ?"  # integer division in both engines
         rows = self._rows(
             f"SELECT h.name AS host, w.probe, {bucket} AS bucket, MAX(w.max_ns) AS max_ns, "
@@ -638,26 +669,27 @@ class Store:
         return rows
 
     def window_span(self, host: str | None = None, since_unix_s: float | None = None) -> tuple[float, float] | None:
-        """The first window's start and the last window's end within the filters; None when there is none."""
-        where, params = self._filters(host, since_unix_s, "w.start_unix_s")
-        r = self._rows(
-            "SELECT MIN(w.start_unix_s) AS lo, MAX(w.start_unix_s + w.duration_s) AS hi FROM windows w "
-            f"JOIN hosts h ON h.id = w.host_id WHERE {where}",
-            params,
-        )[0]
-        return None if r["lo"] is None else (float(r["lo"]), float(r["hi"]))
+        """The first window's start and the last window's end within the filters (from window_days); None when
+        there is none."""
+        days = self.window_days(host, since_unix_s)
+        if not days:
+            return None
+        return max(min(d["first_unix_s"] for d in days), since_unix_s or 0), max(d["end_unix_s"] for d in days)
 
     def window_kernels(self, host: str | None = None, since_unix_s: float | None = None) -> list[dict]:
-        """The kernels (release and preemption model) the monitor windows ran on, each with its first and last
-        window's start, in order of the first."""
-        where, params = self._filters(host, since_unix_s, "w.start_unix_s")
-        return self._rows(
-            "SELECT h.name AS host, w.kernel, w.preempt, MIN(w.start_unix_s) AS first_unix_s, "
-            "MAX(w.start_unix_s) AS last_unix_s, COUNT(*) AS windows "
-            f"FROM windows w JOIN hosts h ON h.id = w.host_id WHERE {where} "
-            "GROUP BY h.name, w.kernel, w.preempt ORDER BY 4",
-            params,
-        )
+        """The kernels (release and preemption model) the monitor windows ran on, each with its first window's
+        start, its last window's end and its windows, in order of the first (from window_days)."""
+        out: dict[tuple, dict] = {}
+        for d in self.window_days(host, since_unix_s):
+            k = out.setdefault(
+                (d["host"], d["kernel"], d["preempt"]),
+                {"host": d["host"], "kernel": d["kernel"], "preempt": d["preempt"], "first_unix_s": d["first_unix_s"],
+                 "last_unix_s": d["end_unix_s"], "windows": 0},
+            )  # fmt: skip
+            k["first_unix_s"] = min(k["first_unix_s"], d["first_unix_s"])
+            k["last_unix_s"] = max(k["last_unix_s"], d["end_unix_s"])
+            k["windows"] += d["windows"]
+        return sorted(out.values(), key=lambda k: k["first_unix_s"])
 
     def has_table(self, name: str) -> bool:
         """Whether the store holds a table of this name (one another rtqual's migration added: spikes)."""

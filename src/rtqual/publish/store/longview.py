@@ -16,8 +16,8 @@ from rtqual.errors import RtqError
 from rtqual.publish.store import Store
 from rtqual.results import bundle as bundle_mod
 
-STEPS_S = (60, 300, 900, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 7 * 86400)
-MAX_POINTS = 2000  # the max/p99.99 figure: at most this many time steps (a year of 1-minute windows: 6-hour steps)
+STEPS_S = (60, 300, 900, 1800, 3600, 86400, 7 * 86400)  # a day and more: from window_days
+MAX_POINTS = 2000  # the max/p99.99 figure: at most this many time steps (83 days in hours; a year in days)
 RUN_BUNDLES = 200  # settings changes between runs: read from the latest this many runs' bundles
 CMDLINE_CHARS = 160
 
@@ -30,7 +30,9 @@ def step_for(span_s: float) -> int:
 def gather(s: Store, host: str | None, since_unix_s: float | None, reqs: list[Requirement]) -> dict[str, Any]:
     """Everything the long-term page draws, or RtqError (one line) when the store holds no window and no run
     for the range: a page without data says nothing."""
-    span = s.window_span(host, since_unix_s)
+    days = s.window_days(host, since_unix_s)
+    span = _span(days, since_unix_s)
+    kernels = s.window_kernels(host, since_unix_s) if span else []
     rows = s.history(host, None, since_unix_s)
     starts = [r["started_unix_s"] for r in rows if r["started_unix_s"] is not None]
     if span is None and not starts:
@@ -53,16 +55,23 @@ def gather(s: Store, host: str | None, since_unix_s: float | None, reqs: list[Re
         "since_unix_s": since_unix_s,
         "span": (lo, hi),
         "step_s": step,
-        "days": s.window_days(host, since_unix_s),
+        "days": days,
         "series": s.window_series(host, since_unix_s, step) if span else [],
-        "kernels": s.window_kernels(host, since_unix_s) if span else [],
+        "kernels": kernels,
         "spikes": s.spikes(host, since_unix_s),
         "spikes_table": s.has_table("spikes"),
         "runs": rows,
-        "changes": window_changes(s.window_kernels(host, since_unix_s) if span else []) + run_changes(rows),
+        "changes": window_changes(kernels) + run_changes(rows),
         "limits": limits,
         "requirements_from": "given" if reqs else "the runs' requirements" if given else None,
     }
+
+
+def _span(days: list[dict], since_unix_s: float | None) -> tuple[float, float] | None:
+    """The windows' first start (not before since) and last end, from their days; None without windows."""
+    if not days:
+        return None
+    return max(min(d["first_unix_s"] for d in days), since_unix_s or 0), max(d["end_unix_s"] for d in days)
 
 
 def _range(since_unix_s: float | None) -> str:
