@@ -70,7 +70,7 @@ HW = {  # rtqual's own key of the probes whose module says HW_NOISE (the noise p
     "hw": Field(
         "bool",
         "also run the kernel's osnoise tracer with interrupts disabled (its hwnoise mode: only hardware and NMI "
-        "noise remain), beside the noise figures; refused where the kernel has no osnoise tracer (docs/noise.md)",
+        "noise remain), beside the noise figures; refused where the kernel has no osnoise tracer (docs/probes.md)",
         default=False,
     ),
 }
