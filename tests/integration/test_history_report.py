@@ -48,7 +48,9 @@ def test_the_page_draws_days_maxima_requirement_changes_and_runs(rtqual_cmd, tmp
     out = rtqual_cmd("history", "--report", page, "--store", url, "--require", "max <= 100us", "--since", "3650d")
     assert out.returncode == 0, out.stderr
     html = page.read_text()
-    assert html.count('class="chart heat"') == 1 and html.count('class="chart stack"') == 1
+    # the windows' days, then the stored run's case (a histogram per run, from its bundle)
+    assert html.count('class="chart heat"') == 2 and html.count('class="chart stack"') == 2
+    assert "Latency histogram per day: ioc1, timer" in html and "Histograms per run" in html
     assert 'aria-label="Maximum and p99.99 over time' in html and "requirement max &lt;= 100us" in html
     assert "6.1.0-rt PREEMPT_RT" in html and "kernel: 6.12.0-rt" in html  # the change, in the table and marked
     assert "p99.99 from 0 of 144 windows" in html  # a percentile the windows' samples do not carry is said
@@ -77,7 +79,7 @@ def test_report_shadows_are_the_baseline_and_the_last_runs_of_the_case(rtqual_cm
     assert (
         len(names) == 3 and names[0].startswith("baseline default") and all(n.startswith("run ") for n in names[1:])
     ), names
-    assert "grey: 3 earlier run(s) of this case on this host" in html
+    assert "grey: 3 earlier run(s) of this case on this host" in html  # the baseline, then the latest runs
     assert (runs[3] / "report.html").read_text().count('class="shadow"') == 3  # at its end: the 3 runs before
     none = rtqual_cmd("report", runs[3], "-o", tmp_path / "n.html")
     assert none.returncode == 0 and 'class="shadow"' not in (tmp_path / "n.html").read_text()

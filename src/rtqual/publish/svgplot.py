@@ -390,6 +390,7 @@ class Stack:
     note: str = ""
     width: int = 1000
     height: int = 520
+    y_label: str = "Day (oldest at the back), height: log10 samples per bin"
 
 
 def stacked(st: Stack) -> str:
@@ -441,7 +442,7 @@ def stacked(st: Stack) -> str:
         f'<text x="{(left + st.width - right) / 2}" y="{st.height - 8}" class="axis-label" '
         f'text-anchor="middle">{escape(st.x.label)}</text>'
         f'<text transform="translate(14 {(st.height) / 2}) rotate(-90)" class="axis-label" '
-        'text-anchor="middle">Day (oldest at the back), height: log10 samples per bin</text>'
+        f'text-anchor="middle">{escape(st.y_label)}</text>'
     )
     out.append("</svg>")
     return "\n".join(out)

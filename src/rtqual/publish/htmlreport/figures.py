@@ -202,7 +202,7 @@ def hist_figure(slug: str, title: str, series: list[Series], worst: int, marks: 
     )
 
 
-SHADOW_NOTE = "; grey: {n} earlier run(s) of this case on this host (the baseline, the latest runs)"
+SHADOW_NOTE = "; grey: {n} earlier run(s) of this case on this host"
 
 
 def with_shadows(fig: Figure, r: dict, name) -> Figure:

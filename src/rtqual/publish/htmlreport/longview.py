@@ -15,7 +15,7 @@ from rtqual.publish.svgplot import Axis, Figure, Heat, Series, Stack, chart, hea
 from rtqual.results.window import COARSE_PER_DECADE
 from rtqual.units import format_ns
 
-TICK_STEPS_S = (3600, 6 * 3600, 86400, 7 * 86400, 30 * 86400, 91 * 86400)
+TICK_STEPS_S = (60, 600, 3600, 6 * 3600, 86400, 7 * 86400, 30 * 86400, 91 * 86400)
 SPIKES_MARKED = 30  # spikes marked in the figure (the largest); the table lists up to SPIKES_LISTED
 SPIKES_LISTED = 200
 CHANGES_MARKED = 20
@@ -111,6 +111,41 @@ def day_figures(days: list[dict]) -> tuple[list[str], list[str]]:
             )
         )
     return svgs, notes
+
+
+def run_figures(group: dict) -> list[str]:
+    """One case label's stored runs, a column (a row) each in run order: the heat map and the stacked view."""
+    runs = group["runs"]
+    bins = [k for r in runs for k in r["hist"]]
+    lo_bin, hi_bin = min(bins), max(bins)
+    ys = edges_us(lo_bin, hi_bin)
+    cells = [{k - lo_bin: n for k, n in r["hist"].items()} for r in runs]
+    every = max(1, len(runs) // 8)
+    ticks = [(i + 0.5, _day(r["unix_s"])) for i, r in enumerate(runs) if i % every == 0]
+    label, worst = group["label"], max(r["max_ns"] for r in runs)
+    note = f"{len(runs)} stored run(s) of this case, oldest first; bins 1/{COARSE_PER_DECADE} decade wide, all CPUs"
+    heat = Heat(
+        f"runs-{label}-heat",
+        f"Latency histogram per run: {label} (colour: samples per bin)",
+        [float(i) for i in range(len(runs) + 1)],
+        ys,
+        cells,
+        Axis("Run (its start date, UTC)", ticks=ticks),
+        Axis(f"Latency (µs, log scale), worst case {format_ns(worst)}", log=True, lo=ys[0], hi=ys[-1]),
+        note=note,
+    )
+    names = [f"{_when(r['unix_s'])}: {r['name']}, max {format_ns(r['max_ns'])}" for r in runs]
+    stack = Stack(
+        f"runs-{label}-stacked",
+        f"Latency histograms of the runs stacked: {label}",
+        ys,
+        cells,
+        names,
+        Axis("Latency (µs, log scale)", log=True, lo=ys[0], hi=ys[-1]),
+        note=note,
+        y_label="Run (oldest at the back), height: log10 samples per bin",
+    )
+    return [heatmap(heat), stacked(stack)]
 
 
 def over_time_figure(data: dict) -> tuple[str, str]:
@@ -220,6 +255,13 @@ def render(data: dict) -> str:
     else:
         parts.append("<p>No monitor windows with a histogram in this range.</p>")
     parts += [f'<p class="warn">{escape(n)}</p>' for n in notes]
+    if data.get("run_hists"):
+        parts.append("<h2>Histograms per run</h2>")
+        for group in data["run_hists"]:
+            parts.append('<div class="figs">' + "".join(run_figures(group)) + "</div>")
+            if group["missing"]:
+                parts.append(f'<p class="warn">{group["missing"]} run(s) of {escape(group["label"])} not drawn: '
+                             "bundle gone or damaged</p>")  # fmt: skip
     parts.append("<h2>Maximum over time</h2>")
     svg, note = over_time_figure(data)
     parts.append(svg or "<p>No maximum stored in this range.</p>")

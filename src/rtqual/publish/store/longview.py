@@ -15,6 +15,8 @@ from rtqual.answers.requirements import STATS, Requirement
 from rtqual.errors import RtqError
 from rtqual.publish.store import Store
 from rtqual.results import bundle as bundle_mod
+from rtqual.results.hist import Histogram
+from rtqual.results.window import coarse_bins
 
 STEPS_S = (60, 300, 900, 1800, 3600, 86400, 7 * 86400)  # a day and more: from window_days
 MAX_POINTS = 2000  # the max/p99.99 figure: at most this many time steps (83 days in hours; a year in days)
@@ -61,6 +63,7 @@ def gather(s: Store, host: str | None, since_unix_s: float | None, reqs: list[Re
         "spikes": s.spikes(host, since_unix_s),
         "spikes_table": s.has_table("spikes"),
         "runs": rows,
+        "run_hists": run_histograms(rows),
         "changes": window_changes(kernels) + run_changes(rows),
         "limits": limits,
         "requirements_from": "given" if reqs else "the runs' requirements" if given else None,
@@ -162,3 +165,39 @@ def run_changes(rows: list[dict]) -> list[dict]:
                     )
         last[r["host"]] = (r, now)
     return out
+
+
+RUN_LABELS = 4  # per-run histograms: the cases of this many labels (the most runs first)
+
+
+def run_histograms(rows: list[dict]) -> list[dict]:
+    """Per case label (the RUN_LABELS labels with the most runs), each stored run's histogram of that case in the
+    windows' coarse bins, oldest first (the latest RUN_BUNDLES runs, read from their bundles; a bundle gone or
+    damaged is left out and counted): [{"label", "runs": [{"unix_s", "name", "hist", "max_ns"}], "missing"}]."""
+    by_label: dict[str, list[dict]] = {}
+    for r in rows:
+        if r["started_unix_s"] is not None and r["bundle"] and not r["source"]:
+            by_label.setdefault(r["label"], []).append(r)
+    out = []
+    for label, runs in sorted(by_label.items(), key=lambda kv: -len(kv[1]))[:RUN_LABELS]:
+        got, missing = [], 0
+        for r in sorted(runs, key=lambda r: r["started_unix_s"])[-RUN_BUNDLES:]:
+            h = _case_hist(r["bundle"], r["case_id"])
+            if h is None:
+                missing += 1
+                continue
+            got.append({"unix_s": r["started_unix_s"], "name": Path(r["bundle"]).name, "hist": coarse_bins(h),
+                        "max_ns": h.max_ns})  # fmt: skip
+        if got:
+            out.append({"label": label, "runs": got, "missing": missing})
+    return out
+
+
+def _case_hist(path: str, case_id: str) -> Histogram | None:
+    """A stored run's case as one histogram (all CPUs) from its bundle; None where the bundle cannot give it."""
+    try:
+        per_cpu = bundle_mod.load(path).hists(case_id)
+        h = Histogram.merged(Histogram.from_record(rec) for rec in per_cpu.values())
+    except (RtqError, OSError, ValueError, KeyError, TypeError):
+        return None
+    return h if h.count else None
