@@ -19,6 +19,10 @@ TICK_STEPS_S = (60, 600, 3600, 6 * 3600, 86400, 7 * 86400, 30 * 86400, 91 * 8640
 SPIKES_MARKED = 30  # spikes marked in the figure (the largest); the table lists up to SPIKES_LISTED
 SPIKES_LISTED = 200
 CHANGES_MARKED = 20
+WINDOW_CAVEAT = (
+    "monitor windows keep no host facts: whether the host is a virtual machine, had steal time or ran loads is not "
+    "stored with them (a stored run of the same host says it, below)"
+)
 EXTRA_CSS = ".chart .level{stroke:#b71c1c} table.changes td,table.spikes td{text-align:left}"
 
 
@@ -267,6 +271,8 @@ def render(data: dict) -> str:
     parts.append(svg or "<p>No maximum stored in this range.</p>")
     if note:
         parts.append(f'<p class="warn">{escape(note)}</p>')
+    if data["series"]:
+        parts.append(f'<p class="warn">{escape(WINDOW_CAVEAT)}</p>')
     if not data["spikes_table"]:
         parts.append("<p>This store keeps no captured spikes (no <code>spikes</code> table): no causes to mark.</p>")
     parts.append(changes_html(data["changes"]))
