@@ -20,6 +20,7 @@ from rtqual.results.window import coarse_bins
 
 STEPS_S = (60, 300, 900, 1800, 3600, 86400, 7 * 86400)  # a day and more: from window_days
 MAX_POINTS = 2000  # the max/p99.99 figure: at most this many time steps (83 days in hours; a year in days)
+SCAN_WINDOWS = 100_000  # steps shorter than a day read the windows themselves: at most this many, else days
 RUN_BUNDLES = 200  # settings changes between runs: read from the latest this many runs' bundles
 CMDLINE_CHARS = 160
 
@@ -45,6 +46,8 @@ def gather(s: Store, host: str | None, since_unix_s: float | None, reqs: list[Re
     lo = min([*starts, *(span[:1] if span else [])])
     hi = max([*starts, *(span[1:] if span else [])])
     step = step_for(hi - lo)
+    if sum(d["windows"] for d in days) > SCAN_WINDOWS:  # more windows than one quick scan: the day rows
+        step = max(step, 86400)
     limits: dict[str, tuple[float, str]] = {}  # stat -> (limit ns, its text): the page's requirement lines
     given = reqs or _stored_requirements(rows)
     for r in given:
