@@ -85,3 +85,16 @@ def test_report_shadows_are_the_baseline_and_the_last_runs_of_the_case(rtqual_cm
     assert none.returncode == 0 and 'class="shadow"' not in (tmp_path / "n.html").read_text()
     bad = rtqual_cmd("report", runs[3], "-o", tmp_path / "b.html", "--shadows", "-1")
     assert bad.returncode == 1 and bad.stderr.count("\n") == 1 and "--shadows" in bad.stderr
+
+
+def test_kernel_changes_are_marked_each_time_also_back_to_an_earlier_one():
+    from rtqual.publish.store.longview import window_changes
+
+    def day(t, kernel, cpu=0):
+        return {"host": "h", "cpu": cpu, "first_unix_s": t, "kernel": kernel, "preempt": "PREEMPT_RT"}
+
+    days = [day(0, "6.1"), day(1, "6.1", cpu=1), day(86400, "6.12"), day(86401, "6.12", cpu=1), day(2 * 86400, "6.1")]
+    assert [(c["unix_s"], c["from"], c["to"]) for c in window_changes(days)] == [
+        (86400, "6.1 PREEMPT_RT", "6.12 PREEMPT_RT"),
+        (2 * 86400, "6.12 PREEMPT_RT", "6.1 PREEMPT_RT"),
+    ]

@@ -67,7 +67,7 @@ def gather(s: Store, host: str | None, since_unix_s: float | None, reqs: list[Re
         "spikes_table": s.has_table("spikes"),
         "runs": rows,
         "run_hists": run_histograms(rows),
-        "changes": window_changes(kernels) + run_changes(rows),
+        "changes": sorted(window_changes(days) + run_changes(rows), key=lambda c: c["unix_s"] or 0),
         "limits": limits,
         "requirements_from": "given" if reqs else "the runs' requirements" if given else None,
     }
@@ -99,24 +99,24 @@ def _stored_requirements(rows: list[dict]) -> list[Requirement]:
     return out
 
 
-def window_changes(kernels: list[dict]) -> list[dict]:
-    """Where the monitor's kernel (release, preemption model) changed: one change per host at the first
-    window on the new kernel."""
-    out, last = [], dict[str, dict]()
-    for k in kernels:
-        before = last.get(k["host"])
-        if before is not None and (before["kernel"], before["preempt"]) != (k["kernel"], k["preempt"]):
+def window_changes(days: list[dict]) -> list[dict]:
+    """Where the monitor's kernel (release, preemption model) changed: per host, at the first window on a kernel
+    other than the one before it (a return to an earlier kernel is a change too), in time order."""
+    out, last = [], dict[str, tuple[str, str]]()
+    for d in sorted(days, key=lambda d: (d["first_unix_s"], d["host"])):
+        now, before = (d["kernel"], d["preempt"]), last.get(d["host"])
+        if before is not None and now != before:
             out.append(
                 {
-                    "unix_s": k["first_unix_s"],
-                    "host": k["host"],
+                    "unix_s": d["first_unix_s"],
+                    "host": d["host"],
                     "what": "kernel",
-                    "from": f"{before['kernel']} {before['preempt']}",
-                    "to": f"{k['kernel']} {k['preempt']}",
+                    "from": " ".join(before).strip() or "?",
+                    "to": " ".join(now).strip() or "?",
                     "source": "monitor windows",
                 }
             )
-        last[k["host"]] = k
+        last[d["host"]] = now
     return out
 
 
