@@ -35,7 +35,6 @@ def gather(s: Store, host: str | None, since_unix_s: float | None, reqs: list[Re
     for the range: a page without data says nothing."""
     days = s.window_days(host, since_unix_s)
     span = _span(days, since_unix_s)
-    kernels = s.window_kernels(host, since_unix_s) if span else []
     rows = s.history(host, None, since_unix_s)
     starts = [r["started_unix_s"] for r in rows if r["started_unix_s"] is not None]
     if span is None and not starts:
@@ -62,7 +61,6 @@ def gather(s: Store, host: str | None, since_unix_s: float | None, reqs: list[Re
         "step_s": step,
         "days": days,
         "series": s.window_series(host, since_unix_s, step) if span else [],
-        "kernels": kernels,
         "spikes": s.spikes(host, since_unix_s),
         "spikes_table": s.has_table("spikes"),
         "runs": rows,
