@@ -78,7 +78,7 @@ def write_report(a, since: float | None) -> int:
     out = Path(a.report)
     began = time.monotonic()
     with store.open_store(a.store, write=False) as s:
-        data = gather_view(s, a.host, since, reqs)
+        data = gather_view(s, a.host, since, reqs, a.case)
     html = render(data)
     write_text_atomic(out, html)
     print(f"wrote {out} ({len(html.encode()) / 1e6:.2f} MB, {time.monotonic() - began:.2f} s)")

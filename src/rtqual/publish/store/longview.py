@@ -30,12 +30,15 @@ def step_for(span_s: float) -> int:
     return next((st for st in STEPS_S if span_s / st <= MAX_POINTS), STEPS_S[-1])
 
 
-def gather(s: Store, host: str | None, since_unix_s: float | None, reqs: list[Requirement]) -> dict[str, Any]:
+def gather(
+    s: Store, host: str | None, since_unix_s: float | None, reqs: list[Requirement], case: str | None = None
+) -> dict[str, Any]:
     """Everything the long-term page draws, or RtqError (one line) when the store holds no window and no run
-    for the range: a page without data says nothing."""
+    for the range: a page without data says nothing. case: only the stored runs' cases of this label (a part of
+    it) or id (monitor windows have no case)."""
     days = s.window_days(host, since_unix_s)
     span = _span(days, since_unix_s)
-    rows = s.history(host, None, since_unix_s)
+    rows = s.history(host, case, since_unix_s)
     starts = [r["started_unix_s"] for r in rows if r["started_unix_s"] is not None]
     if span is None and not starts:
         where = f"host {host}" if host else "any host"
