@@ -236,6 +236,9 @@ def test_beside_with_hw_runs_the_hwnoise_mode_after_osnoise_or_says_why_not(monk
     osnoise.beside(s, None, lambda: False, hw=True)
     n = s.summary["noise"]
     assert calls == [False, True] and n["hwnoise"]["mode"] == "hwnoise" and n["hwnoise"]["periods"] > 0
+    assert any(
+        line.startswith("hwnoise (osnoise with interrupts off") for line in noise_lines({"probe_summary": s.summary})
+    )
     absent = noise_stream(False)
     osnoise.beside(absent, None, lambda: False, hw=True)
     assert calls == [False, True] and "no osnoise tracer" in absent.summary["noise"]["hwnoise"]["note"]
