@@ -227,8 +227,8 @@ def noise_lines(result: dict) -> list[str]:
         hw_counts = hw.get("counts") or {}
         out.append(
             f"hwnoise (osnoise with interrupts off: hardware and NMI only): {format_ns(hw.get('noise_ns_per_s'))}/s, "
-            f"max single {format_ns(hw.get('max_single_noise_ns'))} (HW {hw_counts.get('hw')} NMI {hw_counts.get('nmi')}) "
-            f"in {hw.get('periods')} periods"
+            f"max single {format_ns(hw.get('max_single_noise_ns'))} "
+            f"(HW {hw_counts.get('hw')} NMI {hw_counts.get('nmi')}) in {hw.get('periods')} periods"
             if hw.get("periods")
             else f"hwnoise: {hw.get('note') or 'no period completed'}"
         )
