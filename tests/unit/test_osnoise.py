@@ -196,7 +196,7 @@ def test_show_prints_nothing_for_other_probes():
 
 
 def test_hw_is_refused_in_one_line_where_the_kernel_has_no_hwnoise_mode(tmp_path, monkeypatch):
-    """`--hw` needs the osnoise tracer and its OSNOISE_IRQ_DISABLE option (Linux 6.3): said before anything runs."""
+    """`--hw` needs the osnoise tracer and its OSNOISE_IRQ_DISABLE option: said before anything runs."""
     root = fake_tracefs(tmp_path / "tracefs")
     monkeypatch.setenv("RTQUAL_TRACEFS", str(root))
     (root / "available_tracers").write_text("function nop\n")

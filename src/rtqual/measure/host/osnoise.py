@@ -81,7 +81,7 @@ def _config_says(option: str) -> bool | None:
 
 def hw_unavailable() -> str | None:
     """Why `--hw` cannot run here, in one line (no osnoise tracer in this kernel, or one without the
-    OSNOISE_IRQ_DISABLE option: before 6.3), or None when it can or cannot be known before the run (no tracefs
+    OSNOISE_IRQ_DISABLE option: an older one), or None when it can or cannot be known before the run (no tracefs
     mounted and no kernel config: the run says in noise.hwnoise what it found)."""
     root = _tracefs_to_read()
     if root is None:
@@ -99,7 +99,7 @@ def hw_unavailable() -> str | None:
     if "osnoise" not in tracers:
         return "--hw: this kernel has no osnoise tracer (CONFIG_OSNOISE_TRACER): no hwnoise mode here"
     if not any(o in (IRQ_OPTION, f"NO_{IRQ_OPTION}") for o in options):
-        return f"--hw: this kernel's osnoise tracer has no {IRQ_OPTION} option (Linux 6.3 added it): no hwnoise mode"
+        return f"--hw: this kernel's osnoise tracer has no {IRQ_OPTION} option (an older kernel): no hwnoise mode"
     return None
 
 
