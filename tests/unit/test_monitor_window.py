@@ -149,4 +149,4 @@ def test_a_stored_window_keeps_its_histogram_in_coarse_bins():
     assert "hist" in row and not isinstance(row["hist"], Histogram) and row["samples"] == len(values)
     assert parse_coarse(row["hist"]) == bins and coarse_text(bins) == row["hist"]
     assert [int(p.split(":")[0]) for p in row["hist"].split()] == sorted(bins)
-    assert parse_coarse("30:2 x:1 31:-4 32:5") == {30: 2, 32: 5}
+    assert parse_coarse("30:2 x:1 31:-4 32:5 -3:1 999999:7") == {30: 2, 32: 5}  # a foreign bin: not drawn

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from rtqual.results.hist import Histogram, highest_equivalent, needed_samples
+from rtqual.results.hist import HIGHEST_NS, Histogram, highest_equivalent, needed_samples
 
 
 @dataclass
@@ -175,6 +175,9 @@ COARSE_PER_DECADE = 10
 its highest value capped at the window's maximum). A contract of stored rows: never change it."""
 
 
+COARSE_BINS = math.ceil(COARSE_PER_DECADE * math.log10(HIGHEST_NS)) + 1  # bins 0 (1 ns) .. 60 s: what a bin can be
+
+
 def coarse_bins(h: Histogram) -> dict[int, int]:
     """A histogram's counts in COARSE_PER_DECADE log bins ({k: count}, empty bins absent)."""
     out: dict[int, int] = {}
@@ -192,11 +195,12 @@ def coarse_text(bins: dict[int, int]) -> str:
 
 
 def parse_coarse(text: str | None) -> dict[int, int]:
-    """The store's 'k:count ...' text back as bins; a malformed pair (another writer's text) is skipped."""
+    """The store's 'k:count ...' text back as bins; a malformed pair or a bin no latency has (another writer's
+    text: beyond 0..COARSE_BINS - 1) is skipped, so a page drawn from it stays bounded."""
     out: dict[int, int] = {}
     for pair in (text or "").split():
         k, _, n = pair.partition(":")
-        if k.lstrip("-").isdigit() and n.isdigit():
+        if k.isdigit() and n.isdigit() and int(k) < COARSE_BINS and len(n) <= 19:
             out[int(k)] = out.get(int(k), 0) + int(n)
     return out
 
