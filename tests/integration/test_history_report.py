@@ -98,3 +98,36 @@ def test_kernel_changes_are_marked_each_time_also_back_to_an_earlier_one():
         (86400, "6.1 PREEMPT_RT", "6.12 PREEMPT_RT"),
         (2 * 86400, "6.12 PREEMPT_RT", "6.1 PREEMPT_RT"),
     ]
+
+
+def test_spikes_are_marked_with_their_cause_and_escaped(tmp_path, monkeypatch):
+    """Where the store has the capture's `spikes` table, each spike is a mark whose tooltip and table row name what
+    held the CPU; a task name is text, never markup."""
+    from rtqual.publish import store as store_mod
+    from rtqual.publish.htmlreport.longview import render
+    from rtqual.publish.store import schema
+    from rtqual.publish.store.longview import gather
+
+    spikes_sql = (
+        "CREATE TABLE spikes (id {id}, host_id BIGINT NOT NULL REFERENCES hosts(id), probe TEXT, cpu INTEGER, "
+        "time_unix_s DOUBLE PRECISION, latency_ns BIGINT, comm TEXT, pid BIGINT, policy TEXT, priority INTEGER, "
+        "cause_cpu INTEGER, evidence TEXT)"
+    )
+    monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS, spikes_sql])
+    monkeypatch.setattr(store_mod, "MIGRATIONS", schema.MIGRATIONS)
+    url = str(tmp_path / "s.sqlite")
+    ws = windows(2)
+    with open_store(url) as s:
+        s.add_windows(ws)
+        with s.tx() as cur:
+            for t, comm in ((ws[5]["start_unix_s"], "rtqual-inject"), (ws[30]["start_unix_s"], "<script>x</script>")):
+                s._exec(
+                    cur,
+                    "INSERT INTO spikes (host_id, probe, cpu, time_unix_s, latency_ns, comm, pid, policy, priority, "
+                    "cause_cpu, evidence) VALUES (1, 'timer', 0, ?, 450000, ?, 4242, 'SCHED_FIFO', 90, 0, '')",
+                    (t, comm),
+                )
+        html = render(gather(s, None, None, []))
+    assert html.count('<g class="point">') == 2 and "Captured spikes" in html
+    assert "held by rtqual-inject (pid 4242, SCHED_FIFO 90, on cpu0)" in html
+    assert "<script>" not in html and "&lt;script&gt;" in html

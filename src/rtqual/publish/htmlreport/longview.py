@@ -222,8 +222,9 @@ def _cause_short(s: dict) -> str:
 
 def _cause_long(s: dict) -> str:
     """A spike in words: when, how long, on which CPU, and what held the CPU (its policy, priority, CPU)."""
-    who = f"{s.get('comm') or '?'} (pid {s.get('pid') if s.get('pid') is not None else '?'}"
-    who += f", {s.get('policy') or '?'} {s.get('priority') if s.get('priority') is not None else ''}".rstrip()
+    who = f"{_short(str(s.get('comm') or '?'), 64)} (pid {s.get('pid') if s.get('pid') is not None else '?'}"
+    who += f", {_short(str(s.get('policy') or '?'), 16)} {s.get('priority') if s.get('priority') is not None else ''}"
+    who = who.rstrip()
     who += f", on cpu{s['cause_cpu']})" if s.get("cause_cpu") is not None else ")"
     return (
         f"{_when(s.get('time_unix_s'))} UTC, {format_ns(s.get('latency_ns'))} on cpu{s.get('cpu')} "
