@@ -16,6 +16,7 @@ from rtqual.results.window import COARSE_PER_DECADE
 from rtqual.units import format_ns
 
 TICK_STEPS_S = (60, 600, 3600, 6 * 3600, 86400, 7 * 86400, 30 * 86400, 91 * 86400)
+STACK_ROWS = 60  # the stacked view's rows at most (OSADL's plots hold some 50 runs); more days are summed per row
 SPIKES_MARKED = 30  # spikes marked in the figure (the largest); the table lists up to SPIKES_LISTED
 SPIKES_LISTED = 200
 CHANGES_MARKED = 20
@@ -97,20 +98,20 @@ def day_figures(days: list[dict]) -> tuple[list[str], list[str]]:
                 )
             )
         )
-        order = sorted(by_day)
+        rows, names, per = stack_rows(by_day, lo_bin)
         svgs.append(
             stacked(
                 Stack(
                     f"{host}-{probe}-stacked",
-                    f"Latency histograms stacked over time: {host}, {probe}",
+                    f"Latency histograms stacked over time: {host}, {probe}"
+                    + (f" ({per} days a row)" if per > 1 else ""),
                     ys,
-                    [{k - lo_bin: n for k, n in by_day[t]["hist"].items()} for t in order],
-                    [
-                        f"{_day(t)}: max {format_ns(by_day[t]['max_ns'])}" if by_day[t]["max_ns"] else _day(t)
-                        for t in order
-                    ],
+                    rows,
+                    names,
                     Axis("Latency (µs, log scale)", log=True, lo=ys[0], hi=ys[-1]),
                     note=note,
+                    y_label=f"{'Day' if per == 1 else f'{per} days'} a row (oldest at the back), height: log10 samples "
+                    "per bin",
                 )
             )
         )
@@ -150,6 +151,25 @@ def run_figures(group: dict) -> list[str]:
         y_label="Run (oldest at the back), height: log10 samples per bin",
     )
     return [heatmap(heat), stacked(stack)]
+
+
+def stack_rows(by_day: dict[float, dict], lo_bin: int) -> tuple[list[dict[int, int]], list[str], int]:
+    """The stacked view's rows: a day each, or for more than STACK_ROWS days that many consecutive days summed per
+    row (a row a pixel apart reads as one block); each row's name "DATE: its days and maximum"; days per row."""
+    order = sorted(by_day)
+    per = -(-len(order) // STACK_ROWS)
+    rows, names = [], []
+    for i in range(0, len(order), per):
+        part = order[i : i + per]
+        row: dict[int, int] = {}
+        for t in part:
+            for k, n in by_day[t]["hist"].items():
+                row[k - lo_bin] = row.get(k - lo_bin, 0) + n
+        top = max(by_day[t]["max_ns"] for t in part)
+        span = f"{_day(part[0])} to {_day(part[-1])}" if len(part) > 1 else _day(part[0])
+        rows.append(row)
+        names.append(f"{_day(part[0])}: {span}, max {format_ns(top)}" if top else _day(part[0]))
+    return rows, names, per
 
 
 def over_time_figure(data: dict) -> tuple[str, str]:
