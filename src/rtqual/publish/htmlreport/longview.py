@@ -17,6 +17,7 @@ from rtqual.units import format_ns
 
 TICK_STEPS_S = (60, 600, 3600, 6 * 3600, 86400, 7 * 86400, 30 * 86400, 91 * 86400)
 STACK_ROWS = 60  # the stacked view's rows at most (OSADL's plots hold some 50 runs); more days are summed per row
+MAX_GROUPS = 8  # host/probe pairs drawn per day at most: a page of a fleet's store stays a few MB
 SPIKES_MARKED = 30  # spikes marked in the figure (the largest); the table lists up to SPIKES_LISTED
 SPIKES_LISTED = 200
 CHANGES_MARKED = 20
@@ -62,7 +63,12 @@ def day_figures(days: list[dict]) -> tuple[list[str], list[str]]:
         day["samples"] += d["samples"]
         day["max_ns"] = max(day["max_ns"], d["max_ns"] or 0)
     svgs, notes = [], []
-    for (host, probe), by_day in sorted(groups.items()):
+    if len(groups) > MAX_GROUPS:
+        notes.append(
+            f"{len(groups) - MAX_GROUPS} more host/probe pairs not drawn (at most {MAX_GROUPS} a page): "
+            "give --host H for one host"
+        )
+    for (host, probe), by_day in sorted(groups.items())[:MAX_GROUPS]:
         bins = [k for d in by_day.values() for k in d["hist"]]
         bare = [t for t, d in by_day.items() if not d["hist"] and d["samples"]]
         if bare:
