@@ -21,6 +21,7 @@ MAX_GROUPS = 8  # host/probe pairs drawn per day at most: a page of a fleet's st
 SPIKES_MARKED = 30  # spikes marked in the figure (the largest); the table lists up to SPIKES_LISTED
 SPIKES_LISTED = 200
 CHANGES_MARKED = 20
+RUNS_LISTED = 500  # the stored runs' table: the latest this many cases
 WINDOW_CAVEAT = (
     "monitor windows keep no host facts: whether the host is a virtual machine, had steal time or ran loads is not "
     "stored with them (a stored run of the same host says it, below)"
@@ -341,7 +342,8 @@ def runs_html(rows: list[dict]) -> str:
     if not rows:
         return ""
     out = []
-    for r in rows:
+    shown = rows[-RUNS_LISTED:]
+    for r in shown:
         p99 = format_ns(r["p99_ns"]) if caveats.carried("p99_ns", r["count"]) else "-"
         p9999 = format_ns(r["p9999_ns"]) if caveats.carried("p9999_ns", r["count"]) else "-"
         src = f"imported ({r['source']})" if r["source"] else (r["state"] or "")
@@ -351,4 +353,5 @@ def runs_html(rows: list[dict]) -> str:
         )  # fmt: skip
     headers = ["started (UTC)", "host", "kernel", "case", "samples", "p99", "p99.99", "max", "verdict", "run",
                "caveats"]  # fmt: skip
-    return "<h2>Stored runs</h2>" + _table(headers, out, "runs")
+    more = f"<p>{len(rows) - len(shown)} earlier run case(s) not listed.</p>" if len(rows) > len(shown) else ""
+    return "<h2>Stored runs</h2>" + _table(headers, out, "runs") + more

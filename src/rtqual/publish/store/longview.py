@@ -172,11 +172,12 @@ def run_changes(rows: list[dict]) -> list[dict]:
 
 
 RUN_LABELS = 4  # per-run histograms: the cases of this many labels (the most runs first)
+RUN_HISTS = 60  # ... each of its latest this many runs (a bundle read each)
 
 
 def run_histograms(rows: list[dict]) -> list[dict]:
     """Per case label (the RUN_LABELS labels with the most runs), each stored run's histogram of that case in the
-    windows' coarse bins, oldest first (the latest RUN_BUNDLES runs, read from their bundles; a bundle gone or
+    windows' coarse bins, oldest first (the latest RUN_HISTS runs, read from their bundles; a bundle gone or
     damaged is left out and counted): [{"label", "runs": [{"unix_s", "name", "hist", "max_ns"}], "missing"}]."""
     by_label: dict[str, list[dict]] = {}
     for r in rows:
@@ -185,7 +186,7 @@ def run_histograms(rows: list[dict]) -> list[dict]:
     out = []
     for label, runs in sorted(by_label.items(), key=lambda kv: -len(kv[1]))[:RUN_LABELS]:
         got, missing = [], 0
-        for r in sorted(runs, key=lambda r: r["started_unix_s"])[-RUN_BUNDLES:]:
+        for r in sorted(runs, key=lambda r: r["started_unix_s"])[-RUN_HISTS:]:
             h = _case_hist(r["bundle"], r["case_id"])
             if h is None:
                 missing += 1
