@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from monitoring import MonitorProc
+from rtqual.results.window import parse_coarse
 from rtqual.util import rss_kb
 
 # a few thousand samples a second, a progress record every 50 ms, for a long time
@@ -51,6 +52,11 @@ def test_a_signal_writes_the_last_window_and_exits_0(script, tmp_path, sig):
     assert f'rtqual_samples_total{{cpu="1",probe="fake"}} {float(wins[1]["samples"])}' in text
     rows = sqlite3.connect(store).execute("select count(*) from windows").fetchone()
     assert rows == (2,)
+    # each window's histogram (coarse bins) counts its samples, and its day holds it (history --report)
+    stored = sqlite3.connect(store).execute("select cpu, samples, hist from windows order by cpu").fetchall()
+    assert [(cpu, sum(parse_coarse(h).values())) for cpu, _, h in stored] == [(c, n) for c, n, _ in stored]
+    days = sqlite3.connect(store).execute("select cpu, windows, max_ns from window_days order by cpu").fetchall()
+    assert days == [(0, 1, wins[0]["max_ns"]), (1, 1, 250_000)]
 
 
 def test_a_port_in_use_is_one_line_and_exit_1(script):

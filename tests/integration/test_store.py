@@ -460,9 +460,67 @@ def test_a_schema_2_store_gets_the_spikes_table(engine, monkeypatch):
     monkeypatch.setattr(store_mod, "MIGRATIONS", schema.MIGRATIONS[:2])
     with open_store(engine.url) as s:
         assert s.version() == 2
-        s.add_window(window())
+    with open_store(engine.url) as s, s.tx() as cur:
+        s._exec(cur, "INSERT INTO hosts (name) VALUES ('h1')")
+        s._exec(cur, "INSERT INTO windows (host_id, probe, cpu, start_unix_s, duration_s, samples, over_threshold, "
+                "overruns) VALUES (1, 'timer', 0, 86400.25, 60, 1000, 0, 0)")  # fmt: skip
     monkeypatch.setattr(store_mod, "MIGRATIONS", schema.MIGRATIONS)
     with open_store(engine.url) as s:
         assert s.version() == len(MIGRATIONS) and s.count("windows") == 1
         s.add_spikes([spike_row()])
         assert s.spikes()[0]["comm"] == "rtqual-stall"
+
+
+def test_window_histograms_summed_per_day_and_the_long_view(engine):
+    """Windows keep their histogram (coarse bins); window_days sums them per host, probe, CPU and UTC day over
+    separate transactions; the long view's queries bucket in both engines alike and read the captured spikes."""
+    from rtqual.publish.store.longview import gather
+
+    day = 86400.0 * (time.time() // 86400 - 3)
+    with open_store(engine.url) as s:
+        s.add_windows([window(start=day + 60 * i, hist="30:5 40:2", max_ns=9000 + i) for i in range(3)])
+        s.add_windows([window(start=day + 600, hist="40:1 52:1", max_ns=200_000)])  # the same day, later
+        s.add_windows([window(start=day + 86400 + 30, hist="31:7", kernel="6.12.0")])  # the next day, new kernel
+        days = s.window_days()
+        assert [(d["day_unix_s"], d["windows"], d["hist"]) for d in days] == [
+            (day, 4, {30: 15, 40: 7, 52: 1}),
+            (day + 86400, 1, {31: 7}),
+        ]
+        assert days[0]["max_ns"] == 200_000 and days[0]["samples"] == 4 * 60000
+        series = s.window_series(step_s=3600)
+        assert [(r["start_unix_s"], r["windows"], r["max_ns"]) for r in series] == [
+            (day, 4, 200_000),
+            (day + 86400, 1, 5000),
+        ]
+        assert [k["kernel"] for k in s.window_kernels()] == ["6.1.0", "6.12.0"]
+        assert s.spikes() == [] and s.has_table("spikes")
+        s.add_spikes([spike_row(t=day + 600, comm="inject")])  # a captured spike: the long view reads it
+        data = gather(s, "h1", None, [])
+    assert [(x["comm"], x["host"]) for x in data["spikes"]] == [("inject", "h1")]
+    assert [(c["what"], c["to"]) for c in data["changes"]] == [("kernel", "6.12.0 PREEMPT_DYNAMIC (full)")]
+
+
+def test_migration_4_counts_older_windows_in_their_days(tmp_path):
+    """Windows stored before migration 4 are counted in their day, without a histogram."""
+    import sqlite3
+
+    from rtqual.publish.store.schema import SCHEMA_VERSION_TABLE, statements
+
+    path = tmp_path / "old.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute(SCHEMA_VERSION_TABLE)
+    for n, m in enumerate(MIGRATIONS[:2], 1):
+        for st in statements(m, "sqlite"):
+            conn.execute(st)
+        conn.execute("INSERT INTO schema_version VALUES (?, 0)", (n,))
+    conn.execute("INSERT INTO hosts (name) VALUES ('old')")
+    conn.execute(
+        "INSERT INTO windows (host_id, probe, cpu, start_unix_s, duration_s, samples, max_ns, over_threshold, "
+        "overruns) VALUES (1, 'timer', 0, 86400.25, 60, 1000, 7000, 0, 0)"
+    )
+    conn.commit()
+    conn.close()
+    with open_store(str(path)) as s:
+        assert [(d["day_unix_s"], d["windows"], d["max_ns"], d["hist"]) for d in s.window_days()] == [
+            (86400, 1, 7000, {})
+        ]

@@ -25,6 +25,7 @@ TOP_LEVEL_KEYS = {
     "limits",
     "privileges",
     "devices",
+    "smi",  # MSR_SMI_COUNT per CPU, or why not readable
     "memory",
     "load",
     "uptime_s",
@@ -50,6 +51,7 @@ SUMMARY_LABELS = [
     "tracefs",
     "GPIO/UIO",
     "Tools",
+    "SMI count",  # facts that read MSR_SMI_COUNT (or say why not)
 ]
 
 CPU = "sys/devices/system/cpu"
@@ -326,7 +328,7 @@ def test_unparsable_numbers_are_none_with_reason(tmp_path):
 
 def test_summary_rows_of_empty_or_old_snapshot():
     rows = host_rows({})
-    assert [label for label, _ in rows] == SUMMARY_LABELS
+    assert [label for label, _ in rows] == [x for x in SUMMARY_LABELS if x != "SMI count"]  # not recorded: no row
     assert hf.tunables({}) == {}
 
 
@@ -429,3 +431,23 @@ def test_sched_fair_server_and_tracefs_and_devices(tmp_path):
 def test_rt_throttling_off(tmp_path):
     fake_host(tmp_path, **{"proc/sys/kernel/sched_rt_runtime_us": "-1\n"})
     assert dict(host_rows(facts_of(tmp_path)))["RT throttling"].startswith("off")
+
+
+def test_smi_counts_are_read_per_cpu_or_said_not_readable(tmp_path):
+    """MSR_SMI_COUNT (offset 0x34 of /dev/cpu/N/msr, low 32 bits) per CPU; a case's SMIs are the difference (a
+    32-bit counter wraps once at most); no msr device is "not readable", never a number."""
+    from rtqual.measure.host.facts import MSR_SMI_COUNT, smi_counts, smi_delta
+
+    for cpu, n in ((0, 5), (1, 2**32 - 1)):
+        (tmp_path / "dev" / "cpu" / str(cpu)).mkdir(parents=True)
+        (tmp_path / "dev" / "cpu" / str(cpu) / "msr").write_bytes(b"\0" * MSR_SMI_COUNT + n.to_bytes(8, "little"))
+    before = smi_counts([0, 1], tmp_path)
+    assert before == {"counts": {"0": 5, "1": 2**32 - 1}, "note": None}
+    after = {"counts": {"0": 7, "1": 3}, "note": None}
+    assert smi_delta(before, after)["per_cpu"] == {"0": 2, "1": 4} and smi_delta(before, after)["total"] == 6
+    missing = smi_counts([2], tmp_path)
+    assert missing["counts"] is None and missing["note"].startswith("not readable")
+    assert smi_delta(missing, missing)["per_cpu"] is None
+    assert dict(host_rows({"smi": missing}))["SMI count"].startswith("not readable")
+    assert dict(host_rows({"smi": before}))["SMI count"] == "cpu0 5, cpu1 4294967295"
+    assert "SMI count" not in dict(host_rows({}))  # facts from before rtqual read it: no row

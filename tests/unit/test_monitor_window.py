@@ -131,3 +131,22 @@ def test_pv_values_in_microseconds():
     assert v["P:LAT_MAX"] == 40.0 and v["P:CPU0:LAT_MAX"] == 40.0 and v["P:SAMPLES"] == 2 and v["P:HEARTBEAT"] == 3
     db = pvs.database("P", [0, 1], upper_limits_ns(gather(["p99 <= 1ms"], None)), 0.0)
     assert 'record(ai, "P:CPU1:LAT_P99")' in db and 'field(HIHI, "1000")' in db
+
+
+def test_a_stored_window_keeps_its_histogram_in_coarse_bins():
+    """The store's `hist`: every sample counted once, in the 1/10-decade bin of its value, in bin order; read
+    back equal; another writer's malformed pair skipped."""
+    from rtqual.results.window import COARSE_PER_DECADE, coarse_bins, coarse_text, parse_coarse, stored
+
+    values = [999, 1000, 1_300, 9_999, 10_000, 250_000]
+    w = feed_all(Windows(10 * S, IDENTITY), records([values]))[0]
+    bins = coarse_bins(w["hist"])
+    assert sum(bins.values()) == len(values)
+    for v in values:  # each value's bin holds it (HDR buckets are within 0.1 %)
+        k = math.floor(COARSE_PER_DECADE * math.log10(v * 1.001))
+        assert bins.get(k) or bins.get(k - 1)
+    row = stored(w)
+    assert "hist" in row and not isinstance(row["hist"], Histogram) and row["samples"] == len(values)
+    assert parse_coarse(row["hist"]) == bins and coarse_text(bins) == row["hist"]
+    assert [int(p.split(":")[0]) for p in row["hist"].split()] == sorted(bins)
+    assert parse_coarse("30:2 x:1 31:-4 32:5 -3:1 999999:7") == {30: 2, 32: 5}  # a foreign bin: not drawn

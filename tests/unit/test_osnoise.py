@@ -125,7 +125,7 @@ def test_rtqual_restore_puts_back_the_knobs_of_a_killed_run(tmp_path, monkeypatc
 @pytest.mark.parametrize(
     "knob,before,says",
     [
-        ("osnoise/options", "OSNOISE_WORKLOAD", "not an osnoise knob"),
+        ("osnoise/options", "OSNOISE_WORKLOAD", "not a value rtqual writes back"),  # --hw writes one option only
         ("osnoise/period_us", "1; reboot", "not a value rtqual writes back"),
         ("current_tracer", "nop", "not an osnoise knob"),
     ],
@@ -193,3 +193,61 @@ def test_a_tracer_that_could_not_run_is_said_not_hidden(monkeypatch):
 
 def test_show_prints_nothing_for_other_probes():
     assert noise_lines({"probe_summary": {"cpus": [{"cpu": 1}]}}) == [] and noise_lines({}) == []
+
+
+def test_hw_is_refused_in_one_line_where_the_kernel_has_no_hwnoise_mode(tmp_path, monkeypatch):
+    """`--hw` needs the osnoise tracer and its OSNOISE_IRQ_DISABLE option: said before anything runs."""
+    root = fake_tracefs(tmp_path / "tracefs")
+    monkeypatch.setenv("RTQUAL_TRACEFS", str(root))
+    (root / "available_tracers").write_text("function nop\n")
+    assert "has no osnoise tracer" in osnoise.hw_unavailable()
+    (root / "available_tracers").write_text("osnoise timerlat nop\n")
+    (root / "osnoise" / "options").write_text("DEFAULTS OSNOISE_WORKLOAD NO_PANIC_ON_STOP\n")
+    assert "no OSNOISE_IRQ_DISABLE option" in osnoise.hw_unavailable()
+    (root / "osnoise" / "options").write_text("DEFAULTS OSNOISE_WORKLOAD NO_OSNOISE_IRQ_DISABLE\n")
+    assert osnoise.hw_unavailable() is None
+
+
+def test_hw_sets_the_irq_option_journaled_and_puts_it_back(tmp_path, monkeypatch):
+    root = fake_tracefs(tmp_path / "tracefs")
+    monkeypatch.setenv("RTQUAL_TRACEFS", str(root))
+    (root / "osnoise" / "options").write_text("DEFAULTS OSNOISE_WORKLOAD NO_OSNOISE_IRQ_DISABLE\n")
+    journal = Conditions(state_path=tmp_path / "changes.json")
+    k = osnoise.Knobs(root, journal)
+    k.option(osnoise.IRQ_OPTION, True)
+    assert (root / "osnoise" / "options").read_text() == "OSNOISE_IRQ_DISABLE"
+    saved = json.loads((tmp_path / "changes.json").read_text())["changes"]
+    assert [(Path(r["knob"]).name, r["before"]) for r in saved] == [("options", "NO_OSNOISE_IRQ_DISABLE")]
+    assert refusal(saved[0], mounts_text="") is None  # `rtqual restore` may write it back
+    assert k.restore() == [] and (root / "osnoise" / "options").read_text() == "NO_OSNOISE_IRQ_DISABLE"
+
+
+def test_beside_with_hw_runs_the_hwnoise_mode_after_osnoise_or_says_why_not(monkeypatch):
+    calls = []
+
+    def measure(cpus, duration_ns, gap_ns, policy, priority, journal, stopped, irq_disable=False):
+        calls.append(irq_disable)
+        rows = osnoise.tally(SAMPLE.splitlines(), cpus)
+        return {"tracer": "osnoise", "note": None, "rows": rows, **({"mode": "hwnoise"} if irq_disable else {})}
+
+    monkeypatch.setattr(osnoise, "measure", measure)
+    monkeypatch.setattr(osnoise, "hw_unavailable", lambda: None)
+    s = noise_stream(True)
+    osnoise.beside(s, None, lambda: False, hw=True)
+    n = s.summary["noise"]
+    assert calls == [False, True] and n["hwnoise"]["mode"] == "hwnoise" and n["hwnoise"]["periods"] > 0
+    assert any(
+        line.startswith("hwnoise (osnoise with interrupts off") for line in noise_lines({"probe_summary": s.summary})
+    )
+    absent = noise_stream(False)
+    osnoise.beside(absent, None, lambda: False, hw=True)
+    assert calls == [False, True] and "no osnoise tracer" in absent.summary["noise"]["hwnoise"]["note"]
+
+
+def test_run_noise_hw_is_refused_here_in_one_line(tmp_path, capsys):
+    """This host's kernel has no osnoise tracer (FIELD-NOTES): `run noise --hw` says so and runs nothing."""
+    if osnoise.hw_unavailable() is None:
+        pytest.skip("this kernel has the hwnoise mode: tests/kernels test_kernel.py runs it")
+    assert cli.main(["run", "noise", "--hw", "--duration", "1s", "-o", str(tmp_path / "b")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--hw" in err[0] and not (tmp_path / "b").exists()

@@ -265,3 +265,38 @@ def test_a_short_run_says_how_long_to_run_even_with_no_usable_threshold() -> Non
     assert "run at least" in case["note"] and "no threshold exceeded" not in case["note"]
     few = tail.analyse(series[:5], 1.0, 5_000, "shorter", "all")
     assert few["needed_s"] and "run at least" in few["note"]
+
+
+def test_an_imported_jitterdebugger_run_keeps_its_per_second_maxima(tmp_path, capsys) -> None:
+    """The import of a run with samples.raw keeps each thread's per-second maxima (the case's stream, through the
+    door), so that `rtqual tail` of the imported bundle has the blocks of the folder itself (not "0 blocks")."""
+    import struct
+
+    from rtqual import cli
+    from rtqual.publish.imports import jitterdebugger
+    from rtqual.publish.tail import case_blocks
+    from rtqual.results import blockmax
+    from rtqual.results import bundle as bundle_mod
+
+    run = tmp_path / "run"
+    run.mkdir()
+    hist: dict[int, dict[str, int]] = {0: {}, 1: {}}
+    with open(run / "samples.raw", "wb") as f:
+        for second in range(600):
+            for thread in (0, 1):
+                for nsec, value in ((1000, 3), (500_000_000, 10 + (second * 7 + thread) % 50)):
+                    f.write(struct.pack("<IqqQ", thread, 100 + second, nsec, value))
+                    hist[thread][str(value)] = hist[thread].get(str(value), 0) + 1
+    threads = {
+        str(t): {"histogram": h, "count": 1200, "min": 3, "max": max(map(int, h)), "avg": 5.0} for t, h in hist.items()
+    }
+    (run / "results.json").write_text(json.dumps({"version": 3, "sysinfo": {"resolution_in_ns": 1000}, "cpu": threads}))
+    assert cli.main(["import", "jitterdebugger", str(run), "-o", str(tmp_path / "b")]) == 0
+    assert "warning" not in capsys.readouterr().err
+    model = bundle_mod.load(tmp_path / "b")
+    got = case_blocks(model, model.cases[0])
+    want = blockmax.from_samples(jitterdebugger.timed_samples(run))
+    assert got.cpus == [0, 1] and got.block_ns == 1_000_000_000 and got.samples(0) == 1200
+    for cpu in (0, 1):  # the import's values are its histograms' (the bucket's upper edge: +999 ns)
+        assert got.series(cpu) == [v + 999 for v in want.series(cpu)] and len(got.series(cpu)) == 600
+    assert model.bad_files == {} and not model.damage

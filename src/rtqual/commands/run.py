@@ -186,13 +186,19 @@ def measure_and_publish(
     return r.model
 
 
+RUN_SHADOWS = 5  # a run's report.html: the baseline and the last 5 stored runs of each case as grey shadows
+
+
 def publish(model: Model, store: str | None) -> None:
     """A finished (or cut) bundle published: its report.html, then the history store. Neither may cost the
     measured result: a failure is a warning on stderr."""
     from rtqual.publish import htmlreport
 
     try:
-        htmlreport.write_report([model], model.path / REPORT)
+        from rtqual.publish.store.shadows import for_bundles
+
+        grey, _ = for_bundles([model], RUN_SHADOWS, store)  # the earlier runs of its cases, grey behind each
+        htmlreport.write_report([model], model.path / REPORT, shadows=grey)
     except Exception as e:  # noqa: BLE001 - the bundle is complete already; say what is missing
         print(f"rtqual: warning: {model.path}: no report.html ({e})", file=sys.stderr)
     remember(model, store)

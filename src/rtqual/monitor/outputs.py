@@ -14,7 +14,7 @@ from rtqual.errors import RtqError
 from rtqual.measure.run.session import spike
 from rtqual.monitor.loop import STORE_FLUSH_S, Options, check_folder, window_line
 from rtqual.publish.metrics import check_listen
-from rtqual.results.window import merged, public
+from rtqual.results.window import merged, public, stored
 
 
 class Outputs:
@@ -83,7 +83,7 @@ class Outputs:
         for w in windows:
             print(json.dumps(public(w)) if self.opts.json else window_line(w), flush=True)
             if self.store is not None:
-                self.store.put(public(w))
+                self.store.put(stored(w))  # with its histogram in coarse bins (history --report)
         if self.store is not None and self.store.warning and not self.store_warned:
             print(f"rtqual: warning: --store: {self.store.warning}", file=sys.stderr, flush=True)
             self.store_warned = True

@@ -74,6 +74,16 @@ TRACE = {  # rtqual's own key of every probe's params (not the native probe's; n
 }
 
 
+HW = {  # rtqual's own key of the probes whose module says HW_NOISE (the noise probe): the kernel's hwnoise mode
+    "hw": Field(
+        "bool",
+        "also run the kernel's osnoise tracer with interrupts disabled (its hwnoise mode: only hardware and NMI "
+        "noise remain), beside the noise figures; refused where the kernel has no osnoise tracer (docs/probes.md)",
+        default=False,
+    ),
+}
+
+
 def _native_field(opt: dict) -> Field:
     kind = _KINDS.get(opt["type"], "str")
     default = opt.get("default")
@@ -109,7 +119,7 @@ def native_probe(entry: dict) -> Probe:
         only to one mode, e.g. rhealstone --pi), and the case's full params."""
         args, case_params = [], {}
         for key, value in p.items():
-            if key in REQUIREMENTS or key in TRACE or value is None or value is False:
+            if key in REQUIREMENTS or key in TRACE or key in HW or value is None or value is False:
                 continue
             kind = params[key].kind
             case_params[f"{key}_ns" if kind == "duration" else key] = value
@@ -226,7 +236,7 @@ DEFAULT_PROBE = next((k for k in PROBES if native_table.hook(k, "SCENARIO_DEFAUL
 
 def fields_of(probe: Probe) -> dict:
     """Every key a case of the probe may give: its parameters and rtqual's own (`trace`, rtqual.measure.host.trace)."""
-    return {**probe.params, **TRACE}
+    return {**probe.params, **TRACE, **(HW if native_table.hook(probe.name, "HW_NOISE", False) else {})}
 
 
 def overlay(base: dict, top: dict, probe: str) -> dict:
@@ -294,6 +304,8 @@ def probe_case(probe: str, params: dict, default_cpus: list[int], case_id: str, 
         case_params["trace"] = True
     if full.get("capture"):
         case_params["capture_ns"] = capture_over(probe, full)
+    if full.get("hw"):  # rtqual's too: the runner runs the kernel's hwnoise mode after the loop (measure.host.osnoise)
+        case_params["hw"] = True
     case = {
         "id": case_id,
         "label": label or spec.label(case_params),

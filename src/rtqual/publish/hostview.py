@@ -226,4 +226,12 @@ def host_rows(facts: dict) -> list[tuple[str, str]]:
             f"gpio: {' '.join(d.get('gpiochips') or []) or 'none'}; uio: {' '.join(d.get('uio') or []) or 'none'}",
         ),
         ("Tools", _tools_row(facts)),
-    ]
+    ] + ([("SMI count", _smi_row(facts["smi"]))] if isinstance(facts.get("smi"), dict) else [])  # newer facts only
+
+
+def _smi_row(smi: dict) -> str:
+    """MSR_SMI_COUNT per CPU when the facts were taken, or why it could not be read."""
+    counts = smi.get("counts")
+    if not isinstance(counts, dict) or not counts:
+        return str(smi.get("note") or "not readable")
+    return ", ".join(f"cpu{c} {n}" for c, n in sorted(counts.items(), key=lambda kv: int(kv[0])))

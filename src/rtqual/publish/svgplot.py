@@ -128,6 +128,13 @@ class _Scale:
         return _log_ticks(self.lo, self.hi) if self.log else _nice_ticks(self.lo, self.hi)
 
 
+def _tick_labels(axis: Axis, scale: _Scale) -> list[tuple[float, str]]:
+    """The axis' own ticks (value, label) where it gives them (dates on a time axis), else its scale's."""
+    if axis.ticks:
+        return [(v, text) for v, text in axis.ticks if scale.lo <= v <= scale.hi]
+    return [(v, _fmt(v)) for v in scale.ticks()]
+
+
 @dataclass
 class Figure:
     slug: str  # file name stem for --png
@@ -140,6 +147,9 @@ class Figure:
     categories: list[str] | None = None  # grouped bars: one group per category, one bar per series
     marks: list[tuple[float, str]] = field(default_factory=list)  # x values marked by a dashed line (threshold)
     note: str = ""  # one line under the title (what the bins are, what differs)
+    levels: list[tuple[float, str]] = field(default_factory=list)  # y values marked by a dashed line (requirement)
+    points: list[tuple[float, float, str, str]] = field(default_factory=list)  # (x, y, short label, tooltip): spikes
+    shadows: list[Series] = field(default_factory=list)  # grey lines behind the series (earlier runs), no legend
 
 
 def split(fig: Figure, most: int = MAX_SERIES) -> list[Figure]:
@@ -185,7 +195,8 @@ def chart(fig: Figure) -> str:
     clip = f"clip{next(_clip_ids)}"
     palette = colors(series)
     xs = [0.0, float(len(fig.categories or []))] if bars else [v for s in series for v in s.xs]
-    ys = [v for s in series for v in s.ys if not (s.step and v <= 0)] + [v for s in series for v in (s.band or [])]
+    ys = [v for s in [*series, *fig.shadows] for v in s.ys if not (s.step and v <= 0)]
+    ys += [v for s in series for v in (s.band or [])]
     sx = _Scale(Axis(x.label, lo=0, hi=xs[1]) if bars else x, xs, left, width - right)
     if bars and not y.log and y.hi is None:  # room above the tallest bar for its label
         y = Axis(y.label, y.log, y.lo, max(ys, default=1.0) * 1.15 or 1.0, y.ticks)
@@ -201,16 +212,16 @@ def chart(fig: Figure) -> str:
         f'<rect x="{left}" y="{top}" width="{width - left - right}" height="{height - top - bottom}" class="frame"/>'
     )
     if not bars:
-        for t in sx.ticks():
+        for t, text in _tick_labels(x, sx):
             px = sx(t)
             out.append(f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{top}" y2="{height - bottom}" class="grid"/>')
             out.append(
-                f'<text x="{px:.1f}" y="{height - bottom + 14}" class="tick" text-anchor="middle">{_fmt(t)}</text>'
+                f'<text x="{px:.1f}" y="{height - bottom + 14}" class="tick" text-anchor="middle">{escape(text)}</text>'
             )
-    for t in sy.ticks():
+    for t, text in _tick_labels(y, sy):
         py = sy(t)
         out.append(f'<line x1="{left}" x2="{width - right}" y1="{py:.1f}" y2="{py:.1f}" class="grid"/>')
-        out.append(f'<text x="{left - 4}" y="{py + 4:.1f}" class="tick" text-anchor="end">{_fmt(t)}</text>')
+        out.append(f'<text x="{left - 4}" y="{py + 4:.1f}" class="tick" text-anchor="end">{escape(text)}</text>')
     out.append(
         f'<text x="{(left + width - right) / 2}" y="{height - 8}" class="axis-label" '
         f'text-anchor="middle">{escape(x.label)}</text>'
@@ -228,6 +239,11 @@ def chart(fig: Figure) -> str:
         out.append("</g>")
         out += _category_labels(fig.categories or [], sx, sy)
         out.append(f'<g clip-path="url(#{clip})">')
+    for s in [] if bars else fig.shadows:  # earlier runs: grey, thin, behind the figure's own series
+        out.append(
+            f'<path d="{_path(s, sx, sy)}" fill="none" stroke="#9e9e9e" stroke-opacity="0.6" stroke-width="1" '
+            f'class="shadow" data-name="{escape(s.name)}"><title>{escape(s.name)}</title></path>'
+        )
     for s, color in zip([] if bars else series, palette):
         if s.band is not None and s.xs:
             upper = " ".join(f"{sx(a):.1f},{sy(b):.1f}" for a, b in zip(s.xs, s.ys))
@@ -249,8 +265,185 @@ def chart(fig: Figure) -> str:
                 f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{top}" y2="{height - bottom}" class="mark"/>'
                 f'<text x="{tx:.1f}" y="{height - bottom - 4}" class="mark-label"{anchor}>{escape(text)}</text>'
             )
+    for value, text in [] if bars else fig.levels:  # a requirement's limit: a dashed line across
+        if sy.lo <= value <= sy.hi:
+            py = sy(value)
+            out.append(
+                f'<line x1="{left}" x2="{width - right}" y1="{py:.1f}" y2="{py:.1f}" class="mark level"/>'
+                f'<text x="{left + 4}" y="{py - 3:.1f}" class="mark-label">{escape(text)}</text>'
+            )
+    for px_v, py_v, text, tip in [] if bars else fig.points:  # spikes: a marker, its cause beside it
+        px, py = sx(px_v), sy(py_v)
+        anchor = ' text-anchor="end"' if px > (left + width - right) / 2 else ""
+        out.append(
+            f'<g class="point"><title>{escape(tip)}</title><path d="M{px:.1f},{py - 5:.1f}l4,7h-8z" fill="#b71c1c"/>'
+            f'<text x="{px + (-6 if anchor else 6):.1f}" y="{py - 2:.1f}" class="mark-label"{anchor}>{escape(text)}'
+            "</text></g>"
+        )
     out.append("</g>")
     out += _legend(series, palette, bars, left, top, width - right)
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+HEAT = ["#fff5eb", "#fee6ce", "#fdd0a2", "#fdae6b", "#fd8d3c", "#f16913", "#d94801", "#a63603", "#7f2704"]
+"""The heat map's colours, light to dark: one per power of ten of the count (1, 10, 100, ... and beyond)."""
+
+
+@dataclass
+class Heat:
+    """A heat map: one column per time step (xs: each column's start, the last its end), one row per latency
+    bin (ys: bin edges, log axis), cells[i] = {row: count} of column i; the count's power of ten is its colour."""
+
+    slug: str
+    title: str
+    xs: list[float]
+    ys: list[float]
+    cells: list[dict[int, int]]
+    x: Axis
+    y: Axis
+    note: str = ""
+    width: int = 1000
+    height: int = 360
+
+
+def heatmap(h: Heat) -> str:
+    """A heat map as one SVG: the cells of each colour one path (a year of days stays a few hundred KB), the
+    axes as chart() draws them, and the colour key (samples per cell, powers of ten)."""
+    left, right, top, bottom = 64, 90, 40 if h.note else 28, 46
+    sx = _Scale(h.x, h.xs, left, h.width - right)
+    sy = _Scale(h.y, h.ys, h.height - bottom, top)
+    paths: dict[int, list[str]] = {}
+    for i, col in enumerate(h.cells[: len(h.xs) - 1]):
+        x0, x1 = sx(h.xs[i]), sx(h.xs[i + 1])
+        for row, n in col.items():
+            if n <= 0 or not 0 <= row < len(h.ys) - 1:
+                continue
+            level = min(int(math.log10(n)), len(HEAT) - 1)
+            y0, y1 = sy(h.ys[row + 1]), sy(h.ys[row])
+            paths.setdefault(level, []).append(
+                f"M{x0:.1f},{y0:.1f}h{max(x1 - x0, 0.6):.1f}v{y1 - y0:.1f}h-{max(x1 - x0, 0.6):.1f}z"
+            )
+    out = [
+        f'<svg class="chart heat" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {h.width} {h.height}" '
+        f'width="{h.width}" height="{h.height}" role="img" aria-label="{escape(h.title)}">',
+        f'<text x="{left}" y="16" class="title">{escape(h.title)}</text>',
+    ]
+    if h.note:
+        out.append(f'<text x="{left}" y="31" class="note">{escape(h.note)}</text>')
+    out.append(
+        f'<rect x="{left}" y="{top}" width="{h.width - left - right}" height="{h.height - top - bottom}" '
+        'class="frame"/>'
+    )
+    for level in sorted(paths):
+        out.append(
+            f'<path d="{"".join(paths[level])}" fill="{HEAT[level]}" class="series cells" data-level="{level}"/>'
+        )
+    out += _axes(h.x, sx, h.y, sy, left, h.width - right, top, h.height - bottom, h.height)
+    for level, color in enumerate(HEAT):  # the key: samples per cell
+        ky = top + 4 + 14 * level
+        out.append(
+            f'<rect x="{h.width - right + 8}" y="{ky}" width="12" height="12" fill="{color}" stroke="#ccc"/>'
+            f'<text x="{h.width - right + 24}" y="{ky + 10}" class="legend">'
+            f"{'≥ ' if level else ''}{_fmt(10.0**level)}</text>"
+        )
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def _axes(x: Axis, sx: _Scale, y: Axis, sy: _Scale, left: float, right: float, top: float, bottom: float,
+          height: float) -> list[str]:  # fmt: skip
+    """Tick marks, tick labels and axis labels (the grid lines are left out: they would hide cells)."""
+    out = []
+    for t, text in _tick_labels(x, sx):
+        px = sx(t)
+        out.append(
+            f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{bottom}" y2="{bottom + 4}" stroke="#999"/>'
+            f'<text x="{px:.1f}" y="{bottom + 14}" class="tick" text-anchor="middle">{escape(text)}</text>'
+        )
+    for t, text in _tick_labels(y, sy):
+        py = sy(t)
+        out.append(
+            f'<line x1="{left - 4}" x2="{left}" y1="{py:.1f}" y2="{py:.1f}" stroke="#999"/>'
+            f'<text x="{left - 6}" y="{py + 4:.1f}" class="tick" text-anchor="end">{escape(text)}</text>'
+        )
+    out.append(
+        f'<text x="{(left + right) / 2}" y="{height - 8}" class="axis-label" '
+        f'text-anchor="middle">{escape(x.label)}</text>'
+        f'<text transform="translate(14 {(top + bottom) / 2}) rotate(-90)" class="axis-label" '
+        f'text-anchor="middle">{escape(y.label)}</text>'
+    )
+    return out
+
+
+@dataclass
+class Stack:
+    """OSADL's stacked view: one stepped histogram per time step (rows[i] = {bin: count} over the bin edges xs,
+    a log latency axis), each on its own baseline, the oldest at the back (top), its height the log of the count."""
+
+    slug: str
+    title: str
+    xs: list[float]
+    rows: list[dict[int, int]]
+    names: list[str]  # each row's 'DATE: detail' (its tooltip; every few rows' DATE labels the y axis)
+    x: Axis
+    note: str = ""
+    width: int = 1000
+    height: int = 520
+    y_label: str = "Day (oldest at the back), height: log10 samples per bin"
+
+
+def stacked(st: Stack) -> str:
+    """The stacked histograms as one SVG: each row a white-filled stepped outline (so the newer rows in front
+    hide the older ones behind), the count axis log10(samples per bin) within each row's band."""
+    left, right, top, bottom = 110, 16, 40 if st.note else 28, 46
+    sx = _Scale(st.x, st.xs, left, st.width - right)
+    n = max(len(st.rows), 1)
+    band = (st.height - top - bottom) * 0.3  # a row's full height: the largest count
+    dy = (st.height - top - bottom - band) / max(n - 1, 1)
+    most = max((c for r in st.rows for c in r.values()), default=1)
+    scale = band / max(math.log10(most) + 1, 1)
+    out = [
+        f'<svg class="chart stack" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {st.width} {st.height}" '
+        f'width="{st.width}" height="{st.height}" role="img" aria-label="{escape(st.title)}">',
+        f'<text x="{left}" y="16" class="title">{escape(st.title)}</text>',
+    ]
+    if st.note:
+        out.append(f'<text x="{left}" y="31" class="note">{escape(st.note)}</text>')
+    every = max(1, n // 12)
+    for i, (row, name) in enumerate(zip(st.rows, st.names)):
+        base = top + band + i * dy
+        d: list[str] = []
+        prev: int | None = None  # one outline per run of non-empty bins: up, along each bin's count, down
+        for k in sorted(k for k in row if 0 <= k < len(st.xs) - 1 and row[k] > 0):
+            y = base - (math.log10(row[k]) + 1) * scale
+            if prev != k - 1:  # a new run: close the last one at the baseline, start at this bin's left edge
+                d.append(f"{'V' + format(base, '.1f') if d else ''}M{sx(st.xs[k]):.1f},{base:.1f}")
+            d.append(f"V{y:.1f}H{sx(st.xs[k + 1]):.1f}")
+            prev = k
+        if d:
+            d.append(f"V{base:.1f}")
+        if d:
+            out.append(
+                f'<path d="{"".join(d)}" fill="#fff" stroke="#1f77b4" stroke-width="0.8" class="series">'
+                f"<title>{escape(name)}</title></path>"
+            )
+        if i % every == 0:
+            out.append(
+                f'<text x="{left - 6}" y="{base + 3:.1f}" class="tick" text-anchor="end">'
+                f"{escape(name.partition(': ')[0])}</text>"
+            )
+    for t, text in _tick_labels(st.x, sx):
+        px = sx(t)
+        out.append(
+            f'<text x="{px:.1f}" y="{st.height - bottom + 14}" class="tick" text-anchor="middle">{escape(text)}</text>'
+        )
+    out.append(
+        f'<text x="{(left + st.width - right) / 2}" y="{st.height - 8}" class="axis-label" '
+        f'text-anchor="middle">{escape(st.x.label)}</text>'
+        f'<text transform="translate(14 {(st.height) / 2}) rotate(-90)" class="axis-label" '
+        f'text-anchor="middle">{escape(st.y_label)}</text>'
+    )
     out.append("</svg>")
     return "\n".join(out)
 

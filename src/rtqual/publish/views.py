@@ -222,6 +222,16 @@ def noise_lines(result: dict) -> list[str]:
             f"{format_ns((osn.get('runtime_us') or 0) * 1000)} in {format_ns(osn.get('duration_ns'))}, "
             f"noise above {format_ns(osn.get('threshold_ns'))}"
         )
+    hw = noise.get("hwnoise") if isinstance(noise.get("hwnoise"), dict) else None
+    if hw is not None:  # `run noise --hw`: the kernel's hwnoise mode (interrupts off) after the osnoise run
+        hw_counts = hw.get("counts") or {}
+        out.append(
+            f"hwnoise (osnoise with interrupts off: hardware and NMI only): {format_ns(hw.get('noise_ns_per_s'))}/s, "
+            f"max single {format_ns(hw.get('max_single_noise_ns'))} "
+            f"(HW {hw_counts.get('hw')} NMI {hw_counts.get('nmi')}) in {hw.get('periods')} periods"
+            if hw.get("periods")
+            else f"hwnoise: {hw.get('note') or 'no period completed'}"
+        )
     if noise.get("tracer_note"):
         out.append(f"tracers: {noise['tracer_note']}")
     return out

@@ -10,9 +10,10 @@ length: one sparse histogram per CPU for the open window (at most the 27 648 HDR
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
-from rtqual.results.hist import Histogram, highest_equivalent, needed_samples
+from rtqual.results.hist import HIGHEST_NS, Histogram, highest_equivalent, needed_samples
 
 
 @dataclass
@@ -166,3 +167,45 @@ def merged(windows: list[dict]) -> dict:
 def public(window: dict) -> dict:
     """A window without its histogram: what the store and JSON output get."""
     return {k: v for k, v in window.items() if k != "hist"}
+
+
+COARSE_PER_DECADE = 10
+"""A stored window's histogram (the store's `hist` column, docs/store.md): bin k counts the samples from
+10^(k/10) ns up to 10^((k+1)/10) ns (each bin about 26 % wide; a sample's HDR bucket, within 0.1 %, is placed by
+its highest value capped at the window's maximum). A contract of stored rows: never change it."""
+
+
+COARSE_BINS = math.ceil(COARSE_PER_DECADE * math.log10(HIGHEST_NS)) + 1  # bins 0 (1 ns) .. 60 s: what a bin can be
+
+
+def coarse_bins(h: Histogram) -> dict[int, int]:
+    """A histogram's counts in COARSE_PER_DECADE log bins ({k: count}, empty bins absent)."""
+    out: dict[int, int] = {}
+    top = h.max_ns or None
+    for index, n in h.counts.items():
+        v = max(min(highest_equivalent(index), top or highest_equivalent(index)), 1)
+        k = math.floor(COARSE_PER_DECADE * math.log10(v) + 1e-9)
+        out[k] = out.get(k, 0) + n
+    return out
+
+
+def coarse_text(bins: dict[int, int]) -> str:
+    """Coarse bins as the store keeps them: 'k:count' pairs, space-separated, in bin order ('' for none)."""
+    return " ".join(f"{k}:{n}" for k, n in sorted(bins.items()) if n)
+
+
+def parse_coarse(text: str | None) -> dict[int, int]:
+    """The store's 'k:count ...' text back as bins; a malformed pair or a bin no latency has (another writer's
+    text: beyond 0..COARSE_BINS - 1) is skipped, so a page drawn from it stays bounded."""
+    out: dict[int, int] = {}
+    for pair in (text or "").split():
+        k, _, n = pair.partition(":")
+        if k.isdigit() and n.isdigit() and int(k) < COARSE_BINS and len(n) <= 19:
+            out[int(k)] = out.get(int(k), 0) + int(n)
+    return out
+
+
+def stored(window: dict) -> dict:
+    """A closed window as the store gets it: public(window) with its histogram as coarse bins under "hist"."""
+    h = window.get("hist")
+    return {**public(window), "hist": coarse_text(coarse_bins(h)) if isinstance(h, Histogram) else None}

@@ -158,6 +158,7 @@ OSNOISE_KNOBS = {  # tracefs file (osnoise/ knobs, the top-level tracing_thresh)
     "osnoise/cpus": re.compile(r"[0-9,-]{1,1024}"),
     **{f"osnoise/{n}": re.compile(r"[0-9]{1,12}") for n in ("period_us", "runtime_us", "stop_tracing_us")},
     "osnoise/stop_tracing_total_us": re.compile(r"[0-9]{1,12}"),
+    "osnoise/options": re.compile(r"(NO_)?OSNOISE_IRQ_DISABLE"),  # --hw's one option (osnoise.Knobs.option)
     "tracing_thresh": re.compile(r"[0-9]{1,12}"),
 }
 KINDS = {"file", "tunable", "controller", "osnoise", *NAMES}

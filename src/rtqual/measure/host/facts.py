@@ -8,6 +8,7 @@ is listed in `unavailable` with the reason: collecting facts never raises.
 """
 
 import datetime
+import errno
 import glob
 import gzip
 import os
@@ -579,6 +580,39 @@ def _tools(r: _Reader, tools: dict | None) -> dict:
     return out
 
 
+MSR_SMI_COUNT = 0x34  # Intel: System Management Interrupts since reset, per CPU (8 bytes at this offset)
+
+
+def smi_counts(cpus: list[int], root: str | os.PathLike = "/") -> dict:
+    """Each CPU's SMI count (MSR_SMI_COUNT through /dev/cpu/N/msr: the msr module, root, an Intel CPU), or
+    {"counts": None, "note": "not readable: ..."} where it cannot be read (no msr device, no permission, AMD)."""
+    counts: dict[str, int] = {}
+    for cpu in cpus:
+        path = Path(root) / "dev" / "cpu" / str(cpu) / "msr"
+        try:
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                raw = os.pread(fd, 8, MSR_SMI_COUNT)
+            finally:
+                os.close(fd)
+        except OSError as e:
+            why = "no /dev/cpu/N/msr (modprobe msr)" if e.errno == errno.ENOENT else e.strerror or str(e)
+            return {"counts": None, "note": f"not readable: {why}"}
+        if len(raw) != 8:
+            return {"counts": None, "note": "not readable: short read of MSR_SMI_COUNT"}
+        counts[str(cpu)] = int.from_bytes(raw, "little") & 0xFFFFFFFF  # the count is the low 32 bits
+    return {"counts": counts, "note": None}
+
+
+def smi_delta(before: dict, after: dict) -> dict:
+    """A case's SMIs: the counts before and after it and each CPU's difference (None where not readable)."""
+    b, a = before.get("counts"), after.get("counts")
+    if not b or not a:
+        return {"before": b, "after": a, "per_cpu": None, "note": before.get("note") or after.get("note")}
+    per_cpu = {c: (a[c] - b[c]) % (1 << 32) for c in b if c in a}  # a 32-bit counter may wrap once
+    return {"before": b, "after": a, "per_cpu": per_cpu, "total": sum(per_cpu.values()), "note": None}
+
+
 def collect(root: str | os.PathLike = "/", tools: dict | None = None) -> dict:
     """Snapshot of the host facts that decide real-time latency, for bundles and reports.
     Never raises for an environmental problem: unreadable facts are None, listed in 'unavailable'."""
@@ -609,6 +643,7 @@ def collect(root: str | os.PathLike = "/", tools: dict | None = None) -> dict:
         "limits": limits,
         "privileges": _privileges(r, limits),
         "devices": _devices(r),
+        "smi": smi_counts(cpu["online_cpus"] or [], root),
         "memory": {"mem_total_kb": _meminfo_kb(r, meminfo, "MemTotal")},
         "load": _load(r),
         "uptime_s": _uptime_s(r),

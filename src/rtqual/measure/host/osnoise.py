@@ -51,6 +51,58 @@ _PERIOD = re.compile(
 )
 
 
+IRQ_OPTION = "OSNOISE_IRQ_DISABLE"  # osnoise/options: the workload runs with interrupts off (rtla's hwnoise mode)
+HW = "hwnoise"
+
+
+def _tracefs_to_read() -> Path | None:
+    """A tracefs to read available_tracers from: RTQUAL_TRACEFS, a usual mount, else any tracefs mounted (only
+    read, never written: another tool's mount serves to ask what the kernel has); None when none is mounted."""
+    forced = os.environ.get("RTQUAL_TRACEFS")
+    if forced:
+        return Path(forced)
+    try:
+        mounts = Path("/proc/self/mounts").read_text()
+    except OSError:
+        return None
+    points = [f[1] for f in map(str.split, mounts.splitlines()) if len(f) > 2 and f[2] == "tracefs"]
+    usual = [p for p in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing") if p in points]
+    return next((Path(p) for p in usual + points if (Path(p) / "available_tracers").exists()), None)
+
+
+def _config_says(option: str) -> bool | None:
+    """Whether the running kernel's build config (/boot/config-RELEASE) sets option; None where unknown."""
+    try:
+        text = Path(f"/boot/config-{os.uname().release}").read_text()
+    except OSError:
+        return None
+    return f"\n{option}=y" in f"\n{text}"
+
+
+def hw_unavailable() -> str | None:
+    """Why `--hw` cannot run here, in one line (no osnoise tracer in this kernel, or one without the
+    OSNOISE_IRQ_DISABLE option: an older one), or None when it can or cannot be known before the run (no tracefs
+    mounted and no kernel config: the run says in noise.hwnoise what it found)."""
+    root = _tracefs_to_read()
+    if root is None:
+        has = _config_says("CONFIG_OSNOISE_TRACER")
+        return (
+            "--hw: this kernel has no osnoise tracer (CONFIG_OSNOISE_TRACER): no hwnoise mode here"
+            if has is False
+            else None
+        )
+    try:
+        tracers = (root / "available_tracers").read_text().split()
+        options = (root / "osnoise" / "options").read_text().split() if "osnoise" in tracers else []
+    except OSError as e:
+        return f"--hw: {root}: {e.strerror}: cannot tell whether this kernel has the hwnoise mode"
+    if "osnoise" not in tracers:
+        return "--hw: this kernel has no osnoise tracer (CONFIG_OSNOISE_TRACER): no hwnoise mode here"
+    if not any(o in (IRQ_OPTION, f"NO_{IRQ_OPTION}") for o in options):
+        return f"--hw: this kernel's osnoise tracer has no {IRQ_OPTION} option (an older kernel): no hwnoise mode"
+    return None
+
+
 def parse_period(line: str) -> dict | None:
     """One osnoise period summary line as {"cpu", "ts_ns", "runtime_us", "noise_us", "available_pct",
     "max_single_us", "hw", "nmi", "irq", "sirq", "thread"}; None for any other line."""
@@ -139,11 +191,18 @@ class Knobs:
         """The knob's value now."""
         return self.path(name).read_text().strip()
 
-    def set(self, name: str, value: str) -> None:
-        """Write a knob, its old value kept and journaled first (the first time only)."""
+    def option(self, word: str, on: bool) -> None:
+        """Set one osnoise/options flag (WORD on, NO_WORD off), its old state kept and journaled as the word that
+        brings it back (the file lists every option; one word is written at a time)."""
+        was = word if word in self.get("options").split() else f"NO_{word}"
+        self.set("options", word if on else f"NO_{word}", before=was)
+
+    def set(self, name: str, value: str, before: str | None = None) -> None:
+        """Write a knob, its old value (or `before`: what writes it back) kept and journaled first (the first
+        time only)."""
         path = self.path(name)
         if name not in {n for n, _, _ in self.saved}:
-            before = self.get(name)
+            before = self.get(name) if before is None else before
             record = {"knob": str(path), "kind": NAME, "condition": NAME, "applied": True, "after": value}
             record["before"] = before if before or name != "cpus" else None  # "" (all CPUs) cannot be written
             if self.journal is not None:
@@ -201,11 +260,19 @@ def set_policy(threads: list[dict], policy: str, priority: int) -> None:
 
 
 def measure(
-    cpus: list[int], duration_ns: int, gap_ns: int, policy: str, priority: int, journal: Any, stopped: Callable
+    cpus: list[int],
+    duration_ns: int,
+    gap_ns: int,
+    policy: str,
+    priority: int,
+    journal: Any,
+    stopped: Callable,
+    irq_disable: bool = False,
 ) -> dict:
     """Run the osnoise tracer on cpus for duration_ns (or until stopped() says so) in rtqual's own instance and
     return its per-CPU rows with the run's settings ("note" says why there are none); everything it changed is
-    undone before it returns."""
+    undone before it returns. irq_disable: its hwnoise mode (OSNOISE_IRQ_DISABLE: the workload runs with
+    interrupts off, so only hardware and NMI noise remain)."""
     holder = Tracer(cpus, journal=journal, buffer_kb=BUFFER_KB)
     knobs: Knobs | None = None
     threshold_us = max(1, -(-gap_ns // 1000))
@@ -225,6 +292,9 @@ def measure(
             if knobs.has(name):
                 knobs.set(name, "0")
         knobs.set(THRESH, str(threshold_us))
+        if irq_disable:
+            knobs.option(IRQ_OPTION, True)
+            out["mode"] = HW
         try:
             (path / "current_tracer").write_text(NAME)
         except OSError as e:
@@ -260,12 +330,17 @@ def measure(
     return out
 
 
-def beside(stream: Stream, journal: Any, stopped: Callable[[], bool]) -> None:
+def beside(stream: Stream, journal: Any, stopped: Callable[[], bool], hw: bool = False) -> None:
     """After a noise case's loop: where the kernel has the osnoise tracer, its run on the same CPUs, added to
-    the probe's summary as noise.osnoise (and said in noise.tracer_note); nothing where it is absent."""
+    the probe's summary as noise.osnoise (and said in noise.tracer_note); nothing where it is absent. hw (`--hw`):
+    then its hwnoise mode too, as noise.hwnoise (interrupts off: only hardware and NMI noise)."""
     header, summary = stream.header or {}, stream.summary
     noise = (summary or {}).get("noise")
-    if not isinstance(noise, dict) or noise.get("osnoise_tracer") is not True:
+    if not isinstance(noise, dict):
+        return
+    if noise.get("osnoise_tracer") is not True:
+        if hw:
+            noise["hwnoise"] = {"tracer": NAME, "mode": HW, "note": "not run: this kernel has no osnoise tracer"}
         return
     params, rt = header.get("params") or {}, header.get("rt") or {}
     rows = [c for c in summary.get("cpus") or [] if isinstance(c, dict)]  # type: ignore[union-attr]
@@ -277,6 +352,16 @@ def beside(stream: Stream, journal: Any, stopped: Callable[[], bool]) -> None:
     )  # fmt: skip
     periods = got.pop("rows", None) or []
     noise["osnoise"] = {**got, **figures(periods, summary)}  # type: ignore[arg-type]
+    if hw and not stopped():
+        why = hw_unavailable()
+        if why:
+            noise["hwnoise"] = {"tracer": NAME, "mode": HW, "note": f"not run: {why}"}
+        else:
+            args = (int(params.get("gap_ns") or 1000), rt.get("policy") or "other", int(rt.get("priority") or 0))
+            hw_got = measure(cpus, duration, *args, journal, stopped, irq_disable=True)
+            hw_rows = hw_got.pop("rows", None) or []
+            hw_figures = figures(hw_rows, summary or {})
+            noise["hwnoise"] = {**hw_got, **hw_figures, "when": "after the osnoise run, same CPUs"}
     said = (
         "osnoise tracer present: its figures beside (noise.osnoise: the kernel's osnoise tracer on the same "
         "CPUs right after this loop)"

@@ -15,6 +15,7 @@ from rtqual.answers.verdict import run_verdict
 from rtqual.errors import RtqError
 from rtqual.measure.conditions.applier import Conditions
 from rtqual.measure.conditions.journal import CHANGES_FILE
+from rtqual.measure.host import osnoise
 from rtqual.measure.loads import LoadSet, make_load
 from rtqual.measure.run import native
 from rtqual.measure.run.case import Case
@@ -64,6 +65,8 @@ class Run:
 
     def _prepare(self, case: Case) -> Case:
         """One case's service made and its probe's options checked, its loads prepared: the runnable case."""
+        if case.params.get("hw") and (why := osnoise.hw_unavailable()):
+            raise RtqError(why)  # `--hw` where the kernel cannot: one line before anything runs
         svc, args = prepare(case.probe, case.run_as, case.args, case.service, case.require)
         if svc is not None:
             self.services[case.id] = svc

@@ -17,6 +17,7 @@ from rtqual.answers.requirements import texts
 from rtqual.errors import EXIT_ERROR, RtqError
 from rtqual.measure.conditions.applier import Conditions, not_applied
 from rtqual.measure.host import osnoise
+from rtqual.measure.host.facts import smi_counts, smi_delta
 from rtqual.measure.host.sampler import Sampler, iter_samples, rt_tasks
 from rtqual.measure.host.sampler import summarize as summarize_samples
 from rtqual.measure.host.trace import CAPTURE_PER_HOUR
@@ -64,6 +65,7 @@ def run_case(
     traced = case.params.get("trace") or capture_ns
     trace_cpus = (case.params.get("cpus") or online_cpus()) if traced else None
     option = "--capture" if capture_ns else "--trace"
+    smi: dict | None = None  # MSR_SMI_COUNT before and after the probe (host facts), "not readable" elsewhere
     session = Session(
         case.probe,
         case.args,
@@ -91,15 +93,18 @@ def run_case(
         if load_error is None and loads.poll_all() is None and not guard.signum:
             write_json(d / "rt-tasks.json", rt_tasks(exclude=[os.getpid()]))
             sampler.start()
+            smi_cpus = case.params.get("cpus") or online_cpus()
+            smi_before = smi_counts(smi_cpus)  # the SMIs of the case (MSR_SMI_COUNT where readable)
             session.cpuset = cond.cpusets.get("probe")  # made by cond.apply above
             try:
                 session.run(on_record, windows.extend)
                 if case.probe == "noise" and session.exit_code == 0 and not guard.signum:
-                    osnoise.beside(session.stream, cond, lambda: bool(guard.signum))  # the kernel's figures
+                    osnoise.beside(session.stream, cond, lambda: bool(guard.signum), hw=bool(case.params.get("hw")))
             except RtqError as e:
                 if not service:
                     raise
                 session.exit_code, session.stderr_last = EXIT_ERROR, str(e)  # the service did not start
+            smi = smi_delta(smi_before, smi_counts(smi_cpus))
     finally:
         if sampler.is_alive():
             sampler.stop()
@@ -123,6 +128,8 @@ def run_case(
     samples = d / names.HOST_SAMPLES
     result["host_samples"] = summarize_samples(iter_samples(samples)) if samples.exists() else None
     result["warnings"] += not_applied(changes) + problems
+    if smi is not None:
+        result["smi"] = smi
     if tracer is not None:
         result["trace"] = tracer.info()
         result["spikes"] = _write_spikes(d, windows)

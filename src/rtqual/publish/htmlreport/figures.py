@@ -57,7 +57,7 @@ def log_hist_series(named: list[tuple[str, Histogram]]) -> tuple[list[Series], i
 def hist_series(hists: dict[str, Histogram], name=lambda cpu: f"cpu{cpu}") -> tuple[list[Series], int]:
     """Per CPU (named by `name`), counts per bin of a log latency grid, as stepped lines; and the worst
     case in ns."""
-    order = sorted(hists.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else -1)
+    order = sorted(hists.items(), key=lambda kv: _cpu_order(kv[0]))
     return log_hist_series([(name(cpu), h) for cpu, h in order])
 
 
@@ -202,6 +202,28 @@ def hist_figure(slug: str, title: str, series: list[Series], worst: int, marks: 
     )
 
 
+SHADOW_NOTE = "; grey: {n} earlier run(s) of this case on this host"
+
+
+def with_shadows(fig: Figure, r: dict, name) -> Figure:
+    """The case's histogram figure with its shadows (r["shadows"]: [(name, Histogram)], the baseline's and earlier
+    runs') drawn grey behind it, all on one latency grid; the worst case named stays the case's own."""
+    hists = r.get("hists") or {}
+    own = [(name(cpu), h) for cpu, h in sorted(hists.items(), key=lambda kv: _cpu_order(kv[0])) if h.count]
+    shadow = [(n, h) for n, h in r["shadows"] if h.count]
+    both, _ = log_hist_series([*own, *shadow])
+    if len(both) != len(own) + len(shadow):
+        return fig
+    series, grey = both[: len(own)], both[len(own) :]
+    out = hist_figure(fig.slug, fig.title, series, max(h.max_ns for _, h in own), fig.marks)
+    out.shadows, out.note = grey, out.note + SHADOW_NOTE.format(n=len(grey))
+    return out
+
+
+def _cpu_order(cpu: str) -> int:
+    return int(cpu) if cpu.isdigit() else -1
+
+
 def stage_figure(r: dict, stages: dict) -> Figure:
     """An IOC or timerlat case's stages as bars per named stage (p50, p99, max) and the total, each bar labelled."""
     names = [n for n in (*views.STAGES, *views.TIMERLAT_STAGES) if n in stages] + ["total"]
@@ -228,7 +250,8 @@ def case_figures(r: dict) -> list[Figure]:
     name, marks = cpu_namer(r), threshold_marks([r])
     series, worst = hist_series(r.get("hists") or {}, name)
     if series:
-        figs.append(hist_figure(f"{r['id']}-histogram", f"Latency histogram ({r['label']})", series, worst, marks))
+        fig = hist_figure(f"{r['id']}-histogram", f"Latency histogram ({r['label']})", series, worst, marks)
+        figs.append(with_shadows(fig, r, name) if r.get("shadows") else fig)
         figs.append(
             Figure(
                 f"{r['id']}-tail",

@@ -313,13 +313,18 @@ def write_images(bundles: list[dict], folder: Path) -> list[Path]:
 
 
 def write_report(
-    bundles: Sequence[Model | str | Path], out: Path, png_dir: Path | None = None, tail: bool = False
+    bundles: Sequence[Model | str | Path],
+    out: Path,
+    png_dir: Path | None = None,
+    tail: bool = False,
+    shadows: Sequence[dict[str, list[tuple[str, Histogram]]]] | None = None,
 ) -> Path:
     """Read the bundles (models, or paths read into models), write the HTML report (and the images); returns
     the report's path. Written into the folder of the one bundle reported, as its report.html, it is that
     bundle's own and recorded in its manifest; anywhere else it changes no bundle. With `tail` (rtqual report,
     not the end of a run: scipy stays out of the measuring process), each case of 10 minutes or more gets
-    its tail section (publish/tail.py)."""
+    its tail section (publish/tail.py). `shadows`, one per bundle: {case id: [(name, Histogram)]}, earlier runs'
+    histograms drawn grey behind the case's own (rtqual.publish.store.shadows)."""
     own = _own_report(bundles, out)
     inputs = [b.path if isinstance(b, Model) else b for b in bundles]
     if own is None:
@@ -327,6 +332,9 @@ def write_report(
     if png_dir is not None:
         bundle_mod.refuse_inputs(png_dir, inputs, "--png")
     views = [load_bundle(b, tail) for b in bundles]
+    for data, grey in zip(views, shadows or []):
+        for r in data["cases"]:
+            r["shadows"] = grey.get(r.get("id"), [])
     _write(out, render(views), own=own)
     if png_dir is not None:
         write_images(views, png_dir)

@@ -21,6 +21,7 @@ from rtqual.errors import RtqError
 from rtqual.publish.imports import common
 from rtqual.publish.imports.common import count, histogram, number, obj, read_json, uint
 from rtqual.publish.imports.writer import Case, Series, check_series
+from rtqual.results import blockmax
 
 TOOL = "jitterdebugger"
 SAMPLE = struct.Struct("<IqqQ")  # thread, tv_sec, tv_nsec, latency (units); 28 bytes, packed
@@ -66,10 +67,17 @@ def parse(path: Path) -> list[Case]:
     ]
     raw_info = None
     extra = []
+    blocks = None
     if samples.is_file():
         raw_info, more = _fill_overflow(samples, series, unit_ns)
         warnings += more
         extra.append(samples)
+        blocks = blockmax.from_samples(
+            (tid, t, edge) for tid, t, edge in _timed(samples, unit_ns) if str(tid) in series
+        )  # per-second maxima: `rtqual tail`, the report's maximum over time
+        if blocks.per_cpu:  # ("read" says whether the overflow pass read it: needed only when one overflowed)
+            per_cpu = {c: len(blocks.series(c)) for c in blocks.cpus}
+            raw_info["blocks"] = {"block_s": blocks.block_ns / 1e9, "per_cpu": per_cpu}
     else:
         warnings.append("no samples.raw (run without -s): overflowed samples keep unknown values")
     case = Case(
@@ -84,6 +92,7 @@ def parse(path: Path) -> list[Case]:
         warnings=warnings,
         hostname=sysinfo.get("nodename") if isinstance(sysinfo.get("nodename"), str) else None,
         extra_inputs=extra,
+        blocks=blocks,
     )
     case.source = {
         "format": "jitterdebugger results.json" + (" + samples.raw" if raw_info else ""),
@@ -96,6 +105,9 @@ def parse(path: Path) -> list[Case]:
         "overflow": "count - sum(histogram), less the overflowed samples found in samples.raw; counted as out_of_range",
         "stddev": "from the histogram at the unit's resolution when nothing overflowed, else unknown",
         "missing": ["overruns", "threshold counts", "interval and priority (not recorded)", "start time"],
+        "stream": "per-second maxima per thread from samples.raw's wake-up times (rtqual tail, the maximum over time)"
+        if raw_info
+        else None,
     }
     return [case]
 
@@ -161,10 +173,22 @@ def timed_samples(folder: Path) -> Iterator[tuple[int, int, int]]:
     if (folder / "results.json").exists():
         sysinfo = read_json(folder / "results.json").get("sysinfo")
         unit_ns = 1 if isinstance(sysinfo, dict) and sysinfo.get("resolution_in_ns") == 1 else 1000
+    for tid, t, value in _records(folder / "samples.raw"):
+        yield tid, t, value * unit_ns
+
+
+def _timed(samples: Path, unit_ns: int) -> Iterator[tuple[int, int, int]]:
+    """(thread, time ns, the bucket's upper edge in ns: the value the import's histograms give it) per sample."""
+    for tid, t, value in _records(samples):
+        yield tid, t, value * unit_ns + unit_ns - 1
+
+
+def _records(samples: Path) -> Iterator[tuple[int, int, int]]:
+    """(thread, time ns, latency in the unit) of every whole record of samples.raw, streamed in chunks."""
     try:
-        with open(folder / "samples.raw", "rb") as f:
+        with open(samples, "rb") as f:
             while chunk := f.read(CHUNK_RECORDS * SAMPLE.size):
                 for tid, sec, nsec, value in SAMPLE.iter_unpack(chunk[: len(chunk) // SAMPLE.size * SAMPLE.size]):
-                    yield tid, sec * 1_000_000_000 + nsec, value * unit_ns
+                    yield tid, sec * 1_000_000_000 + nsec, value
     except OSError as e:
-        raise RtqError(f"{folder / 'samples.raw'}: unreadable ({e.strerror})") from None
+        raise RtqError(f"{samples}: unreadable ({e.strerror})") from None

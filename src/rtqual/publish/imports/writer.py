@@ -18,10 +18,12 @@ the tool did not record instead of inventing it:
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import shutil
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +31,7 @@ from rtqual import __version__
 from rtqual.answers.verdict import run_verdict
 from rtqual.errors import RtqError
 from rtqual.publish.imports.common import MAX_COUNT
+from rtqual.results.blockmax import BlockMaxima
 from rtqual.results.bundle import Bundle, names, write_json, write_text
 from rtqual.results.hist import HIGHEST_NS, PERCENTILES_PPM, Histogram, rank_of
 
@@ -87,6 +90,7 @@ class Case:
     start: str | None = None
     end: str | None = None
     extra_inputs: list[Path] = field(default_factory=list)  # other files read (jitterdebugger's samples)
+    blocks: BlockMaxima | None = None  # per-second maxima where the tool kept sample times: the case's stream
 
 
 def edge_ns(value_units: int, unit_ns: int) -> int:
@@ -304,10 +308,29 @@ def write_case(bundle: Bundle, case: Case, case_id: str) -> dict:
         for k, rec in per_cpu.items():
             write_text(d / f"hist-cpu{k}.hdr", Histogram.from_record(rec).encode_hdr() + "\n")  # type: ignore[arg-type]
         write_text(d / "hist-all.hdr", Histogram.from_record(merged).encode_hdr() + "\n")
+    if case.blocks is not None and case.blocks.per_cpu:
+        mins = {int(k): edge_ns(s.min_units, s.unit_ns) for k, s in case.series.items() if s.min_units is not None}
+        write_text(d / names.STREAM, "".join(json.dumps(rec) + "\n" for rec in block_records(case.blocks, mins)))
     result = case_result(case, case_id)
     write_json(d / names.RESULT, result)
     bundle.add_case(result)
     return result
+
+
+def block_records(bm: BlockMaxima, mins: dict[int, int]) -> Iterator[dict]:
+    """Per-second maxima as the records of an rtqual stream (docs/protocol.md): a header giving the block as its
+    progress period, then per block one progress record with each CPU's maximum (0: no sample in it) and its
+    samples and minimum in the whole run (an import knows no running ones): what `rtqual tail` and the report's maximum
+    over time read."""
+    yield {"type": "header", "rt": {}, "params": {"progress_ms": max(1, bm.block_ns // 1_000_000)}, "imported": True}
+    series = {cpu: bm.series(cpu) for cpu in bm.cpus}
+    for i in range(max((len(v) for v in series.values()), default=0)):
+        rows = [
+            {"cpu": cpu, "window_max_ns": v[i], "count": bm.samples(cpu), "min_ns": mins.get(cpu, 0)}
+            for cpu, v in series.items()
+            if i < len(v)
+        ]
+        yield {"type": "progress", "elapsed_ns": (i + 1) * bm.block_ns, "cpus": rows}
 
 
 def unique_labels(cases: list[Case]) -> None:

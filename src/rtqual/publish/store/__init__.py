@@ -22,6 +22,7 @@ from rtqual.publish.store.schema import MIGRATIONS, SCHEMA_VERSION_TABLE, statem
 from rtqual.publish.views import environment_of
 from rtqual.results import bundle as bundle_mod
 from rtqual.results.bundle import Model
+from rtqual.results.window import coarse_text, parse_coarse
 from rtqual.util import system_tree
 
 ENV = "RTQUAL_STORE"
@@ -30,6 +31,7 @@ BUSY_TIMEOUT_MS = 30_000  # SQLite: how long a writer waits for another one's tr
 CONNECT_TIMEOUT_S = 5  # PostgreSQL: how long an unreachable server may delay a run's end
 STAT_KEYS = ("count", "min_ns", "p50_ns", "mean_ns", "p99_ns", "p999_ns", "p9999_ns", "max_ns", "stddev_ns")
 COUNT_KEYS = ("overruns", "over_threshold", "out_of_range")
+DAY_S = 86400  # window_days: one row per host, probe, CPU and UTC day
 WINDOW_KEYS = (
     "probe", "run_as", "cpu", "start_unix_s", "duration_s", "samples", "min_ns", "mean_ns", "p50_ns", "p99_ns",
     "p9999_ns", "max_ns", "over_threshold", "overruns", "threshold_ns", "kernel", "preempt",
@@ -37,6 +39,11 @@ WINDOW_KEYS = (
 SPIKE_KEYS = (
     "probe", "cpu", "time_unix_s", "latency_ns", "kind", "comm", "pid", "policy", "priority", "cause_cpu", "evidence",
 )  # fmt: skip
+
+
+def _top(a: Any, b: Any) -> int | None:
+    """The larger of two maxima where either may be unknown (None)."""
+    return None if a is None and b is None else max(int(a or 0), int(b or 0))
 
 
 class StoreError(RtqError):
@@ -446,8 +453,55 @@ class Store:
         marks = ", ".join("?" * (1 + len(WINDOW_KEYS)))
         with self.tx() as cur:
             hosts = {name: self._host_id(cur, name) for name in sorted({str(w["host"]) for w in windows})}
-            rows = [(hosts[str(w["host"])], *(w.get(k) for k in WINDOW_KEYS)) for w in windows]
-            cur.executemany(self._q(f"INSERT INTO windows ({cols}) VALUES ({marks})"), rows)
+            rows = [(hosts[str(w["host"])], *(w.get(k) for k in WINDOW_KEYS), w.get("hist")) for w in windows]
+            cur.executemany(self._q(f"INSERT INTO windows ({cols}, hist) VALUES ({marks}, ?)"), rows)
+            self._add_days(cur, hosts, windows)
+
+    def _add_days(self, cur: Any, hosts: dict[str, int], windows: list[dict]) -> None:
+        """The windows added to their day's row of window_days (per host, probe, CPU, UTC day and kernel): counts
+        summed, maxima kept, span widened, histograms merged. The one writer of a host's windows is its monitor's
+        sink (a read, then a write, in one transaction)."""
+        days: dict[tuple, dict] = {}
+        for w in windows:
+            start = float(w["start_unix_s"])
+            key = (hosts[str(w["host"])], str(w["probe"]), int(w["cpu"]), int(start // DAY_S * DAY_S),
+                   str(w.get("kernel") or ""), str(w.get("preempt") or ""))  # fmt: skip
+            d = days.setdefault(key, {"windows": 0, "samples": 0, "max_ns": None, "p9999_ns": None,
+                                      "p9999_windows": 0, "over_threshold": 0, "first_unix_s": start,
+                                      "end_unix_s": start, "hist": {}})  # fmt: skip
+            d["windows"] += 1
+            d["samples"] += int(w["samples"] or 0)
+            d["over_threshold"] += int(w["over_threshold"] or 0)
+            d["max_ns"] = _top(d["max_ns"], w.get("max_ns"))
+            d["p9999_ns"] = _top(d["p9999_ns"], w.get("p9999_ns"))
+            d["p9999_windows"] += w.get("p9999_ns") is not None
+            d["first_unix_s"] = min(d["first_unix_s"], start)
+            d["end_unix_s"] = max(d["end_unix_s"], start + float(w["duration_s"] or 0))
+            for k, n in parse_coarse(w.get("hist")).items():
+                d["hist"][k] = d["hist"].get(k, 0) + n
+        cols = ("windows", "samples", "max_ns", "p9999_ns", "p9999_windows", "over_threshold", "first_unix_s",
+                "end_unix_s", "hist")  # fmt: skip
+        where = "host_id = ? AND probe = ? AND cpu = ? AND day_unix_s = ? AND kernel = ? AND preempt = ?"
+        for key, d in sorted(days.items()):
+            old = self._exec(cur, f"SELECT {', '.join(cols)} FROM window_days WHERE {where}", key).fetchone()
+            if old:
+                o = dict(zip(cols, old))
+                for name in ("windows", "samples", "p9999_windows", "over_threshold"):
+                    d[name] += int(o[name])
+                d["max_ns"], d["p9999_ns"] = _top(d["max_ns"], o["max_ns"]), _top(d["p9999_ns"], o["p9999_ns"])
+                d["first_unix_s"] = min(d["first_unix_s"], float(o["first_unix_s"]))
+                d["end_unix_s"] = max(d["end_unix_s"], float(o["end_unix_s"]))
+                for k, n in parse_coarse(o["hist"]).items():
+                    d["hist"][k] = d["hist"].get(k, 0) + n
+            d["hist"] = coarse_text(d["hist"])
+            names = ("host_id", "probe", "cpu", "day_unix_s", "kernel", "preempt", *cols)
+            self._exec(
+                cur,
+                f"INSERT INTO window_days ({', '.join(names)}) VALUES ({', '.join('?' * len(names))}) "
+                "ON CONFLICT (host_id, probe, cpu, day_unix_s, kernel, preempt) DO UPDATE SET "
+                + ", ".join(f"{c} = excluded.{c}" for c in cols),
+                (*key, *(d[c] for c in cols)),
+            )
 
     def add_spikes(self, spikes: list[dict], run_id: int | None = None) -> None:
         """Captured spikes (keys: host and SPIKE_KEYS; evidence as JSON text) in one transaction."""
@@ -459,22 +513,6 @@ class Store:
             hosts = {name: self._host_id(cur, name) for name in sorted({str(x["host"]) for x in spikes})}
             rows = [(hosts[str(x["host"])], run_id, *(x.get(k) for k in SPIKE_KEYS)) for x in spikes]
             cur.executemany(self._q(f"INSERT INTO spikes ({cols}) VALUES ({marks})"), rows)
-
-    def spikes(self, host: str | None = None, since_unix_s: float | None = None) -> list[dict]:
-        """Captured spikes (host name included, evidence as JSON text), oldest first, filtered by host and time."""
-        where, params = ["1 = 1"], list[Any]()
-        if host:
-            where.append("h.name = ?")
-            params.append(host)
-        if since_unix_s is not None:
-            where.append("s.time_unix_s >= ?")
-            params.append(since_unix_s)
-        cols = ", ".join(f"s.{k}" for k in SPIKE_KEYS)
-        return self._rows(
-            f"SELECT h.name AS host, {cols} FROM spikes s JOIN hosts h ON h.id = s.host_id "
-            f"WHERE {' AND '.join(where)} ORDER BY s.time_unix_s, s.id",
-            tuple(params),
-        )
 
     def add_run(self, bundle: Model | Path) -> int:
         """Store a finished (or cut) bundle (its model, or a path); storing the same bundle again replaces its
@@ -593,7 +631,7 @@ class Store:
         return self._rows(
             "SELECT r.id AS run_id, r.started, r.started_unix_s, h.name AS host, r.kernel, r.preempt, r.scenario, "
             "r.source, r.bundle, r.state, c.case_id, c.label, c.probe, c.run_as, c.count, c.p99_ns, c.p9999_ns, "
-            "c.max_ns, c.verdict, c.caveats FROM cases c JOIN runs r ON r.id = c.run_id "
+            "c.max_ns, c.verdict, c.caveats, c.requirement FROM cases c JOIN runs r ON r.id = c.run_id "
             "JOIN hosts h ON h.id = r.host_id "
             f"WHERE {' AND '.join(where)} ORDER BY r.started_unix_s, r.id, c.id",
             tuple(params),
@@ -615,9 +653,123 @@ class Store:
             tuple(params),
         )
 
+    def _filters(self, host: str | None, since_unix_s: float | None, column: str) -> tuple[str, tuple]:
+        where, params = ["1 = 1"], list[Any]()
+        if host:
+            where.append("h.name = ?")
+            params.append(host)
+        if since_unix_s is not None:
+            where.append(f"{column} >= ?")
+            params.append(since_unix_s)
+        return " AND ".join(where), tuple(params)
+
+    def window_days(self, host: str | None = None, since_unix_s: float | None = None) -> list[dict]:
+        """The monitor windows per host, probe, CPU, UTC day and kernel (window_days): windows, samples, maximum,
+        worst p99.99 (and the windows carrying one), over-threshold count, first start, last end and the day's
+        histogram ({bin: count}, rtqual.results.window.COARSE_PER_DECADE), oldest first. A day counts when one of
+        its windows ended after since_unix_s."""
+        where, params = self._filters(host, since_unix_s, "d.end_unix_s")
+        rows = self._rows(
+            "SELECT h.name AS host, d.probe, d.cpu, d.day_unix_s, d.kernel, d.preempt, d.windows, d.samples, "
+            "d.max_ns, d.p9999_ns, d.p9999_windows, d.over_threshold, d.first_unix_s, d.end_unix_s, d.hist "
+            f"FROM window_days d JOIN hosts h ON h.id = d.host_id WHERE {where} "
+            "ORDER BY d.day_unix_s, d.first_unix_s, h.name, d.probe, d.cpu",
+            params,
+        )
+        return [{**r, "hist": parse_coarse(r["hist"])} for r in rows]
+
+    def window_series(
+        self, host: str | None = None, since_unix_s: float | None = None, step_s: int = 3600
+    ) -> list[dict]:
+        """The monitor windows in steps of step_s (all CPUs of a host and probe together), oldest first: the
+        worst window's max and p99.99, the windows, those whose samples carry p99.99 (100,000), samples, the
+        largest threshold. Summed by the engine; steps of a day or more come from window_days (a year of
+        1-minute windows is 365 rows a CPU), shorter ones from the windows."""
+        where, params = self._filters(host, since_unix_s, "w.start_unix_s")
+        if step_s >= DAY_S:
+            days = self.window_days(host, since_unix_s)
+            t0 = int(min((d["day_unix_s"] for d in days), default=0)) // step_s * step_s
+            out: dict[tuple, dict] = {}
+            for d in days:
+                start = t0 + (int(d["day_unix_s"]) - t0) // step_s * step_s
+                blank = {"host": d["host"], "probe": d["probe"], "max_ns": None, "p9999_ns": None, "windows": 0,
+                         "p9999_windows": 0, "samples": 0, "threshold_ns": None, "start_unix_s": start,
+                         "step_s": step_s}  # fmt: skip
+                r = out.setdefault((start, d["host"], d["probe"]), blank)
+                r["max_ns"], r["p9999_ns"] = _top(r["max_ns"], d["max_ns"]), _top(r["p9999_ns"], d["p9999_ns"])
+                r["windows"] += d["windows"]
+                r["p9999_windows"] += d["p9999_windows"]
+                r["samples"] += d["samples"]
+            return [out[k] for k in sorted(out)]
+        t0 = int(since_unix_s or 0) // step_s * step_s
+        bucket = "(CAST(w.start_unix_s AS BIGINT) - ?) / ?"  # integer division in both engines
+        rows = self._rows(
+            f"SELECT h.name AS host, w.probe, {bucket} AS bucket, MAX(w.max_ns) AS max_ns, "
+            "MAX(w.p9999_ns) AS p9999_ns, COUNT(*) AS windows, COUNT(w.p9999_ns) AS p9999_windows, "
+            "SUM(w.samples) AS samples, MAX(w.threshold_ns) AS threshold_ns "
+            f"FROM windows w JOIN hosts h ON h.id = w.host_id WHERE {where} "
+            "GROUP BY 1, 2, 3 ORDER BY 3, 1, 2",  # by position: PostgreSQL would not match a repeated parameter
+            (t0, step_s, *params),
+        )
+        for r in rows:
+            r["start_unix_s"], r["step_s"] = t0 + int(r.pop("bucket")) * step_s, step_s
+        return rows
+
+    def window_span(self, host: str | None = None, since_unix_s: float | None = None) -> tuple[float, float] | None:
+        """The first window's start and the last window's end within the filters (from window_days); None when
+        there is none."""
+        days = self.window_days(host, since_unix_s)
+        if not days:
+            return None
+        return max(min(d["first_unix_s"] for d in days), since_unix_s or 0), max(d["end_unix_s"] for d in days)
+
+    def window_kernels(self, host: str | None = None, since_unix_s: float | None = None) -> list[dict]:
+        """The kernels (release and preemption model) the monitor windows ran on, each with its first window's
+        start, its last window's end and its windows, in order of the first (from window_days)."""
+        out: dict[tuple, dict] = {}
+        for d in self.window_days(host, since_unix_s):
+            k = out.setdefault(
+                (d["host"], d["kernel"], d["preempt"]),
+                {"host": d["host"], "kernel": d["kernel"], "preempt": d["preempt"], "first_unix_s": d["first_unix_s"],
+                 "last_unix_s": d["end_unix_s"], "windows": 0},
+            )  # fmt: skip
+            k["first_unix_s"] = min(k["first_unix_s"], d["first_unix_s"])
+            k["last_unix_s"] = max(k["last_unix_s"], d["end_unix_s"])
+            k["windows"] += d["windows"]
+        return sorted(out.values(), key=lambda k: k["first_unix_s"])
+
+    def has_table(self, name: str) -> bool:
+        """Whether the store holds a table of this name (one another rtqual's migration added: spikes)."""
+        if self.engine == "sqlite":
+            sql = "SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = ?"
+        else:
+            sql = (
+                "SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_schema = current_schema() "
+                "AND table_name = ?"
+            )
+        return bool(self._rows(sql, (name,))[0]["n"])
+
+    def spikes(
+        self, host: str | None = None, since_unix_s: float | None = None, limit: int | None = None
+    ) -> list[dict]:
+        """Captured spikes (host name included, evidence as JSON text), oldest first, filtered by host and time; with
+        `limit`, only the largest `limit` of them. [] for a store without the table (written before captures and
+        opened read-only: not migrated)."""
+        if not self.has_table("spikes"):
+            return []
+        where, params = self._filters(host, since_unix_s, "s.time_unix_s")
+        cols = ", ".join(f"s.{k}" for k in SPIKE_KEYS)
+        order = f"s.latency_ns DESC LIMIT {int(limit)}" if limit else "s.time_unix_s, s.id"
+        rows = self._rows(
+            f"SELECT h.name AS host, {cols} FROM spikes s JOIN hosts h ON h.id = s.host_id WHERE {where} "
+            f"ORDER BY {order}",
+            params,
+        )
+        return sorted(rows, key=lambda r: r["time_unix_s"]) if limit else rows
+
     def count(self, table: str) -> int:
         """Rows in one of the store's tables (tests, the benchmark)."""
-        if table not in ("hosts", "runs", "cases", "windows", "baselines", "spikes"):
+        if table not in ("hosts", "runs", "cases", "windows", "window_days", "baselines", "spikes"):
             raise StoreError(f"no table {table!r}")
         return int(self._rows(f"SELECT COUNT(*) AS n FROM {table}")[0]["n"])
 

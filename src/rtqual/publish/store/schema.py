@@ -114,6 +114,40 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX spikes_host_time ON spikes (host_id, time_unix_s);
     """,
+    # 4: each monitor window's histogram (coarse log bins, rtqual.results.window.coarse_text), and the windows
+    # summed per host, probe, CPU, UTC day and kernel as they are stored (their histogram, maximum, worst p99.99,
+    # first start and last end), so that `history --report` draws a year of 1-minute windows from some 365 rows a
+    # CPU (docs/store.md); the windows stored before it are counted in their days without a histogram (the page
+    # says so); kernel and preempt are '' where unknown (a key: NULLs would never conflict)
+    """
+    ALTER TABLE windows ADD COLUMN hist TEXT;
+    CREATE TABLE window_days (
+        id {id},
+        host_id BIGINT NOT NULL REFERENCES hosts(id),
+        probe TEXT NOT NULL,
+        cpu INTEGER NOT NULL,
+        day_unix_s BIGINT NOT NULL,
+        kernel TEXT NOT NULL,
+        preempt TEXT NOT NULL,
+        windows BIGINT NOT NULL,
+        samples BIGINT NOT NULL,
+        max_ns BIGINT,
+        p9999_ns BIGINT,
+        p9999_windows BIGINT NOT NULL,
+        over_threshold BIGINT NOT NULL,
+        first_unix_s DOUBLE PRECISION NOT NULL,
+        end_unix_s DOUBLE PRECISION NOT NULL,
+        hist TEXT,
+        UNIQUE (host_id, probe, cpu, day_unix_s, kernel, preempt)
+    );
+    INSERT INTO window_days (host_id, probe, cpu, day_unix_s, kernel, preempt, windows, samples, max_ns, p9999_ns,
+                             p9999_windows, over_threshold, first_unix_s, end_unix_s, hist)
+        SELECT host_id, probe, cpu, CAST(start_unix_s AS BIGINT) / 86400 * 86400, COALESCE(kernel, ''),
+               COALESCE(preempt, ''), COUNT(*), SUM(samples), MAX(max_ns), MAX(p9999_ns), COUNT(p9999_ns),
+               SUM(over_threshold), MIN(start_unix_s), MAX(start_unix_s + duration_s), NULL
+        FROM windows
+        GROUP BY host_id, probe, cpu, CAST(start_unix_s AS BIGINT) / 86400, COALESCE(kernel, ''), COALESCE(preempt, '');
+    """,
 ]
 
 

@@ -363,6 +363,7 @@ FACTS = obj(
             }
         ),
         "memory": obj({"mem_total_kb": integer()}),
+        "smi": obj({"counts": mapof(integer(), key=CPU_KEY, max_items=MAX_CPUS), "note": text(MAX_TEXT)}, null=True),
         "load": obj({k: number(0) for k in ("avg_1m", "avg_5m", "avg_15m")}),
         "uptime_s": number(0),
         "tools": mapof(either(text(null=False), obj({"path": text(MAX_TEXT), "version": text()}), what="a tool")),
@@ -623,6 +624,16 @@ RESULT = obj(
                     "evidence": obj({}, null=True),
                 }
             )
+        ),
+        "smi": obj(  # MSR_SMI_COUNT before and after the case (rtqual.measure.host.facts.smi_delta)
+            {
+                "before": mapof(integer(), key=CPU_KEY, max_items=MAX_CPUS),
+                "after": mapof(integer(), key=CPU_KEY, max_items=MAX_CPUS),
+                "per_cpu": mapof(integer(), key=CPU_KEY, max_items=MAX_CPUS),
+                "total": integer(),
+                "note": text(MAX_TEXT),
+            },
+            null=True,
         ),
     }
 )
