@@ -136,7 +136,7 @@ class IocService:
             max_limit_us=max_limit_us(spec),
             extra_db=extra_db,
             **gpio,
-            **({"uio_in": self.uio} if self.uio else {}),
+            uio_in=self.uio,
             **placement,
         )
         for fifo in (self.ioc.fifo_in, self.ioc.fifo_out):  # in the Ioc's own temp folder
