@@ -354,6 +354,8 @@ static void *uio_thread_main(void *arg)
 	int64_t from = mono_now_ns(), end_ns = 0;
 	rt_prefault_stack();
 	uio_stages_reader(&t->st, (pid_t)gettid());
+	if (t->have_ack) /* an interrupt left pending by someone else: acknowledged before we unmask */
+		uio_write_reg(&t->uio, &t->ack);
 	uio_unmask(&t->uio);
 	const bool passive_timed = !t->active && !run_given(&t->run, "loops"); /* --duration from the warm-up's end */
 	if (passive_timed && warm == 0)

@@ -442,6 +442,8 @@ static int uio_open_trace(struct iocresp *t, char *err, size_t len)
 	}
 	if (rc)
 		warnings_add(&t->h.run.warn, "%s: the total and the IOC's stages only", t->st.trace_note);
+	if (t->have_ack) /* an interrupt left pending by someone else: acknowledged before we unmask */
+		uio_write_reg(&t->dev, &t->ackr);
 	t->events_at_open = uio_event_count(&t->dev);
 	if (uio_unmask(&t->dev) < 0)
 		return snprintf(err, len, "--uio %s: cannot unmask its interrupt: %s", t->uio, strerror(errno)), -1;
