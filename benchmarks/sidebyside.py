@@ -12,8 +12,11 @@ from collections.abc import Callable
 KEYS = ("median_ns", "p99_ns", "max_ns")
 
 
-def options(doc: str, what: str) -> argparse.Namespace:
+def options(doc: str, what: str, extra: dict[str, dict] | None = None) -> argparse.Namespace:
+    """The shared options, and a benchmark's own (extra: {option: add_argument keywords})."""
     ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    for name, kw in (extra or {}).items():
+        ap.add_argument(name, **kw)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("-n", type=int, default=2000, help=f"{what} per tool and round")
     ap.add_argument("--rate", type=int, default=100, help=f"{what} per second")

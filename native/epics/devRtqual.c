@@ -3,6 +3,7 @@
  *   bi  DTYP "rtqual", SCAN "I/O Intr",
  *       INP "@fifo:/path [ch=N] [mode=immediate|callback] [prio=P] [cpu=C]"
  *        or "@eventfd:FD [...]" or "@gpio:/dev/gpiochipN:LINE [edge=rising|falling|both] [...]"
+ *        or "@uio:/dev/uioN [...]"
  *   bo  DTYP "rtqual", OUT "@fifo:/path [ch=N]" or "@eventfd:FD [ch=N] [times=/fifo]"
  *       or "@gpio:/dev/gpiochipN:LINE [ch=N] [times=/fifo]"
  *   ai  DTYP "rtqual latency", SCAN "I/O Intr", PRIO "LOW", INP "@wake|dispatch|chain|total|count [ch=N]"
@@ -23,6 +24,12 @@
  * with edge detection and reads struct gpio_v2_line_event, whose timestamp_ns (CLOCK_MONOTONIC
  * since Linux 5.7) is t_stim. Untested on hardware; tests/epics/fake_gpio.c runs the path against a
  * double of the chip.
+ *
+ * A UIO input (uio:/dev/uioN, Linux UIO: a device's interrupt delivered to user space) wakes the reader
+ * when the device's interrupt came: it reads the 4-byte event count and the record processes. The reader
+ * cannot know when the interrupt was raised: t_stim is its own t_wake (the harness that raises the
+ * interrupt knows its time, and acknowledges and unmasks the device before the next one: the reader
+ * only reads, docs/interrupts.md).
  *
  * Operator view: after dispatch returns, the reader thread copies the event's four times into the
  * channel's publish ring and requests the channel's own IOSCANPVT (scanIoRequest); the "rtqual
@@ -74,7 +81,7 @@
 #define RTQ_MAX_READERS 64
 #define RTQ_PUBLISH_RING 256 /* events waiting for the latency records, per channel */
 
-enum line_kind { LINE_FIFO, LINE_EVENTFD, LINE_GPIO };
+enum line_kind { LINE_FIFO, LINE_EVENTFD, LINE_GPIO, LINE_UIO };
 enum proc_mode { MODE_CALLBACK, MODE_IMMEDIATE };
 enum stage { STAGE_WAKE, STAGE_DISPATCH, STAGE_CHAIN, STAGE_TOTAL, STAGE_COUNT };
 static const char *const stage_names[] = {"wake", "dispatch", "chain", "total", "count"};
@@ -189,7 +196,7 @@ static int parse_link(const char *s, int input, struct line *ln, struct link_opt
     if (strlen(s) >= sizeof buf) { *msg = "link too long"; return -1; }
     strcpy(buf, s);
     tok = strtok_r(buf, " \t", &save);
-    if (!tok) { *msg = "empty link: want fifo:/path, eventfd:FD or gpio:/dev/gpiochipN:LINE"; return -1; }
+    if (!tok) { *msg = "empty link: want fifo:/path, eventfd:FD, gpio:/dev/gpiochipN:LINE or (input) uio:/dev/uioN"; return -1; }
     ln->fd = -1;
     if (strncmp(tok, "fifo:", 5) == 0 && tok[5]) {
         ln->kind = LINE_FIFO;
@@ -201,6 +208,10 @@ static int parse_link(const char *s, int input, struct line *ln, struct link_opt
         ln->kind = LINE_EVENTFD;
         ln->fd = (int)fd;
         snprintf(ln->path, sizeof ln->path, "eventfd:%ld", fd);
+    } else if (input && strncmp(tok, "uio:", 4) == 0 && tok[4]) {
+        ln->kind = LINE_UIO;
+        if (strlen(tok + 4) >= sizeof ln->path) { *msg = "uio path too long"; return -1; }
+        strcpy(ln->path, tok + 4);
     } else if (strncmp(tok, "gpio:", 5) == 0) {
         char *colon = strrchr(tok + 5, ':');
         long line = colon && colon[1] ? strtol(colon + 1, &end, 10) : -1;
@@ -214,7 +225,7 @@ static int parse_link(const char *s, int input, struct line *ln, struct link_opt
         strcpy(ln->path, tok + 5);
         ln->gpio_line = (unsigned)line;
     } else {
-        *msg = "unknown line: want fifo:/path, eventfd:FD or gpio:/dev/gpiochipN:LINE";
+        *msg = "unknown line: want fifo:/path, eventfd:FD, gpio:/dev/gpiochipN:LINE or (input) uio:/dev/uioN";
         return -1;
     }
     while ((tok = strtok_r(NULL, " \t", &save))) {
@@ -292,6 +303,17 @@ static int open_line(struct line *ln, uint64_t gpio_flags)
 {
     if (ln->kind == LINE_GPIO)
         return open_gpio(ln, gpio_flags);
+    if (ln->kind == LINE_UIO) { /* a read waits for the next interrupt: non-blocking, epoll waits */
+        struct stat st;
+        if (stat(ln->path, &st) != 0)
+            return -1;
+        if (!S_ISCHR(st.st_mode)) {
+            errno = ENODEV; /* reported as "not a UIO device" */
+            return -1;
+        }
+        ln->fd = open(ln->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        return ln->fd < 0 ? -1 : 0;
+    }
     if (ln->kind == LINE_FIFO) {
         struct stat st;
         if (stat(ln->path, &st) != 0)
@@ -373,6 +395,14 @@ static int read_stimulus(struct bi_pvt *p, int64_t t_wake, int64_t *t_stim)
         if (r != (ssize_t)sizeof ev)
             return r < 0 && (errno == EAGAIN || errno == EINTR) ? 0 : -1;
         *t_stim = (int64_t)ev.timestamp_ns; /* CLOCK_MONOTONIC (default event clock) */
+        return 1;
+    }
+    if (p->in.kind == LINE_UIO) { /* the event count: the interrupt came; its raising is the harness's */
+        uint32_t count;
+        ssize_t r = read(p->in.fd, &count, sizeof count);
+        if (r != (ssize_t)sizeof count)
+            return r < 0 && (errno == EAGAIN || errno == EINTR) ? 0 : -1;
+        *t_stim = t_wake;
         return 1;
     }
     uint64_t v;
@@ -526,7 +556,7 @@ static long bi_init_record(struct dbCommon *pcommon)
     if (open_line(&p->in, GPIO_V2_LINE_FLAG_INPUT | p->o.edge) != 0) {
         recGblRecordError(S_db_badField, prec, "rtqual bi: cannot open the input line");
         fprintf(stderr, "rtqual devsup %s: %s: %s\n", prec->name, p->in.path,
-                errno == ENOTSUP ? "not a FIFO" : strerror(errno));
+                errno == ENOTSUP ? "not a FIFO" : errno == ENODEV ? "not a UIO device" : strerror(errno));
         free(p);
         return init_error(S_db_badField);
     }

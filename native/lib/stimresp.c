@@ -89,6 +89,8 @@ static void *stimresp_thread(void *arg)
 			ops->measured(h, t_send, t_answer);
 		sink_sample(cs, t_answer - t_send, t_answer, late ? 1 : 0);
 	}
+	if (ready && ops->thread_end)
+		ops->thread_end(h);
 	return run_slot_done(&h->run, cs, wakeups);
 }
 
@@ -222,7 +224,7 @@ int stimresp_end(struct run *r)
 			     h->late, ops->answers, ops->request, ops->request);
 	if (run_end_early(r, &rc))
 		return rc;
-	if (h->timed_out && ops->timeout_incomplete) {
+	if (h->timed_out && (ops->timeout_incomplete || h->timeout_incomplete)) {
 		rc = sink_finish(&r->sink, 4, "incomplete", h->fail);
 		log_error("%s", h->fail);
 	} else if (h->fail[0]) {

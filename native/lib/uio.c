@@ -301,6 +301,57 @@ void irq_thread_find(int irq, const char *name, struct irq_thread *t)
 	}
 }
 
+/* Whether process pid holds the file `want` (a canonical path) open. */
+static bool holds_open(const char *pid, const char *want)
+{
+	char dir[300], link[600], target[512];
+	snprintf(dir, sizeof(dir), "/proc/%s/fd", pid);
+	DIR *d = opendir(dir);
+	if (!d)
+		return false;
+	bool found = false;
+	struct dirent *e;
+	while (!found && (e = readdir(d))) {
+		snprintf(link, sizeof(link), "%s/%s", dir, e->d_name);
+		ssize_t n = readlink(link, target, sizeof(target) - 1);
+		if (n > 0) {
+			target[n] = 0;
+			found = strcmp(target, want) == 0;
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+pid_t uio_reader_find(const char *path, const char *comm_prefix)
+{
+	char want[512], file[640], comm[64];
+	if (!realpath(path, want))
+		return 0;
+	pid_t found = 0, self = getpid();
+	DIR *dir = opendir("/proc");
+	if (!dir)
+		return 0;
+	struct dirent *e;
+	while (!found && (e = readdir(dir))) {
+		if (!isdigit((unsigned char)e->d_name[0]) || atoi(e->d_name) == self || !holds_open(e->d_name, want))
+			continue;
+		snprintf(file, sizeof(file), "/proc/%s/task", e->d_name);
+		DIR *tasks = opendir(file);
+		struct dirent *k;
+		while (tasks && !found && (k = readdir(tasks))) {
+			snprintf(file, sizeof(file), "/proc/%s/task/%s/comm", e->d_name, k->d_name);
+			if (isdigit((unsigned char)k->d_name[0]) && read_line(file, comm, sizeof(comm)) &&
+			    strncmp(comm, comm_prefix, strlen(comm_prefix)) == 0)
+				found = (pid_t)atoi(k->d_name);
+		}
+		if (tasks)
+			closedir(tasks);
+	}
+	closedir(dir);
+	return found;
+}
+
 void uio_close(struct uio_dev *d)
 {
 	if (!d->path[0])

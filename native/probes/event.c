@@ -34,6 +34,7 @@
 #include "rtqual/rtenv.h"
 #include "rtqual/sink.h"
 #include "rtqual/uio.h"
+#include "rtqual/uiostage.h"
 
 #define THREAD_STACK_BYTES (256 * 1024)
 #define START_DELAY_NS (50 * NS_PER_MS) /* first deadline after launch */
@@ -46,11 +47,6 @@
 enum ev_source { SRC_EVENTFD, SRC_FIFO, SRC_TIMERFD, SRC_GPIO, SRC_UIO };
 static const char *const source_names[] = {"eventfd", "fifo", "timerfd", "gpio", "uio", NULL};
 static const char *const stages_names[] = {"auto", "off", NULL};
-/* The uio source's stages, in timeline order: each ends at its point (uio.h), the last at the read's return. */
-enum uio_stage { ST_HARDIRQ, ST_IRQ_THREAD_WOKEN, ST_IRQ_THREAD_RUNNING, ST_READER_WOKEN, ST_READER_RUNNING,
-		 ST_READ_RETURNED, UIO_STAGES };
-static const char *const uio_stage_names[] = {"hardirq", "irq_thread_woken", "irq_thread_running",
-					      "reader_woken", "reader_running", "read_returned"};
 enum ev_stimulus { STIM_THREAD, STIM_PROCESS };
 static const char *const stimulus_names[] = {"thread", "process", NULL};
 
@@ -85,15 +81,9 @@ struct event {
 	struct uio_dev uio;
 	bool uio_open, active, have_ack;
 	struct uio_reg trig, ack;
-	struct irq_thread ith;
-	struct irqtrace *tr;        /* NULL: no stages */
-	char trace_note[320];       /* why there are no stages */
-	struct hist *stage[UIO_STAGES];
-	uint64_t stage_over[UIO_STAGES];
-	uint64_t point_missing[IRQ_POINTS]; /* samples whose trace lacked that point first */
-	int64_t staged_total_ns, staged_sum_ns; /* over the staged samples: their totals, their stages summed */
+	struct uio_stages st;      /* the kernel's stages (uiostage.h) */
 	int64_t events_at_open;     /* the device's event count when we opened it (-1: unknown) */
-	uint64_t raised, seen, coalesced, unmatched, staged, warm_irqs, samples, reader_awake;
+	uint64_t raised, seen, coalesced, unmatched, warm_irqs, samples;
 	bool timed_out;
 	int wait_errno;
 };
@@ -350,55 +340,6 @@ static void *resp_thread_main(void *arg)
 	return run_slot_done(&t->run, cs, wakeups);
 }
 
-/* --source uio, one interrupt's stages from the kernel's points p (uio.h) between t0 and the read's
- * return t1: each boundary at least the one before (the trace's whole microseconds against our
- * nanoseconds), so the stages sum to t1 - t0 exactly. */
-static void uio_stages(struct event *t, const int64_t p[IRQ_POINTS], int64_t t0, int64_t t1)
-{
-	int64_t at = t0;
-	int64_t ends[UIO_STAGES] = {p[IRQ_ENTRY], p[IRQ_THREAD_WOKEN], p[IRQ_THREAD_RUNNING], p[READER_WOKEN],
-				    p[READER_RUNNING], t1};
-	for (int k = t->active ? ST_HARDIRQ : ST_IRQ_THREAD_WOKEN; k < UIO_STAGES; k++) {
-		if (ends[k] < 0)
-			continue; /* no IRQ thread */
-		int64_t end = ends[k] < at ? at : ends[k] > t1 ? t1 : ends[k];
-		hist_record(t->stage[k], end - at);
-		if (end - at > t->cfg.out.threshold_ns)
-			t->stage_over[k]++;
-		t->staged_sum_ns += end - at;
-		at = end;
-	}
-	t->staged_total_ns += t1 - t0;
-	t->staged++;
-}
-
-/* The kernel's points of one interrupt read at t1 (from: where its trace may begin) into p; the first point
- * missing, with a reader that had not slept yet counted as awake (its two stages empty). */
-static int uio_points(struct event *t, int64_t from, int64_t t1, int64_t p[IRQ_POINTS])
-{
-	for (int k = 0; k < IRQ_POINTS; k++)
-		p[k] = -1;
-	int first_missing = t->tr ? irqtrace_event(t->tr, from, t1, p) : IRQ_ENTRY;
-	if (first_missing == READER_WOKEN) { /* the reader had not slept yet: its two stages are empty */
-		p[READER_WOKEN] = p[READER_RUNNING] = p[t->ith.pid ? IRQ_THREAD_RUNNING : IRQ_ENTRY];
-		first_missing = IRQ_POINTS;
-		t->reader_awake++;
-	}
-	return first_missing;
-}
-
-/* An active sample's stages, taken from the trace just before the next trigger (not right after the read: the
- * IRQ's CPU may not have made its events readable yet). */
-static void uio_stage_later(struct event *t, int64_t t0, int64_t t1)
-{
-	int64_t p[IRQ_POINTS];
-	int first_missing = uio_points(t, t0, t1, p);
-	if (first_missing == IRQ_POINTS)
-		uio_stages(t, p, t0, t1);
-	else if (t->tr)
-		t->point_missing[first_missing]++;
-}
-
 /* --source uio: the reader. Active: at each deadline t0, write the trigger; passive: wait. Then the
  * interrupt (bounded by --timeout), the read's return t1, the acknowledge, the unmask. A passive
  * interrupt's t0 is its irq_handler_entry; one without it in the trace is `unmatched`. */
@@ -412,12 +353,9 @@ static void *uio_thread_main(void *arg)
 	bool have_prev = t->events_at_open >= 0;
 	int64_t from = mono_now_ns(), end_ns = 0;
 	rt_prefault_stack();
-	if (t->tr && irqtrace_reader(t->tr, (pid_t)gettid()) < 0) {
-		snprintf(t->trace_note, sizeof(t->trace_note), "tracefs: cannot trace the reader: %s", strerror(errno));
-		irqtrace_close(t->tr);
-		free(t->tr);
-		t->tr = NULL;
-	}
+	uio_stages_reader(&t->st, (pid_t)gettid());
+	if (t->have_ack) /* an interrupt left pending by someone else: acknowledged before we unmask */
+		uio_write_reg(&t->uio, &t->ack);
 	uio_unmask(&t->uio);
 	const bool passive_timed = !t->active && !run_given(&t->run, "loops"); /* --duration from the warm-up's end */
 	if (passive_timed && warm == 0)
@@ -429,7 +367,7 @@ static void *uio_thread_main(void *arg)
 			if (stim_sleep_until(t->sh, t->sh->first_deadline_ns + (int64_t)k * t->period_ns))
 				break;
 			if (pend_t0 >= 0)
-				uio_stage_later(t, pend_t0, pend_t1);
+				uio_stages_later(&t->st, pend_t0, pend_t1);
 			pend_t0 = -1;
 			t0 = mono_now_ns();
 			uio_write_reg(&t->uio, &t->trig);
@@ -463,7 +401,7 @@ static void *uio_thread_main(void *arg)
 		t->seen += n;
 		t->coalesced += n - 1;
 		int64_t p[IRQ_POINTS] = {-1, -1, -1, -1, -1};
-		int first_missing = t->active ? IRQ_POINTS : uio_points(t, from, t1, p);
+		int first_missing = t->active ? IRQ_POINTS : uio_stages_points(&t->st, from, t1, p);
 		bool staged = first_missing == IRQ_POINTS;
 		if (!t->active && p[IRQ_ENTRY] < 0) {
 			t->unmatched++; /* no t0: not a sample */
@@ -480,9 +418,9 @@ static void *uio_thread_main(void *arg)
 				if (t->active)
 					pend_t0 = t0, pend_t1 = t1;
 				else if (staged)
-					uio_stages(t, p, t0, t1);
-				else if (t->tr)
-					t->point_missing[first_missing]++;
+					uio_stages_record(&t->st, p, t0, t1);
+				else if (t->st.tr)
+					t->st.point_missing[first_missing]++;
 			}
 			k++;
 		}
@@ -491,7 +429,7 @@ static void *uio_thread_main(void *arg)
 	}
 	if (pend_t0 >= 0) {
 		sleep_until_ns(mono_now_ns() + 10 * NS_PER_MS); /* the last sample's trace, readable by now */
-		uio_stage_later(t, pend_t0, pend_t1);
+		uio_stages_later(&t->st, pend_t0, pend_t1);
 	}
 	if (!t->active)
 		t->raised = t->seen; /* the device's event count over the run: each read's step */
@@ -538,16 +476,6 @@ static void event_params(struct jw *w, const void *ctx)
 	run_params_flags(w, c->no_dma_latency, c->allow_degraded);
 }
 
-static const char *policy_name(int policy)
-{
-	switch (policy & ~SCHED_RESET_ON_FORK) {
-	case SCHED_FIFO: return "fifo";
-	case SCHED_RR: return "rr";
-	case SCHED_OTHER: return "other";
-	default: return "other";
-	}
-}
-
 /* --source uio's summary keys: interrupts {raised, samples, missed, ...}, irq {number, thread, policy,
  * priority, cpu}, and stages (name -> statistics, timeline order) where the trace gave them. */
 static void uio_summary(struct jw *w, const struct event *t)
@@ -561,50 +489,17 @@ static void uio_summary(struct jw *w, const struct event *t)
 	jw_u64(w, "seen", t->seen);
 	jw_u64(w, "coalesced", t->coalesced);
 	jw_u64(w, "unmatched", t->unmatched);
-	jw_u64(w, "staged", t->staged);
-	jw_u64(w, "reader_awake", t->reader_awake);
-	jw_i64(w, "staged_total_ns", t->staged_total_ns);
-	jw_i64(w, "staged_stages_ns", t->staged_sum_ns);
+	jw_u64(w, "staged", t->st.staged);
+	jw_u64(w, "reader_awake", t->st.reader_awake);
+	jw_i64(w, "staged_total_ns", t->st.staged_total_ns);
+	jw_i64(w, "staged_stages_ns", t->st.staged_sum_ns);
 	jw_bool(w, "timed_out", t->timed_out);
 	jw_obj_end(w);
-	struct irq_thread now;
-	irq_thread_find(t->uio.irq, t->uio.name, &now); /* its CPU now, after the run */
-	jw_obj_begin(w, "irq");
-	jw_i64(w, "number", t->uio.irq);
-	jw_str(w, "thread", t->ith.pid ? t->ith.comm : NULL);
-	if (t->ith.pid) {
-		jw_i64(w, "pid", t->ith.pid);
-		jw_str(w, "policy", policy_name(t->ith.policy));
-		jw_i64(w, "priority", t->ith.priority);
-		jw_i64(w, "cpu", now.pid == t->ith.pid ? now.cpu : t->ith.cpu);
-	} else {
-		jw_null(w, "policy");
-		jw_null(w, "priority");
-		jw_null(w, "cpu");
-		jw_str(w, "note", "no IRQ thread: the handler runs in the hard interrupt (a kernel without "
-				  "threadirqs); no IRQ-thread stages");
-	}
-	jw_obj_end(w);
-	jw_str(w, "stages_note", t->tr ? NULL : t->trace_note);
-	if (t->tr) { /* samples without every stage: the first point their trace lacked */
-		static const char *const point_names[] = {"irq_handler_entry", "irq_thread_woken", "irq_thread_running",
-							  "reader_woken", "reader_running"};
-		jw_obj_begin(w, "stages_missing");
-		for (int k = 0; k < IRQ_POINTS; k++)
-			jw_u64(w, point_names[k], t->point_missing[k]);
-		jw_obj_end(w);
-	}
-	if (!t->staged)
+	uio_stages_irq_json(w, &t->st, t->uio.irq, t->uio.name);
+	if (!t->st.staged)
 		return;
 	jw_obj_begin(w, "stages");
-	for (int k = t->active ? ST_HARDIRQ : ST_IRQ_THREAD_WOKEN; k < UIO_STAGES; k++) {
-		if (!t->ith.pid && (k == ST_IRQ_THREAD_WOKEN || k == ST_IRQ_THREAD_RUNNING))
-			continue;
-		jw_obj_begin(w, uio_stage_names[k]);
-		sink_hist_keys(w, t->stage[k]);
-		jw_u64(w, "over_threshold", t->stage_over[k]);
-		jw_obj_end(w);
-	}
+	uio_stages_rows(w, &t->st);
 	jw_obj_end(w);
 }
 
@@ -716,7 +611,7 @@ static int uio_check(struct event *t)
 		return log_skip("tracefs mounted (mount -t tracefs nodev /sys/kernel/tracing), or --trigger (active)",
 				"--source uio without --trigger (passive) takes its t0 from the kernel's "
 				"irq_handler_entry: no tracefs here");
-	irq_thread_find(t->uio.irq, t->uio.name, &t->ith);
+	irq_thread_find(t->uio.irq, t->uio.name, &t->st.ith);
 	return 0;
 }
 
@@ -784,33 +679,20 @@ static int event_privileges(struct run *run)
 /* --source uio: the stage histograms, the trace (passive: required), the device's count now. */
 static int uio_prepare(struct event *t, char *err, size_t errlen)
 {
-	for (int k = 0; k < UIO_STAGES; k++) {
-		if (!(t->stage[k] = malloc(sizeof(struct hist)))) {
-			snprintf(err, errlen, "out of memory");
-			return -1;
-		}
-		hist_reset(t->stage[k]);
-		rt_pretouch(t->stage[k], sizeof(struct hist));
+	t->st.active = t->active;
+	t->st.threshold_ns = t->cfg.out.threshold_ns;
+	int rc = uio_stages_open(&t->st, t->uio.irq, t->cfg.stages == 0);
+	if (rc < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
 	}
-	if (t->cfg.stages == 0) {
-		char why[256];
-		t->tr = malloc(sizeof(*t->tr));
-		if (!t->tr || irqtrace_open(t->tr, t->uio.irq, t->ith.pid, why, sizeof(why)) < 0) {
-			if (t->tr)
-				irqtrace_close(t->tr);
-			free(t->tr);
-			t->tr = NULL;
-			snprintf(t->trace_note, sizeof(t->trace_note), "no stages: %s", why);
-			if (!t->active) {
-				snprintf(err, errlen, "--source uio without --trigger (passive) needs the kernel's "
-					 "irq_handler_entry for its t0: %s", why);
-				return -1;
-			}
-			warnings_add(&t->run.warn, "%s: the total only", t->trace_note);
-		}
-	} else {
-		snprintf(t->trace_note, sizeof(t->trace_note), "no stages: --stages off");
+	if (rc > 0 && !t->active) {
+		snprintf(err, errlen, "--source uio without --trigger (passive) needs the kernel's "
+			 "irq_handler_entry for its t0: %s", t->st.trace_note + strlen("no stages: "));
+		return -1;
 	}
+	if (rc > 0)
+		warnings_add(&t->run.warn, "%s: the total only", t->st.trace_note);
 	t->events_at_open = uio_event_count(&t->uio);
 	return 0;
 }
@@ -1012,13 +894,7 @@ static void event_cleanup(struct run *run)
 		uio_close(&t->uio);
 		t->uio_open = false;
 	}
-	if (t->tr) {
-		irqtrace_close(t->tr);
-		free(t->tr);
-		t->tr = NULL;
-	}
-	for (int k = 0; k < UIO_STAGES; k++)
-		free(t->stage[k]);
+	uio_stages_close(&t->st);
 	if (!run->prepared)
 		return;
 	int fds[] = {t->efd, t->pipe_r, t->pipe_w, t->tfd, t->gpio_out, t->gpio_in, t->epfd};
@@ -1082,11 +958,11 @@ static int uio_end(struct event *t)
 	if (t->unmatched)
 		sink_warning(&run->sink, "%" PRIu64 " interrupts without their irq_handler_entry in the trace: no t0, "
 			     "not sampled", t->unmatched);
-	if (t->tr && t->tr->dropped)
-		sink_warning(&run->sink, "%" PRIu64 " trace events dropped (the reader fell behind)", t->tr->dropped);
-	if (t->tr && t->staged < t->samples)
+	if (t->st.tr && t->st.tr->dropped)
+		sink_warning(&run->sink, "%" PRIu64 " trace events dropped (the reader fell behind)", t->st.tr->dropped);
+	if (t->st.tr && t->st.staged < t->samples)
 		sink_warning(&run->sink, "%" PRIu64 " of %" PRIu64 " samples without every stage in the trace",
-			     t->samples - t->staged, t->samples);
+			     t->samples - t->st.staged, t->samples);
 	if (run_end_early(run, &rc))
 		return rc;
 	snprintf(msg, sizeof(msg), "%" PRIu64 " raised, %" PRIu64 " samples, %" PRIu64 " warm-up, %" PRIu64 " missed",

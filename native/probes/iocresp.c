@@ -18,7 +18,14 @@
  * four times (its bo's times= FIFO), t_stim being the kernel's timestamp of
  * the input edge. The stage "drive" (t_stim - our toggle) is added: the
  * stimulus ioctl and the wire. Untested on hardware (this VM has no GPIO);
- * tests/epics/fake_gpio.c runs the path against a double of the chip. */
+ * tests/epics/fake_gpio.c runs the path against a double of the chip.
+ *
+ * With --uio /dev/uioN and --trigger BAR:OFFSET=VALUE (the IOC's bi reads the same UIO device: its
+ * input uio:DEV) the stimulus is a device interrupt rtqual raises with a register write (t_stim: just
+ * before it); the IOC's reader wakes when the UIO read returns (t_wake), and the kernel's stages of the
+ * interrupt (uiostage.h: hard IRQ -> IRQ thread -> the IOC's reader running) from rtqual's tracefs
+ * instance split the wake stage. Each interrupt is acknowledged (--ack) and unmasked the UIO way before
+ * the next trigger, and once more at the end: nothing is left masked (docs/interrupts.md). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -33,6 +40,7 @@
 
 #include "rtqual/log.h"
 #include "rtqual/stimresp.h"
+#include "rtqual/uiostage.h"
 
 #define NSTAGES 5
 #define DRIVE 0 /* the stage only GPIO has (FIFO: t_stim is the stimulus itself) */
@@ -53,6 +61,18 @@ struct iocresp {
 	uint64_t stray_edges;
 	struct hist *stage[NSTAGES];
 	uint64_t stage_over[NSTAGES];
+	/* --uio: the device, its registers, the kernel's stages, the sample whose stages are read next */
+	const char *uio, *trigger, *ack;
+	int64_t irq;
+	struct uio_dev dev;
+	struct uio_reg trig, ackr;
+	bool have_ack, uio_open;
+	struct uio_stages st;
+	pid_t reader;
+	int64_t events_at_open;
+	bool pending;
+	int64_t pend_stim, pend_resp[4], pend_answer;
+	uint64_t uio_samples;
 };
 
 #define F(x) offsetof(struct iocresp, x)
@@ -64,6 +84,13 @@ static const struct opt_def iocresp_opts[] = {
 	 "/dev/gpiochipN:LINE toggled for each stimulus, wired to the IOC's input line (replaces --in)"},
 	{"gpio-resp", OPT_STRING, F(gpio_resp), 0, 0, NULL, NULL,
 	 "/dev/gpiochipN:LINE wired from the IOC's output line: its edges are the responses (--out: the IOC's times)"},
+	{"uio", OPT_PATH, F(uio), 0, 0, NULL, NULL,
+	 "the UIO device (/dev/uioN) the IOC's bi reads (its input uio:DEV); the stimulus is --trigger (replaces --in)"},
+	{"trigger", OPT_STRING, F(trigger), 0, 0, NULL, NULL,
+	 "uio: BAR:OFFSET=VALUE, the 32-bit register write that raises the device's interrupt (e.g. 0:0x60=1)"},
+	{"ack", OPT_STRING, F(ack), 0, 0, NULL, NULL,
+	 "uio: BAR:OFFSET=VALUE written after each response to acknowledge the device (e.g. 0:0x64=1)"},
+	{"irq", OPT_INT, F(irq), 0, 1 << 20, NULL, NULL, "uio: the device's IRQ (default: from sysfs or /proc/interrupts)"},
 	{"rate", OPT_INT, SR_F(rate_hz), 1, 100000, "50", NULL, "stimuli per second, Hz (absolute deadlines)"},
 	{"cpu", OPT_INT, SR_F(cpu), 0, CPULIST_MAX - 1, NULL, NULL,
 	 "CPU of the stimulus/response thread (default: the first CPU of our affinity mask)"},
@@ -86,6 +113,35 @@ static void drain(int fd)
 		;
 }
 
+/* The wake/dispatch/chain/return stages of one response (r: the IOC's four times); with the kernel's
+ * stages, wake is theirs (from_stage: the first of the IOC's own stages recorded). */
+static void ioc_stages(struct iocresp *t, const int64_t r[4], int64_t t_stim, int64_t t_resp, int from_stage)
+{
+	int64_t st[NSTAGES] = {r[0] - t_stim, r[1] - r[0], r[2] - r[1], r[3] - r[2], t_resp - r[3]};
+	for (int k = from_stage; k < NSTAGES; k++) {
+		hist_record(t->stage[k], st[k]);
+		if (st[k] > t->h.cfg.out.threshold_ns)
+			t->stage_over[k]++;
+		if (t->uio && t->st.tr) /* the staged sample's stages sum to its total */
+			t->st.staged_sum_ns += st[k];
+	}
+	if (t->uio && t->st.tr)
+		t->st.staged_total_ns += t_resp - r[1];
+}
+
+/* --uio: the last measured sample's kernel stages, from the trace read now (just before the next trigger,
+ * or at the end: the IRQ's CPU had not always made its events readable right after the response). Only a
+ * sample with every point gets its stages (the interrupt's, then dispatch, chain, return: they sum to
+ * its total); without the trace every sample gets wake, dispatch, chain, return. */
+static void uio_pending_stages(struct iocresp *t)
+{
+	t->pending = false;
+	if (!t->st.tr)
+		ioc_stages(t, t->pend_resp, t->pend_stim, t->pend_answer, DRIVE + 1);
+	else if (uio_stages_later(&t->st, t->pend_stim, t->pend_resp[1]))
+		ioc_stages(t, t->pend_resp, t->pend_stim, t->pend_answer, DRIVE + 2);
+}
+
 /* The stimulus: FIFO, its own time (one i64, < PIPE_BUF: atomic); GPIO, a toggle of our line. */
 static int iocresp_send(struct stimresp *h, uint64_t seq, int64_t *t_send)
 {
@@ -93,7 +149,17 @@ static int iocresp_send(struct stimresp *h, uint64_t seq, int64_t *t_send)
 	(void)seq;
 	t->got = 0;
 	t->t_edge = 0;
-	if (t->gpio) {
+	if (t->uio) {
+		if (t->pending)
+			uio_pending_stages(t);
+		if (t->have_ack)
+			uio_write_reg(&t->dev, &t->ackr);
+		if (uio_unmask(&t->dev) == 0) {
+			t->stim = *t_send = mono_now_ns();
+			uio_write_reg(&t->dev, &t->trig);
+			return 0;
+		}
+	} else if (t->gpio) {
 		drain(t->fd_edge);
 		t->level ^= 1;
 		struct gpio_v2_line_values v = {.bits = t->level, .mask = 1};
@@ -105,7 +171,8 @@ static int iocresp_send(struct stimresp *h, uint64_t seq, int64_t *t_send)
 		if (write(t->fd_in, &t->stim, sizeof(t->stim)) == (ssize_t)sizeof(t->stim))
 			return 0;
 	}
-	snprintf(h->fail, sizeof(h->fail), "stimulus on %s: %s", t->gpio ? t->gpio_stim : t->in, strerror(errno));
+	snprintf(h->fail, sizeof(h->fail), "stimulus on %s: %s", t->uio ? t->uio : t->gpio ? t->gpio_stim : t->in,
+		 strerror(errno));
 	return -1;
 }
 
@@ -132,6 +199,8 @@ static enum stimresp_rx iocresp_receive(struct stimresp *h, int64_t *t_answer)
 		t->got += (size_t)n;
 	if (t->got < sizeof(t->resp) || (t->gpio && !t->t_edge))
 		return SR_MORE;
+	if (t->uio) /* the IOC's reader woke after our trigger (it cannot know the trigger's time) */
+		return t->resp[1] >= t->stim && t->resp[3] <= *t_answer ? SR_ANSWER : SR_MISMATCH;
 	if (t->gpio) /* the IOC's input edge lies between our toggle and its response edge */
 		return t->resp[0] >= t->stim && t->resp[3] <= t->t_edge ? SR_ANSWER : SR_MISMATCH;
 	return t->resp[0] == t->stim ? SR_ANSWER : SR_MISMATCH;
@@ -141,13 +210,33 @@ static enum stimresp_rx iocresp_receive(struct stimresp *h, int64_t *t_answer)
 static void iocresp_measured(struct stimresp *h, int64_t t_stim, int64_t t_resp)
 {
 	struct iocresp *t = (struct iocresp *)h;
-	const int64_t *r = t->resp;
-	int64_t st[NSTAGES] = {r[0] - t_stim, r[1] - r[0], r[2] - r[1], r[3] - r[2], t_resp - r[3]};
-	for (int k = t->gpio ? DRIVE : DRIVE + 1; k < NSTAGES; k++) {
-		hist_record(t->stage[k], st[k]);
-		if (st[k] > h->cfg.out.threshold_ns)
-			t->stage_over[k]++;
+	if (t->uio) { /* its stages once the trace has its events (uio_pending_stages) */
+		t->pending = true;
+		t->pend_stim = t_stim;
+		t->pend_answer = t_resp;
+		memcpy(t->pend_resp, t->resp, sizeof(t->resp));
+		t->uio_samples++;
+		return;
 	}
+	ioc_stages(t, t->resp, t_stim, t_resp, t->gpio ? DRIVE : DRIVE + 1);
+}
+
+/* --uio, in the harness thread: the reader's events on; at the end the last sample's stages. */
+static int iocresp_thread_init(struct stimresp *h)
+{
+	struct iocresp *t = (struct iocresp *)h;
+	if (t->uio && t->st.tr)
+		uio_stages_reader(&t->st, t->reader);
+	return 0;
+}
+
+static void iocresp_thread_end(struct stimresp *h)
+{
+	struct iocresp *t = (struct iocresp *)h;
+	if (!t->pending)
+		return;
+	sleep_until_ns(mono_now_ns() + 10 * NS_PER_MS); /* the last sample's trace, readable by now */
+	uio_pending_stages(t);
 }
 
 static void iocresp_params(struct jw *w, const void *ctx)
@@ -157,7 +246,41 @@ static void iocresp_params(struct jw *w, const void *ctx)
 	jw_str(w, "out", t->out);
 	jw_str(w, "gpio_stim", t->gpio_stim);
 	jw_str(w, "gpio_resp", t->gpio_resp);
+	if (t->uio) {
+		jw_str(w, "uio", t->uio);
+		jw_str(w, "uio_name", t->dev.name);
+		jw_str(w, "mode", "active");
+		jw_str(w, "t0", "just before the trigger write");
+		jw_str(w, "trigger", t->trigger);
+		jw_str(w, "ack", t->ack);
+		jw_i64(w, "irq", t->dev.irq);
+	}
 	stimresp_params(w, &t->h, "stimuli_planned");
+}
+
+/* --uio: interrupts {raised, samples, missed, ...} (every trigger an interrupt: a sample, a warm-up one or a
+ * miss), irq {number, thread, policy, priority, cpu}, the stages' notes. */
+static void uio_summary(struct jw *w, const struct iocresp *t)
+{
+	const struct stimresp *h = &t->h;
+	int64_t now = uio_event_count(&t->dev);
+	jw_obj_begin(w, "interrupts");
+	jw_u64(w, "raised", h->sent);
+	jw_u64(w, "samples", t->uio_samples);
+	jw_u64(w, "missed", h->sent - t->uio_samples - h->warm);
+	jw_u64(w, "warmup", h->warm);
+	if (now >= 0 && t->events_at_open >= 0)
+		jw_i64(w, "seen", now - t->events_at_open); /* the device's own count over the run */
+	else
+		jw_null(w, "seen");
+	jw_u64(w, "staged", t->st.staged);
+	jw_u64(w, "reader_awake", t->st.reader_awake);
+	jw_i64(w, "staged_total_ns", t->st.staged_total_ns);
+	jw_i64(w, "staged_stages_ns", t->st.staged_sum_ns);
+	jw_bool(w, "timed_out", h->timed_out);
+	jw_obj_end(w);
+	uio_stages_irq_json(w, &t->st, t->dev.irq, t->dev.name);
+	jw_i64(w, "reader_tid", t->reader);
 }
 
 /* Summary extension (top level): stimulus accounting and the stages. */
@@ -172,8 +295,17 @@ static void iocresp_summary_extra(struct jw *w, int slot, const void *ctx)
 	if (t->gpio)
 		jw_u64(w, "stray_edges", t->stray_edges);
 	jw_obj_end(w);
+	int from_stage = t->gpio ? DRIVE : DRIVE + 1;
+	if (t->uio) {
+		uio_summary(w, t);
+		if (t->st.tr && !t->st.staged)
+			return;
+		from_stage = t->st.tr ? DRIVE + 2 : DRIVE + 1;
+	}
 	jw_obj_begin(w, "stages");
-	for (int k = t->gpio ? DRIVE : DRIVE + 1; k < NSTAGES; k++) {
+	if (t->uio && t->st.tr)
+		uio_stages_rows(w, &t->st);
+	for (int k = from_stage; k < NSTAGES; k++) {
 		jw_obj_begin(w, stage_names[k]);
 		sink_hist_keys(w, t->stage[k]);
 		jw_u64(w, "over_threshold", t->stage_over[k]);
@@ -208,6 +340,42 @@ static int parse_gpio(const char *opt, const char *spec, char *chip, size_t len,
 	return 0;
 }
 
+/* --uio: the device, its interrupt and IRQ thread, the registers inside their BAR (the device is opened
+ * here: closed by cleanup, acknowledged and unmasked first). */
+static int uio_validate(struct iocresp *t)
+{
+	struct stimresp *h = &t->h;
+	char err[640];
+	int rc;
+	if (t->in || t->gpio)
+		return log_error("--uio and --in or --gpio-stim: one stimulus, a device interrupt, a FIFO or a GPIO line");
+	if (!t->trigger)
+		return log_error("--uio %s needs --trigger BAR:OFFSET=VALUE (the register write that raises the "
+				 "interrupt; an IOC input from an interrupt rtqual does not raise is not measured)", t->uio);
+	if (uio_parse_reg(t->trigger, &t->trig, err, sizeof(err)))
+		return log_error("--trigger %s", err);
+	if (t->ack && uio_parse_reg(t->ack, &t->ackr, err, sizeof(err)))
+		return log_error("--ack %s", err);
+	t->have_ack = t->ack != NULL;
+	rc = uio_open(&t->dev, t->uio, run_given(&h->run, "irq") ? (int)t->irq : -1, err, sizeof(err));
+	t->uio_open = t->dev.fd >= 0;
+	if (!rc)
+		rc = uio_check_reg(&t->dev, &t->trig, "trigger", err, sizeof(err));
+	if (!rc && t->ack)
+		rc = uio_check_reg(&t->dev, &t->ackr, "ack", err, sizeof(err));
+	if (rc == 3)
+		return log_skip("root, or read/write access to the UIO device and its sysfs files", "%s", err);
+	if (rc)
+		return log_error("%s", err);
+	if ((rc = check_fifo("out", t->out)))
+		return rc;
+	irq_thread_find(t->dev.irq, t->dev.name, &t->st.ith);
+	h->timeout_incomplete = true; /* an interrupt that never comes: incomplete, with what was seen */
+	snprintf(h->no_answer, sizeof(h->no_answer), "no response from the IOC to the interrupt of %s (IRQ %d)",
+		 t->uio, t->dev.irq);
+	return 0;
+}
+
 static int iocresp_validate(struct stimresp *h)
 {
 	struct iocresp *t = (struct iocresp *)h;
@@ -215,6 +383,10 @@ static int iocresp_validate(struct stimresp *h)
 	unsigned line;
 	int rc;
 	t->gpio = t->gpio_stim || t->gpio_resp;
+	if (t->uio)
+		return uio_validate(t);
+	if (t->trigger || t->ack || run_given(&h->run, "irq"))
+		return log_error("--trigger, --ack and --irq go with a UIO input (rtqual run ioc --input uio:DEV; the probe's --uio)");
 	if (t->gpio && !(t->gpio_stim && t->gpio_resp))
 		return log_error("--gpio-stim and --gpio-resp go together (a stimulus line and a response line)");
 	if (t->gpio && t->in)
@@ -249,13 +421,45 @@ static int open_gpio(const char *opt, const char *spec, __u64 flags, char *err, 
 	return req.fd;
 }
 
+/* --uio: the kernel's stages (a trace that cannot be had leaves the total and the IOC's stages, warned),
+ * the IOC's reader found (the thread of the process holding the device open), the device's count, the
+ * interrupt unmasked. */
+static int uio_open_trace(struct iocresp *t, char *err, size_t len)
+{
+	t->st.active = true;
+	t->st.threshold_ns = t->h.cfg.out.threshold_ns;
+	int rc = uio_stages_open(&t->st, t->dev.irq, true);
+	if (rc < 0)
+		return snprintf(err, len, "out of memory"), -1;
+	t->reader = uio_reader_find(t->uio, "rtqIn");
+	if (!rc && !t->reader) {
+		snprintf(t->st.trace_note, sizeof(t->st.trace_note),
+			 "no stages: no IOC reader thread (rtqIn*) holds %s open", t->uio);
+		irqtrace_close(t->st.tr);
+		free(t->st.tr);
+		t->st.tr = NULL;
+		rc = 1;
+	}
+	if (rc)
+		warnings_add(&t->h.run.warn, "%s: the total and the IOC's stages only", t->st.trace_note);
+	if (t->have_ack) /* an interrupt left pending by someone else: acknowledged before we unmask */
+		uio_write_reg(&t->dev, &t->ackr);
+	t->events_at_open = uio_event_count(&t->dev);
+	if (uio_unmask(&t->dev) < 0)
+		return snprintf(err, len, "--uio %s: cannot unmask its interrupt: %s", t->uio, strerror(errno)), -1;
+	return 0;
+}
+
 /* The lines (FIFOs opened read-write: the opens never block and never see
  * hang-up on Linux) and the stage histograms. */
 static int iocresp_open(struct stimresp *h, char *err, size_t len)
 {
 	struct iocresp *t = (struct iocresp *)h;
 	t->fd_in = t->fd_out = t->fd_edge = -1;
-	if (t->gpio) {
+	if (t->uio) {
+		if (uio_open_trace(t, err, len))
+			return -1;
+	} else if (t->gpio) {
 		const __u64 edges = GPIO_V2_LINE_FLAG_INPUT | GPIO_V2_LINE_FLAG_EDGE_RISING | GPIO_V2_LINE_FLAG_EDGE_FALLING;
 		if ((t->fd_in = open_gpio("gpio-stim", t->gpio_stim, GPIO_V2_LINE_FLAG_OUTPUT, err, len)) < 0 ||
 		    (t->fd_edge = open_gpio("gpio-resp", t->gpio_resp, edges, err, len)) < 0)
@@ -285,6 +489,19 @@ static int iocresp_open(struct stimresp *h, char *err, size_t len)
 	return 0;
 }
 
+/* Nothing left masked: the device acknowledged, its interrupt enabled, then closed. */
+static void uio_close_all(struct iocresp *t)
+{
+	if (t->uio_open) {
+		if (t->have_ack)
+			uio_write_reg(&t->dev, &t->ackr);
+		uio_unmask(&t->dev);
+		uio_close(&t->dev);
+		t->uio_open = false;
+	}
+	uio_stages_close(&t->st);
+}
+
 static void iocresp_close(struct stimresp *h)
 {
 	struct iocresp *t = (struct iocresp *)h;
@@ -298,11 +515,13 @@ static void iocresp_close(struct stimresp *h)
 		close(h->answer_fd);
 	for (int k = 0; k < NSTAGES; k++)
 		free(t->stage[k]);
+	uio_close_all(t);
 }
 
 static const struct stimresp_ops iocresp_ops = {
 	.request = "stimulus", .requests = "stimuli", .answers = "responses", .thread = "harness",
 	.validate = iocresp_validate, .open = iocresp_open, .close = iocresp_close, .send = iocresp_send,
+	.thread_init = iocresp_thread_init, .thread_end = iocresp_thread_end,
 	.receive = iocresp_receive, .measured = iocresp_measured, .summary_extra = iocresp_summary_extra,
 };
 
@@ -312,7 +531,7 @@ const struct probe probe_iocresp = {
 		   "FIFO, with the IOC's stage times (wake, dispatch, chain, return)",
 	.opts = iocresp_opts, .nopts = (int)(sizeof(iocresp_opts) / sizeof(iocresp_opts[0])),
 	.service = &(const struct probe_service){.name = "ioc", .run_as = "ioc",
-						  .fixed = PROBE_LIST("in", "$(IOC_IN)", "out", "$(IOC_OUT)")},
+						  .fixed = PROBE_LIST("in", "$(IOC_IN)", "out", "$(IOC_OUT)", "uio", "$(IOC_UIO)")},
 	.sections = PROBE_LIST("stages"),
 	.state_bytes = sizeof(struct iocresp), .family = &iocresp_ops, .params = iocresp_params,
 	STIMRESP_HOOKS,

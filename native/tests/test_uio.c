@@ -1,7 +1,8 @@
 /* The UIO source's parsing (rtqual/uio.h): register writes, /proc/interrupts lines, trace_pipe lines and the
- * points of one interrupt taken from them in timeline order. */
+ * points of one interrupt taken from them in timeline order; the stages of a sample (rtqual/uiostage.h). */
 #include "check.h"
 #include "rtqual/uio.h"
+#include "rtqual/uiostage.h"
 
 static const char INTERRUPTS[] = "           CPU0       CPU1       \n"
 				 "  0:         44          0   IO-APIC   2-edge      timer\n"
@@ -75,5 +76,19 @@ int main(void)
 				"prev_prio=120 prev_state=R ==> next_comm=rtqual-probe next_pid=300 next_prio=19"));
 	CHECK(irqtrace_event(&h, 5000000000, 5000020000, p) == IRQ_POINTS);
 	CHECK(p[IRQ_THREAD_WOKEN] == -1 && p[IRQ_THREAD_RUNNING] == -1 && p[READER_RUNNING] == 5000015000);
+
+	/* the stages of one sample sum to its total: a point in whole microseconds before t0 or after t1 is clamped */
+	struct uio_stages st = {.active = true, .threshold_ns = 1000, .ith = {.pid = 120}};
+	CHECK(uio_stages_open(&st, 21, false) == 0 && st.tr == NULL && strstr(st.trace_note, "--stages off"));
+	int64_t q[IRQ_POINTS] = {9000, 12000, 20000, 31000, 40000}; /* the entry's microsecond before t0 = 9500 */
+	uio_stages_record(&st, q, 9500, 38500);                      /* the reader's switch after t1 */
+	CHECK(st.staged == 1 && st.staged_total_ns == 29000 && st.staged_sum_ns == 29000);
+	CHECK(st.stage[ST_HARDIRQ]->count == 1 && st.stage[ST_HARDIRQ]->max_ns == 0);
+	CHECK(st.stage[ST_READ_RETURNED]->max_ns == 0 && st.stage_over[ST_READER_WOKEN] == 1);
+	st.ith.pid = 0; /* no IRQ thread: its two stages are not recorded, the sum still holds */
+	int64_t r[IRQ_POINTS] = {10000, -1, -1, 11000, 15000};
+	uio_stages_record(&st, r, 9500, 16000);
+	CHECK(st.staged == 2 && st.staged_sum_ns == st.staged_total_ns && st.stage[ST_IRQ_THREAD_WOKEN]->count == 1);
+	uio_stages_close(&st);
 	CHECK_DONE();
 }

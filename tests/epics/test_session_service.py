@@ -37,3 +37,33 @@ def test_a_refused_probe_discards_its_service(tmpdir_env):
     with pytest.raises(RtqError, match="--duration"):
         prepare(case["probe"], case["run_as"], [*case["args"], "--duration", "1ns"], case["service"])
     assert list(tmpdir_env.iterdir()) == []  # the IOC's FIFOs' folder is gone with it
+
+
+def test_a_uio_input_fills_the_device_instead_of_the_input_fifo(tmpdir_env):
+    from rtqual.measure.epics.service import IocService
+
+    fixed = {"in": "$(IOC_IN)", "out": "$(IOC_OUT)", "uio": "$(IOC_UIO)"}
+    svc = IocService({"input": "uio:/dev/uio7"})
+    try:
+        filled = svc.fill(fixed)
+        assert filled["uio"] == "/dev/uio7" and "in" not in filled and filled["out"] == str(svc.ioc.fifo_out)
+        assert svc.ioc.uio_in == "/dev/uio7"
+    finally:
+        svc.discard()
+    svc = IocService({})  # the FIFO input: no --uio at all
+    try:
+        assert set(svc.fill(fixed)) == {"in", "out"}
+    finally:
+        svc.discard()
+    for bad in ("fifo:/x", "uio:", "uio:dev/uio0", "/dev/uio0"):
+        with pytest.raises(RtqError, match="want uio:/dev/uioN"):
+            IocService({"input": bad})
+    with pytest.raises(RtqError, match="--input and --gpio"):
+        IocService({"input": "uio:/dev/uio0", "gpio": "/dev/gpiochip0:1,2,3,4"})
+
+
+def test_a_uio_input_that_is_no_uio_device_is_refused_before_the_ioc_starts(tmpdir_env):
+    case = probe_case("ioc", {"input": "uio:/dev/null", "trigger": "0:0x60=1"}, [0], "c")
+    with pytest.raises(RtqError, match="not a UIO device"):
+        prepare(case["probe"], case["run_as"], case["args"], case["service"])
+    assert list(tmpdir_env.iterdir()) == []  # nothing left: the IOC never started

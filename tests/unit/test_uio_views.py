@@ -52,3 +52,23 @@ def test_aps_layout_puts_each_stage_under_its_interrupt_table():
                    ("3", "reader_running"), ("3", "read_returned"), ("1", "total")]  # fmt: skip
     text = views.paper_table([uio_case(thread=False)], "aps")
     assert "event uio: hardirq" in text and "irq_thread" not in text and "event uio: total" in text
+
+
+def ioc_uio_case() -> dict:
+    """An IOC case over UIO (ioc --input uio:DEV): the interrupt's stages, then the IOC's dispatch, chain, return."""
+    case = uio_case()
+    case.update(id="002-ioc", label="ioc kek callback uio 50 Hz", probe="iocresp")
+    case["params"] = {**case["params"], "uio": "/dev/uio0"}
+    stages = case["probe_summary"]["stages"]
+    case["probe_summary"]["stages"] = {**{n: dict(STAT) for n in ("return", "chain", "dispatch")}, **stages}
+    return case
+
+
+def test_ioc_over_uio_stages_the_interrupts_first_then_the_iocs():
+    table = views.stage_table(ioc_uio_case()).splitlines()[2:]
+    rows = [r.split()[0] for r in table if not r.startswith("'-'")]
+    assert rows == [*views.UIO_STAGES, "dispatch", "chain", "return", "total"]
+    got = [(r["table"], r["case"].split(": ")[1]) for r in tables._aps_rows([ioc_uio_case()])]
+    assert got[:6] == [("1", "hardirq"), ("2", "irq_thread_woken"), ("2", "irq_thread_running"),
+                       ("3", "reader_woken"), ("3", "reader_running"), ("3", "read_returned")]  # fmt: skip
+    assert got[6:] == [("4", "dispatch"), ("", "chain"), ("", "return"), ("5", "total")]  # the IOC's total: table 5

@@ -31,6 +31,7 @@ struct stimresp_ops {
 	int (*open)(struct stimresp *h, char *err, size_t len); /* before the sink; sets h->answer_fd */
 	void (*close)(struct stimresp *h);                     /* always, if open was called */
 	int (*thread_init)(struct stimresp *h);                /* optional, in the harness thread; -1: h->fail set */
+	void (*thread_end)(struct stimresp *h);                /* optional, in the harness thread after its loop */
 	/* send request `seq` (0..total-1); *t_send: its CLOCK_MONOTONIC time; -1: h->fail set */
 	int (*send)(struct stimresp *h, uint64_t seq, int64_t *t_send);
 	/* answer_fd is readable: read it; *t_answer when complete */
@@ -56,6 +57,7 @@ struct stimresp {
 	uint64_t total;
 	int answer_fd;
 	char no_answer[160]; /* timeout message lead, e.g. "no response from the IOC" */
+	bool timeout_incomplete; /* as ops->timeout_incomplete, for this run (set by validate) */
 	pthread_t tid;
 	bool started;
 	/* thread results, read after join */

@@ -69,6 +69,9 @@ int64_t uio_event_count(const struct uio_dev *d);
 /* The IRQ thread of irq (irq/IRQ-*; on a shared line the one named after handler `name`), with its
  * policy, priority and last CPU. */
 void irq_thread_find(int irq, const char *name, struct irq_thread *t);
+/* The reader of the UIO device at path in another process: a thread whose name starts with comm_prefix
+ * (e.g. the IOC's "rtqIn0") in the first other process holding the device open; 0 when none. */
+pid_t uio_reader_find(const char *path, const char *comm_prefix);
 /* Unmap, close. */
 void uio_close(struct uio_dev *d);
 

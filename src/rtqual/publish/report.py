@@ -62,10 +62,16 @@ GPIO_STAGE_NOTE = (
     "awake (the interrupt latency), dispatch = -> record processing (read_bi), chain = -> bo written, "
     "return = -> response edge (kernel timestamp)"
 )
-UIO_STAGE_NOTE = (
+UIO_STAGES_NOTE = (
     "stages (the kernel's events, docs/interrupts.md): hardirq = trigger write -> irq_handler_entry (active only), "
     "irq_thread_woken/_running = -> the IRQ thread woken/running, reader_woken/_running = -> the reader woken/running, "
-    "read_returned = -> its read of the UIO device returned; they sum to the total"
+    "read_returned = -> its read of the UIO device returned"
+)
+UIO_STAGE_NOTE = f"{UIO_STAGES_NOTE}; they sum to the total"
+IOC_UIO_STAGE_NOTE = (
+    f"{UIO_STAGES_NOTE} (the IOC's reader: together the FIFO input's wake stage), dispatch = -> record processing "
+    "(read_bi), chain = -> bo written, return = -> response read by the harness; they sum to the total (per sample "
+    "with every point in the trace)"
 )
 TIMERLAT_STAGE_NOTE = (
     "stages (timerlat tracer): irq = timer expiry -> timer IRQ, thread = -> the timerlat thread running, "
@@ -131,7 +137,9 @@ def show_text(data: dict, table: str | None = None, env_lines: Sequence[str] = (
         if stages:
             names = (r.get("probe_summary") or {}).get("stages", {})
             note = (
-                UIO_STAGE_NOTE
+                IOC_UIO_STAGE_NOTE
+                if "read_returned" in names and "dispatch" in names
+                else UIO_STAGE_NOTE
                 if "read_returned" in names
                 else TIMERLAT_STAGE_NOTE
                 if "irq" in names

@@ -145,6 +145,7 @@ APS_STAGE_TABLE = {"wake": "1", "dispatch": "4", "total": "5"}  # IOC stage -> t
 # bottom half (the IRQ thread), 3 bottom half to the user-level ISR (the reader); its total as any event case's
 APS_UIO_TABLE = {"hardirq": "1", "irq_thread_woken": "2", "irq_thread_running": "2", "reader_woken": "3",
                  "reader_running": "3", "read_returned": "3", "total": "1"}  # fmt: skip
+APS_IOC_TABLE = {**APS_UIO_TABLE, **APS_STAGE_TABLE}  # an IOC case, its input a UIO interrupt or not
 
 
 def _aps_rows(results: list[dict]) -> Iterator[Row]:
@@ -163,7 +164,8 @@ def _aps_rows(results: list[dict]) -> Iterator[Row]:
         if not (kind(r) == "ioc" or uio) or not stages:
             yield {"table": APS_TABLE.get(kind(r), ""), "case": _label(r), **cells(r["stats"], r)}
             continue
-        names, tables = (UIO_STAGES, APS_UIO_TABLE) if uio else (STAGES, APS_STAGE_TABLE)
+        # an IOC over UIO (ioc --input uio:DEV): the interrupt's stages, then the IOC's; its total the IOC's
+        names, tables = (UIO_STAGES, APS_UIO_TABLE) if uio else ((*UIO_STAGES, *STAGES), APS_IOC_TABLE)
         for name in [*(n for n in names if n in stages), "total"]:
             s = r["stats"] if name == "total" else stages[name]
             yield {"table": tables.get(name, ""), "case": f"{_label(r)}: {name}", **cells(s, r)}

@@ -108,11 +108,11 @@ def stage_table(result: dict) -> str | None:
     ]
     rows = [
         [name, *(stat_cell(k, stages[name]) for _, k in keys)]
-        for name in (*STAGES, *TIMERLAT_STAGES, *UIO_STAGES)
+        for name in (*UIO_STAGES, *STAGES, *TIMERLAT_STAGES)
         if name in stages
     ]
     rows.append(["total", *(stat_cell(k, result["stats"]) for _, k in keys)])
-    counted = [stages[n] for n in (*STAGES, *TIMERLAT_STAGES, *UIO_STAGES) if n in stages] + [result["stats"]]
+    counted = [stages[n] for n in (*UIO_STAGES, *STAGES, *TIMERLAT_STAGES) if n in stages] + [result["stats"]]
     return "\n".join([format_table(["stage", *(h for h, _ in keys)], rows), *carried_note(counted, ["p99_ns"])])
 
 
@@ -364,7 +364,7 @@ def _paper_rows(results: list[dict], layout: str) -> Iterator[tuple[str, dict, d
         if layout != "aps" or not stages:
             yield r["label"], r["stats"], r
             continue
-        for name in (*STAGES, *UIO_STAGES):
+        for name in (*UIO_STAGES, *STAGES):  # an IOC over UIO: the interrupt's stages first
             if name in stages:
                 s = dict(stages[name])
                 s["over_threshold_pct"] = 100.0 * s.get("over_threshold", 0) / s["count"] if s.get("count") else 0.0

@@ -345,13 +345,15 @@ class Ioc:
         reader_cpu: int | None = None,
         gpio_in: str | None = None,
         gpio_out: str | None = None,
+        uio_in: str | None = None,
         chain: int | None = None,
         max_limit_us: float | None = None,
     ):
         """cpus: the IOC process's CPU list ("0-1" or [0, 1]); rtprio: SCHED_FIFO priority of the
         process before iocInit; reader_cpu: pin the bi's reader thread; gpio_in/gpio_out:
         "/dev/gpiochipN:LINE [edge=...]" instead of the FIFOs (trigger/responses then unused; with
-        gpio_out the bo still writes its four times to fifo_out, for a harness on the wires);
+        gpio_out the bo still writes its four times to fifo_out, for a harness on the wires); uio_in:
+        "/dev/uioN", the bi woken by that device's interrupt (raised, acknowledged and unmasked by the harness);
         operator: the latency statistics records; chain: calc records between bi and bo (make_db);
         max_limit_us: the case's `max` requirement, alarm limits of lat:total (alarm_fields)."""
         if mode not in ("callback", "immediate"):
@@ -363,7 +365,7 @@ class Ioc:
         self.operator = operator
         self.cpus = ",".join(map(str, cpus)) if isinstance(cpus, (list, tuple)) else cpus
         self.rtprio, self.reader_cpu = rtprio, reader_cpu
-        self.gpio_in, self.gpio_out = gpio_in, gpio_out
+        self.gpio_in, self.gpio_out, self.uio_in = gpio_in, gpio_out, uio_in
         if prefix is not None and not re.fullmatch(r"[A-Za-z0-9_:.;<>\[\]+-]{1,40}", prefix):
             raise RtqError(f"IOC prefix {prefix!r}: 1-40 characters of A-Z a-z 0-9 _ : . ; < > [ ] + -")
         self.prefix = prefix or random_prefix()
@@ -404,7 +406,13 @@ class Ioc:
             str(self.db),
             "--prefix",
             self.prefix,
-            *(("--gpio-in", self.gpio_in) if self.gpio_in else ("--fifo-in", str(self.fifo_in))),
+            *(
+                ("--gpio-in", self.gpio_in)
+                if self.gpio_in
+                else ("--uio-in", self.uio_in)
+                if self.uio_in
+                else ("--fifo-in", str(self.fifo_in))
+            ),
             *(
                 ("--gpio-out", self.gpio_out, "--times-out", str(self.fifo_out))
                 if self.gpio_out

@@ -47,6 +47,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         metavar="CHIP:LINE",
         help="input line: a GPIO line with edge events, '/dev/gpiochip0:3 [edge=rising|falling|both]'",
     )
+    inp.add_argument(
+        "--uio-in",
+        metavar="DEV",
+        help="input line: a Linux UIO device's interrupt, /dev/uioN (the harness raises, acknowledges and unmasks it)",
+    )
     out = ap.add_mutually_exclusive_group(required=True)
     out.add_argument("--fifo-out", help="output line: a FIFO receiving 4 x int64 per response")
     out.add_argument("--eventfd-out", type=int, metavar="FD", help="output line: an inherited eventfd")
@@ -188,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.fifo_in
         else f"gpio:{args.gpio_in}"
         if args.gpio_in
+        else f"uio:{args.uio_in}"
+        if args.uio_in
         else f"eventfd:{args.eventfd_in}"
     )
     line_out = (

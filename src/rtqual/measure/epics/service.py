@@ -118,6 +118,7 @@ class IocService:
             )
         extra_db = ca_db(spec.get("records") or 0, spec.get("scan") or ".1 second") + user_db(spec.get("ioc_db"))
         self.gpio = gpio_lines(spec.get("gpio"))
+        self.uio = uio_input(spec.get("input"), bool(self.gpio))
         gpio: dict[str, Any] = (
             {"gpio_in": f"{self.gpio['in']} edge=both", "gpio_out": self.gpio["out"]} if self.gpio else {}
         )
@@ -135,6 +136,7 @@ class IocService:
             max_limit_us=max_limit_us(spec),
             extra_db=extra_db,
             **gpio,
+            uio_in=self.uio,
             **placement,
         )
         for fifo in (self.ioc.fifo_in, self.ioc.fifo_out):  # in the Ioc's own temp folder
@@ -144,12 +146,19 @@ class IocService:
     def fill(self, fixed: dict[str, str]) -> dict[str, str]:
         """The probe options this IOC fills ({param: value}) from the table's `fixed` ones ({param: macro}):
         macros $(P), $(IOC_IN), $(IOC_OUT) replaced; on GPIO lines the stimulus is not the input FIFO but
-        our line wired to the IOC's input (gpio_stim), and the response is timestamped on gpio_resp."""
+        our line wired to the IOC's input (gpio_stim), and the response is timestamped on gpio_resp; on a UIO input
+        the stimulus is the device's interrupt (uio: the probe raises it with its --trigger)."""
         macros = {"$(P)": self.ioc.prefix, "$(IOC_IN)": str(self.ioc.fifo_in), "$(IOC_OUT)": str(self.ioc.fifo_out)}
         out: dict[str, str] = {}
         for key, value in fixed.items():
             if self.gpio and value == "$(IOC_IN)":
                 out.update(gpio_stim=self.gpio["stim"], gpio_resp=self.gpio["resp"])
+                continue
+            if value == "$(IOC_UIO)":  # the IOC's UIO input, the device the probe raises (none: no option)
+                if self.uio:
+                    out["uio"] = self.uio
+                continue
+            if self.uio and value == "$(IOC_IN)":
                 continue
             for macro, text in macros.items():
                 value = value.replace(macro, text)
@@ -279,6 +288,18 @@ def gpio_lines(spec: str | None) -> dict[str, str] | None:
             f"--gpio {spec}: want CHIP:STIM,IN,OUT,RESP, four different line numbers (e.g. /dev/gpiochip0:17,27,22,23)"
         )
     return {name: f"{chip}:{o}" for name, o in zip(names, offsets)}
+
+
+def uio_input(spec: str | None, gpio: bool) -> str | None:
+    """--input uio:/dev/uioN -> "/dev/uioN" (None without --input); the device itself is checked by the probe."""
+    if not spec:
+        return None
+    kind, _, dev = spec.partition(":")
+    if kind != "uio" or not dev.startswith("/") or any(c.isspace() for c in dev):
+        raise RtqError(f"--input {spec}: want uio:/dev/uioN (a Linux UIO device; the FIFO is the default input)")
+    if gpio:
+        raise RtqError("--input and --gpio: one input, a UIO device's interrupt or a board's GPIO lines")
+    return dev
 
 
 def user_db(path: str | None) -> str:
