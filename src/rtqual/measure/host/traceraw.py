@@ -1,0 +1,301 @@
+"""The binary form of tracefs buffers (`per_cpu/cpuN/trace_pipe_raw`): pages parsed with the formats the kernel
+gives in `events/header_page` and `events/<system>/<event>/format` (docs/trace.md).
+
+A read of trace_pipe_raw hands over one ring-buffer page: a header (the time of its first event, the bytes used
+and two flags saying events were lost before it, with their count stored after the data when there was room),
+then events, each behind a 32-bit header (type_len: 5 bits, time_delta: 27 bits). type_len 1-28: data of
+type_len * 4 bytes follows; 0: a 32-bit length (the data's plus its own 4) then the data; 29: padding (a
+discarded event, or the end of the page when its delta is 0); 30: a time extend (delta | next word << 27); 31:
+an absolute time stamp. An event's data begins with the common fields (common_type: the event's ID, common_pid),
+then its own at the offsets of its format file.
+
+The reader (rtqual.measure.host.trace) keeps pages as they are and walks only their headers (page_span: first
+and last time, lost events); the pages around a spike are decoded (page_events) and rendered as the lines
+trace_pipe would print (render), so the analysis (rtqual.answers.evidence.spikes), the bundle's trace files and
+the recorded text fixtures share one text format. Times are kept in ns (text trace_pipe prints µs).
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PADDING, TIME_EXTEND, TIME_STAMP = 29, 30, 31
+MISSED_EVENTS, MISSED_STORED = 1 << 31, 1 << 30
+_FIELD = re.compile(r"field:(?P<decl>[^;]+);\s*offset:(?P<off>\d+);\s*size:(?P<size>\d+);\s*signed:(?P<signed>\d)")
+_SYMBOL = re.compile(r"\{\s*(-?\d+),\s*\"([^\"]*)\"\s*\}")
+_INT = {1: "b", 2: "h", 4: "i", 8: "q"}
+_STATE = "SDTtXZPI"  # sched_switch prev_state bits, as its format's print fmt names them
+_COMM_CAP = 1 << 16  # pids whose command name the reader remembers (cleared when full)
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field of an event's format: name, offset, size, signed, array (char[N]), data_loc (__data_loc)."""
+
+    name: str
+    offset: int
+    size: int
+    signed: bool
+    array: bool = False
+    data_loc: bool = False
+
+
+@dataclass
+class EventFormat:
+    """An event's ID, system/name, its own fields and the symbol table of its print fmt ({value: name})."""
+
+    id: int
+    system: str
+    name: str
+    fields: dict[str, Field]
+    symbols: dict[int, str] = field(default_factory=dict)
+
+
+@dataclass
+class PageFormat:
+    """The page header's layout (from header_page) and the formats of the enabled events by ID."""
+
+    ts_off: int
+    commit_off: int
+    commit_size: int
+    data_off: int
+    page_bytes: int
+    events: dict[int, EventFormat] = field(default_factory=dict)
+    common_pid: Field | None = None
+
+
+def _fields(text: str) -> dict[str, Field]:
+    """The fields of a format file (header_page or an event's), by name."""
+    out = {}
+    for m in _FIELD.finditer(text):
+        decl = m["decl"].strip()
+        name = decl.split()[-1]
+        array = "[" in name
+        name = name.split("[")[0]
+        out[name] = Field(name, int(m["off"]), int(m["size"]), m["signed"] == "1", array, "__data_loc" in decl)
+    return out
+
+
+def parse_header_page(text: str) -> PageFormat:
+    """The page layout from the text of events/header_page; ValueError when a field is missing."""
+    f = _fields(text)
+    try:
+        ts, commit, data = f["timestamp"], f["commit"], f["data"]
+    except KeyError as e:
+        raise ValueError(f"header_page has no {e.args[0]} field") from None
+    return PageFormat(ts.offset, commit.offset, commit.size, data.offset, data.offset + data.size)
+
+
+def parse_format(text: str, system: str) -> EventFormat:
+    """One event's format file: its ID, name, own fields (the common_ ones left out) and print fmt symbols."""
+    name = re.search(r"^name:\s*(\S+)", text, re.M)
+    ident = re.search(r"^ID:\s*(\d+)", text, re.M)
+    if not name or not ident:
+        raise ValueError("format without name or ID")
+    fields = {n: f for n, f in _fields(text).items() if not n.startswith("common_")}
+    fmt = text.split("print fmt:", 1)[-1]
+    symbols = {int(v): s for v, s in _SYMBOL.findall(fmt)} if "__print_symbolic" in fmt else {}
+    return EventFormat(int(ident[1]), system, name[1], fields, symbols)
+
+
+def load(instance: Path, events: list[str]) -> PageFormat:
+    """The page layout and the formats of `events` ("system/name") of a tracefs instance."""
+    page = parse_header_page((instance / "events" / "header_page").read_text())
+    for ev in events:
+        text = (instance / "events" / ev / "format").read_text()
+        ef = parse_format(text, ev.split("/")[0])
+        page.events[ef.id] = ef
+        page.common_pid = page.common_pid or _fields(text)["common_pid"]
+    return page
+
+
+def _int(data: bytes, base: int, f: Field) -> int:
+    return struct.unpack_from("<" + (_INT[f.size] if f.signed else _INT[f.size].upper()), data, base + f.offset)[0]
+
+
+def _value(data: bytes, base: int, end: int, f: Field) -> int | str:
+    """A field's value: text for char arrays and __data_loc strings, an integer otherwise."""
+    if f.data_loc:
+        loc = _int(data, base, f)
+        raw = data[base + (loc & 0xFFFF) : min(end, base + (loc & 0xFFFF) + (loc >> 16))]
+        return raw.split(b"\0", 1)[0].decode(errors="replace")
+    if f.array:
+        return data[base + f.offset : base + f.offset + f.size].split(b"\0", 1)[0].decode(errors="replace")
+    return _int(data, base, f) if f.size in _INT else 0
+
+
+def _walk(fmt: PageFormat, page: bytes) -> Iterator:
+    """(time_ns, data offset, data end) of each event of a page, and first the lost-event count before it
+    (-1: some, not counted)."""
+    ts = struct.unpack_from("<Q", page, fmt.ts_off)[0]
+    commit = int.from_bytes(page[fmt.commit_off : fmt.commit_off + fmt.commit_size], "little")
+    length = commit & ~(MISSED_EVENTS | MISSED_STORED) & 0xFFFFFFFF
+    end = min(len(page), fmt.data_off + length)
+    lost = 0
+    if commit & MISSED_EVENTS:
+        lost = -1
+        if commit & MISSED_STORED and end + 8 <= len(page):
+            lost = struct.unpack_from("<Q", page, end)[0]
+    yield lost
+    pos = fmt.data_off
+    while pos + 4 <= end:
+        word = struct.unpack_from("<I", page, pos)[0]
+        type_len, delta = word & 0x1F, word >> 5
+        if type_len == PADDING:
+            if delta == 0:
+                return
+            pos += 4 + struct.unpack_from("<I", page, pos + 4)[0]
+            continue
+        if type_len == TIME_EXTEND:
+            ts += delta | (struct.unpack_from("<I", page, pos + 4)[0] << 27)
+            pos += 8
+            continue
+        if type_len == TIME_STAMP:
+            ts = delta | (struct.unpack_from("<I", page, pos + 4)[0] << 27)
+            pos += 8
+            continue
+        ts += delta
+        if type_len == 0:
+            size = struct.unpack_from("<I", page, pos + 4)[0] - 4
+            start = pos + 8
+        else:
+            size = type_len * 4
+            start = pos + 4
+        yield ts, start, min(end, start + size)
+        pos = start + ((size + 3) & ~3)
+
+
+@dataclass
+class Span:
+    """What the reader keeps of a page without decoding its events: first and last event time, events lost
+    before it (-1: some), the number of events."""
+
+    first_ns: int
+    last_ns: int
+    lost: int
+    events: int
+
+
+def page_span(fmt: PageFormat, page: bytes, comms: dict[int, str] | None = None) -> Span | None:
+    """The span of a page (None when it holds no event); comms, when given, learns the command names the
+    page's sched_switch and sched_waking events carry (the text the kernel prints before each line)."""
+    it = _walk(fmt, page)
+    lost = next(it)
+    first = last = None
+    n = 0
+    for ts, start, end in it:
+        first = ts if first is None else first
+        last, n = ts, n + 1
+        if comms is not None:
+            _learn(fmt, page, start, end, comms)
+    return None if first is None or last is None else Span(first, last, lost, n)
+
+
+def _learn(fmt: PageFormat, page: bytes, start: int, end: int, comms: dict[int, str]) -> None:
+    """pid -> command name from a sched_switch (both tasks) or sched_waking event."""
+    if end - start < 2:
+        return
+    ef = fmt.events.get(struct.unpack_from("<H", page, start)[0])
+    if ef is None or ef.system != "sched":
+        return
+    if len(comms) >= _COMM_CAP:
+        comms.clear()
+    for c, p in (("prev_comm", "prev_pid"), ("next_comm", "next_pid"), ("comm", "pid")):
+        if c in ef.fields and p in ef.fields:
+            comms[int(_value(page, start, end, ef.fields[p]))] = str(_value(page, start, end, ef.fields[c]))
+
+
+@dataclass(frozen=True)
+class RawEvent:
+    """One decoded event: time (ns), the task on the CPU (common_pid), system/name and its fields' values."""
+
+    ts_ns: int
+    pid: int
+    system: str
+    name: str
+    values: dict[str, int | str]
+
+
+def page_events(fmt: PageFormat, page: bytes, start_ns: int, end_ns: int) -> tuple[list[RawEvent], int]:
+    """The events of a page from start_ns to end_ns (known formats only) and the events lost before the page."""
+    it = _walk(fmt, page)
+    lost = next(it)
+    out = []
+    for ts, start, end in it:
+        if ts < start_ns or ts > end_ns or end - start < 8:
+            continue
+        ef = fmt.events.get(struct.unpack_from("<H", page, start)[0])
+        if ef is None:
+            continue
+        pid = _int(page, start, fmt.common_pid) if fmt.common_pid else -1
+        vals = {n: _value(page, start, end, f) for n, f in ef.fields.items()}
+        if ef.symbols and vals:  # __print_symbolic of the first field (softirq's vec)
+            vals["_symbol"] = ef.symbols.get(int(next(iter(vals.values()))), "?")
+        out.append(RawEvent(ts, pid, ef.system, ef.name, vals))
+    return out, lost
+
+
+def _state(v: int) -> str:
+    """sched_switch prev_state as its print fmt writes it: R, or S/D/... joined by |, + when preempted."""
+    bits = "|".join(c for i, c in enumerate(_STATE) if v & (1 << i))
+    return (bits or "R") + ("+" if v & (1 << len(_STATE)) else "")
+
+
+def _rest(ev: RawEvent) -> str:
+    """The event's text after "name: ", as the kernel's print fmt gives it for the events the analysis reads;
+    other events as name=value pairs."""
+    v = ev.values
+    if ev.name == "sched_switch":
+        return (
+            f"prev_comm={v['prev_comm']} prev_pid={v['prev_pid']} prev_prio={v['prev_prio']} "
+            f"prev_state={_state(int(v['prev_state']))} ==> "
+            f"next_comm={v['next_comm']} next_pid={v['next_pid']} next_prio={v['next_prio']}"
+        )
+    if ev.name in ("sched_waking", "sched_wakeup", "sched_wakeup_new"):
+        return f"comm={v['comm']} pid={v['pid']} prio={v['prio']} target_cpu={int(v['target_cpu']):03d}"
+    if ev.name == "irq_handler_entry":
+        return f"irq={v['irq']} name={v['name']}"
+    if ev.name == "irq_handler_exit":
+        return f"irq={v['irq']} ret={'handled' if v['ret'] else 'unhandled'}"
+    if ev.name in ("softirq_entry", "softirq_exit", "softirq_raise"):
+        return f"vec={v['vec']} [action={v.get('_symbol', '?')}]"
+    return " ".join(f"{k}={x}" for k, x in v.items() if not k.startswith("_"))
+
+
+def render(ev: RawEvent, cpu: int, comms: dict[int, str]) -> str:
+    """One event as a trace_pipe line (time in ns): '<comm>-<pid> [CPU] ..... S.NNNNNNNNN: name: fields'."""
+    if ev.pid == 0:
+        comm = "<idle>"
+    else:
+        comm = comms.get(ev.pid) or _proc_comm(ev.pid) or "<...>"
+    sec, ns = divmod(ev.ts_ns, 1_000_000_000)
+    return f"{comm:>16}-{ev.pid:<7} [{cpu:03d}] ..... {sec}.{ns:09d}: {ev.name}: {_rest(ev)}"
+
+
+def _proc_comm(pid: int) -> str | None:
+    """A running task's command name (for a task no sched event of the kept pages named)."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip() or None
+    except OSError:
+        return None
+
+
+def window_lines(
+    fmt: PageFormat, pages: list[tuple[int, int, bytes]], cpu: int, start_ns: int, end_ns: int, comms: dict[int, str]
+) -> list[str]:
+    """The lines of kept pages (first, last, page) from start_ns to end_ns, each page's lost events (when it
+    reaches into the window) as the kernel's "CPU:N [LOST N EVENTS]" line before its events (an uncounted
+    loss as 1: at least one)."""
+    out = []
+    for first, last, page in pages:
+        if last < start_ns or first > end_ns:
+            continue
+        events, lost = page_events(fmt, page, start_ns, end_ns)
+        if lost:
+            out.append(f"CPU:{cpu} [LOST {lost if lost > 0 else 1} EVENTS]")
+        out += [render(ev, cpu, comms) for ev in events]
+    return out
