@@ -55,8 +55,7 @@ BASE_NS = 9_438_663_546_000
 def fmt() -> traceraw.PageFormat:
     f = traceraw.parse_header_page(HEADER_PAGE)
     for text, system in ((SWITCH, "sched"), (SOFTIRQ, "irq"), (IRQ, "irq")):
-        ef = traceraw.parse_format(text, system)
-        f.events[ef.id] = ef
+        f.add(traceraw.parse_format(text, system))
     f.common_pid = traceraw.Field("common_pid", 4, 4, True)
     return f
 
@@ -100,11 +99,11 @@ def test_a_page_reads_back_as_the_lines_trace_pipe_prints() -> None:
         ],
         lost=5,
     )
-    comms: dict[int, str] = {}
+    comms: dict[int, bytes] = {}
     span = traceraw.page_span(f, p, comms)
     last = BASE_NS + 1000 + 1 + (1 << 27) + 500
     assert span == traceraw.Span(BASE_NS, last, 5, 3)
-    assert comms == {42: "stall-task", 77: "rtqual-probe"}  # learnt from the switch
+    assert {k: v.rstrip(b"\0") for k, v in comms.items()} == {42: b"stall-task", 77: b"rtqual-probe"}
     lines = traceraw.window_lines(f, [(span.first_ns, span.last_ns, p)], 1, 0, last, comms)
     assert lines[0] == "CPU:1 [LOST 5 EVENTS]"
     events, lost = spikes.parse(lines)

@@ -255,7 +255,7 @@ class Tracer:
         self._records: list[dict] = []  # our journal records (marked restored when undone)
         self._fds: dict[int, int] = {}
         self._fmt: traceraw.PageFormat | None = None  # the page and event formats (from the instance)
-        self._comms: dict[int, str] = {}  # pid -> command name, from the sched events the reader walked
+        self._comms: dict[int, bytes] = {}  # pid -> command name (raw), from the sched events the reader walked
         self._chunks: dict[int, deque] = {c: deque() for c in self.cpus}  # cpu -> (first, last, page or text)
         self._newest: dict[int, int] = dict.fromkeys(self.cpus, 0)
         self._bytes: dict[int, int] = dict.fromkeys(self.cpus, 0)

@@ -29,7 +29,7 @@ _FIELD = re.compile(r"field:(?P<decl>[^;]+);\s*offset:(?P<off>\d+);\s*size:(?P<s
 _SYMBOL = re.compile(r"\{\s*(-?\d+),\s*\"([^\"]*)\"\s*\}")
 _INT = {1: "b", 2: "h", 4: "i", 8: "q"}
 _STATE = "SDTtXZPI"  # sched_switch prev_state bits, as its format's print fmt names them
-_COMM_CAP = 1 << 16  # pids whose command name the reader remembers (cleared when full)
+_COMM_CAP = 1 << 16  # pids whose command name (raw char[16]) the reader remembers (cleared when full)
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,20 @@ class PageFormat:
     page_bytes: int
     events: dict[int, EventFormat] = field(default_factory=dict)
     common_pid: Field | None = None
+    names: dict[int, list[tuple[Field, Field]]] = field(default_factory=dict)  # ID -> (comm, pid) pairs
+
+    def add(self, ef: EventFormat) -> None:
+        """Know an event's format; the sched events' (comm, pid) pairs the reader learns names from."""
+        self.events[ef.id] = ef
+        pairs = [("next_comm", "next_pid"), ("prev_comm", "prev_pid")]  # sched_switch: the task switched in
+        # names every event after it; prev only for a task not seen switched in (running when tracing began)
+        found = [
+            (ef.fields[c], ef.fields[p])
+            for c, p in pairs
+            if c in ef.fields and ef.fields.get(p, ef.fields[c]).size == 4
+        ]
+        if ef.system == "sched" and found:
+            self.names[ef.id] = found
 
 
 def _fields(text: str) -> dict[str, Field]:
@@ -107,8 +121,7 @@ def load(instance: Path, events: list[str]) -> PageFormat:
     page = parse_header_page((instance / "events" / "header_page").read_text())
     for ev in events:
         text = (instance / "events" / ev / "format").read_text()
-        ef = parse_format(text, ev.split("/")[0])
-        page.events[ef.id] = ef
+        page.add(parse_format(text, ev.split("/")[0]))
         page.common_pid = page.common_pid or _fields(text)["common_pid"]
     return page
 
@@ -180,9 +193,9 @@ class Span:
     events: int
 
 
-def page_span(fmt: PageFormat, page: bytes, comms: dict[int, str] | None = None) -> Span | None:
+def page_span(fmt: PageFormat, page: bytes, comms: dict[int, bytes] | None = None) -> Span | None:
     """The span of a page (None when it holds no event); comms, when given, learns the command names the
-    page's sched_switch and sched_waking events carry (the text the kernel prints before each line)."""
+    page's sched_switch events carry (the text the kernel prints before each line)."""
     it = _walk(fmt, page)
     lost = next(it)
     first = last = None
@@ -195,18 +208,17 @@ def page_span(fmt: PageFormat, page: bytes, comms: dict[int, str] | None = None)
     return None if first is None or last is None else Span(first, last, lost, n)
 
 
-def _learn(fmt: PageFormat, page: bytes, start: int, end: int, comms: dict[int, str]) -> None:
-    """pid -> command name from a sched_switch (both tasks) or sched_waking event."""
-    if end - start < 2:
-        return
-    ef = fmt.events.get(struct.unpack_from("<H", page, start)[0])
-    if ef is None or ef.system != "sched":
+def _learn(fmt: PageFormat, page: bytes, start: int, end: int, comms: dict[int, bytes]) -> None:
+    """pid -> command name from a sched_switch (the reader's hot path: one look at the type of the others)."""
+    pairs = fmt.names.get(page[start] | page[start + 1] << 8) if end - start >= 2 else None
+    if not pairs:
         return
     if len(comms) >= _COMM_CAP:
         comms.clear()
-    for c, p in (("prev_comm", "prev_pid"), ("next_comm", "next_pid"), ("comm", "pid")):
-        if c in ef.fields and p in ef.fields:
-            comms[int(_value(page, start, end, ef.fields[p]))] = str(_value(page, start, end, ef.fields[c]))
+    for i, (c, p) in enumerate(pairs):  # comm: char[16]; pid: pid_t (4 bytes)
+        pid = int.from_bytes(page[start + p.offset : start + p.offset + 4], "little", signed=True)
+        if i == 0 or pid not in comms:
+            comms[pid] = page[start + c.offset : start + c.offset + c.size]
 
 
 @dataclass(frozen=True)
@@ -266,12 +278,13 @@ def _rest(ev: RawEvent) -> str:
     return " ".join(f"{k}={x}" for k, x in v.items() if not k.startswith("_"))
 
 
-def render(ev: RawEvent, cpu: int, comms: dict[int, str]) -> str:
+def render(ev: RawEvent, cpu: int, comms: dict[int, bytes]) -> str:
     """One event as a trace_pipe line (time in ns): '<comm>-<pid> [CPU] ..... S.NNNNNNNNN: name: fields'."""
     if ev.pid == 0:
         comm = "<idle>"
     else:
-        comm = comms.get(ev.pid) or _proc_comm(ev.pid) or "<...>"
+        known = comms.get(ev.pid)
+        comm = (known.split(b"\0", 1)[0].decode(errors="replace") if known else _proc_comm(ev.pid)) or "<...>"
     sec, ns = divmod(ev.ts_ns, 1_000_000_000)
     return f"{comm:>16}-{ev.pid:<7} [{cpu:03d}] ..... {sec}.{ns:09d}: {ev.name}: {_rest(ev)}"
 
@@ -285,7 +298,7 @@ def _proc_comm(pid: int) -> str | None:
 
 
 def window_lines(
-    fmt: PageFormat, pages: list[tuple[int, int, bytes]], cpu: int, start_ns: int, end_ns: int, comms: dict[int, str]
+    fmt: PageFormat, pages: list[tuple[int, int, bytes]], cpu: int, start_ns: int, end_ns: int, comms: dict[int, bytes]
 ) -> list[str]:
     """The lines of kept pages (first, last, page) from start_ns to end_ns, each page's lost events (when it
     reaches into the window) as the kernel's "CPU:N [LOST N EVENTS]" line before its events (an uncounted
