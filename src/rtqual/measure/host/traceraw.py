@@ -154,32 +154,32 @@ def _walk(fmt: PageFormat, page: bytes) -> Iterator:
         if commit & MISSED_STORED and end + 8 <= len(page):
             lost = struct.unpack_from("<Q", page, end)[0]
     yield lost
-    pos = fmt.data_off
-    while pos + 4 <= end:
-        word = struct.unpack_from("<I", page, pos)[0]
+    words = memoryview(page)[: len(page) & ~3].cast("I")  # events are 4-byte aligned; native order (the host's)
+    pos = fmt.data_off >> 2  # in words
+    last = (end >> 2) - 1
+    while pos <= last:
+        word = words[pos]
         type_len, delta = word & 0x1F, word >> 5
         if type_len == PADDING:
-            if delta == 0:
+            if delta == 0 or pos + 1 > last:
                 return
-            pos += 4 + struct.unpack_from("<I", page, pos + 4)[0]
-            continue
-        if type_len == TIME_EXTEND:
-            ts += delta | (struct.unpack_from("<I", page, pos + 4)[0] << 27)
-            pos += 8
-            continue
-        if type_len == TIME_STAMP:
-            ts = delta | (struct.unpack_from("<I", page, pos + 4)[0] << 27)
-            pos += 8
-            continue
-        ts += delta
-        if type_len == 0:
-            size = struct.unpack_from("<I", page, pos + 4)[0] - 4
-            start = pos + 8
+            pos += 1 + (words[pos + 1] + 3 >> 2)
+        elif type_len in (TIME_EXTEND, TIME_STAMP):
+            if pos + 1 > last:
+                return
+            ts = (ts if type_len == TIME_EXTEND else 0) + (delta | words[pos + 1] << 27)
+            pos += 2
+        elif type_len == 0:
+            if pos + 1 > last:
+                return
+            size = words[pos + 1] - 4
+            yield ts + delta, (pos + 2) << 2, min(end, (pos + 2 << 2) + size)
+            ts += delta
+            pos += 2 + (size + 3 >> 2)
         else:
-            size = type_len * 4
-            start = pos + 4
-        yield ts, start, min(end, start + size)
-        pos = start + ((size + 3) & ~3)
+            ts += delta
+            yield ts, (pos + 1) << 2, min(end, (pos + 1 + type_len) << 2)
+            pos += 1 + type_len
 
 
 @dataclass
