@@ -7,12 +7,12 @@ clock), a small per-CPU buffer, the measured CPUs, and the sched/irq events the 
 thread (SCHED_OTHER, on the CPUs not traced where there are some) drains `per_cpu/cpuN/trace_pipe_raw`
 every POLL_S, page by page in binary form (a consuming read: the bounded ring buffer never overwrites an
 event the reader has not seen, as long as the reader keeps up; a page's flags say when it did not), and
-keeps the last KEEP_NS of pages per CPU as they are, walking only their event headers
-(rtqual.measure.host.traceraw). Each threshold event (spike) fed with spike() gets the lines of its CPU from
-its deadline minus MARGIN_NS to its wake-up, once the reader has read past the wake-up: the pages around it
-decoded and rendered as trace_pipe text lines (times in ns). stop() removes the instance whatever happened
-(and unmounts a private mount). Kept text blocks (first, last, text) are still cut by window_lines (the
-recorded fixtures, a caller's own text).
+keeps the last KEEP_NS of pages per CPU as they are, reading only each page's header (the time of its
+first event, lost events: rtqual.measure.host.traceraw). Each threshold event (spike) fed with spike() gets
+the lines of its CPU from its deadline minus MARGIN_NS to its wake-up, once the reader has read past the
+wake-up: the pages around it decoded and rendered as trace_pipe text lines (times in ns). stop() removes
+the instance whatever happened (and unmounts a private mount). Kept text blocks (first, last, text) are
+still cut by window_lines (the recorded fixtures, a caller's own text).
 
 API for a caller that runs a probe (the runner; the monitor later):
 
@@ -255,8 +255,8 @@ class Tracer:
         self._records: list[dict] = []  # our journal records (marked restored when undone)
         self._fds: dict[int, int] = {}
         self._fmt: traceraw.PageFormat | None = None  # the page and event formats (from the instance)
-        self._comms: dict[int, bytes] = {}  # pid -> command name (raw), from the sched events the reader walked
         self._chunks: dict[int, deque] = {c: deque() for c in self.cpus}  # cpu -> (first, last, page or text)
+        # (a page's last: the next page's first, None for the newest)
         self._newest: dict[int, int] = dict.fromkeys(self.cpus, 0)
         self._bytes: dict[int, int] = dict.fromkeys(self.cpus, 0)
         self._pending: list[tuple[dict, float]] = []
@@ -410,9 +410,9 @@ class Tracer:
         self._resolve(final=True)
 
     def _drain(self) -> None:
-        """Read the pages each CPU's buffer holds (non-blocking, at most DRAIN_BYTES a pass), walk their event
-        headers (times, losses, the command names of sched events) and keep them; drop pages no spike can
-        need."""
+        """Read the pages each CPU's buffer holds (non-blocking, at most DRAIN_BYTES a pass) and keep them as
+        they are, with the time of their first event and their losses from the page header (no event is
+        looked at here); drop pages no spike can need."""
         fmt = self._fmt
         if fmt is None:
             return
@@ -426,19 +426,21 @@ class Tracer:
                 if not page:
                     break
                 got += len(page)
-                span = traceraw.page_span(fmt, page, self._comms)
-                if span is None:
-                    continue
-                self.lost_events += max(span.lost, 1) if span.lost else 0
-                self._keep(cpu, span.first_ns, span.last_ns, page)
+                head = traceraw.page_head(fmt, page)
+                if head is not None:
+                    self.lost_events += max(head[2], 1) if head[2] else 0
+                    self._keep(cpu, head[0], page)
 
-    def _keep(self, cpu: int, first_ns: int, last_ns: int, data: bytes) -> None:
-        """Keep one page of a CPU; drop the oldest no spike can need."""
+    def _keep(self, cpu: int, first_ns: int, page: bytes) -> None:
+        """Keep one page of a CPU (first, None, page): the page before it ends where it begins, its own end is
+        not known until the next; drop the oldest no spike can need."""
         with self._lock:
             chunks = self._chunks[cpu]
-            chunks.append((first_ns, last_ns, data))
-            self._bytes[cpu] += len(data)
-            self._newest[cpu] = max(self._newest[cpu], last_ns)
+            if chunks and chunks[-1][1] is None:
+                chunks[-1] = (chunks[-1][0], first_ns, chunks[-1][2])
+            chunks.append((first_ns, None, page))
+            self._bytes[cpu] += len(page)
+            self._newest[cpu] = max(self._newest[cpu], first_ns)
             keep_from = self._newest[cpu] - KEEP_NS
             if self._pending:
                 keep_from = min(keep_from, min(w["deadline_ns"] for w, _ in self._pending) - self.margin_ns)
@@ -450,7 +452,7 @@ class Tracer:
         pages = [c for c in chunks if isinstance(c[2], bytes)]
         lines = window_lines([c for c in chunks if isinstance(c[2], str)], start_ns, end_ns)
         if pages and self._fmt is not None:
-            lines += traceraw.window_lines(self._fmt, pages, cpu, start_ns, end_ns, self._comms)
+            lines += traceraw.window_lines(self._fmt, pages, cpu, start_ns, end_ns)
         return lines
 
     def _resolve(self, final: bool) -> None:

@@ -9,10 +9,11 @@ discarded event, or the end of the page when its delta is 0); 30: a time extend 
 an absolute time stamp. An event's data begins with the common fields (common_type: the event's ID, common_pid),
 then its own at the offsets of its format file.
 
-The reader (rtqual.measure.host.trace) keeps pages as they are and walks only their headers (page_span: first
-and last time, lost events); the pages around a spike are decoded (page_events) and rendered as the lines
-trace_pipe would print (render), so the analysis (rtqual.answers.evidence.spikes), the bundle's trace files and
-the recorded text fixtures share one text format. Times are kept in ns (text trace_pipe prints µs).
+The reader (rtqual.measure.host.trace) keeps pages as they are, reading only their header (page_head: the time
+of the first event, lost events); the pages around a spike are decoded (page_events, the tasks named by the
+sched_switch events before and in the window) and rendered as the lines trace_pipe would print (render), so
+the analysis (rtqual.answers.evidence.spikes), the bundle's trace files and the recorded text fixtures share
+one text format. Times are kept in ns (text trace_pipe prints µs).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import re
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 PADDING, TIME_EXTEND, TIME_STAMP = 29, 30, 31
@@ -29,7 +30,6 @@ _FIELD = re.compile(r"field:(?P<decl>[^;]+);\s*offset:(?P<off>\d+);\s*size:(?P<s
 _SYMBOL = re.compile(r"\{\s*(-?\d+),\s*\"([^\"]*)\"\s*\}")
 _INT = {1: "b", 2: "h", 4: "i", 8: "q"}
 _STATE = "SDTtXZPI"  # sched_switch prev_state bits, as its format's print fmt names them
-_COMM_CAP = 1 << 16  # pids whose command name (raw char[16]) the reader remembers (cleared when full)
 
 
 @dataclass(frozen=True)
@@ -141,9 +141,11 @@ def _value(data: bytes, base: int, end: int, f: Field) -> int | str:
     return _int(data, base, f) if f.size in _INT else 0
 
 
-def _walk(fmt: PageFormat, page: bytes) -> Iterator:
-    """(time_ns, data offset, data end) of each event of a page, and first the lost-event count before it
-    (-1: some, not counted)."""
+def page_head(fmt: PageFormat, page: bytes) -> tuple[int, int, int] | None:
+    """From a page's header alone (the reader's per-page work): the time of its first event, the end of its
+    data and the events lost before it (-1: some, not counted); None for a page without data."""
+    if len(page) < fmt.data_off:
+        return None
     ts = struct.unpack_from("<Q", page, fmt.ts_off)[0]
     commit = int.from_bytes(page[fmt.commit_off : fmt.commit_off + fmt.commit_size], "little")
     length = commit & ~(MISSED_EVENTS | MISSED_STORED) & 0xFFFFFFFF
@@ -153,6 +155,17 @@ def _walk(fmt: PageFormat, page: bytes) -> Iterator:
         lost = -1
         if commit & MISSED_STORED and end + 8 <= len(page):
             lost = struct.unpack_from("<Q", page, end)[0]
+    return (ts, end, lost) if end > fmt.data_off else None
+
+
+def _walk(fmt: PageFormat, page: bytes) -> Iterator:
+    """(time_ns, data offset, data end) of each event of a page, and first the lost-event count before it
+    (-1: some, not counted)."""
+    head = page_head(fmt, page)
+    if head is None:
+        yield 0
+        return
+    ts, end, lost = head
     yield lost
     words = memoryview(page)[: len(page) & ~3].cast("I")  # events are 4-byte aligned; native order (the host's)
     pos = fmt.data_off >> 2  # in words
@@ -193,32 +206,48 @@ class Span:
     events: int
 
 
-def page_span(fmt: PageFormat, page: bytes, comms: dict[int, bytes] | None = None) -> Span | None:
-    """The span of a page (None when it holds no event); comms, when given, learns the command names the
-    page's sched_switch events carry (the text the kernel prints before each line)."""
+def page_span(fmt: PageFormat, page: bytes) -> Span | None:
+    """The span of a page from all its event headers (None when it holds no event)."""
     it = _walk(fmt, page)
     lost = next(it)
     first = last = None
     n = 0
-    for ts, start, end in it:
+    for ts, _, _ in it:
         first = ts if first is None else first
         last, n = ts, n + 1
-        if comms is not None:
-            _learn(fmt, page, start, end, comms)
     return None if first is None or last is None else Span(first, last, lost, n)
 
 
-def _learn(fmt: PageFormat, page: bytes, start: int, end: int, comms: dict[int, bytes]) -> None:
-    """pid -> command name from a sched_switch (the reader's hot path: one look at the type of the others)."""
+def _learn(fmt: PageFormat, page: bytes, start: int, end: int, comms: dict[int, bytes]) -> bool:
+    """pid -> command name from a sched_switch (the task switched in names every event after it; the one
+    switched out only when not known yet); whether the event was one."""
     pairs = fmt.names.get(page[start] | page[start + 1] << 8) if end - start >= 2 else None
     if not pairs:
-        return
-    if len(comms) >= _COMM_CAP:
-        comms.clear()
+        return False
     for i, (c, p) in enumerate(pairs):  # comm: char[16]; pid: pid_t (4 bytes)
         pid = int.from_bytes(page[start + p.offset : start + p.offset + 4], "little", signed=True)
         if i == 0 or pid not in comms:
             comms[pid] = page[start + c.offset : start + c.offset + c.size]
+    return True
+
+
+def names_before(fmt: PageFormat, pages: list[bytes], start_ns: int) -> dict[int, bytes]:
+    """The command names of the pages' sched_switch events up to start_ns, walking back from the newest page
+    until one holds a switch (so the task on the CPU when a window opens is named, as trace_pipe names it)."""
+    comms: dict[int, bytes] = {}
+    for page in reversed(pages):
+        found: dict[int, bytes] = {}
+        it = _walk(fmt, page)
+        next(it)
+        seen = False
+        for ts, start, end in it:
+            if ts > start_ns:
+                break
+            seen = _learn(fmt, page, start, end, found) or seen
+        comms = {**found, **comms} if comms else found
+        if seen:
+            break
+    return comms
 
 
 @dataclass(frozen=True)
@@ -230,24 +259,33 @@ class RawEvent:
     system: str
     name: str
     values: dict[str, int | str]
+    comm: str | None = None  # the task's name when the event was recorded, where known
 
 
-def page_events(fmt: PageFormat, page: bytes, start_ns: int, end_ns: int) -> tuple[list[RawEvent], int]:
-    """The events of a page from start_ns to end_ns (known formats only) and the events lost before the page."""
+def page_events(
+    fmt: PageFormat, page: bytes, start_ns: int, end_ns: int, comms: dict[int, bytes] | None = None
+) -> tuple[list[RawEvent], int]:
+    """The events of a page from start_ns to end_ns (known formats only) and the events lost before the page;
+    comms, when given, learns the names of the tasks switched in (a line's name is the one its task had when
+    the line was recorded; render it before the next event is decoded, or give each RawEvent its name)."""
     it = _walk(fmt, page)
     lost = next(it)
     out = []
     for ts, start, end in it:
         if ts < start_ns or ts > end_ns or end - start < 8:
             continue
-        ef = fmt.events.get(struct.unpack_from("<H", page, start)[0])
+        ef = fmt.events.get(page[start] | page[start + 1] << 8)
         if ef is None:
             continue
         pid = _int(page, start, fmt.common_pid) if fmt.common_pid else -1
         vals = {n: _value(page, start, end, f) for n, f in ef.fields.items()}
         if ef.symbols and vals:  # __print_symbolic of the first field (softirq's vec)
             vals["_symbol"] = ef.symbols.get(int(next(iter(vals.values()))), "?")
-        out.append(RawEvent(ts, pid, ef.system, ef.name, vals))
+        known = comms.get(pid) if comms is not None else None
+        name = known.split(b"\0", 1)[0].decode(errors="replace") if known else None
+        out.append(RawEvent(ts, pid, ef.system, ef.name, vals, name))
+        if comms is not None:
+            _learn(fmt, page, start, end, comms)
     return out, lost
 
 
@@ -278,13 +316,9 @@ def _rest(ev: RawEvent) -> str:
     return " ".join(f"{k}={x}" for k, x in v.items() if not k.startswith("_"))
 
 
-def render(ev: RawEvent, cpu: int, comms: dict[int, bytes]) -> str:
+def render(ev: RawEvent, cpu: int) -> str:
     """One event as a trace_pipe line (time in ns): '<comm>-<pid> [CPU] ..... S.NNNNNNNNN: name: fields'."""
-    if ev.pid == 0:
-        comm = "<idle>"
-    else:
-        known = comms.get(ev.pid)
-        comm = (known.split(b"\0", 1)[0].decode(errors="replace") if known else _proc_comm(ev.pid)) or "<...>"
+    comm = "<idle>" if ev.pid == 0 else ev.comm or _proc_comm(ev.pid) or "<...>"
     sec, ns = divmod(ev.ts_ns, 1_000_000_000)
     return f"{comm:>16}-{ev.pid:<7} [{cpu:03d}] ..... {sec}.{ns:09d}: {ev.name}: {_rest(ev)}"
 
@@ -298,17 +332,37 @@ def _proc_comm(pid: int) -> str | None:
 
 
 def window_lines(
-    fmt: PageFormat, pages: list[tuple[int, int, bytes]], cpu: int, start_ns: int, end_ns: int, comms: dict[int, bytes]
+    fmt: PageFormat, pages: list[tuple[int, int, bytes]], cpu: int, start_ns: int, end_ns: int
 ) -> list[str]:
-    """The lines of kept pages (first, last, page) from start_ns to end_ns, each page's lost events (when it
-    reaches into the window) as the kernel's "CPU:N [LOST N EVENTS]" line before its events (an uncounted
-    loss as 1: at least one)."""
+    """The lines of a CPU's kept pages (first, last: the next page's first, or None for the newest; page)
+    from start_ns to end_ns, each page's lost events (when it reaches into the window) as the kernel's
+    "CPU:N [LOST N EVENTS]" line before its events (an uncounted loss as 1: at least one). A task is named
+    as trace_pipe names it, by its newest name the kernel recorded: the one its last switch out in the
+    window carried, else the one of its switch in (before or in the window), else its name now
+    (/proc/PID/comm), else <...>."""
+    inside = [i for i, (first, last, _) in enumerate(pages) if first <= end_ns and (last is None or last >= start_ns)]
+    if not inside:
+        return []
+    comms = names_before(fmt, [p for _, _, p in pages[: inside[0] + 1]], start_ns)
+    decoded = []
+    for i in inside:
+        events, lost = page_events(fmt, pages[i][2], start_ns, end_ns, comms)
+        decoded.append((events, lost))
+    out_names: dict[int, str] = {}  # pid -> the name it had when last switched out
+    for events, _ in decoded:
+        for ev in events:
+            if ev.name == "sched_switch":
+                out_names[int(ev.values["prev_pid"])] = str(ev.values["prev_comm"])
+    names: dict[int, str | None] = {}  # as trace_pipe names a task: by its newest name
+
+    def name(ev: RawEvent) -> str | None:
+        if ev.pid not in names:
+            names[ev.pid] = out_names.get(ev.pid) or ev.comm or _proc_comm(ev.pid)
+        return names[ev.pid]
+
     out = []
-    for first, last, page in pages:
-        if last < start_ns or first > end_ns:
-            continue
-        events, lost = page_events(fmt, page, start_ns, end_ns)
+    for events, lost in decoded:
         if lost:
             out.append(f"CPU:{cpu} [LOST {lost if lost > 0 else 1} EVENTS]")
-        out += [render(ev, cpu, comms) for ev in events]
+        out += [render(replace(ev, comm=name(ev)), cpu) for ev in events]
     return out
