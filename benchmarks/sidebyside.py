@@ -78,10 +78,14 @@ def _us(r: dict) -> str:
 
 
 def compare(rounds: int, ours: Callable[[], dict], reference: Callable[[], dict], ref_name: str) -> None:
-    """Run both alternately, print each round and the median ratios rtqual/reference."""
+    """Run both alternately (rtqual first in even rounds, the reference first in odd ones: a drift of the
+    host within a round favours neither), print each round and the median ratios rtqual/reference."""
     ratios = {k: [] for k in KEYS}
     for rnd in range(rounds):
-        a, b = ours(), reference()
+        if rnd % 2 == 0:
+            a, b = ours(), reference()
+        else:
+            b, a = reference(), ours()
         print(f"round {rnd}: rtqual {_us(a)} | {ref_name} {_us(b)}", flush=True)
         for k in KEYS:
             ratios[k].append(a[k] / b[k])
