@@ -7,7 +7,7 @@ What both sides share is pinned for the whole benchmark, not per tool: /dev/cpu_
 at 0 (each tool also holds it while it runs; between them nobody did), and the IOC's threads run on
 --ioc-cpus (default: the client's CPU, so that a response never waits for another vCPU to be woken:
 on a VM a halted vCPU's wake-up is an IPI through the hypervisor, tens of µs that depend on what the
-host runs, which moved both sides' medians between ~40 and ~125 µs from round to round)."""
+host runs). What other guests and jobs on the host do is not pinned: compare quiet runs."""
 
 import argparse
 import json
