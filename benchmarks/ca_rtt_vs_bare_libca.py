@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 import epicscorelibs.path
-from sidebyside import compare, options, probe_stats
+from sidebyside import compare, options, probe_stats, steady
 
 from rtqual.measure.epics.ca import RTT_ECHO, RTT_PUT, ca_db
 from rtqual.measure.epics.ioc import Ioc
@@ -91,7 +91,7 @@ def reference_round(exe: Path, ioc: Ioc, a) -> dict:
 
 def main() -> int:
     a = options(__doc__, "round trips")
-    with tempfile.TemporaryDirectory() as tmp, Ioc(preset="kek", extra_db=ca_db(0)) as ioc:
+    with steady(a), tempfile.TemporaryDirectory() as tmp, Ioc(preset="kek", extra_db=ca_db(0), cpus=a.ioc_cpus) as ioc:
         exe = build_reference(Path(tmp))
         compare(a.rounds, lambda: rtqual_round(ioc, a), lambda: reference_round(exe, ioc, a), "bare libca")
     return 0

@@ -9,6 +9,7 @@ t_out - t_stim (from Ioc.responses) per configuration and round. docs/epics.md h
 """
 
 import argparse
+import statistics
 import subprocess
 import sys
 import time
@@ -55,14 +56,21 @@ def main() -> int:
     ap.add_argument("-n", type=int, default=2000, help="stimuli per configuration and round")
     ap.add_argument("--rate", type=float, default=100.0, help="stimuli per second")
     a = ap.parse_args()
+    configs = ((False, False), (True, False), (True, True))
+    medians: dict[tuple[bool, bool], list[float]] = {c: [] for c in configs}
     for rnd in range(a.rounds):
-        for operator, monitor in ((False, False), (True, False), (True, True)):
+        for operator, monitor in configs:
             t = run(operator, monitor, a.n, a.rate)
+            medians[(operator, monitor)].append(t[len(t) // 2])
             print(
                 f"round {rnd} operator={operator!s:5} monitor={monitor!s:5}: median {t[len(t) // 2]:.1f} "
                 f"p99 {t[int(0.99 * len(t))]:.1f} max {t[-1]:.1f} us",
                 flush=True,
             )
+    print(f"median ratio of medians to the IOC without the statistics over {a.rounds} rounds:")
+    for c, name in zip(configs[1:], ("operator", "operator+monitor")):
+        r = [x / y for x, y in zip(medians[c], medians[configs[0]])]
+        print(f"  {name:16s} {statistics.median(r):.3f}   (rounds: {', '.join(f'{x:.3f}' for x in r)})")
     return 0
 
 

@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from sidebyside import compare, options, probe_stats
+from sidebyside import compare, options, probe_stats, steady
 
 from rtqual.measure.epics.ioc import Ioc
 from rtqual.measure.run import native
@@ -79,7 +79,7 @@ def reference_round(exe: Path, ioc: Ioc, a) -> dict:
 
 def main() -> int:
     a = options(__doc__, "stimuli")
-    with tempfile.TemporaryDirectory() as tmp, Ioc(preset="kek") as ioc:
+    with steady(a), tempfile.TemporaryDirectory() as tmp, Ioc(preset="kek", cpus=a.ioc_cpus) as ioc:
         exe = build_reference(Path(tmp))
         compare(a.rounds, lambda: rtqual_round(ioc, a), lambda: reference_round(exe, ioc, a), "bare FIFO loop")
     return 0

@@ -66,14 +66,11 @@ def main() -> None:
             for k in ratios:
                 if plain[k]:
                     ratios[k].append(traced[k] / plain[k])
-    print(
-        "median ratio --trace/untraced: "
-        + ", ".join(
-            f"{k.removesuffix('_ns')} {statistics.median(v):.2f} ({min(v):.2f}..{max(v):.2f})"
-            for k, v in ratios.items()
-            if v
-        )
-    )
+    print(f"median ratio --trace/untraced over {args.rounds} rounds:")
+    for k, v in ratios.items():
+        if v:
+            each = ", ".join(f"{x:.3f}" for x in v)
+            print(f"  {k.removesuffix('_ns'):5s} {statistics.median(v):.3f}   (rounds: {each})")
 
 
 if __name__ == "__main__":

@@ -30,7 +30,10 @@ def test_run_capture_keeps_each_stall_in_the_bundle_and_the_store(tmp_path):
                     "-o", out, "-q", "--store", store),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    time.sleep(1.2)  # the probe is measuring
+    deadline = time.monotonic() + 30
+    while not any('"progress"' in p.read_text() for p in out.glob("cases/*/stream.jsonl")):  # the probe measures
+        assert run.poll() is None and time.monotonic() < deadline, "the probe never started measuring"
+        time.sleep(0.1)
     stalls = inject_stalls(cpu, 3, stall="12ms", gap="250ms")
     _, err = run.communicate(timeout=60)
     assert run.returncode in (0, 2), err

@@ -3,12 +3,16 @@
 Lifecycle (docs/trace.md): find tracefs (or mount it on a private folder, said in a note and journaled),
 create `instances/rtqual-<pid>-<n>` (journaled in the bundle's change journal before it is made, so
 `rtqual restore` removes it after a SIGKILL), set the "mono" trace clock (CLOCK_MONOTONIC, the probes'
-clock), a small per-CPU buffer, the measured CPUs, and the sched/irq events; a reader thread drains
-`per_cpu/cpuN/trace_pipe` every POLL_S (a consuming read: the bounded ring buffer never overwrites an
-event the reader has not seen, as long as the reader keeps up; the kernel's "[LOST N EVENTS]" lines say
-when it did not) and keeps the last KEEP_NS of text per CPU. Each threshold event (spike) fed with
-spike() gets the lines of its CPU from its deadline minus MARGIN_NS to its wake-up, once the reader has
-read past the wake-up. stop() removes the instance whatever happened (and unmounts a private mount).
+clock), a small per-CPU buffer, the measured CPUs, and the sched/irq events the attribution reads; a reader
+thread (SCHED_OTHER, on the CPUs not traced where there are some) drains `per_cpu/cpuN/trace_pipe_raw`
+every POLL_S, page by page in binary form (a consuming read: the bounded ring buffer never overwrites an
+event the reader has not seen, as long as the reader keeps up; a page's flags say when it did not), and
+keeps the last KEEP_NS of pages per CPU as they are, reading only each page's header (the time of its
+first event, lost events: rtqual.measure.host.traceraw). Each threshold event (spike) fed with spike() gets
+the lines of its CPU from its deadline minus MARGIN_NS to its wake-up, once the reader has read past the
+wake-up: the pages around it decoded and rendered as trace_pipe text lines (times in ns). stop() removes
+the instance whatever happened (and unmounts a private mount). Kept text blocks (first, last, text) are
+still cut by window_lines (the recorded fixtures, a caller's own text).
 
 API for a caller that runs a probe (the runner; the monitor later):
 
@@ -38,6 +42,7 @@ from typing import Any
 
 from rtqual.answers.evidence.spikes import SOURCE
 from rtqual.errors import RtqError
+from rtqual.measure.host import traceraw
 
 TRACEFS_CANDIDATES = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
 TRACEFS_ENV = "RTQUAL_TRACEFS"  # use this tracefs folder (tests point it at a read-only one)
@@ -48,21 +53,17 @@ EVENTS = (
     "irq/irq_handler_exit",
     "irq/softirq_entry",
     "irq/softirq_exit",
-    "irq_vectors",  # where present (x86): local_timer, reschedule, call_function, irq_work, ...
+    "irq_vectors",  # where present (x86), its *_entry/*_exit pairs only: local_timer, reschedule, call_function, ...
 )
 TRACE_CLOCK = "mono"  # ktime_get_mono_fast_ns: CLOCK_MONOTONIC, the time base of the probes' records
 BUFFER_KB = 2048  # per CPU: about 0.5 s of a 10 kHz timer's events, 10 POLL_S periods of slack
-READER_PRIORITY = 1  # SCHED_FIFO of the reader thread, on the CPUs not traced only
-POLL_S = 0.05
+POLL_S = 0.2  # the reader reads in batches: a few pages per CPU and pass
 MARGIN_NS = 1_000_000  # kept before the deadline: what ran on the CPU just before the wake-up was due
 KEEP_NS = 3_000_000_000  # text kept per CPU for spikes still to come (the probe reports within ~0.1 s)
 KEEP_BYTES = 64 << 20  # and never more than this per CPU
 WAIT_S = 1.0  # a spike whose wake-up the reader has not reached after this is taken with what there is
 MAX_SPIKES = 100  # spikes analysed per case (the first ones); the rest are counted
-READ_BYTES = 1 << 16  # one read (the kernel gives at most a page of text per read anyway)
-CHUNK_BYTES = 1 << 16  # kept text blocks of about this size: a spike parses only the blocks it overlaps
 DRAIN_BYTES = 8 << 20  # per CPU and pass, so a reader that cannot keep up still resolves spikes
-_LOST = re.compile(r"\[LOST (\d+) EVENTS\]")
 _TS = re.compile(r"\s(\d+)\.(\d+):\s")
 _PID = re.compile(r"(?:prev|next)_pid=(\d+)")
 _POLICIES = {0: "other", 1: "fifo", 2: "rr", 3: "batch", 5: "idle", 6: "deadline"}
@@ -211,16 +212,12 @@ def remove_orphan_instances(root: Path | None = None, dry_run: bool = False) -> 
 
 
 def _aside(cpus: list[int]) -> None:
-    """Move the calling thread to the CPUs not traced where there are some, at SCHED_FIFO READER_PRIORITY where
-    permitted (above the busy SCHED_OTHER world, below every real-time task): reading trace text costs kernel
-    time, which a preempt=none kernel does not preempt, so on a traced CPU it would make spikes of its own."""
+    """Move the calling thread (a reader, at SCHED_OTHER) to the CPUs not traced where there are some: its reads
+    cost kernel time, which a preempt=none kernel does not preempt, so on a traced CPU it would make spikes of its
+    own."""
     others = set(os.sched_getaffinity(0)) - set(cpus)
     if others:
         os.sched_setaffinity(0, others)  # this thread only
-        try:
-            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(READER_PRIORITY))
-        except OSError:
-            pass
 
 
 def _window(cpu: int, wake_ns: int, latency_ns: int, stages: dict | None, real_ns: int | None) -> dict[str, Any]:
@@ -231,6 +228,14 @@ def _window(cpu: int, wake_ns: int, latency_ns: int, stages: dict | None, real_n
     if real_ns is not None:
         w["real_ns"] = real_ns
     return w
+
+
+def _enables(events: Path, event: str) -> list[Path]:
+    """The enable files of an event ("system/name"), or of a system's *_entry/*_exit events (the contexts the
+    attribution times): those present in this kernel."""
+    if "/" in event:
+        return [events / event / "enable"] if (events / event / "enable").exists() else []
+    return sorted(p for p in (events / event).glob("*_e*/enable") if p.parent.name.endswith(("_entry", "_exit")))
 
 
 def feed(tracer: Tracer, rec: dict) -> None:
@@ -270,8 +275,9 @@ class Tracer:
         self.lost_events = 0
         self._records: list[dict] = []  # our journal records (marked restored when undone)
         self._fds: dict[int, int] = {}
-        self._chunks: dict[int, deque] = {c: deque() for c in self.cpus}  # cpu -> (first, last, text)
-        self._tail: dict[int, str] = {c: "" for c in self.cpus}
+        self._fmt: traceraw.PageFormat | None = None  # the page and event formats (from the instance)
+        self._chunks: dict[int, deque] = {c: deque() for c in self.cpus}  # cpu -> (first, last, page or text)
+        # (a page's last: the next page's first, None for the newest)
         self._newest: dict[int, int] = dict.fromkeys(self.cpus, 0)
         self._bytes: dict[int, int] = dict.fromkeys(self.cpus, 0)
         self._pending: list[tuple[dict, float]] = []
@@ -364,18 +370,26 @@ class Tracer:
     def _start(self) -> None:
         path = self.make_instance()
         _write(path / "tracing_cpumask", cpumask(self.cpus))
-        for event in EVENTS:
-            enable = path / "events" / event / "enable"
-            if enable.exists():
-                _write(enable, "1")
-                self.events.append(event)
-        if "sched/sched_switch" not in self.events:
-            raise TraceUnavailable("no sched_switch event in this kernel's tracefs")
+        self._enable_events(path)
+        try:
+            self._fmt = traceraw.load(path, self.events)
+        except (ValueError, KeyError) as e:
+            raise TraceUnavailable(f"cannot read this kernel's trace formats: {e}") from None
         for cpu in self.cpus:
-            self._fds[cpu] = os.open(path / "per_cpu" / f"cpu{cpu}" / "trace_pipe", os.O_RDONLY | os.O_NONBLOCK)
+            raw = path / "per_cpu" / f"cpu{cpu}" / "trace_pipe_raw"
+            self._fds[cpu] = os.open(raw, os.O_RDONLY | os.O_NONBLOCK)
         _write(path / "tracing_on", "1")
         self._thread = threading.Thread(target=self._run, name="rtqual-trace", daemon=True)
         self._thread.start()
+
+    def _enable_events(self, path: Path) -> None:
+        """Enable the events the attribution reads (EVENTS, those this kernel has) in the instance at path."""
+        for event in EVENTS:
+            for enable in _enables(path / "events", event):
+                _write(enable, "1")
+                self.events.append(str(enable.parent.relative_to(path / "events")))
+        if "sched/sched_switch" not in self.events:
+            raise TraceUnavailable("no sched_switch event in this kernel's tracefs")
 
     # -- spikes
 
@@ -412,44 +426,50 @@ class Tracer:
         self._resolve(final=True)
 
     def _drain(self) -> None:
-        """Read what each CPU's pipe holds (non-blocking, at most DRAIN_BYTES a pass) into its kept text,
-        in blocks of about CHUNK_BYTES (a spike parses only the blocks around it), oldest text dropped."""
+        """Read the pages each CPU's buffer holds (non-blocking, at most DRAIN_BYTES a pass) and keep them as
+        they are, with the time of their first event and their losses from the page header (no event is
+        looked at here); drop pages no spike can need."""
+        fmt = self._fmt
+        if fmt is None:
+            return
         for cpu, fd in self._fds.items():
             got = 0
             while got < DRAIN_BYTES:
                 try:
-                    data = os.read(fd, READ_BYTES)
+                    page = os.read(fd, fmt.page_bytes)
                 except OSError:  # BlockingIOError: empty for now
                     break
-                if not data:
+                if not page:
                     break
-                got += len(data)
-                self._tail[cpu] += data.decode(errors="replace")
-                if len(self._tail[cpu]) >= CHUNK_BYTES:
-                    self._keep(cpu)
-            self._keep(cpu)
+                got += len(page)
+                head = traceraw.page_head(fmt, page)
+                if head is not None:
+                    self.lost_events += max(head[2], 1) if head[2] else 0
+                    self._keep(cpu, head[0], page)
 
-    def _keep(self, cpu: int) -> None:
-        """Move the whole lines read so far on a CPU into a kept block; drop blocks no spike can need."""
-        text = self._tail[cpu]
-        cut = text.rfind("\n") + 1
-        self._tail[cpu], text = text[cut:], text[:cut]
-        if not text:
-            return
-        self.lost_events += sum(int(n) for n in _LOST.findall(text))
-        rng = text_range(text)
-        if rng is None:
-            return
+    def _keep(self, cpu: int, first_ns: int, page: bytes) -> None:
+        """Keep one page of a CPU (first, None, page): the page before it ends where it begins, its own end is
+        not known until the next; drop the oldest no spike can need."""
         with self._lock:
             chunks = self._chunks[cpu]
-            chunks.append((rng[0], rng[1], text))
-            self._bytes[cpu] += len(text)
-            self._newest[cpu] = max(self._newest[cpu], rng[1])
+            if chunks and chunks[-1][1] is None:
+                chunks[-1] = (chunks[-1][0], first_ns, chunks[-1][2])
+            chunks.append((first_ns, None, page))
+            self._bytes[cpu] += len(page)
+            self._newest[cpu] = max(self._newest[cpu], first_ns)
             keep_from = self._newest[cpu] - KEEP_NS
             if self._pending:
                 keep_from = min(keep_from, min(w["deadline_ns"] for w, _ in self._pending) - self.margin_ns)
             while len(chunks) > 1 and (chunks[0][1] < keep_from or self._bytes[cpu] > KEEP_BYTES):
                 self._bytes[cpu] -= len(chunks.popleft()[2])
+
+    def _window(self, chunks: list, cpu: int, start_ns: int, end_ns: int) -> list[str]:
+        """The lines of a CPU's kept pages (decoded now) or text blocks from start_ns to end_ns."""
+        pages = [c for c in chunks if isinstance(c[2], bytes)]
+        lines = window_lines([c for c in chunks if isinstance(c[2], str)], start_ns, end_ns)
+        if pages and self._fmt is not None:
+            lines += traceraw.window_lines(self._fmt, pages, cpu, start_ns, end_ns)
+        return lines
 
     def _resolve(self, final: bool) -> None:
         """Cut the lines of each pending spike the reader has read past (or waited for long enough)."""
@@ -462,9 +482,9 @@ class Tracer:
             chunks = {cpu: list(c) for cpu, c in self._chunks.items()}
         for w, _ in ready:
             cpu, start = w["cpu"], w["deadline_ns"] - self.margin_ns
-            lines = window_lines(chunks[cpu], start, w["wake_ns"])
+            lines = self._window(chunks[cpu], cpu, start, w["wake_ns"])
             if self.all_cpus:  # the other CPUs' lines too, in time order (the spike's own analysis filters by CPU)
-                others = [x for c in self.cpus if c != cpu for x in window_lines(chunks[c], start, w["wake_ns"])]
+                others = [x for c in self.cpus if c != cpu for x in self._window(chunks[c], c, start, w["wake_ns"])]
                 lines = sorted(lines + others, key=lambda x: line_ts(x) or 0)
             first = chunks[cpu][0][0] if chunks[cpu] else None
             complete = first is not None and first <= start and self._newest[cpu] >= w["wake_ns"]
@@ -534,6 +554,8 @@ CAPTURE_BUFFER_KB = 512  # per CPU: about 3 s of a 1 kHz timer's events on a qui
 CAPTURE_KEEP_NS = 10_000_000  # kept before a captured spike's deadline: what held the CPU just before
 CAPTURE_PER_HOUR = 60  # captures kept per hour (the default of --capture-per-hour); the rest counted
 CAPTURE_READ_BYTES = 32 << 20  # one CPU's ring as text, at most (a 512 KB ring reads as about 2 MB)
+READ_BYTES = 1 << 16  # one read of a ring's text
+_LOST = re.compile(r"\[LOST (\d+) EVENTS\]")
 HOUR_S = 3600.0
 
 
@@ -569,13 +591,7 @@ class Ring(Tracer):
         _write(path / "tracing_cpumask", cpumask(self.cpus))
         if (path / "options" / "pause-on-trace").exists():
             _write(path / "options" / "pause-on-trace", "0")  # reading the ring must not stop its writing
-        for event in EVENTS:
-            enable = path / "events" / event / "enable"
-            if enable.exists():
-                _write(enable, "1")
-                self.events.append(event)
-        if "sched/sched_switch" not in self.events:
-            raise TraceUnavailable("no sched_switch event in this kernel's tracefs")
+        self._enable_events(path)
         _write(path / "tracing_on", "1")
         self._thread = threading.Thread(target=self._run, name="rtqual-capture", daemon=True)
         self._thread.start()
