@@ -15,6 +15,7 @@ from rtqual.measure.run.session import spike
 from rtqual.monitor.loop import STORE_FLUSH_S, Options, check_folder, window_line
 from rtqual.publish.metrics import check_listen
 from rtqual.results.window import merged, public, stored
+from rtqual.textfmt import clean
 
 
 class Outputs:
@@ -124,7 +125,7 @@ class Outputs:
         if self.opts.json:
             print(json.dumps({"type": "capture", "probe": run_as, **rec}), flush=True)
         else:
-            print(f"captured {spikes.spike_line(rec)}; cause: {words}", flush=True)
+            print(clean(f"captured {spikes.spike_line(rec)}; cause: {words}"), flush=True)  # comm: any bytes
         if self.metrics is not None:
             self.metrics.add_spike(run_as, rec)
             self.metrics.add_capture(run_as, rec)
