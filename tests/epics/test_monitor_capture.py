@@ -68,10 +68,11 @@ def test_each_injected_stall_is_captured_with_the_injector_named(tmp_path):
         ca.close()
         code, err = mon.stop()
     assert code == 0, err
-    for st in stalls:  # each stall: captured, its cause the injector (a task at SCHED_FIFO 90 on the stalled CPU)
-        c = caught(st, printed)[0]["cause"]
-        assert (c["kind"], c["comm"], c["cpu"], c["priority"]) == ("task", "rtqual-stall", cpu, 90), printed
-        assert c["policy"] in ("fifo", "rt")
+    for st in stalls:  # each stall: captured, its cause the injector (a task at SCHED_FIFO 90 on the stalled CPU);
+        # on a shared VM another spike (the hypervisor's, unaccounted) may overlap the stall's time too
+        causes = [(c["cause"]["kind"], c["cause"]["comm"], c["cause"]["cpu"], c["cause"]["priority"],
+                   c["cause"]["policy"]) for c in caught(st, printed)]  # fmt: skip
+        assert any(x[:4] == ("task", "rtqual-stall", cpu, 90) and x[4] in ("fifo", "rt") for x in causes), printed
     # the PVs: the count and the last capture's cause in words
     last = printed[int(count) - 1]
     assert int(count) == len(printed) and _text(cause).startswith(f"{last['cause']['comm']} pid {last['cause']['pid']}")
