@@ -71,3 +71,19 @@ def test_arm64_without_a_base_goes_without_epics_and_a_base_is_checked(tmp_path)
     assert out.stdout.splitlines() == ["setup: preflight: the build can start (EPICS: site, aarch64)"]
     out = preflight(tmp_path / "d", machine="armv7l", RTQUAL_EPICS_BASE=str(base))  # armhf's base: linux-arm
     assert out.returncode == 1 and "no lib/linux-arm/libdbCore.so" in out.stdout
+
+
+def lab(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([REPO / "scripts" / "kernel-lab", *args], capture_output=True, text=True, timeout=60)
+
+
+def test_arm64_lab_flavours_are_arm64_and_arm64_rt():
+    """The flavour names are the contract: both reach the arm64 lab (its own checks answer), others are named."""
+    for flavour in ("arm64", "arm64-rt"):
+        out = lab(flavour, "--cpus", "0", "--", "true")
+        assert (out.returncode, out.stderr) == (1, "kernel-lab: --cpus 0: a number of CPUs, 1-99\n")
+    out = lab("arm64-foo", "--", "true")
+    assert out.returncode == 1 and out.stderr.strip().endswith("arm64 or arm64-rt")
+    out = subprocess.run([REPO / "scripts" / "kernel-lab-arm64", "--kernel", "rt", "--", "true"], capture_output=True,
+                         text=True, timeout=60)  # fmt: skip
+    assert (out.returncode, out.stderr) == (1, "kernel-lab: unknown arm64 kernel 'rt': arm64 or arm64-rt\n")
