@@ -1,6 +1,6 @@
 # Shared part of the toolchain files: Debian's cross gcc for RTQUAL_CROSS_TRIPLE, target libraries from
 # /usr/TRIPLE (the cross libc) and /usr/lib/TRIPLE (multiarch packages such as libzmq3-dev:arm64),
-# ctest through qemu-user with -L at the cross sysroot. No EPICS: no wheels exist for these targets.
+# ctest through qemu-user with -L at the cross sysroot. EPICS only from a cross-built site base (below).
 set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_C_COMPILER ${RTQUAL_CROSS_TRIPLE}-gcc)
 set(CMAKE_CXX_COMPILER ${RTQUAL_CROSS_TRIPLE}-g++)
@@ -31,5 +31,9 @@ else()
   set(CMAKE_CROSSCOMPILING_EMULATOR ${RTQUAL_CROSS_QEMU_PATH} -L /usr/${RTQUAL_CROSS_TRIPLE})
 endif()
 
-set(RTQUAL_WITH_EPICS OFF CACHE BOOL "no EPICS for cross builds" FORCE)
+# No wheels exist for these targets: EPICS only against a site base cross-built for the target
+# (-DRTQUAL_EPICS_BASE, with EPICS_HOST_ARCH naming it: scripts/epics-arm64), never the host's wheel.
+if(NOT RTQUAL_EPICS_BASE)
+  set(RTQUAL_WITH_EPICS OFF CACHE BOOL "no EPICS for cross builds" FORCE)
+endif()
 set(RTQUAL_WITH_PVXS OFF CACHE BOOL "no pvxs for cross builds" FORCE)

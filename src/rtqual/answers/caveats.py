@@ -87,7 +87,10 @@ def host_caveats(env: dict | None) -> list[dict]:
     elif hv not in (None, "none"):
         out.append(_caveat("virtual", f"{environment_mod.HYPERVISOR_NAMES.get(hv, hv)} guest", said[0]))
     if ct and ct != "none":
-        out.append(_caveat("container", f"{environment_mod.CONTAINER_NAMES.get(ct, ct)} container", said[-1]))
+        out.append(_caveat("container", f"{environment_mod.CONTAINER_NAMES.get(ct, ct)} container", said[1]))
+    firmware = environment_mod.firmware_sentence(env.get("firmware_throttled"))
+    if firmware:
+        out.append(_caveat("throttled", "Pi throttled before the run", firmware))
     return out
 
 

@@ -12,7 +12,7 @@ guessed (a value not recorded is None).
 
 from __future__ import annotations
 
-from rtqual.results.facts import get_fact
+from rtqual.results.facts import RPI_THROTTLED_BITS, get_fact
 
 STEAL_NOTE_PCT = 0.5
 """Steal of a measured CPU at or above this share of the case's time is said."""
@@ -39,7 +39,7 @@ _SYSTEMD_VM = {"qemu": "qemu-tcg", "microsoft": "hyperv", "oracle": "virtualbox"
 """systemd-detect-virt --vm names that rtqual names otherwise ('qemu' means emulated, without KVM)."""
 _DMI_VM = (("vmware", "vmware"), ("innotek", "virtualbox"), ("microsoft", "hyperv"), ("xen", "xen"))
 CONTAINER_NAMES = {"docker": "Docker", "podman": "Podman", "lxc": "LXC", "systemd-nspawn": "systemd-nspawn"}
-THROTTLED_BITS = {0: "under-voltage", 1: "ARM frequency capped", 2: "throttled", 3: "soft temperature limit"}
+THROTTLED_BITS = RPI_THROTTLED_BITS
 """A Raspberry Pi firmware's throttled flags: bit n is 'now', bit n+16 'has occurred since boot'."""
 
 
@@ -107,6 +107,15 @@ def container(facts: dict | None) -> tuple[str | None, str]:
     return "none", "no container files"
 
 
+def firmware_throttled(facts: dict | None) -> dict | None:
+    """A Raspberry Pi's firmware throttled state in the facts before the run (rtqual.results.facts
+    decode_throttled, with the board's model), None on other boards or older facts."""
+    pi = get_fact(facts or {}, "rpi")
+    if not isinstance(pi, dict) or not isinstance(pi.get("throttled"), dict):
+        return None
+    return {"model": pi.get("model"), **pi["throttled"]}
+
+
 # ---------------------------------------------------------------- per case
 
 
@@ -153,6 +162,17 @@ def _hottest(host_samples: dict, trips: dict) -> dict | None:
     name = max(temps, key=lambda n: temps[n].get("max", float("-inf")))
     top, trip = temps[name].get("max"), trips.get(name)
     return {"sensor": name, "max_c": top, "trip_c": trip, "hot": top is not None and top >= (trip or HOT_C)}
+
+
+def start_end_temperature(start: dict, end: dict) -> dict | None:
+    """The temperature at the case's start and end (its environment record's snapshots) of the sensor hottest
+    at the end (a Raspberry Pi's one SoC sensor): {"sensor", "start_c", "end_c"}, None where not recorded."""
+    a, b = start.get("temps_c") or {}, end.get("temps_c") or {}
+    both = [n for n in b if n in a]
+    if not both:
+        return None
+    name = max(both, key=lambda n: b[n])
+    return {"sensor": name, "start_c": a[name], "end_c": b[name]}
 
 
 def not_applied(result: dict) -> list[dict]:
@@ -203,6 +223,7 @@ def case_environment(result: dict, record: dict | None) -> dict:
         "others_running": hs.get("others_running"),
         "smt_siblings": siblings,
         "temperature": _hottest(hs, rec.get("trip_points_c") or {}),
+        "temperature_start_end": start_end_temperature(start, end),
         "throttled": (
             {
                 "flags_hex": hex(flags[1] if flags[1] is not None else (flags[2] or 0)),
@@ -230,6 +251,7 @@ def environment(facts: dict | None, results: list[dict], records: dict[str, dict
         "hypervisor_source": hv_source,
         "container": ct,
         "container_source": ct_source,
+        "firmware_throttled": firmware_throttled(facts),
         "cases": [_case_or_note(r, records.get(r.get("id") or "")) for r in results],
     }
 
@@ -277,7 +299,25 @@ def host_sentences(env: dict) -> list[str]:
             f"measured inside a {CONTAINER_NAMES.get(ct, ct)} container: the kernel and its settings are the "
             "host's, limits and capabilities the container's"
         )
-    return out
+    said = firmware_sentence(env.get("firmware_throttled"))
+    return out + ([said] if said else [])
+
+
+def firmware_sentence(fw: dict | None) -> str | None:
+    """What a Raspberry Pi firmware's throttled state before the run means for the numbers, None when clean."""
+    fw = fw or {}
+    now, since = fw.get("now") or [], fw.get("since_boot") or []
+    if not now and not since:
+        return None
+    state = "; ".join(
+        part
+        for part in (f"now {', '.join(now)}" if now else "", f"since boot {', '.join(since)}" if since else "")
+        if part
+    )
+    return (
+        f"the Raspberry Pi's firmware reported {state} before the run (get_throttled {fw.get('flags_hex')}): "
+        "the CPU may have run below its set frequency; a power supply of the rated current and cooling fix it"
+    )
 
 
 def case_sentences(c: dict) -> list[str]:

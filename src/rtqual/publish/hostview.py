@@ -43,6 +43,44 @@ def _governor_row(facts: dict) -> str:
     return _group_cpus(values)
 
 
+def _freq_range_row(facts: dict) -> str | None:
+    """The cpufreq limits per CPU: the scaling range the governor may use within the hardware's, identical values
+    merged; None without cpufreq."""
+    values = {}
+    for e in get_fact(facts, "cpu.per_cpu") or []:
+        lo, hi = e.get("scaling_min_freq_khz"), e.get("scaling_max_freq_khz")
+        if isinstance(lo, int) and isinstance(hi, int):
+            hw_lo, hw_hi = e.get("cpuinfo_min_freq_khz"), e.get("cpuinfo_max_freq_khz")
+            known = isinstance(hw_lo, int) and isinstance(hw_hi, int)
+            hw = f" of {hw_lo / 1000:.0f}-{hw_hi / 1000:.0f}" if known else ""
+            values[e.get("cpu")] = f"{lo / 1000:.0f}-{hi / 1000:.0f}{hw} MHz"
+    return _group_cpus(values) if values else None
+
+
+def _rpi_rows(facts: dict) -> list[tuple[str, str]]:
+    """A Raspberry Pi's firmware state and its cmdline.txt (no rows on other boards)."""
+    pi = get_fact(facts, "rpi")
+    if not isinstance(pi, dict):
+        return []
+    t = pi.get("throttled") if isinstance(pi.get("throttled"), dict) else None
+    if t is None:
+        state = "throttled flags unreadable (no get_throttled file, no vcgencmd)"
+    else:
+        now, since = t.get("now") or [], t.get("since_boot") or []
+        state = (
+            f"get_throttled {t.get('flags_hex')}: now {', '.join(now) or 'nothing'}; "
+            f"since boot {', '.join(since) or 'nothing'}"
+        )
+    temp = pi.get("soc_temp_c")
+    state += f"; SoC {temp:g} °C" if isinstance(temp, int | float) else ""
+    rows = [("Raspberry Pi firmware", f"{_or(pi.get('model'))}: {state}")]
+    cmdline = pi.get("firmware_cmdline") if isinstance(pi.get("firmware_cmdline"), dict) else None
+    rows.append(
+        ("Firmware cmdline", f"{cmdline.get('path')}: {_or(cmdline.get('text'), 'unreadable')}" if cmdline else "none")
+    )
+    return rows
+
+
 def _preempt_row(facts: dict) -> str:
     """Model, its source and, for a dynamic kernel, the current mode."""
     p = get_fact(facts, "preempt") or {}
@@ -184,7 +222,8 @@ def _tools_row(facts: dict) -> str:
 
 
 def host_rows(facts: dict) -> list[tuple[str, str]]:
-    """(label, value) rows for the human host table; a pure function of a collect() result."""
+    """(label, value) rows for the human host table; a pure function of a collect() result. The cpufreq range
+    and a Raspberry Pi's rows only where the facts have them."""
     k = get_fact(facts, "kernel") or {}
     cpu_model = _or(get_fact(facts, "cpu.model"))
     board = get_fact(facts, "cpu.board")
@@ -201,6 +240,7 @@ def host_rows(facts: dict) -> list[tuple[str, str]]:
         ("CPU", cpu_model),
         ("Online CPUs", _online_row(facts)),
         ("Governor/frequency", _governor_row(facts)),
+        *([("cpufreq range", freq)] if (freq := _freq_range_row(facts)) else []),
         (
             "Clocksource",
             f"{_or(clock.get('current'))} (available: {' '.join(clock.get('available') or []) or 'unknown'})",
@@ -225,6 +265,7 @@ def host_rows(facts: dict) -> list[tuple[str, str]]:
             "GPIO/UIO",
             f"gpio: {' '.join(d.get('gpiochips') or []) or 'none'}; uio: {' '.join(d.get('uio') or []) or 'none'}",
         ),
+        *_rpi_rows(facts),
         ("Tools", _tools_row(facts)),
     ] + ([("SMI count", _smi_row(facts["smi"]))] if isinstance(facts.get("smi"), dict) else [])  # newer facts only
 

@@ -32,6 +32,7 @@ from rtqual.publish.views import (
     spike_lines,
     stage_table,
     stat_cell,
+    temperature_line,
 )
 from rtqual.units import format_ns
 
@@ -128,6 +129,7 @@ def show_text(data: dict, table: str | None = None, env_lines: Sequence[str] = (
         )
     out.extend(clean_lines(environment_lines(data.get("environment"))))
     records = {c["id"]: c for c in data.get("caveats") or caveats_mod.records(env, data["cases"])}
+    env_cases = {c.get("id"): c for c in (env or {}).get("cases") or [] if isinstance(c, dict)}
     for r in data["cases"]:
         thr = r.get("params", {}).get("threshold_ns")
         out.append("")
@@ -152,6 +154,9 @@ def show_text(data: dict, table: str | None = None, env_lines: Sequence[str] = (
         baseline = baseline_line(r, data["cases"])
         if baseline:
             out.append(baseline)
+        temperature = temperature_line(env_cases.get(r["id"]))
+        if temperature:
+            out.append(clean(temperature))
         out.extend(clean(f"requirement {describe(v)}") for v in r.get("requirement_verdicts") or [])
         out.append(clean(f"verdict: {headline(r['verdict'], r.get('reason', ''))}"))
         out.extend(clean(f"warning: {w}") for w in r.get("warnings", []))

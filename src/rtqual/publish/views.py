@@ -488,3 +488,14 @@ def kind(r: dict) -> str:
     known = {"timer": "timer", "iocresp": "ioc", "switch": "switch", "pio": "transfer"}
     known.update({"msg": "rtt", "ca-rtt": "rtt", "pva-rtt": "rtt"})
     return known.get(probe, probe)
+
+
+def temperature_line(env_case: dict | None) -> str | None:
+    """'temperature: cpu-thermal 48.3 °C at the start, 55.1 °C at the end (max 56 °C)': a case's temperature before
+    and after it (as seed 000 records a Raspberry Pi's CPU temperature per test), None where not recorded."""
+    t = (env_case or {}).get("temperature_start_end")
+    if not isinstance(t, dict):
+        return None
+    top = ((env_case or {}).get("temperature") or {}).get("max_c")
+    peak = f" (max {top:g} °C)" if isinstance(top, int | float) else ""
+    return f"temperature: {t['sensor']} {t['start_c']:g} °C at the start, {t['end_c']:g} °C at the end{peak}"

@@ -20,7 +20,7 @@ import shlex
 from collections.abc import Callable
 from typing import Any
 
-from rtqual.results.facts import UNLIMITED, get_fact
+from rtqual.results.facts import RPI_SINCE_BOOT_SHIFT, RPI_THROTTLED_BITS, UNLIMITED, get_fact, parse_throttled
 from rtqual.units import format_cpulist, parse_kernel_cpulist
 
 SEVERITIES = ("blocker", "major", "minor", "info")
@@ -31,23 +31,18 @@ SHALLOW_CSTATE_US = 10  # an idle state that takes longer than this to leave sho
 NON_RT_KERNEL_NS = 1_000_000
 GOOD_CLOCKSOURCES = ("tsc", "arch_sys_counter", "riscv_clocksource", "timebase")
 PER_CPU_KTHREADS = ("migration/", "cpuhp/", "idle_inject/", "watchdog/", "rcu_preempt", "rcuc/", "rcub/")
-RPI_FLAGS = {  # bit -> meaning of the firmware's get_throttled
-    0: "under-voltage now",
-    1: "ARM frequency capped now",
-    2: "throttled now",
-    3: "soft temperature limit now",
-    16: "under-voltage has occurred",
-    17: "ARM frequency capping has occurred",
-    18: "throttling has occurred",
-    19: "soft temperature limit has occurred",
+RPI_FLAGS = {  # bit -> meaning of the firmware's get_throttled (rtqual.results.facts.RPI_THROTTLED_BITS)
+    **{bit: f"{name} now" for bit, name in RPI_THROTTLED_BITS.items()},
+    **{bit + RPI_SINCE_BOOT_SHIFT: f"{name} since boot" for bit, name in RPI_THROTTLED_BITS.items()},
 }
+RPI_UNDER_VOLTAGE_SINCE_BOOT = 1 << RPI_SINCE_BOOT_SHIFT
 RPI_CONFIG = "/boot/firmware/config.txt"
+RPI_CONFIGS = (RPI_CONFIG, "/boot/config.txt")  # where fix text may name the config file (never the facts' text)
 MAX_CPUS = 8192  # the kernel's largest NR_CPUS: a CPU number at or above it is no CPU
 MAX_PID = 4_194_304  # PID_MAX_LIMIT on 64-bit
 MAX_IRQ = 1 << 20  # far above any IRQ number a kernel gives (NR_IRQS + the dynamic range)
 MAX_IDLE_STATES = 10  # CPUIDLE_STATE_MAX
 KTHREAD_NAME = re.compile(r"[A-Za-z0-9_./:+-]{1,15}")  # a comm of at most TASK_COMM_LEN - 1 plain characters
-FILE_PATH = re.compile(r"/[A-Za-z0-9_./-]{1,200}")
 
 
 def whole(value: Any, low: int = 0, high: int | None = None) -> int | None:
@@ -714,13 +709,10 @@ def rpi(c: Context) -> dict | None:
     pi = c.tun.get("rpi")
     if not isinstance(pi, dict):
         return None
-    try:
-        flags = int(str(pi.get("throttled") or "0"), 16)
-    except ValueError:
-        flags = 0
+    flags = parse_throttled(str(pi.get("throttled") or "0")) or 0
     meaning = [text for bit, text in RPI_FLAGS.items() if flags >> bit & 1]
     config: dict = pi["config"] if isinstance(pi.get("config"), dict) else {}
-    config_file = pi.get("config_file") if FILE_PATH.fullmatch(str(pi.get("config_file"))) else None
+    config_file = next((p for p in RPI_CONFIGS if p == pi.get("config_file")), RPI_CONFIG)
     turbo = str(config.get("force_turbo", "0")) == "1"
     if not meaning and turbo:
         return None
@@ -731,17 +723,26 @@ def rpi(c: Context) -> dict | None:
     )
     if whole(pi.get("temp_mc"), -(10**6), 10**6) is not None:
         evidence.append(f"/sys/class/thermal/thermal_zone0/temp: {pi['temp_mc'] / 1000:.1f} C")
-    now = flags & 0xF
+    now = flags & ((1 << len(RPI_THROTTLED_BITS)) - 1)
+    under_voltage = flags & (1 | RPI_UNDER_VOLTAGE_SINCE_BOOT)
     return finding(
         "rpi",
-        "blocker" if now else "major" if meaning else "minor",
+        "blocker" if now or under_voltage else "major" if meaning else "minor",
         evidence,
         "The firmware lowers the ARM clock on under-voltage or heat, behind the kernel's back, so the same work "
-        "takes longer at unpredictable times.",
-        "a power supply of the rated current (5 V 3 A; 5 A for a Pi 5) and a heatsink or fan; in "
-        f"{config_file or RPI_CONFIG}: force_turbo=1 (a fixed ARM frequency)",
+        "takes longer at unpredictable times; an under-voltage since boot says the power supply cannot carry "
+        "the load.",
+        (
+            "a power supply of the rated current (the official 5.1 V 3 A supply for a Pi 4; 5 A for a Pi 5) "
+            "and a short cable; "
+            if under_voltage or not meaning
+            else ""
+        )
+        + "cooling: a heatsink and a fan (or a case that is one), and air around the board; then in "
+        f"{config_file}: force_turbo=1 (a fixed ARM frequency)",
         False,
-        "vcgencmd get_throttled (prints throttled=0x0 after a long run under load); vcgencmd measure_clock arm",
+        "after a reboot (the since-boot flags stay until then): vcgencmd get_throttled prints throttled=0x0 after a "
+        "long run under load; vcgencmd measure_clock arm",
     )
 
 

@@ -22,7 +22,7 @@ import zlib
 from pathlib import Path
 
 from rtqual.results import tree
-from rtqual.results.facts import UNLIMITED, get_fact
+from rtqual.results.facts import UNLIMITED, decode_throttled, get_fact, parse_throttled
 from rtqual.units import format_cpulist, parse_kernel_cpulist
 from rtqual.util import cap_eff_hex, read_text
 
@@ -99,6 +99,16 @@ _CPUFREQ_FILES = {
 }
 _CPUFREQ_TEXT = {"governor"}
 _CPUFREQ_LIST = {"available_governors"}
+
+RPI_THROTTLED_FILES = (
+    "/sys/devices/platform/soc/soc:firmware/get_throttled",
+    "/sys/devices/platform/soc/soc:firmware/throttled",
+)
+"""Where a Raspberry Pi's firmware driver shows the throttled flag word (hex, as `vcgencmd get_throttled`)."""
+RPI_CMDLINE_FILES = ("/boot/firmware/cmdline.txt", "/boot/cmdline.txt")
+"""The firmware's kernel command line file: Raspberry Pi OS bookworm and later, then the older place."""
+RPI_SOC_TEMP = "/sys/class/thermal/thermal_zone0/temp"
+"""The SoC temperature (milli-degC) of a Raspberry Pi: its one thermal zone, cpu-thermal."""
 
 _TRACEFS_PATHS = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
 
@@ -611,6 +621,40 @@ def smi_delta(before: dict, after: dict) -> dict:
         return {"before": b, "after": a, "per_cpu": None, "note": before.get("note") or after.get("note")}
     per_cpu = {c: (a[c] - b[c]) % (1 << 32) for c in b if c in a}  # a 32-bit counter may wrap once
     return {"before": b, "after": a, "per_cpu": per_cpu, "total": sum(per_cpu.values()), "note": None}
+def rpi_throttled(r: _Reader) -> tuple[str | None, str | None]:
+    """(the firmware's throttled flag word as text, where it was read): the sysfs file, else on the live root
+    `vcgencmd get_throttled`; (None, None) where neither answers."""
+    for path in RPI_THROTTLED_FILES:
+        text = r.text("rpi.throttled", path, optional=True)
+        if text:
+            return text, path
+    text = r.run("rpi.throttled", ["vcgencmd", "get_throttled"])
+    return (text, "vcgencmd get_throttled") if text else (None, None)
+
+
+def _rpi(r: _Reader, board: str | None) -> dict | None:
+    """A Raspberry Pi's own facts (None on other boards): the firmware's throttled flags decoded (now and since
+    boot, and where they were read), the SoC temperature and the firmware's cmdline file (cmdline.txt: what the
+    next boot's kernel command line will be; /proc/cmdline is this boot's, with the firmware's additions)."""
+    if "raspberry pi" not in (board or "").lower():
+        return None
+    text, source = rpi_throttled(r)
+    flags = parse_throttled(text)
+    if text is not None and flags is None:
+        r.miss("rpi.throttled", f"{source}: not a flag word: {text[:40]!r}")
+    temp = r.int("rpi.soc_temp_c", RPI_SOC_TEMP, optional=True)
+    cmdline_file = next((p for p in RPI_CMDLINE_FILES if r.exists(p)), None)
+    if cmdline_file is None:
+        r.miss("rpi.firmware_cmdline", f"none of {', '.join(RPI_CMDLINE_FILES)}")
+    throttled = decode_throttled(flags)
+    return {
+        "model": board,
+        "throttled": {**throttled, "source": source} if throttled else None,
+        "soc_temp_c": temp / 1000 if temp is not None else None,
+        "firmware_cmdline": (
+            {"path": cmdline_file, "text": r.text("rpi.firmware_cmdline", cmdline_file)} if cmdline_file else None
+        ),
+    }
 
 
 def collect(root: str | os.PathLike = "/", tools: dict | None = None) -> dict:
@@ -647,6 +691,7 @@ def collect(root: str | os.PathLike = "/", tools: dict | None = None) -> dict:
         "memory": {"mem_total_kb": _meminfo_kb(r, meminfo, "MemTotal")},
         "load": _load(r),
         "uptime_s": _uptime_s(r),
+        "rpi": _rpi(r, cpu["board"]),
         "tools": _tools(r, tools),
         "unavailable": r.unavailable,
     }

@@ -15,7 +15,8 @@ Pi firmware's flag word where the board has one. With a record path, the sampler
 case's environment record (environment.json, rewritten after every sample so a killed run keeps the
 latest): the measured CPUs, their SMT siblings, thermal trip points, and two snapshots ("start",
 "end") of the /proc/stat CPU counters of the measured CPUs, their siblings and all CPUs, the x86
-thermal throttle counters and the firmware's throttled flags; rtqual.answers.environment turns it
+thermal throttle counters, the firmware's throttled flags and the temperatures (a Raspberry Pi's SoC
+temperature before and after the case, as seed 000 records it); rtqual.answers.environment turns it
 into steal and busy percentages.
 
 t_ns is CLOCK_MONOTONIC (the probes' clock), real_ns wall time. A value that cannot be
@@ -35,6 +36,7 @@ import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from rtqual.results.facts import parse_throttled
 from rtqual.units import format_cpulist, parse_kernel_cpulist
 from rtqual.util import read_text, write_text_atomic
 
@@ -101,13 +103,6 @@ def trip_points_c(root: Path) -> dict[str, float]:
 
 FIRMWARE_THROTTLED = "sys/devices/platform/soc/soc:firmware/get_throttled"
 """A Raspberry Pi's firmware throttled flags (hex, as `vcgencmd get_throttled` prints them)."""
-
-
-def parse_throttled(text: str | None) -> int | None:
-    """The flag word of `vcgencmd get_throttled` ('throttled=0x50005') or of the firmware's sysfs file
-    ('50005', hex), or None."""
-    m = re.search(r"(?:0x)?([0-9a-fA-F]+)\s*$", (text or "").strip())
-    return int(m.group(1), 16) if m else None
 
 
 def read_throttled(root: Path, program: bool = False) -> int | None:
@@ -279,13 +274,18 @@ class Sampler(threading.Thread):
                 "end": None,
             }
 
-    def sample(self) -> dict:
-        """One sample now."""
+    def _temps_now(self) -> dict[str, float]:
+        """Each temperature sensor now, in degC (a sensor that cannot be read is left out)."""
         temps = {}
         for name, path in self._temps.items():
             text = _read(path)
             if text and text.lstrip("-").isdigit():
                 temps[name] = int(text) / 1000
+        return temps
+
+    def sample(self) -> dict:
+        """One sample now."""
+        temps = self._temps_now()
         freqs = {}
         for cpu, path in self._freqs.items():
             text = _read(path)
@@ -308,11 +308,14 @@ class Sampler(threading.Thread):
         if self._throttled:
             out["throttled"] = read_throttled(self.root)
         if self.record is not None:
-            self._snapshot("end", stat, t_ns)
+            self._snapshot("end", stat, t_ns, temps=temps)
         return out
 
-    def _snapshot(self, key: str, stat: dict, t_ns: int, program: bool = False) -> None:
-        """Keep the CPU counters, throttle counters and throttled flags now as the record's start or end."""
+    def _snapshot(
+        self, key: str, stat: dict, t_ns: int, program: bool = False, temps: dict[str, float] | None = None
+    ) -> None:
+        """Keep the CPU counters, throttle counters, throttled flags and temperatures (temps: as just read)
+        now as the record's start or end."""
         assert self.record is not None
         cpus = sorted(int(c) for c in self._stat_cpus if c != "all")
         self.record[key] = {
@@ -320,6 +323,7 @@ class Sampler(threading.Thread):
             "cpu_ticks": {c: v for c, v in stat.get("cpu", {}).items() if c in self._stat_cpus},
             "thermal_throttle": thermal_throttle_counts(self.root, cpus),
             "throttled": read_throttled(self.root, program),
+            "temps_c": self._temps_now() if temps is None else temps,
         }
 
     def _write_record(self) -> None:

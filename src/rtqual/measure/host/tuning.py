@@ -5,15 +5,11 @@ like the facts, so recorded trees read the same way."""
 import os
 import re
 
-from rtqual.measure.host.facts import _Reader
+from rtqual.measure.host.facts import RPI_SOC_TEMP, _Reader, rpi_throttled
 from rtqual.results.facts import UNLIMITED
 from rtqual.units import parse_kernel_cpulist
 
 SCHED_POLICIES = {0: "other", 1: "fifo", 2: "rr", 3: "batch", 5: "idle", 6: "deadline"}
-RPI_THROTTLED_FILES = (
-    "/sys/devices/platform/soc/soc:firmware/get_throttled",
-    "/sys/devices/platform/soc/soc:firmware/throttled",
-)
 RPI_CONFIG_FILES = ("/boot/firmware/config.txt", "/boot/config.txt")
 RPI_CONFIG_KEYS = ("arm_freq", "arm_freq_min", "force_turbo", "arm_boost", "core_freq", "temp_limit", "initial_turbo")
 _LIMITS_LINES = {"rtprio": "Max realtime priority", "memlock_bytes": "Max locked memory"}
@@ -133,17 +129,16 @@ def _rpi(r: _Reader) -> dict | None:
     model = r.text("rpi.model", "/proc/device-tree/model", optional=True) or ""
     if "raspberry pi" not in model.lower():
         return None
-    throttled = next((t for p in RPI_THROTTLED_FILES if (t := r.text("rpi.throttled", p, optional=True))), None)
-    if throttled is None:
-        throttled = r.run("rpi.throttled", ["vcgencmd", "get_throttled"])
-        throttled = throttled.partition("=")[2] if throttled else None
+    throttled, source = rpi_throttled(r)
+    if source == "vcgencmd get_throttled" and throttled:
+        throttled = throttled.partition("=")[2]
     config_path = next((p for p in RPI_CONFIG_FILES if r.exists(p)), None)
     config: dict = {}
     for line in (r.text("rpi.config", config_path, optional=True) or "").splitlines() if config_path else []:
         key, sep, value = line.split("#")[0].strip().partition("=")
         if sep and key.strip() in RPI_CONFIG_KEYS:
             config[key.strip()] = value.strip()
-    temp = r.int("rpi.temp_mc", "/sys/class/thermal/thermal_zone0/temp", optional=True)
+    temp = r.int("rpi.temp_mc", RPI_SOC_TEMP, optional=True)
     return {
         "model": model.strip("\x00"),
         "throttled": throttled,

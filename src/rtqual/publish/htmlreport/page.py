@@ -121,9 +121,10 @@ def stats_table(r: dict) -> str:
 HOST_KINDS = ("emulated", "virtual", "container")  # caveats the bundle's Environment section says once
 
 
-def case_section(r: dict, record: dict | None = None) -> str:
+def case_section(r: dict, record: dict | None = None, env_case: dict | None = None) -> str:
     """One case: its verdict, its caveats (record: rtqual.answers.caveats; the host's are said once above),
-    requirements, statistics, stages, lines, spikes, loads and conditions, figures and tail."""
+    requirements, statistics, stages, lines, spikes, loads and conditions (with env_case, its environment: the
+    temperature at its start and end), figures and tail."""
     out = [f'<section class="case" id="case-{escape(r["id"])}">']
     out.append(f"<h2>Case {escape(r['id'])}: {escape(r['label'])}</h2>")
     verdict = r.get("verdict") or "inconclusive"
@@ -149,6 +150,9 @@ def case_section(r: dict, record: dict | None = None) -> str:
     if hs:
         temp = f"{hs['temp_max_c']} °C max" if hs.get("temp_max_c") is not None else "no temperature sensor"
         out.append(f"<p>Host during the case: {escape(temp)}, load average max {hs.get('loadavg1_max')}.</p>")
+    start_end = views.temperature_line(env_case)
+    if start_end:
+        out.append(f"<p>{escape(start_end[0].upper() + start_end[1:])}.</p>")
     out.append('<div class="figs">' + "".join(chart(f) for f in case_figures(r)) + "</div>")
     out.append(tail_section(r))
     for w in r.get("warnings") or []:
@@ -279,7 +283,8 @@ def bundle_section(data: dict) -> str:
     if data.get("scenario_toml"):
         out.append("<pre>" + escape(data["scenario_toml"]) + "</pre>")
     records = {c["id"]: c for c in data.get("caveats") or []}
-    out += [case_section(r, records.get(r["id"])) for r in data["cases"]]
+    env_cases = {c.get("id"): c for c in (data.get("environment") or {}).get("cases") or [] if isinstance(c, dict)}
+    out += [case_section(r, records.get(r["id"]), env_cases.get(r["id"])) for r in data["cases"]]
     out.append(what_to_change_html(data.get("advice")))
     out.append(f"<p><small>{escape(views.PERCENTILE_NOTE)}</small></p>")
     return "\n".join(out)

@@ -366,6 +366,23 @@ FACTS = obj(
         "smi": obj({"counts": mapof(integer(), key=CPU_KEY, max_items=MAX_CPUS), "note": text(MAX_TEXT)}, null=True),
         "load": obj({k: number(0) for k in ("avg_1m", "avg_5m", "avg_15m")}),
         "uptime_s": number(0),
+        "rpi": obj(
+            {
+                "model": text(),
+                "throttled": obj(
+                    {
+                        "flags_hex": text(pattern=r"0x[0-9a-f]{1,16}"),
+                        "now": words(max_items=64),
+                        "since_boot": words(max_items=64),
+                        "source": text(),
+                    },
+                    null=True,
+                ),
+                "soc_temp_c": number(-1000, 1000),
+                "firmware_cmdline": obj({"path": text(), "text": text(MAX_TEXT)}, null=True),
+            },
+            null=True,
+        ),
         "tools": mapof(either(text(null=False), obj({"path": text(MAX_TEXT), "version": text()}), what="a tool")),
         "unavailable": UNAVAILABLE,
     }
@@ -515,7 +532,15 @@ RT_TASKS = listof(
 )
 
 TICKS = mapof(ints(max_items=64), key=r"all|[0-9]{1,4}", max_items=MAX_CPUS + 1)
-ENV_POINT = obj({"t_ns": integer(), "cpu_ticks": TICKS, "thermal_throttle": mapof(ANY), "throttled": ANY})
+ENV_POINT = obj(
+    {
+        "t_ns": integer(),
+        "cpu_ticks": TICKS,
+        "thermal_throttle": mapof(ANY),
+        "throttled": ANY,
+        "temps_c": mapof(number(-1000, 1000), max_items=1024),
+    }
+)
 ENVIRONMENT = obj(
     {
         "stat_columns": words(max_items=64),
