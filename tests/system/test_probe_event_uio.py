@@ -227,3 +227,23 @@ def test_pio_sweeps_a_bar_range(fake, width):
 def test_pio_range_outside_the_bar(fake, args, words):
     p = pio(fake, *args, "--passes", 1)
     assert p.returncode == 1 and words in one_line(p)
+
+
+def test_the_ioc_harness_bounds_an_interrupt_that_never_comes_and_leaves_it_unmasked(fake, tmp_path):
+    """`rtqual run ioc --input uio:DEV`'s harness (iocresp --uio) with no IOC answering: exit 4 with what was
+    seen, the device acknowledged and unmasked at the end; a register outside its BAR is one line (exit 1)."""
+    out = tmp_path / "out.fifo"
+    os.mkfifo(out)
+    argv = [probe_path(), "iocresp", "--uio", fake.path, "--out", str(out), "--trigger", "0:0x60=1"]
+    p = subprocess.run([*argv, "--ack", "0:0x64=1", "--timeout", "50ms", "--loops", "3"], capture_output=True,
+                       text=True, timeout=60, env=fake.env())  # fmt: skip
+    assert p.returncode == 4 and "no response from the IOC to the interrupt of" in p.stderr.strip().splitlines()[-1]
+    summary = next(json.loads(x) for x in p.stdout.splitlines() if '"summary"' in x)
+    assert summary["interrupts"]["raised"] == 1 and summary["interrupts"]["missed"] == 1  # every trigger accounted
+    res = (fake.dev / "device" / "resource0").read_bytes()
+    assert struct.unpack("<II", res[0x60:0x68]) == (1, 1)  # triggered, then acknowledged at the end
+    assert not fake.command_register() & INTX_DISABLE  # nothing left masked
+    written = fake.written()
+    assert written and struct.unpack("<i", written[-4:]) == (1,)  # the unmask, last
+    p = subprocess.run([*argv[:-1], "0:0x2000=1"], capture_output=True, text=True, timeout=60, env=fake.env())
+    assert p.returncode == 1 and "outside BAR 0" in one_line(p)
