@@ -101,6 +101,27 @@ def text_range(text: str) -> tuple[int, int] | None:
     return first, last
 
 
+def reach(text: str, start_ns: int) -> int | None:
+    """How far a ring's text holds every event from start_ns on: the time of the last line of its unbroken stretch
+    (no "[LOST ...]" line) that begins at or before start_ns; None when the text (or what follows its last hole)
+    starts after start_ns. A non-consuming read of a ring the kernel is writing can end early or jump (the writer
+    overwrote the page the kernel's iterator was on: it says "[LOST EVENTS]" or stops), so a read is checked."""
+    last = None
+    for line in text.splitlines():
+        t = line_ts(line)
+        if t is None:
+            if "LOST" in line:
+                if last is not None and last > start_ns:
+                    return last  # a hole after start_ns: the stretch ends here
+                last = None  # a hole before start_ns: what came before it does not count
+            continue
+        if t <= start_ns or last is not None:
+            last = t
+        else:
+            return None
+    return last
+
+
 def window_lines(chunks: list[tuple[int, int, str]], start_ns: int, end_ns: int) -> list[str]:
     """The lines of kept text blocks (first, last, text) from start_ns to end_ns, with the kernel's
     "[LOST N EVENTS]" lines that fall inside (the lines around them overlap the window)."""
@@ -555,7 +576,9 @@ CAPTURE_KEEP_NS = 10_000_000  # kept before a captured spike's deadline: what he
 CAPTURE_PER_HOUR = 60  # captures kept per hour (the default of --capture-per-hour); the rest counted
 CAPTURE_READ_BYTES = 32 << 20  # one CPU's ring as text, at most (a 512 KB ring reads as about 2 MB)
 READ_BYTES = 1 << 16  # one read of a ring's text
-_LOST = re.compile(r"\[LOST (\d+) EVENTS\]")
+READ_TRIES = 3  # reads of a CPU's ring per capture at most, until one holds the window unbroken
+READ_AGAIN_S = 0.01  # between them
+_LOST = re.compile(r"\[LOST (\d+ )?EVENTS\]")
 HOUR_S = 3600.0
 
 
@@ -565,8 +588,9 @@ class Ring(Tracer):
     the kernel's writing of events. A threshold event over OVER (at most per_hour an hour; the rest counted in
     `over_bound`) has its CPU's ring read without consuming it (per_cpu/cpuN/trace, "pause-on-trace" off: the
     kernel goes on writing) by a thread of its own on the CPUs not traced, and its lines from deadline - keep_ns to
-    the wake-up kept: the same window a --trace spike has, analysed by the same code. A spike the ring had
-    already overwritten part of is kept as not complete (its missing time "not known")."""
+    the wake-up kept: the same window a --trace spike has, analysed by the same code. A read the kernel's writer cut
+    short (it overwrote the page the read was on) is read again (_capture); a spike the ring had already overwritten
+    part of, or that no read held unbroken, is kept as not complete (its missing time "not known")."""
 
     def __init__(
         self,
@@ -583,6 +607,7 @@ class Ring(Tracer):
         self.over_ns, self.per_hour, self.clock = over_ns, per_hour, clock
         self.captured = 0  # spikes whose ring was read
         self.over_bound = 0  # spikes over OVER beyond per_hour in the last hour: counted, not captured
+        self.rereads = 0  # ring reads again because a read did not hold a spike's window (cut short by the writer)
         self._hour: deque[float] = deque()  # when the captures of the last hour were taken (clock())
         self._kick = threading.Event()
 
@@ -648,32 +673,48 @@ class Ring(Tracer):
             return []
         text = b"".join(parts).decode(errors="replace")
         text = text[: text.rfind("\n") + 1]
-        self.lost_events += sum(int(n) for n in _LOST.findall(text))
         rng = text_range(text)
         return [(rng[0], rng[1], text)] if rng else []
 
     def _capture(self) -> None:
-        """Read the rings the pending spikes need (each once) and cut each spike's lines."""
+        """Read the rings the pending spikes need and cut each spike's lines. A spike's own CPU is read again (at
+        most READ_TRIES reads, READ_AGAIN_S apart) until a read holds its window unbroken: from a line at or before
+        its start on, with no hole, to a line at or after its wake-up, or to the read's end when a read before ended
+        at the same line (the CPU wrote nothing since: every event up to the wake-up was in before the probe reported
+        it). A spike no read holds so is cut from the read with the most of its lines and kept as not complete."""
         with self._lock:
             pending, self._pending = self._pending, []
         if not pending:
             return
         need = {c for w, _ in pending for c in (self.cpus if self.all_cpus else [w["cpu"]])}
-        chunks = {cpu: self._read(cpu) for cpu in sorted(need)}
+        reads = {cpu: [self._read(cpu)] for cpu in sorted(need)}
+        held: dict[int, list] = {}  # id(window) -> the read that holds it
+        for tries in range(1, READ_TRIES + 1):
+            for w, _ in pending:
+                got = reads[w["cpu"]]
+                if id(w) not in held and _holds(got[-1], got[-2] if len(got) > 1 else [], w, self.margin_ns):
+                    held[id(w)] = got[-1]
+            left = {w["cpu"] for w, _ in pending if id(w) not in held}
+            if not left or tries == READ_TRIES:
+                break
+            time.sleep(READ_AGAIN_S)
+            for cpu in sorted(left):
+                reads[cpu].append(self._read(cpu))
+        used: dict[int, str] = {}
         for w, _ in pending:
             cpu, start = w["cpu"], w["deadline_ns"] - self.margin_ns
-            own = chunks.get(cpu) or []
+            own = held.get(id(w)) or max(reads[cpu], key=lambda r: len(window_lines(r, start, w["wake_ns"])))
+            used.update((id(text), text) for _, _, text in own)
             lines = window_lines(own, start, w["wake_ns"])
             if self.all_cpus:
-                others = [
-                    x for c in self.cpus if c != cpu for x in window_lines(chunks.get(c) or [], start, w["wake_ns"])
-                ]
+                others = [x for c in self.cpus if c != cpu for x in window_lines(reads[c][-1], start, w["wake_ns"])]
                 lines = sorted(lines + others, key=lambda x: line_ts(x) or 0)
-            complete = bool(own) and own[0][0] <= start  # read after the wake-up: the ring holds it, if not its start
-            done = {**w, "lines": lines, "policies": _policies(lines), "complete": complete}
+            done = {**w, "lines": lines, "policies": _policies(lines), "complete": id(w) in held}
             with self._lock:
                 self._done.append(done)
                 self.captured += 1
+        self.rereads += sum(len(r) - 1 for r in reads.values())
+        self.lost_events += sum(int(n or 1) for text in used.values() for n in _LOST.findall(text))
 
     def info(self) -> dict:
         """What was captured, for the case result ("trace"): --trace's keys and the capture's own."""
@@ -686,4 +727,16 @@ class Ring(Tracer):
             "spikes_analysed": self.captured,
             "captured": self.captured,
             "over_bound": self.over_bound,
+            "rereads": self.rereads,
         }
+
+
+def _holds(read: list[tuple[int, int, str]], before: list[tuple[int, int, str]], w: dict, margin_ns: int) -> bool:
+    """Whether a ring read (kept text blocks) holds a spike's window from deadline - margin_ns to the wake-up unbroken
+    (Ring._capture); before: the read of the same CPU just before it ([] for the first)."""
+    if not read:
+        return False
+    got = reach(read[0][2], w["deadline_ns"] - margin_ns)
+    if got is None:
+        return False
+    return got >= w["wake_ns"] or (got == read[0][1] and bool(before) and before[0][1] == got)
