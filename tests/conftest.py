@@ -155,3 +155,19 @@ def one(recs: list[dict], kind: str) -> dict:
     found = [r for r in recs if r["type"] == kind]
     assert len(found) == 1, f"{len(found)} {kind} records"
     return found[0]
+
+
+def seal(b: Path) -> Path:
+    """A bundle's checksums written again after a test edited it: every regular file, as rtqual writes them."""
+    import json
+
+    from rtqual.results import bundle as bundle_mod
+
+    m = json.loads((b / "manifest.json").read_text())
+    m["checksums"] = {
+        rel: bundle_mod.sha256_file(b / rel)
+        for rel in (f.relative_to(b).as_posix() for f in sorted(b.rglob("*")))
+        if (b / rel).is_file() and not (b / rel).is_symlink() and rel not in bundle_mod.UNSEALED
+    }
+    (b / "manifest.json").write_text(json.dumps(m, indent=1))
+    return b

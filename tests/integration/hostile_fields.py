@@ -12,7 +12,7 @@ import shutil
 import signal
 from pathlib import Path
 
-from rtqual.results import bundle as bundle_mod
+from conftest import seal
 
 FROZEN = Path(__file__).resolve().parents[1] / "data" / "bundles"
 CASE = "cases/001-timer"
@@ -172,18 +172,6 @@ def set_field(doc, dotted: str, value):
     else:
         d[last] = value
     return doc
-
-
-def seal(b: Path) -> Path:
-    """Checksums of every regular file, as rtqual writes them today."""
-    m = json.loads((b / "manifest.json").read_text())
-    m["checksums"] = {
-        rel: bundle_mod.sha256_file(b / rel)
-        for rel in (f.relative_to(b).as_posix() for f in sorted(b.rglob("*")))
-        if (b / rel).is_file() and not (b / rel).is_symlink() and rel not in bundle_mod.UNSEALED
-    }
-    (b / "manifest.json").write_text(json.dumps(m, indent=1))
-    return b
 
 
 def good_copy(name: str, dst: Path) -> Path:

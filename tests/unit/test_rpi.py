@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import seal
 from rtqual import cli
 from rtqual.answers import caveats
 from rtqual.answers import environment as env
@@ -19,7 +20,6 @@ from rtqual.measure.host import tuning
 from rtqual.measure.host.sampler import Sampler
 from rtqual.publish.hostview import host_rows
 from rtqual.publish.views import temperature_line
-from rtqual.results import bundle as bundle_mod
 from rtqual.results.bundle import schema
 from rtqual.results.facts import decode_throttled, parse_throttled
 
@@ -180,18 +180,6 @@ def test_advise_fix_holds_no_text_of_the_tree(tmp_path):
     pi = run_advise(root)["rpi"]
     assert "$(reboot)" in pi["evidence"][0]  # evidence quotes what was read
     assert "$(reboot)" not in pi["fix"] + pi["check"] and "/boot/firmware/config.txt" in pi["fix"]
-
-
-def seal(b: Path) -> Path:
-    """The bundle's checksums written again after an edit (as tests/unit/test_view_caveats.py does)."""
-    m = json.loads((b / "manifest.json").read_text())
-    m[bundle_mod.CHECKSUMS] = {
-        f.relative_to(b).as_posix(): bundle_mod.sha256_file(f)
-        for f in sorted(b.rglob("*"))
-        if f.is_file() and f.relative_to(b).as_posix() not in bundle_mod.UNSEALED
-    }
-    (b / "manifest.json").write_text(json.dumps(m, indent=1))
-    return b
 
 
 def run(capsys, *argv) -> str:

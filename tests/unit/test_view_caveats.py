@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import seal
 from rtqual import cli
 from rtqual.answers import caveats
 from rtqual.publish import report
@@ -19,17 +20,6 @@ FROZEN = Path(__file__).resolve().parents[1] / "data" / "bundles"
 STAT_COLUMNS = ["user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal"]
 HOST_KINDS = ("emulated", "container")
 CASE_KINDS = ("steal", "not-idle", "not-applied", "degraded", "probe-error", "load-unreached", "few-samples")
-
-
-def seal(b: Path) -> Path:
-    m = json.loads((b / "manifest.json").read_text())
-    m[bundle_mod.CHECKSUMS] = {
-        f.relative_to(b).as_posix(): bundle_mod.sha256_file(f)
-        for f in sorted(b.rglob("*"))
-        if f.is_file() and f.relative_to(b).as_posix() not in bundle_mod.UNSEALED
-    }
-    (b / "manifest.json").write_text(json.dumps(m, indent=1))
-    return b
 
 
 def edit(path: Path, change) -> None:

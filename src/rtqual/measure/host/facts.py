@@ -621,6 +621,8 @@ def smi_delta(before: dict, after: dict) -> dict:
         return {"before": b, "after": a, "per_cpu": None, "note": before.get("note") or after.get("note")}
     per_cpu = {c: (a[c] - b[c]) % (1 << 32) for c in b if c in a}  # a 32-bit counter may wrap once
     return {"before": b, "after": a, "per_cpu": per_cpu, "total": sum(per_cpu.values()), "note": None}
+
+
 def rpi_throttled(r: _Reader) -> tuple[str | None, str | None]:
     """(the firmware's throttled flag word as text, where it was read): the sysfs file, else on the live root
     `vcgencmd get_throttled`; (None, None) where neither answers."""

@@ -14,8 +14,8 @@ from rtqual.answers.advice.advise import settings
 from rtqual.answers.requirements import STATS, Requirement
 from rtqual.errors import RtqError
 from rtqual.publish.store import Store
+from rtqual.publish.store.shadows import case_hist
 from rtqual.results import bundle as bundle_mod
-from rtqual.results.hist import Histogram
 from rtqual.results.window import coarse_bins
 
 STEPS_S = (60, 300, 900, 1800, 3600, 86400, 7 * 86400)  # a day and more: from window_days
@@ -188,7 +188,7 @@ def run_histograms(rows: list[dict]) -> list[dict]:
     for label, runs in sorted(by_label.items(), key=lambda kv: -len(kv[1]))[:RUN_LABELS]:
         got, missing = [], 0
         for r in sorted(runs, key=lambda r: r["started_unix_s"])[-RUN_HISTS:]:
-            h = _case_hist(r["bundle"], r["case_id"])
+            h = case_hist(r["bundle"], r["case_id"])
             if h is None:
                 missing += 1
                 continue
@@ -197,13 +197,3 @@ def run_histograms(rows: list[dict]) -> list[dict]:
         if got:
             out.append({"label": label, "runs": got, "missing": missing})
     return out
-
-
-def _case_hist(path: str, case_id: str) -> Histogram | None:
-    """A stored run's case as one histogram (all CPUs) from its bundle; None where the bundle cannot give it."""
-    try:
-        per_cpu = bundle_mod.load(path).hists(case_id)
-        h = Histogram.merged(Histogram.from_record(rec) for rec in per_cpu.values())
-    except (RtqError, OSError, ValueError, KeyError, TypeError):
-        return None
-    return h if h.count else None

@@ -17,7 +17,7 @@ from rtqual.results.hist import Histogram
 BASELINE = "default"  # the baseline `rtqual baseline set` names when not told
 
 
-def _merged(path: str, case_id: str) -> Histogram | None:
+def case_hist(path: str, case_id: str) -> Histogram | None:
     """A stored run's case as one histogram (all CPUs), None where its bundle cannot give it."""
     try:
         per_cpu = bundle_mod.load(path).hists(case_id)
@@ -48,7 +48,7 @@ def shadows(s: Store, model: Model, n: int, baseline: str = BASELINE) -> tuple[d
         same = [r for r in rows if r["case_id"] == cid] or [r for r in rows if r["label"] == label]
         found: list[tuple[str, Histogram]] = []
         if base and base["host"] == host and base["bundle"] != own:
-            h = _merged(base["bundle"], cid)
+            h = case_hist(base["bundle"], cid)
             found += [(f"baseline {baseline} ({_when(_start(rows, base['run_id']))})", h)] if h else []
             missing += h is None
         newest = sorted(same, key=lambda r: -(r["started_unix_s"] or 0))
@@ -58,7 +58,7 @@ def shadows(s: Store, model: Model, n: int, baseline: str = BASELINE) -> tuple[d
                 break
             if base and r["run_id"] == base["run_id"]:
                 continue
-            h = _merged(r["bundle"], r["case_id"])
+            h = case_hist(r["bundle"], r["case_id"])
             missing += h is None
             if h:
                 found.append((f"run {_when(r['started_unix_s'])}", h))
