@@ -246,13 +246,17 @@ def judged(
 
 
 def summarize(
-    case: Mapping[str, Any], stream: Stream, code: int | None, stderr_last: str = "", **measured_kw: Any
+    case: Mapping[str, Any],
+    stream: Stream,
+    code: int | None,
+    stderr_last: str = "",
+    interrupted: bool = False,
+    **measured_kw: Any,
 ) -> dict:
-    """The case result measured and judged: measured() (its keywords: interrupted, loads, load_error,
-    conditions), then judged()."""
-    result = measured(case, stream, code, stderr_last, **measured_kw)
-    kw = {k: measured_kw[k] for k in ("interrupted", "load_error") if k in measured_kw}
-    return judged(result, case, stream, code, stderr_last, **kw)
+    """The case result measured and judged: measured() (its other keywords: loads, load_error, conditions), then
+    judged()."""
+    result = measured(case, stream, code, stderr_last, interrupted, **measured_kw)
+    return judged(result, case, stream, code, stderr_last, interrupted, measured_kw.get("load_error"))
 
 
 def run_verdict(case_verdicts: Sequence[str], interrupted: bool = False, error: bool = False) -> str:
