@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from rtqual import textfmt
 from rtqual.answers.requirements import gather
 from rtqual.answers.verdict import summarize, worst
 from rtqual.errors import RtqError
@@ -121,7 +122,7 @@ def test_bundle_refuses_nonempty_and_reads_only_known_schema(tmp_path):
 
 
 def test_format_table_alignment():
-    t = views.format_table(["a", "bb"], [["x", "1"], ["yyy", "22"]]).splitlines()
+    t = textfmt.format_table(["a", "bb"], [["x", "1"], ["yyy", "22"]]).splitlines()
     assert t[0] == "a    bb" and t[2] == "x     1" and t[3] == "yyy  22"
 
 

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from rtqual import cli
+from rtqual import cli, textfmt
 from rtqual.answers import compare as compare_mod
 from rtqual.errors import RtqError
 from rtqual.publish import compare, fleet, htmlreport, tables, views
@@ -150,9 +150,9 @@ HOSTILE = "ok\n[blocker] fake line\x1b[2J\x1b[H"
 
 def test_tables_and_text_escape_control_characters_in_every_cell():
     """Issue 34 item 7: a newline or ESC in a label makes no fake row or line and clears no screen."""
-    table = views.format_table(["case", "max"], [[HOSTILE, "1us"]])
+    table = textfmt.format_table(["case", "max"], [[HOSTILE, "1us"]])
     assert len(table.splitlines()) == 3 and "\x1b" not in table and "\\n[blocker]" in table
-    assert views.clean(HOSTILE) == "ok\\n[blocker] fake line\\x1b[2J\\x1b[H"
+    assert textfmt.clean(HOSTILE) == "ok\\n[blocker] fake line\\x1b[2J\\x1b[H"
     r = {**FROZEN_CASE(), "label": HOSTILE, "warnings": [HOSTILE]}
     text = compare.compare_text(data("A", r), data("B", r))
     assert "\x1b" not in text and not any(line.startswith("[blocker]") for line in text.splitlines())

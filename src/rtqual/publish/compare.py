@@ -25,12 +25,11 @@ from rtqual.publish.views import (
     COMPARE_COLUMNS,
     PERCENTILE_NOTE,
     carried_note,
-    clean,
-    format_table,
     ratio_cell,
     stat_cell,
     threshold_headers,
 )
+from rtqual.textfmt import clean, format_table
 
 KEYS = [k for _, k in COMPARE_COLUMNS]  # the statistics compared, in the tables' order
 HOST_SAID = ("kernel", "preemption", "virtualization")  # each bundle's heading says these

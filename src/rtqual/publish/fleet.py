@@ -14,8 +14,9 @@ from rtqual.answers import caveats
 from rtqual.answers.answer import answer_lines, answers
 from rtqual.answers.requirements import profile as requirements_of
 from rtqual.answers.verdict import ORDER, judge, rank, worst
-from rtqual.publish.views import clean, format_cell, format_table, kind
+from rtqual.publish.views import format_cell, kind
 from rtqual.results.facts import get_fact
+from rtqual.textfmt import clean, format_table
 
 OUTLIER_STATS = ("p99_ns", "max_ns")
 MIN_HOSTS_FOR_OUTLIERS = 4

@@ -20,10 +20,7 @@ from rtqual.publish.views import (
     bundle_view,  # noqa: F401 - report.bundle_view: the commands' one bundle loader
     carried_note,
     cases_table,
-    clean,
-    clean_lines,
     cpu_name,
-    format_table,
     interrupt_lines,
     ioc_lines,
     network_lines,
@@ -34,6 +31,7 @@ from rtqual.publish.views import (
     stat_cell,
     temperature_line,
 )
+from rtqual.textfmt import clean, clean_lines, format_table
 from rtqual.units import format_ns
 
 JSON_STAT_KEYS = [k for _, k in STAT_COLUMNS]

@@ -21,12 +21,12 @@ from rtqual.publish.views import (
     UIO_STAGES,
     cpu_name,
     environment_and_cases,
-    format_table,
     kind,
     network_text,
     pinned,
     throughput_mb_s,
 )
+from rtqual.textfmt import format_table
 from rtqual.units import format_cpulist, format_ns
 
 PAPER = "paper"  # the source cell of a reference row: "paper 001"

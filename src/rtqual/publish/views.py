@@ -13,9 +13,7 @@ from rtqual.answers import environment as environment_mod
 from rtqual.answers.evidence import spikes
 from rtqual.results.bundle import Model, Unreadable
 from rtqual.results.hist import Histogram
-from rtqual.textfmt import clean as clean  # re-exported: the views share one escaping
-from rtqual.textfmt import clean_lines as clean_lines
-from rtqual.textfmt import format_table as format_table
+from rtqual.textfmt import format_table
 from rtqual.units import format_ns
 
 STAT_COLUMNS = [

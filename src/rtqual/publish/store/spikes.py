@@ -7,7 +7,7 @@ import json
 import time
 
 from rtqual.answers.evidence.spikes import cause_words
-from rtqual.publish.views import format_table
+from rtqual.textfmt import format_table
 from rtqual.units import format_ns
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rtqual.answers import caveats, compare
 from rtqual.errors import RtqError
-from rtqual.publish.views import format_table
+from rtqual.textfmt import format_table
 from rtqual.units import format_ns, parse_duration_ns
 
 SUMMARY_S = 3600  # monitor windows are summarised per host, CPU and this many seconds
