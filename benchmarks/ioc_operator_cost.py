@@ -33,6 +33,7 @@ pvs = [epics.PV(p, callback=lambda **kw: None, auto_monitor=True) for p in sys.a
 time.sleep(1e6)
 """
 CONNECT_S = 2.0  # for the monitoring client to connect before the round
+ROUNDS = 40  # each side starts its IOC (about 1 s): 40 pairs of 100 stimuli take about 3 minutes
 # --compare: (name of A, A's configuration, name of B, B's); a configuration is (statistics, clock, monitor)
 PAIRS = {
     "operator": ("statistics", (True, True, False), "no statistics", (False, False, False)),
@@ -72,6 +73,7 @@ def main() -> int:
             "--compare": {"choices": sorted(PAIRS), "default": "operator", "help": "which two IOCs (default operator)"},
             "--preset": {"choices": ("kek", "aps"), "default": "aps", "help": "the IOC's records (default aps)"},
         },
+        rounds=ROUNDS,
     )
     name_a, conf_a, name_b, conf_b = PAIRS[a.compare]
     with steady(a):

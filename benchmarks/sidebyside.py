@@ -31,20 +31,22 @@ from pathlib import Path
 
 KEYS = ("median_ns", "p99_ns", "max_ns")
 # Default rounds (pairs) and samples per tool and round of the stimulus -> response benchmarks: at 100/s,
-# 2.5 s per side (a pair's sides see nearly the same host) and 30 pairs (the interval of the median
-# a few per cent wide) in about 2.5 minutes.
-PAIRS, PAIR_N = 30, 250
+# 1 s per side, 60 pairs in about 2.5 minutes. On the development VM under load the pair ratios spread as
+# much with 250 samples a side as with 100 (the swing within a pair, not the sampling, sets the spread), so
+# more, shorter pairs narrow the interval (30 x 250: +-3 %, 60 x 100: +-2 %); with fewer than 100 a round's
+# p99 is its maximum.
+PAIRS, PAIR_N = 60, 100
 LEVEL = 0.95  # of the bootstrap interval
 RESAMPLES = 2000  # bootstrap resamples: the interval's ends move by < 0.1 % between seeds at 30 pairs
 SEED = 40  # the bootstrap's: the same rounds print the same interval
 
 
-def options(doc: str, what: str, extra: dict[str, dict] | None = None) -> argparse.Namespace:
-    """The shared options, and a benchmark's own (extra: {option: add_argument keywords})."""
+def options(doc: str, what: str, extra: dict[str, dict] | None = None, rounds: int = PAIRS) -> argparse.Namespace:
+    """The shared options, and a benchmark's own (extra: {option: add_argument keywords}); rounds: the default."""
     ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     for name, kw in (extra or {}).items():
         ap.add_argument(name, **kw)
-    ap.add_argument("--rounds", type=int, default=PAIRS, help="rounds, each a pair: both tools once, back to back")
+    ap.add_argument("--rounds", type=int, default=rounds, help="rounds, each a pair: both tools once, back to back")
     ap.add_argument("-n", type=int, default=PAIR_N, help=f"{what} per tool and round")
     ap.add_argument("--rate", type=int, default=100, help=f"{what} per second")
     ap.add_argument("--cpu", type=int, default=0, help="CPU of the measuring thread (both tools)")
