@@ -7,9 +7,10 @@ the pair ratios with a bootstrap 95 % interval, printed beside every round's rat
 Why pairs: on this VM both sides' medians move together by up to 3x from one stretch of seconds to the next
 (the hypervisor: where the vCPU runs, whether the host wakes it fast), far more than the few per cent a
 benchmark must tell. Within a pair both sides see nearly the same host, so their ratio keeps the difference
-and drops most of that common-mode swing; the median of many pair ratios drops the pairs a swing cut in two.
-What pairing cannot cancel: a swing faster than a pair (it lands on one side only, and widens the interval),
-and anything that depends on the order within a pair (alternating spreads it over both sides, not away).
+and drops the slow part of that common-mode swing; the median of many pair ratios drops the pairs a swing
+cut in two. What pairing cannot cancel: a swing faster than a pair (it lands on one side only, and widens
+the interval; under load most of the spread left is that), and anything that depends on the order within a
+pair (alternating spreads it over both sides, not away). benchmarks/README.md "Paired rounds" has numbers.
 
 What both stimulus -> response sides share is pinned for the whole benchmark, not per tool:
 /dev/cpu_dma_latency is held at 0 (each tool also holds it while it runs; between them nobody did), and the
