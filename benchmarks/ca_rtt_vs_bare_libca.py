@@ -3,11 +3,12 @@
 
 Starts rtqual's IOC with the ca-rtt records ($(P)rtt:put -> $(P)rtt:echo), builds
 benchmarks/ca_rtt_ref.c with cc against the epicscorelibs wheel, then per round runs
-`rtqual-ca ca-rtt` and the reference alternately with the same PVs, CPU, SCHED_FIFO priority,
-period and count, and prints median / p99 / max of both and the median ratios rtqual/reference
-over the rounds (1.0: rtqual's harness measures what a bare loop measures). Run as root:
+`rtqual-ca ca-rtt` and the reference back to back (the order alternating) with the same PVs, CPU,
+SCHED_FIFO priority, period and count, and prints median / p99 / max of both, each round's ratios and
+the median of the round ratios rtqual/reference with its bootstrap 95 % interval (1.0: rtqual's harness
+measures what a bare loop measures; sidebyside.py says why many short paired rounds). Run as root:
 
-    .venv/bin/python benchmarks/ca_rtt_vs_bare_libca.py --rounds 5 -n 2000 --rate 100
+    flock /work/wt/measure.lock .venv/bin/python benchmarks/ca_rtt_vs_bare_libca.py
 """
 
 import json

@@ -3,11 +3,12 @@
 on the same IOC FIFOs.
 
 Starts rtqual's IOC (preset kek, callback), builds benchmarks/ioc_fifo_ref.c with cc, then per round
-runs `rtqual-probe iocresp` and the reference alternately with the same FIFOs, CPU, SCHED_FIFO
-priority, rate and count, and prints median / p99 / max of both and the median ratios
-rtqual/reference over the rounds (1.0: the harness measures what a bare loop measures). Run as root:
+runs `rtqual-probe iocresp` and the reference back to back (the order alternating) with the same FIFOs,
+CPU, SCHED_FIFO priority, rate and count, and prints median / p99 / max of both, each round's ratios
+and the median of the round ratios rtqual/reference with its bootstrap 95 % interval (1.0: the harness
+measures what a bare loop measures; sidebyside.py says why many short paired rounds). Run as root:
 
-    .venv/bin/python benchmarks/ioc_vs_bare_fifo.py --rounds 5 -n 2000 --rate 100
+    flock /work/wt/measure.lock .venv/bin/python benchmarks/ioc_vs_bare_fifo.py
 """
 
 import json

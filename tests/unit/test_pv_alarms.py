@@ -71,6 +71,13 @@ def test_uptime_counts_from_the_monitor_start_or_the_ioc_init():
     assert op["$(P)HEARTBEAT"]["SCAN"] == "1 second"
 
 
+def test_the_1hz_records_can_be_left_out_and_nothing_else_changes():
+    """benchmarks/ioc_operator_cost.py --compare clock: the statistics with and without HEARTBEAT and UPTIME."""
+    full, bare, clock = (records(db) for db in (ioc.operator_db(), ioc.operator_db(clock=False), ioc.clock_db()))
+    assert set(clock) == {"$(P)HEARTBEAT", "$(P)UPTIME", "$(P)UPTIME:start", "$(P)UPTIME:now"}
+    assert not set(bare) & set(clock) and full == {**bare, **clock}
+
+
 def test_ioc_total_latency_alarms_at_the_max_requirement_of_an_ioc_case():
     db = records(ioc.make_db("aps", max_limit_us=250.0))
     total = db["$(P)lat:total"]

@@ -275,13 +275,19 @@ _HEARTBEAT_DB = """record(calc, "$(P)HEARTBEAT") {
 """
 
 
-def operator_db(max_limit_us: float | None = None) -> str:
+def clock_db() -> str:
+    """HEARTBEAT and UPTIME (macro P): the IOC's two records scanned at 1 Hz."""
+    return _HEARTBEAT_DB + uptime_db("$(P)", "the IOC")
+
+
+def operator_db(max_limit_us: float | None = None, clock: bool = True) -> str:
     """The latency statistics (macro P): per stage a sliding window of the newest stat:N values
     with min/median/max/% over stat:thr, a history; for total a histogram. Writing stat:N (or
     stat:thr) writes .N of every compress record, which resets them, and clears the histogram.
     Until stat:N events have arrived, each event sets the statistics' N to the events so far
     (lat:<stage>:n), so a CA client sees running values from the first event on. max_limit_us: the
-    case's `max` requirement, lat:total's alarm limits (alarm_fields). Then HEARTBEAT and UPTIME."""
+    case's `max` requirement, lat:total's alarm limits (alarm_fields). Then HEARTBEAT and UPTIME (clock_db;
+    clock=False leaves them out, for benchmarks/ioc_operator_cost.py)."""
     out = []
     for i, s in enumerate(STAGES):
         stats = "".join(
@@ -303,7 +309,7 @@ def operator_db(max_limit_us: float | None = None) -> str:
         bins=HIST_BINS,
         hmax=HIST_MAX_US,
     )
-    return "".join(out) + control + _HEARTBEAT_DB + uptime_db("$(P)", "the IOC")
+    return "".join(out) + control + (clock_db() if clock else "")
 
 
 def make_db(
