@@ -31,7 +31,7 @@ def threads(tmp_path, monkeypatch):
     pid that is not there). Returns (root, the table: pid -> [comm, policy, priority, kthread], the calls)."""
     root = tmp_path / "root"
     table = {
-        345: ["irq/22-uio_pci_", "fifo", 50, True],
+        345: ["irq/22-uio_pci_generic", "fifo", 50, True],
         346: ["irq/22-s-uio_pc", "fifo", 50, True],
         347: ["irq/23-eth0", "fifo", 50, True],
         400: ["irq/22-evil", "other", 0, False],
@@ -71,10 +71,10 @@ def test_the_irqs_kernel_threads_are_raised_journaled_first_and_put_back(threads
     irqthreads._setscheduler = checked
     records = cond.apply({"irq_threads": [CONDITION]})
     assert [(r["pid"], r["comm"], r["before"], r["after"], r["applied"]) for r in records] == [
-        (345, "irq/22-uio_pci_", "fifo 50", "fifo 91", True),
+        (345, "irq/22-uio_pci_generic", "fifo 50", "fifo 91", True),
         (346, "irq/22-s-uio_pc", "fifo 50", "fifo 91", True),
     ]
-    assert seen_before_write == [[(345, "irq/22-uio_pci_", "fifo 50")], [(346, "irq/22-s-uio_pc", "fifo 50")]]
+    assert seen_before_write == [[(345, "irq/22-uio_pci_generic", "fifo 50")], [(346, "irq/22-s-uio_pc", "fifo 50")]]
     assert table[345][1:3] == ["fifo", 91] and table[346][1:3] == ["fifo", 91]
     assert table[347][1:3] == ["fifo", 50] and table[400][1:3] == ["other", 0], "only IRQ 22's kernel threads"
     assert all(journal.refusal(r, root) is None for r in records)  # rtqual restore would act on them
@@ -115,7 +115,7 @@ def test_restore_puts_a_killed_runs_threads_back_and_leaves_a_reused_pid_alone(t
 )
 def test_restore_refuses_an_irq_thread_record_rtqual_never_writes(threads, change, why):
     root = threads[0]
-    record = {"knob": str(root / "proc/345"), "kind": "irq-thread", "pid": 345, "comm": "irq/22-uio_pci_"}
+    record = {"knob": str(root / "proc/345"), "kind": "irq-thread", "pid": 345, "comm": "irq/22-uio_pci_generic"}
     record["before"] = "fifo 50"
     assert journal.refusal(record, root) is None
     assert why in journal.refusal(record | change, root)
@@ -136,7 +136,7 @@ def test_a_kernel_without_irq_threads_says_the_fix_does_not_apply(tmp_path):
 # ---------------------------------------------------------------- the finding, its fix line and the A/B plan
 
 
-def context(input_irqs, comm="irq/22-uio_pci_", model="PREEMPT_RT"):
+def context(input_irqs, comm="irq/22-uio_pci_generic", model="PREEMPT_RT"):
     tasks = [
         {"pid": 345, "tid": 345, "comm": comm, "policy": "fifo", "rt_priority": 50, "cpus": "0-1"},
         {"pid": 347, "tid": 347, "comm": "irq/23-eth0", "policy": "fifo", "rt_priority": 50, "cpus": "0-1"},
