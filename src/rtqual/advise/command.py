@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from rtqual.answers.advice import advise
-from rtqual.answers.advice.hostchecks import MAX_CPUS
+from rtqual.answers.advice.hostchecks import MAX_CPUS, MAX_IRQ
 from rtqual.answers.requirements import PROFILES, gather
 from rtqual.commands.common import load_bundle, output_dir
 from rtqual.errors import RtqError
@@ -39,6 +39,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--case",
         metavar="SCENARIO_OR_PROBE",
         help="--measure: a probe name or a scenario file's first case (default timer)",
+    )
+    p.add_argument(
+        "--fix",
+        action="append",
+        metavar="ID",
+        help="--measure: measure only this fix (a finding's id, e.g. irq-thread-priority; repeatable)",
     )
     p.add_argument(
         "--emit",
@@ -93,25 +99,37 @@ def run(a, argv: list[str]) -> int:
         raise RtqError("--bundle: advises from the bundle's recorded facts; not with --measure, --root or --ioc")
     texts = gather(a.require, a.profile)
     name = " and ".join([*([f"profile {a.profile}"] if a.profile else []), *(a.require or [])])
+    if a.fix and not a.measure:
+        raise RtqError("--fix: goes with --measure (it names the fixes to measure)")
+    case: dict | None = None
     if a.bundle is not None:
         result = advise_bundle(a.bundle, cpus, a.priority, texts, name, a.input_irq)
     else:
         tun = tuning.tuning(a.root)
         req = advise.requirement_of(texts, name=name)
         budget_ns = req.budget_ns if req else None
-        result = advise.advise(facts.collect(root=a.root), tun, cpus, a.priority, budget_ns, req)
+        host = facts.collect(root=a.root)
+        result = advise.advise(host, tun, cpus, a.priority, budget_ns, req)
+        if a.measure:  # the case's own interrupt (a UIO input): its IRQ threads are what irq-thread-priority raises
+            output_dir(a.output)
+            case = advise_case(a.case, result["cpus"], result["priority"], a.duration)
+            irq = input_irq(case)
+            if irq is not None:
+                result = advise.advise(host, tun, cpus, a.priority, budget_ns, req, [irq])
+                note = input_irq_note(result, tun, irq)
+                if note:
+                    print(f"rtqual: advise: {note}", file=sys.stderr)
         if a.ioc is not None:
             result["findings"] = advise.ranked([*result["findings"], live_ioc_finding(a.ioc, a.root, tun, a.input_irq)])
     for note in result.get("refused") or []:
         print(f"rtqual: warning: advise: {shown.plain(note)}", file=sys.stderr)
     measured: list[dict] = []
     bundle = None
-    if a.measure:
+    if case is not None:
         from rtqual.advise.measure import measure
 
-        output_dir(a.output)
-        case = advise_case(a.case, result["cpus"], result["priority"], a.duration)
-        model, measured = measure(case, result["findings"], a.rounds, argv, output=a.output, quiet=a.quiet or a.json)
+        chosen = fixes_to_measure(result["findings"], a.fix)  # before any output: a --fix it cannot apply is refused
+        model, measured = measure(case, chosen, a.rounds, argv, output=a.output, quiet=a.quiet or a.json)
         bundle = model.path
         if model.manifest.get("status") == "interrupted":
             print(f"rtqual: interrupted; every setting restored; the rounds so far: {bundle}", file=sys.stderr)
@@ -163,6 +181,57 @@ def live_ioc_finding(pid: int, root: str, tun: dict, inputs) -> dict:
     if not any(iocpath.role(t["comm"]) for t in ioc):
         raise RtqError(f"--ioc {pid}: no EPICS IOC thread (callback, scan, CA) in process {pid} ({ioc[0]['comm']})")
     return iocpath.finding(ioc, iocpath.kernel_threads(tun.get("rt_tasks") or []), inputs or [])
+
+
+def input_irq(case: dict) -> int | None:
+    """The IRQ of a case's UIO input (`event --source uio --uio DEV [--irq N]`, `ioc --input uio:DEV`): its --irq,
+    else the device's from sysfs (/sys/class/uio/uioN/device/irq); None for a case without one."""
+    from rtqual.util import read_text
+
+    params: dict = case["params"] if isinstance(case.get("params"), dict) else {}
+    irq = params.get("irq")
+    if isinstance(irq, int) and not isinstance(irq, bool) and 0 < irq <= MAX_IRQ:
+        return irq
+    given = str(params.get("input") or "")
+    dev = params.get("uio") or (given.removeprefix("uio:") if given.startswith("uio:") else None)
+    name = Path(str(dev)).name if dev else ""
+    if not re.fullmatch(r"uio[0-9]{1,5}", name):
+        return None
+    text, _ = read_text(f"/sys/class/uio/{name}/device/irq")
+    return int(text) if text and text.isdigit() and 0 < int(text) <= MAX_IRQ else None
+
+
+def input_irq_note(result: dict, tun: dict, irq: int) -> str | None:
+    """Why the irq-thread-priority fix has nothing to raise for the case's IRQ (None when it has): no IRQ thread
+    (a kernel that runs the handler in the hard interrupt), or its threads not below the application."""
+    from rtqual.answers.advice.hostchecks import irq_of_thread
+
+    fix = next((f for f in result["findings"] if f["id"] == "irq-thread-priority"), None)
+    if fix is not None and any(k.get("irq") == irq for k in fix["knobs"]):
+        return None
+    mine = [t for t in tun.get("rt_tasks") or [] if isinstance(t, dict) and irq_of_thread(str(t.get("comm"))) == irq]
+    if not mine:
+        return (
+            f"IRQ {irq} (the case's input) has no irq/{irq}-* thread: this kernel runs its handler in the hard "
+            "interrupt (no PREEMPT_RT, no threadirqs), so the irq-thread-priority fix does not apply"
+        )
+    return (
+        f"IRQ {irq}'s thread is not below FIFO {result['priority']} on CPUs {result['cpus']}: "
+        "the irq-thread-priority fix has nothing to raise"
+    )
+
+
+def fixes_to_measure(findings: list[dict], wanted: list[str] | None) -> list[dict]:
+    """The findings whose fixes --measure applies: all, or those --fix names (each one a fix it can apply here)."""
+    if not wanted:
+        return findings
+    can = [f["id"] for f in advise.measurable(findings)]
+    for fid in wanted:
+        if fid not in can:
+            raise RtqError(
+                f"--fix {fid}: not a fix advise can apply and measure here (these can: {', '.join(can) or 'none'})"
+            )
+    return [f for f in findings if f["id"] in wanted]
 
 
 def advise_case(name: str | None, cpus: str, priority: int, duration: str) -> dict:

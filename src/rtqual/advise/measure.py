@@ -1,6 +1,7 @@
 """`rtqual advise --measure`: each fix that can be applied at run time, measured before it is recommended.
 
-The fixes' writes (a finding's knobs) become the "tunables" condition of plan cases, so the one run
+The fixes' writes (a finding's knobs) become the "tunables" condition of plan cases (an IRQ thread's priority the
+"irq_threads" one), so the one run
 (rtqual.measure.run) does everything else: the bundle, its change journal (each write saved BEFORE it is made,
 put back after its case, in `finally`, and by `rtqual restore` after a kill), the signal guard, one probe session
 per case. A round measures the baseline and every fix once, in an order that alternates from round to round
@@ -26,8 +27,8 @@ def arms_of_round(fix_ids: list[str], round_no: int) -> list[str]:
 
 def plan(base_case: dict, findings: list[dict], rounds: int, root: str = "/") -> list[dict]:
     """The cases of the measurement: `rounds` rounds of the baseline and each fix (base_case with the fix's
-    writes, below root, as its "tunables" condition), ids NNN-rR-ARM, labels naming round and arm, "advise"
-    saying which."""
+    writes, below root, as its "tunables" condition, its IRQ threads' priority as "irq_threads"), ids NNN-rR-ARM,
+    labels naming round and arm, "advise" saying which."""
     fixes = {f["id"]: f for f in measurable(findings)}
     cases, n = [], 0
     for r in range(rounds):
@@ -39,9 +40,14 @@ def plan(base_case: dict, findings: list[dict], rounds: int, root: str = "/") ->
             case["advise"] = {"arm": arm, "round": r + 1}
             if arm != BASELINE:
                 conditions = case.setdefault("conditions", {})
+                knobs, condition = fixes[arm]["knobs"], f"advise:{arm}"
                 conditions["tunables"] = [
-                    {"knob": str(Path(root) / k["knob"].lstrip("/")), "value": k["value"], "condition": f"advise:{arm}"}
-                    for k in fixes[arm]["knobs"]
+                    {"knob": str(Path(root) / k["knob"].lstrip("/")), "value": k["value"], "condition": condition}
+                    for k in knobs
+                    if "knob" in k
+                ]
+                conditions["irq_threads"] = [
+                    {"irq": k["irq"], "priority": k["priority"], "condition": condition} for k in knobs if "irq" in k
                 ]
             cases.append(case)
     return cases

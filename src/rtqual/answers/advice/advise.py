@@ -48,12 +48,14 @@ def advise(
     priority: int | None = None,
     budget_ns: int | None = None,
     requirement: Budget | None = None,
+    input_irqs: list[int] | None = None,
 ) -> dict:
     """Every check over the host facts: {"cpus", "priority", "findings" (blockers first), "passed" (ids)}, and
     "refused" (what the facts held that no command may be built from) when any. With a requirement, each
-    blocker is weighed against it (judge)."""
+    blocker is weighed against it (judge). input_irqs: the IRQs of the measured input (advise --measure's case),
+    whose threads the irq-thread-priority fix raises."""
     cpus = cpus or default_cpus(facts, tun)
-    c = Context(facts, tun, cpus, priority or DEFAULT_PRIORITY, budget_ns)
+    c = Context(facts, tun, cpus, priority or DEFAULT_PRIORITY, budget_ns, input_irqs)
     findings, passed = [], []
     for name, check in CHECKS.items():
         f = check(c)

@@ -4,8 +4,9 @@ Pure functions from host facts (rtqual.measure.host.facts: collect() and tuning(
 bundle's recorded copies) to findings. A finding: id, severity (blocker, major, minor, info), evidence (the
 files and values read), why (one sentence), fix (the exact lines to run or install), runtime (can be applied
 without a reboot), check (how to see it took); knobs (the writes `advise --measure` applies for a while: path
-and value) and persistent (the fix's sysctl, cmdline and tuned lines, for --emit); effect_ns where the latency
-the problem adds is known (rtqual.answers.advice.advise weighs it against the requirement).
+and value, or an IRQ whose kernel threads it raises to a SCHED_FIFO priority: irq and priority) and persistent
+(the fix's sysctl, cmdline and tuned lines, for --emit); effect_ns where the latency the problem adds is known
+(rtqual.answers.advice.advise weighs it against the requirement).
 
 Every command a fix prints is built from values, never from text the facts hold: CPU, IRQ, pid and idle-state
 numbers are ints in range, a thread name is a kernel thread's (KTHREAD_NAME) and each word is shell-quoted.
@@ -79,8 +80,17 @@ class Context:
     and the values commands are built from (online CPUs, per-CPU entries, IRQs, threads), only those of the
     right kind and range, each left out one named in `refused`."""
 
-    def __init__(self, facts: dict, tun: dict, cpus: list[int], priority: int, budget_ns: int | None):
+    def __init__(
+        self,
+        facts: dict,
+        tun: dict,
+        cpus: list[int],
+        priority: int,
+        budget_ns: int | None,
+        input_irqs: list[int] | None = None,
+    ):
         self.facts, self.tun, self.priority, self.budget_ns = facts, tun, priority, budget_ns
+        self.input_irqs = [n for n in input_irqs or () if whole(n, 0, MAX_IRQ) is not None]  # the input's IRQs
         self.refused: list[str] = []
         self.cpufreq = self._per_cpu(get_fact(facts, "cpu.per_cpu"), "cpu.per_cpu")
         self.per_cpu = self._per_cpu(tun.get("per_cpu"), "tuning per_cpu")
@@ -336,11 +346,16 @@ def irq_thread_priority(c: Context) -> dict | None:
     if len(below) > 12:
         evidence.append(f"... and {len(below) - 12} more interrupt threads below priority {c.priority}")
     first = next((t for t in below if t["comm"].startswith("irq/")), below[0])
+    above = min(c.priority + 1, 99)
     raise_it = (
-        f"e.g. {sh('chrt', '-f', '-p', min(c.priority + 1, 99))} $({sh('pgrep', '-x', first['comm'])}); "
+        f"e.g. {sh('chrt', '-f', '-p', above)} $({sh('pgrep', '-x', first['comm'])}); "
         if KTHREAD_NAME.fullmatch(first["comm"])
         else "(its chrt line left out: the thread's name is not a kernel thread's); "
     )
+    inputs = {t["pid"]: n for t in below if (n := irq_of_thread(t["comm"])) is not None and n in c.input_irqs}
+    if inputs:  # the measured input's IRQ threads: by pid (an int), the fix advise --measure applies
+        first = next(t for t in below if t["pid"] in inputs)
+        raise_it = f"{'; '.join(sh('chrt', '-f', '-p', above, pid) for pid in sorted(inputs))}; "
     return finding(
         "irq-thread-priority",
         "major",
@@ -353,7 +368,14 @@ def irq_thread_priority(c: Context) -> dict | None:
         "(tuna --threads='irq/*-NAME' --priority=FIFO:N)",
         True,
         "ps -eLo tid,cls,rtprio,psr,comm | grep -E 'irq/|ksoftirqd|ktimers'",
+        knobs=[{"irq": n, "priority": above} for n in sorted(set(inputs.values()))],
     )
+
+
+def irq_of_thread(comm: str) -> int | None:
+    """The IRQ number of an IRQ thread's name (irq/22-uio_pci_ -> 22), None for another thread."""
+    m = re.fullmatch(r"irq/([0-9]{1,7})-.*", comm, re.S)
+    return int(m.group(1)) if m else None
 
 
 def _on(task: dict, cpus: list[int]) -> bool:

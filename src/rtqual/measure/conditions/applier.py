@@ -1,4 +1,5 @@
-"""Per-case host conditions: CPU governor, fixed frequency and cgroup cpusets, applied and restored.
+"""Per-case host conditions: CPU governor, fixed frequency, cgroup cpusets, and `rtqual advise --measure`'s
+tunables and IRQ thread priorities, applied and restored.
 
 Every change is a record, kept before the knob is touched:
 
@@ -29,7 +30,7 @@ import re
 from pathlib import Path
 
 from rtqual.errors import RtqError
-from rtqual.measure.conditions import objects
+from rtqual.measure.conditions import irqthreads, objects
 from rtqual.measure.conditions.journal import restore_from_records, write_state
 from rtqual.measure.conditions.objects import (
     CPUSET_NAMES,
@@ -346,6 +347,7 @@ class Conditions:
     def apply(self, case_conditions: dict, cpus: list[int] | None = None) -> list[dict]:
         """Apply a case's conditions (plan.py keys: governor, frequency_khz, cpuset{probe,loads}; tunables:
         [{"knob": absolute path, "value", "condition"}] from `rtqual advise --measure`, written below root;
+        irq_threads: [{"irq", "priority", "condition"}] from it too, the IRQ's kernel threads at SCHED_FIFO priority;
         settle_ns is the runner's). cpus: CPUs whose cpufreq is set (default all online).
         Returns this case's records; the ones with applied False must mark the case."""
         out = []
@@ -357,6 +359,55 @@ class Conditions:
             out.append(
                 self._set(self.root / t["knob"].lstrip("/"), str(t["value"]), t["condition"], None, kind="tunable")
             )
+        for t in case_conditions.get("irq_threads") or ():
+            out += self._irq_threads(int(t["irq"]), int(t["priority"]), t["condition"])
+        return out
+
+    def _irq_threads(self, irq: int, priority: int, condition: str) -> list[dict]:
+        """SCHED_FIFO priority for every kernel thread of IRQ irq (irq/N-*), each thread's policy and priority
+        journaled by pid and comm before the change; none (a kernel that runs the handler in the hard interrupt):
+        one record not applied, saying so."""
+        after = f"fifo {priority}"
+        found = irqthreads.of_irq(irq, self.root)
+        if not found:
+            reason = (
+                f"IRQ {irq} has no irq/{irq}-* thread: this kernel runs its handler in the hard interrupt "
+                "(no PREEMPT_RT, no threadirqs), the fix does not apply"
+            )
+            record = {"knob": str(self.root / "proc"), "kind": "irq-thread", "condition": condition, "irq": irq}
+            return [self._note(record | {"after": after, "applied": False, "reason": reason})]
+        out = []
+        for t in found:
+            before = irqthreads.setting(t)
+            record = self._note(
+                {
+                    "knob": t["proc"],
+                    "kind": "irq-thread",
+                    "condition": condition,
+                    "irq": irq,
+                    "pid": t["pid"],
+                    "comm": t["comm"],
+                    "before": before,
+                    "after": after,
+                    "applied": before is not None,
+                }
+            )
+            out.append(record)
+            if before is None:
+                record["reason"] = f"{t['comm']} runs under policy {t['policy']}, which rtqual does not write back"
+                self.save_state()
+                continue
+            try:
+                irqthreads.apply(t["pid"], after)
+            except OSError as e:
+                record.update(applied=False, reason=_reason(e))
+            now = irqthreads.kernel_thread(Path(t["proc"]))
+            now_setting = irqthreads.setting(now) if now else None
+            if record["applied"] and now_setting != after:
+                record.update(applied=False, reason=f"the kernel kept {now_setting or 'no such thread'}")
+            if not record["applied"] and now_setting == before:
+                record["restored"] = True  # nothing changed: nothing to put back
+            self.save_state()
         return out
 
     def note_temp(self, path: str | os.PathLike) -> dict:

@@ -8,7 +8,9 @@ directory rtqual created: move its tasks to the parent, rmdir), "controller" (cg
 subtree_control: before is "-cpuset"), "netns" and "veth" (a network namespace or veth pair the
 network load made: deleted; one already gone counts as removed), "trace-instance" and "mount" (the tracefs
 instance of --trace and a private tracefs mount it made: removed, unmounted; gone already counts as removed),
-"osnoise" (a global osnoise/ knob or tracing_thresh the osnoise run beside the noise probe set: written back)."""
+"osnoise" (a global osnoise/ knob or tracing_thresh the osnoise run beside the noise probe set: written back),
+"irq-thread" (an IRQ's kernel thread whose policy and priority `rtqual advise --measure` raised: knob its /proc
+folder, with pid, comm and the "before" policy and priority, written back while that pid is still that thread)."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from rtqual.errors import RtqError
-from rtqual.measure.conditions import objects
+from rtqual.measure.conditions import irqthreads, objects
 from rtqual.measure.conditions.objects import CPUSET_NAMES, Cpuset, _reason, remove_net_object
 from rtqual.util import read_text, write_text_atomic
 
@@ -55,6 +57,10 @@ def _undo(record: dict) -> dict:
                 raise RtqError("could not remove it")
             log.info("removed temp folder %s", knob)
             return {"knob": knob, "action": "removed", "restored": True}
+        if kind == "irq-thread":
+            action = irqthreads.put_back(record)
+            log.info("%s %s %s", action["action"], knob, record["before"])
+            return action
         if kind == "cpuset":
             Cpuset(knob).remove()
             log.info("removed cpuset %s", knob)
@@ -62,7 +68,7 @@ def _undo(record: dict) -> dict:
         objects._write(knob, str(record["before"]))
         log.info("restored %s = %s", knob, record["before"])
         return {"knob": knob, "action": "wrote", "value": record["before"], "restored": True}
-    except (OSError, RtqError) as e:
+    except (OSError, RtqError, ValueError) as e:
         reason = _reason(e) if isinstance(e, OSError) else str(e)
         log.warning("could not restore %s: %s", knob, reason)
         return {"knob": knob, "restored": False, "reason": reason}
@@ -127,6 +133,8 @@ def write_state(path: str | os.PathLike, records: list[dict], pid: int | None = 
 #   tempdir     run.py note_temp of a service's temp_paths (epics/ioc.py TEMP_PREFIX); the monitor's folder
 #   tunable     Conditions.apply from a case's "tunables" (rtqual advise --measure): the files of TUNABLES
 #   osnoise     osnoise.py Knobs (the osnoise run beside the noise probe): TRACEFS/osnoise/KNOB, tracing_thresh
+#   irq-thread  Conditions.apply from a case's "irq_threads" (rtqual advise --measure): ROOT/proc/PID of an irq/N-*
+#               kernel thread, its comm and policy and priority before
 
 CPUFREQ_VALUES = {  # cpufreq file -> the shape of the value written back
     "scaling_governor": re.compile(r"[A-Za-z0-9_-]{1,32}"),
@@ -161,7 +169,7 @@ OSNOISE_KNOBS = {  # tracefs file (osnoise/ knobs, the top-level tracing_thresh)
     "osnoise/options": re.compile(r"(NO_)?OSNOISE_IRQ_DISABLE"),  # --hw's one option (osnoise.Knobs.option)
     "tracing_thresh": re.compile(r"[0-9]{1,12}"),
 }
-KINDS = {"file", "tunable", "controller", "osnoise", *NAMES}
+KINDS = {"file", "tunable", "controller", "osnoise", "irq-thread", *NAMES}
 JOURNAL_MAX_BYTES = 16 << 20  # about 80 000 records: far more than any run writes
 MANIFEST_MAX_BYTES = 64 << 20
 JSON_MAX_DEPTH = 8  # a journal is 3 deep (state, changes, record)
@@ -225,6 +233,8 @@ def refusal(record: dict, root: Path = Path("/"), mounts_text: str | None = None
         return tunable_refusal(knob, record.get("before"), root)
     if kind == "osnoise":
         return osnoise_refusal(path, record.get("before"), mounts_text)
+    if kind == "irq-thread":
+        return irq_thread_refusal(record, root)
     if kind == "controller":
         roots = _mount_points(mounts_text, {"cgroup2"})
         if path.name != "cgroup.subtree_control" or path.parent not in roots or record.get("before") != "-cpuset":
@@ -274,3 +284,19 @@ def tunable_refusal(knob: str, before: Any, root: Path) -> str | None:
     trees = [os.path.realpath(root / name) + "/" for name in ("proc", "sys")]
     real = os.path.realpath(knob)
     return None if any(real.startswith(t) for t in trees) else f"{knob} leads out of {root}'s /proc and /sys"
+
+
+def irq_thread_refusal(record: dict, root: Path) -> str | None:
+    """Why an "irq-thread" record is none `rtqual advise --measure` writes: its knob not root's /proc/PID of the
+    record's pid, its comm not an IRQ thread's, or its "before" not a policy and priority rtqual writes back."""
+    knob, pid = record["knob"], record.get("pid")
+    if isinstance(pid, bool) or not isinstance(pid, int) or not 0 < pid <= 4_194_304:
+        return f"{knob}: no pid"
+    if knob != str(root / "proc" / str(pid)) or os.path.islink(knob):
+        return f"{knob} is not the /proc folder of pid {pid}"
+    comm = record.get("comm")
+    if not isinstance(comm, str) or not irqthreads.IRQ_THREAD.fullmatch(comm):
+        return f"{knob}: {str(comm)[:40]!r} is not an IRQ thread's name"
+    if not irqthreads.SETTING.fullmatch(record.get("before") or ""):
+        return f"{knob}: {str(record.get('before'))[:40]!r} is not a policy and priority rtqual writes back"
+    return None

@@ -150,6 +150,8 @@ def _planned(record: dict) -> dict:
     """What undoing a record would do, for --dry-run."""
     if record.get("kind", "file") in ("file", "tunable", "controller"):
         return {"knob": record["knob"], "action": "would write", "value": record["before"]}
+    if record.get("kind") == "irq-thread":
+        return {"knob": record["knob"], "action": "would set", "value": record["before"]}
     return {"knob": record["knob"], "action": f"would remove {record.get('kind')}"}
 
 

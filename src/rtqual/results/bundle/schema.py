@@ -29,6 +29,7 @@ I64 = 1 << 63
 MAX_TEXT = 1 << 16  # a free text (a command line, a message): 64 KiB
 MAX_NAME = 256  # a name (a host, a thread, an IRQ action, a governor)
 MAX_ITEMS = 1 << 16  # a list or mapping of anything but CPUs: 65,536 entries
+MAX_IRQ = 1 << 20  # far above any IRQ number a kernel gives
 MAX_MASK_CHARS = MAX_CPUS // 4 + MAX_CPUS // 32  # a hex CPU mask with its commas ('ff,ffffffff')
 PRIORITY = (0, 99)  # SCHED_FIFO/RR priorities
 SHOWN_FIELDS = 3  # fields named in a damage line before "and N more"
@@ -463,6 +464,7 @@ TUNING = obj(
     }
 )
 
+KNOB = obj({"knob": text(MAX_TEXT), "value": text(MAX_TEXT), "irq": integer(0, MAX_IRQ), "priority": integer(1, 99)})
 FINDING = obj(
     {
         "id": text(pattern=r"[a-z0-9_-]{1,64}", null=False),
@@ -472,7 +474,7 @@ FINDING = obj(
         "fix": text(MAX_TEXT),
         "runtime": boolean(),
         "check": text(MAX_TEXT),
-        "knobs": listof(obj({"knob": text(MAX_TEXT), "value": text(MAX_TEXT)})),
+        "knobs": listof(KNOB),
         "persistent": mapof(words(MAX_TEXT)),
     },
     required=("id", "severity", "evidence", "why", "fix", "runtime", "check"),
