@@ -29,14 +29,15 @@ lc_need_space() {
     || lc_die "$what needs about $need MB free in $dir and there are $free MB: free some space (nothing was built)" 1
 }
 
-# lc_fail LOG WHAT: WHAT failed; one line with the cause found in LOG (a full disk is named as such) and LOG's path.
+# lc_fail LOG WHAT [CODE]: WHAT failed; one line with the cause found in LOG and LOG's path, exit CODE (default 1);
+# a full disk is named as such and exits 1 (a failure to mend, never "cannot build here").
 lc_fail() {
-  local log=$1 what=$2 cause
+  local log=$1 what=$2 code=${3:-1} cause
   if grep -aqi 'no space left on device' "$log" 2>/dev/null; then
     lc_die "$what failed: the disk is full (No space left on device; log: $log)" 1
   fi
   cause=$(grep -a -E '^E: |[Ee]rror|[Ff]ailed|[Cc]annot|not found' "$log" 2>/dev/null | tail -1 | tr -cd '[:print:]' | cut -c1-160 || true)
-  lc_die "$what failed${cause:+: $cause} (log: $log)" 1
+  lc_die "$what failed${cause:+: $cause} (log: $log)" "$code"
 }
 
 # lc_stage: a new staging folder, $lc_staging (lc_cache/.build.PID), after removing the ones builds that were
