@@ -67,6 +67,8 @@ lc_lock() {
   flock "$lc_lock_fd"
 }
 
+lc_unlock() { [ -z "${lc_lock_fd:-}" ] || exec {lc_lock_fd}>&-; lc_lock_fd=""; }
+
 # lc_commit STAMP RECIPE NAME...: each staged NAME (a file or folder in lc_staging) renamed into lc_cache, then
 # RECIPE written into STAMP, last. STAMP is removed first: if this is stopped half-way the cache is cold.
 lc_commit() {
