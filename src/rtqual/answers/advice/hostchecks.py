@@ -43,6 +43,8 @@ MAX_CPUS = 8192  # the kernel's largest NR_CPUS: a CPU number at or above it is 
 MAX_PID = 4_194_304  # PID_MAX_LIMIT on 64-bit
 MAX_IRQ = 1 << 20  # far above any IRQ number a kernel gives (NR_IRQS + the dynamic range)
 MAX_IDLE_STATES = 10  # CPUIDLE_STATE_MAX
+# an IRQ thread's name, irq/N-NAME: in full since Linux 5.17 (irq/25-virtio0-requests), cut to 15 characters before
+IRQ_THREAD = re.compile(r"irq/([0-9]{1,7})-[!-~][ -~]{0,62}")
 KTHREAD_NAME = re.compile(r"[A-Za-z0-9_./:+-]{1,15}")  # a comm of at most TASK_COMM_LEN - 1 plain characters
 
 
@@ -374,7 +376,7 @@ def irq_thread_priority(c: Context) -> dict | None:
 
 def irq_of_thread(comm: str) -> int | None:
     """The IRQ number of an IRQ thread's name (irq/22-uio_pci_ -> 22), None for another thread."""
-    m = re.fullmatch(r"irq/([0-9]{1,7})-.*", comm, re.S)
+    m = IRQ_THREAD.fullmatch(comm)
     return int(m.group(1)) if m else None
 
 

@@ -10,11 +10,10 @@ import os
 import re
 from pathlib import Path
 
+from rtqual.answers.advice.hostchecks import IRQ_THREAD
 from rtqual.util import read_text
 
 PF_KTHREAD = 0x00200000  # task flags (stat field 9): a kernel thread
-# a kernel thread's name: in full since Linux 5.17 (irq/25-virtio0-requests), cut to 15 characters before
-IRQ_THREAD = re.compile(r"irq/([0-9]{1,7})-[!-~][ -~]{0,62}")
 SETTING = re.compile(r"(?:fifo|rr) (?:[1-9]|[1-9][0-9])|other 0")  # what is set and written back: "fifo 50"
 POLICIES = {"other": os.SCHED_OTHER, "fifo": os.SCHED_FIFO, "rr": os.SCHED_RR}
 _NAMES = {v: k for k, v in POLICIES.items()}
