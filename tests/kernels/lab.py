@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 from functools import cache
 from pathlib import Path
 
@@ -54,6 +55,11 @@ params = { duration = "3s" }
 """
 
 
+# Past this many seconds (before tests/kernels/run's 15-minute bound kills the guest) the watchdog writes what every
+# process of the guest waits on to watchdog.txt beside the bundles, which tests/kernels/run prints on a failure.
+WATCHDOG_S = float(os.environ.get("RTQUAL_LAB_WATCHDOG_S", "780"))
+
+
 def lab_out() -> Path:
     """This kernel's folder of bundles under the lab's writable folder (the other guest's is beside it)."""
     folder = Path(os.environ["RTQUAL_LAB_OUT"]) / KERNEL.replace(":", "-")
@@ -74,12 +80,12 @@ def scenario() -> tuple[int, str, dict[str, dict]]:
     toml = lab_out() / "lab.toml"
     toml.write_text('[run]\nname = "lab"\n' + COMMON_CASES + (RT_CASES if RT else STD_CASES))
     bundle = lab_out() / "timer"
-    code, err = _run_or_dump(rtqual_argv("run", toml, "-q", "-o", bundle), timeout_s=300)
+    code, err = run_or_dump(rtqual_argv("run", toml, "-q", "-o", bundle), timeout_s=300)
     results = [json.loads(f.read_text()) for f in sorted(bundle.glob("cases/*/result.json"))]
     return code, err, {r["label"]: r for r in results}
 
 
-def _run_or_dump(argv: list[str], timeout_s: float) -> tuple[int, str]:
+def run_or_dump(argv: list[str], timeout_s: float) -> tuple[int, str]:
     """(exit code, stderr) of a command; past timeout_s, where each of its threads is in the kernel (a thread
     stuck in an uninterruptible call takes no signal), then SIGABRT with Python's faulthandler on (every
     thread's Python stack), then SIGKILL; never waits for a process that cannot die. The result is returned
@@ -108,7 +114,30 @@ def _run_or_dump(argv: list[str], timeout_s: float) -> tuple[int, str]:
     )
 
 
-def _kernel_stacks(pid: int) -> str:
+def _watchdog() -> None:
+    """What every user process of the guest is doing: its threads' states, wait channels and kernel stacks, and the
+    kernel's blocked tasks."""
+    pids = sorted(int(p.name) for p in Path("/proc").glob("[0-9]*") if (p / "cmdline").exists())
+    user = [pid for pid in pids if _cmdline(pid)]  # kernel threads have an empty command line
+    text = "\n\n".join(f"pid {pid}: {_cmdline(pid)}\n{_kernel_stacks(pid, sysrq=False)}" for pid in user)
+    text += "\n\n" + _kernel_stacks(os.getpid(), sysrq=True)
+    (lab_out() / "watchdog.txt").write_text(f"the guest still running after {WATCHDOG_S:g} s\n{text}\n")
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+if KERNEL:  # only inside a guest; a daemon thread: pytest's exit does not wait for it
+    _timer = threading.Timer(WATCHDOG_S, _watchdog)
+    _timer.daemon = True
+    _timer.start()
+
+
+def _kernel_stacks(pid: int, sysrq: bool = True) -> str:
     """Each thread of pid: its name, state, wait channel and kernel stack (root reads /proc/PID/task/*/stack)."""
     out = []
     for task in sorted(Path(f"/proc/{pid}/task").glob("*")):
@@ -120,6 +149,8 @@ def _kernel_stacks(pid: int) -> str:
                 fields[name] = f"({e.strerror})"
         state = fields["stat"].rsplit(")", 1)[-1].split()[:1]
         out.append(f"{task.name} {fields['comm']} state {state} wchan {fields['wchan']}\n{fields['stack']}")
+    if not sysrq:
+        return "\n".join(out)
     try:  # and every blocked task of the guest (a kernel thread may hold what it waits for), from the kernel log
         Path("/proc/sysrq-trigger").write_text("w")
         log = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=10).stdout.splitlines()[-120:]

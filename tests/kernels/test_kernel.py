@@ -6,9 +6,9 @@ TCG are the emulator's: only invariants are asserted."""
 import json
 
 import pytest
-from lab import KERNEL, RT, lab_out, mount_debugfs, scenario
+from lab import KERNEL, RT, lab_out, mount_debugfs, run_or_dump, scenario
 
-from conftest import rtqual_run
+from conftest import rtqual_argv, rtqual_run
 
 PREEMPT = KERNEL.partition(":")[2]  # the std kernel's preempt= mode, "" for its default
 
@@ -115,14 +115,16 @@ def test_noise_hw_runs_the_hwnoise_mode_or_says_why_not_in_one_line():
     """`rtqual run noise --hw` (issue 39): the osnoise tracer with interrupts off (OSNOISE_IRQ_DISABLE) after the
     loop, so no IRQ, softirq or thread interference is counted; refused in one line where the kernel cannot."""
     out = lab_out() / "hwnoise"
-    p = rtqual_run("run", "noise", "--hw", "--duration", "500ms", "--cpus", "1", "-q", "-o", out, timeout=60)
+    code, err = run_or_dump(
+        rtqual_argv("run", "noise", "--hw", "--duration", "500ms", "--cpus", "1", "-q", "-o", out), 120
+    )
     if not RT:  # the standard kernel has no osnoise tracer
-        assert p.returncode == 1 and "no osnoise tracer" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+        assert code == 1 and "no osnoise tracer" in err and len(err.strip().splitlines()) == 1
         return
-    if p.returncode == 1:  # a kernel whose osnoise lacks the option (Debian 12's 6.1 RT kernel has it)
-        assert "OSNOISE_IRQ_DISABLE" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    if code == 1:  # a kernel whose osnoise lacks the option (Debian 12's 6.1 RT kernel has it)
+        assert "OSNOISE_IRQ_DISABLE" in err and len(err.strip().splitlines()) == 1, err
         return
-    assert p.returncode == 0, p.stderr
+    assert code == 0, err
     (result,) = [json.loads(f.read_text()) for f in out.glob("cases/*/result.json")]
     hw = result["probe_summary"]["noise"]["hwnoise"]
     assert hw["mode"] == "hwnoise" and hw["note"] is None and hw["periods"] > 0, hw
