@@ -20,12 +20,17 @@
 #define POLL_SLICE_MS 100 /* the stop flag is seen at least this often while waiting */
 
 /* Wait for the answer of the request in flight: SR_ANSWER or SR_MISMATCH with
- * *t_answer, or SR_FAIL (timed out: h->fail set; or stopped). */
-static enum stimresp_rx wait_answer(struct stimresp *h, int64_t *t_answer)
+ * *t_answer, or SR_FAIL (timed out: h->fail set; stopped; or end_ns, a passive run's end, reached). */
+static enum stimresp_rx wait_answer(struct stimresp *h, int64_t *t_answer, int64_t end_ns)
 {
 	int64_t give_up = h->cfg.timeout_ns + mono_now_ns();
+	bool ends = end_ns && end_ns < give_up;
+	if (ends)
+		give_up = end_ns;
 	for (;;) {
 		int64_t left = give_up - mono_now_ns();
+		if (left <= 0 && ends)
+			return SR_FAIL; /* the run's end, no timeout */
 		if (left <= 0) {
 			char d[32];
 			h->timed_out = true;
@@ -61,24 +66,32 @@ static void *stimresp_thread(void *arg)
 	prctl(PR_SET_TIMERSLACK, 1UL);
 	bool ready = !ops->thread_init || ops->thread_init(h) == 0;
 	_Atomic bool *stop = &h->run.sink.stop;
+	const uint64_t warmup = (uint64_t)h->cfg.warmup;
+	const bool timed = h->passive && !run_given(&h->run, "loops"); /* --duration from the warm-up's end */
+	int64_t end_ns = timed && warmup == 0 ? mono_now_ns() + h->cfg.duration_ns : 0;
 	for (uint64_t i = 0; ready && i < h->total && !atomic_load_explicit(stop, memory_order_relaxed); i++) {
 		int64_t dl = h->first_deadline_ns + (int64_t)i * h->period_ns;
-		if (sleep_until_ns(dl) != 0 && atomic_load(&h->run.sink.stop))
+		if (h->passive ? end_ns && mono_now_ns() >= end_ns
+			       : sleep_until_ns(dl) != 0 && atomic_load(&h->run.sink.stop))
 			break;
 		wakeups++;
 		int64_t t_send = 0, t_answer = 0;
 		if (ops->send(h, i, &t_send))
 			break;
 		h->sent++;
-		enum stimresp_rx rx = wait_answer(h, &t_answer);
+		enum stimresp_rx rx = wait_answer(h, &t_answer, end_ns);
 		if (rx == SR_FAIL)
 			break;
 		h->answered++;
+		if (timed && !end_ns && i + 1 >= warmup)
+			end_ns = t_answer + h->cfg.duration_ns;
 		if (rx == SR_MISMATCH) { /* not the answer to this request: the two sides are out of step */
 			h->mismatched++;
 			continue;
 		}
-		bool late = t_answer > dl + h->period_ns; /* answered after the next deadline */
+		if (ops->answered && !ops->answered(h, &t_send, t_answer))
+			continue;
+		bool late = !h->passive && t_answer > dl + h->period_ns; /* answered after the next deadline */
 		if (late)
 			h->late++;
 		if (i < (uint64_t)h->cfg.warmup) {
@@ -186,6 +199,8 @@ int stimresp_prepare(struct run *r)
 	r->raw_interval_ns = h->period_ns;
 	r->watchdog_s = run_watchdog_s(u128_mul_u64_u64(h->total, (uint64_t)h->period_ns),
 				       (uint64_t)(c->timeout_ns / NS_PER_S), 0x7fffffff);
+	if (h->passive) /* each request waited for at most --timeout */
+		r->watchdog_s = run_watchdog_s(u128_mul_u64_u64(h->total, (uint64_t)c->timeout_ns), 0, 0x7fffffff);
 	return 0;
 }
 

@@ -369,7 +369,7 @@ void uio_close(struct uio_dev *d)
 
 /* ---- the kernel's times of one interrupt (irqtrace) ---- */
 
-static const char *const tracefs_roots[] = {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"};
+static const char *const tracefs_dirs[] = {"kernel/tracing", "kernel/debug/tracing"}; /* under SYSFS */
 
 static int tracefs_write(const struct irqtrace *t, const char *file, const char *text)
 {
@@ -387,11 +387,13 @@ static int tracefs_write(const struct irqtrace *t, const char *file, const char 
 
 const char *irqtrace_root(void)
 {
-	for (size_t i = 0; i < sizeof(tracefs_roots) / sizeof(tracefs_roots[0]); i++) {
+	static char root[200];
+	for (size_t i = 0; i < sizeof(tracefs_dirs) / sizeof(tracefs_dirs[0]); i++) {
 		char inst[256];
-		snprintf(inst, sizeof(inst), "%s/instances", tracefs_roots[i]);
+		snprintf(root, sizeof(root), "%s/%s", sysfs_root(), tracefs_dirs[i]);
+		snprintf(inst, sizeof(inst), "%s/instances", root);
 		if (access(inst, F_OK) == 0)
-			return tracefs_roots[i];
+			return root;
 	}
 	return NULL;
 }

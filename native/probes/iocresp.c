@@ -25,9 +25,14 @@
  * before it); the IOC's reader wakes when the UIO read returns (t_wake), and the kernel's stages of the
  * interrupt (uiostage.h: hard IRQ -> IRQ thread -> the IOC's reader running) from rtqual's tracefs
  * instance split the wake stage. Each interrupt is acknowledged (--ack) and unmasked the UIO way before
- * the next trigger, and once more at the end: nothing is left masked (docs/interrupts.md). */
+ * the next trigger, and once more at the end: nothing is left masked (docs/interrupts.md).
+ * Without --trigger (passive: the interrupt comes from outside) the harness writes nothing: each request
+ * only acknowledges and unmasks, and a sample's t0 is the kernel's irq_handler_entry of the IRQ (read from
+ * the trace once the IOC answered: one without it is `unmatched`, not a sample); --duration runs from the
+ * warm-up's end. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +78,12 @@ struct iocresp {
 	bool pending;
 	int64_t pend_stim, pend_resp[4], pend_answer;
 	uint64_t uio_samples;
+	/* passive: the answered interrupt's points (first_missing: the first not in the trace) */
+	int64_t pts[IRQ_POINTS];
+	int first_missing;
+	int64_t events_at_send, events_at_end; /* the device's count at the last unmask, at the loop's end */
+	uint64_t unmatched;                      /* answered interrupts without their irq_handler_entry */
+	uint64_t stale; /* responses to an interrupt before our first unmask (the run's start), dropped */
 };
 
 #define F(x) offsetof(struct iocresp, x)
@@ -87,7 +98,8 @@ static const struct opt_def iocresp_opts[] = {
 	{"uio", OPT_PATH, F(uio), 0, 0, NULL, NULL,
 	 "the UIO device (/dev/uioN) the IOC's bi reads (its input uio:DEV); the stimulus is --trigger (replaces --in)"},
 	{"trigger", OPT_STRING, F(trigger), 0, 0, NULL, NULL,
-	 "uio: BAR:OFFSET=VALUE, the 32-bit register write that raises the device's interrupt (e.g. 0:0x60=1)"},
+	 "uio, active: BAR:OFFSET=VALUE, the 32-bit register write that raises the device's interrupt (e.g. 0:0x60=1; "
+	 "t0 just before it); without it passive: the interrupt comes from outside, t0 = the kernel's irq_handler_entry"},
 	{"ack", OPT_STRING, F(ack), 0, 0, NULL, NULL,
 	 "uio: BAR:OFFSET=VALUE written after each response to acknowledge the device (e.g. 0:0x64=1)"},
 	{"irq", OPT_INT, F(irq), 0, 1 << 20, NULL, NULL, "uio: the device's IRQ (default: from sysfs or /proc/interrupts)"},
@@ -146,10 +158,18 @@ static void uio_pending_stages(struct iocresp *t)
 static int iocresp_send(struct stimresp *h, uint64_t seq, int64_t *t_send)
 {
 	struct iocresp *t = (struct iocresp *)h;
-	(void)seq;
 	t->got = 0;
 	t->t_edge = 0;
-	if (t->uio) {
+	if (t->uio && h->passive) { /* the interrupt comes from outside: acknowledge, unmask, wait */
+		if (t->have_ack)
+			uio_write_reg(&t->dev, &t->ackr);
+		t->events_at_send = uio_event_count(&t->dev);
+		if (seq == 0) /* the run's interrupts are those after our first unmask */
+			t->events_at_open = t->events_at_send;
+		t->stim = *t_send = mono_now_ns(); /* its trace's entry is after it (the line was masked) */
+		if (uio_unmask(&t->dev) == 0)
+			return 0;
+	} else if (t->uio) {
 		if (t->pending)
 			uio_pending_stages(t);
 		if (t->have_ack)
@@ -199,6 +219,11 @@ static enum stimresp_rx iocresp_receive(struct stimresp *h, int64_t *t_answer)
 		t->got += (size_t)n;
 	if (t->got < sizeof(t->resp) || (t->gpio && !t->t_edge))
 		return SR_MORE;
+	if (t->uio && h->passive && t->resp[1] < t->stim) { /* an interrupt before our unmask (the run's start) */
+		t->got = 0;
+		t->stale++;
+		return SR_MORE;
+	}
 	if (t->uio) /* the IOC's reader woke after our trigger (it cannot know the trigger's time) */
 		return t->resp[1] >= t->stim && t->resp[3] <= *t_answer ? SR_ANSWER : SR_MISMATCH;
 	if (t->gpio) /* the IOC's input edge lies between our toggle and its response edge */
@@ -206,10 +231,37 @@ static enum stimresp_rx iocresp_receive(struct stimresp *h, int64_t *t_answer)
 	return t->resp[0] == t->stim ? SR_ANSWER : SR_MISMATCH;
 }
 
+/* Passive: the answered interrupt's t0, the kernel's irq_handler_entry between our unmask and the IOC
+ * reader's wake-up (the trace read now: the IOC answered, its events are long written); none: unmatched. */
+static bool iocresp_answered(struct stimresp *h, int64_t *t_send, int64_t t_answer)
+{
+	struct iocresp *t = (struct iocresp *)h;
+	(void)t_answer;
+	if (!h->passive)
+		return true;
+	t->first_missing = uio_stages_points(&t->st, t->stim, t->resp[1], t->pts);
+	if (t->pts[IRQ_ENTRY] < 0) {
+		t->unmatched++;
+		return false;
+	}
+	*t_send = t->pts[IRQ_ENTRY];
+	return true;
+}
+
 /* The stages of a measured response. */
 static void iocresp_measured(struct stimresp *h, int64_t t_stim, int64_t t_resp)
 {
 	struct iocresp *t = (struct iocresp *)h;
+	if (t->uio && h->passive) { /* the trace read once answered: its stages now */
+		t->uio_samples++;
+		if (t->first_missing < IRQ_POINTS) {
+			t->st.point_missing[t->first_missing]++;
+			return;
+		}
+		uio_stages_record(&t->st, t->pts, t_stim, t->resp[1]);
+		ioc_stages(t, t->resp, t_stim, t_resp, DRIVE + 2);
+		return;
+	}
 	if (t->uio) { /* its stages once the trace has its events (uio_pending_stages) */
 		t->pending = true;
 		t->pend_stim = t_stim;
@@ -227,12 +279,27 @@ static int iocresp_thread_init(struct stimresp *h)
 	struct iocresp *t = (struct iocresp *)h;
 	if (t->uio && t->st.tr)
 		uio_stages_reader(&t->st, t->reader);
+	if (t->uio && h->passive && !t->st.tr) { /* no t0 without the reader's trace */
+		snprintf(h->fail, sizeof(h->fail), "passive input: %.200s", t->st.trace_note);
+		return -1;
+	}
 	return 0;
 }
 
 static void iocresp_thread_end(struct stimresp *h)
 {
 	struct iocresp *t = (struct iocresp *)h;
+	if (t->uio)
+		t->events_at_end = uio_event_count(&t->dev);
+	if (t->uio && h->passive && h->timed_out) { /* what was seen, and whether the interrupt came at all */
+		char d[32];
+		int64_t raised = t->events_at_end - t->events_at_open;
+		bool came = t->events_at_end > t->events_at_send;
+		snprintf(h->fail, sizeof(h->fail), "%s %s (IRQ %d) within --timeout %s: %" PRId64 " raised, %" PRIu64
+			 " samples, %" PRIu64 " warm-up, %" PRIu64 " unmatched",
+			 came ? "no response from the IOC to the interrupt of" : "no interrupt from", t->uio, t->dev.irq,
+			 duration_format(h->cfg.timeout_ns, d, sizeof(d)), raised, t->uio_samples, h->warm, t->unmatched);
+	}
 	if (!t->pending)
 		return;
 	sleep_until_ns(mono_now_ns() + 10 * NS_PER_MS); /* the last sample's trace, readable by now */
@@ -249,8 +316,9 @@ static void iocresp_params(struct jw *w, const void *ctx)
 	if (t->uio) {
 		jw_str(w, "uio", t->uio);
 		jw_str(w, "uio_name", t->dev.name);
-		jw_str(w, "mode", "active");
-		jw_str(w, "t0", "just before the trigger write");
+		jw_str(w, "mode", t->h.passive ? "passive" : "active");
+		jw_str(w, "t0", t->h.passive ? "the hard interrupt's entry (passive): the kernel's irq_handler_entry of the IRQ"
+					     : "just before the trigger write");
 		jw_str(w, "trigger", t->trigger);
 		jw_str(w, "ack", t->ack);
 		jw_i64(w, "irq", t->dev.irq);
@@ -263,16 +331,23 @@ static void iocresp_params(struct jw *w, const void *ctx)
 static void uio_summary(struct jw *w, const struct iocresp *t)
 {
 	const struct stimresp *h = &t->h;
-	int64_t now = uio_event_count(&t->dev);
+	int64_t now = t->events_at_end ? t->events_at_end : uio_event_count(&t->dev);
+	bool seen = now >= 0 && t->events_at_open >= 0;
+	/* active: the triggers written; passive: the device's own count over the run */
+	uint64_t raised = !h->passive ? h->sent : seen ? (uint64_t)(now - t->events_at_open) : 0;
+	uint64_t accounted = t->uio_samples + h->warm;
 	jw_obj_begin(w, "interrupts");
-	jw_u64(w, "raised", h->sent);
+	jw_u64(w, "raised", raised);
 	jw_u64(w, "samples", t->uio_samples);
-	jw_u64(w, "missed", h->sent - t->uio_samples - h->warm);
+	jw_u64(w, "missed", raised > accounted ? raised - accounted : 0);
 	jw_u64(w, "warmup", h->warm);
-	if (now >= 0 && t->events_at_open >= 0)
+	if (seen)
 		jw_i64(w, "seen", now - t->events_at_open); /* the device's own count over the run */
 	else
 		jw_null(w, "seen");
+	jw_u64(w, "unmatched", t->unmatched);
+	if (h->passive)
+		jw_u64(w, "stale", t->stale);
 	jw_u64(w, "staged", t->st.staged);
 	jw_u64(w, "reader_awake", t->st.reader_awake);
 	jw_i64(w, "staged_total_ns", t->st.staged_total_ns);
@@ -349,17 +424,15 @@ static int uio_validate(struct iocresp *t)
 	int rc;
 	if (t->in || t->gpio)
 		return log_error("--uio and --in or --gpio-stim: one stimulus, a device interrupt, a FIFO or a GPIO line");
-	if (!t->trigger)
-		return log_error("--uio %s needs --trigger BAR:OFFSET=VALUE (the register write that raises the "
-				 "interrupt; an IOC input from an interrupt rtqual does not raise is not measured)", t->uio);
-	if (uio_parse_reg(t->trigger, &t->trig, err, sizeof(err)))
+	h->passive = !t->trigger;
+	if (t->trigger && uio_parse_reg(t->trigger, &t->trig, err, sizeof(err)))
 		return log_error("--trigger %s", err);
 	if (t->ack && uio_parse_reg(t->ack, &t->ackr, err, sizeof(err)))
 		return log_error("--ack %s", err);
 	t->have_ack = t->ack != NULL;
 	rc = uio_open(&t->dev, t->uio, run_given(&h->run, "irq") ? (int)t->irq : -1, err, sizeof(err));
 	t->uio_open = t->dev.fd >= 0;
-	if (!rc)
+	if (!rc && t->trigger)
 		rc = uio_check_reg(&t->dev, &t->trig, "trigger", err, sizeof(err));
 	if (!rc && t->ack)
 		rc = uio_check_reg(&t->dev, &t->ackr, "ack", err, sizeof(err));
@@ -367,6 +440,9 @@ static int uio_validate(struct iocresp *t)
 		return log_skip("root, or read/write access to the UIO device and its sysfs files", "%s", err);
 	if (rc)
 		return log_error("%s", err);
+	if (h->passive && !irqtrace_root())
+		return log_error("--uio %s without --trigger (passive) takes its t0 from the kernel's irq_handler_entry: "
+				 "no tracefs here (mount -t tracefs nodev /sys/kernel/tracing), or give --trigger", t->uio);
 	if ((rc = check_fifo("out", t->out)))
 		return rc;
 	irq_thread_find(t->dev.irq, t->dev.name, &t->st.ith);
@@ -426,7 +502,7 @@ static int open_gpio(const char *opt, const char *spec, __u64 flags, char *err, 
  * interrupt unmasked. */
 static int uio_open_trace(struct iocresp *t, char *err, size_t len)
 {
-	t->st.active = true;
+	t->st.active = !t->h.passive;
 	t->st.threshold_ns = t->h.cfg.out.threshold_ns;
 	int rc = uio_stages_open(&t->st, t->dev.irq, true);
 	if (rc < 0)
@@ -440,6 +516,9 @@ static int uio_open_trace(struct iocresp *t, char *err, size_t len)
 		t->st.tr = NULL;
 		rc = 1;
 	}
+	if (rc && t->h.passive)
+		return snprintf(err, len, "--uio %s without --trigger (passive) needs the kernel's irq_handler_entry "
+			 "for its t0: %s", t->uio, t->st.trace_note + strlen("no stages: ")), -1;
 	if (rc)
 		warnings_add(&t->h.run.warn, "%s: the total and the IOC's stages only", t->st.trace_note);
 	if (t->have_ack) /* an interrupt left pending by someone else: acknowledged before we unmask */
@@ -522,7 +601,8 @@ static const struct stimresp_ops iocresp_ops = {
 	.request = "stimulus", .requests = "stimuli", .answers = "responses", .thread = "harness",
 	.validate = iocresp_validate, .open = iocresp_open, .close = iocresp_close, .send = iocresp_send,
 	.thread_init = iocresp_thread_init, .thread_end = iocresp_thread_end,
-	.receive = iocresp_receive, .measured = iocresp_measured, .summary_extra = iocresp_summary_extra,
+	.receive = iocresp_receive, .answered = iocresp_answered, .measured = iocresp_measured,
+	.summary_extra = iocresp_summary_extra,
 };
 
 const struct probe probe_iocresp = {

@@ -2,7 +2,8 @@
 to uio_pci_generic, $RTQUAL_LAB_UIO its /dev/uioN): `rtqual run event --source uio`, active (rtqual writes edu's
 raise register) and passive (another process writes it, `rtqual-probe pio`; t0 is the kernel's irq_handler_entry),
 and the IOC over UIO (`ioc --input uio:DEV`: the IOC's bi woken by the interrupt, the kernel's stages in front of the
-IOC's), all in one scenario run (each rtqual command costs minutes of Python start-up under TCG).
+IOC's), active and passive (the interrupt from another process, t0 its irq_handler_entry), all in one scenario run
+(each rtqual command costs minutes of Python start-up under TCG).
 Each: every interrupt a sample or a counted miss, the stages in timeline order and summing to the total, the IRQ
 thread named where the kernel has one (the RT kernel), absent where it runs the handler in the hard interrupt. TCG:
 the figures are the emulator's, only invariants are asserted."""
@@ -34,6 +35,8 @@ def raiser() -> list[str]:
 
 
 ACK_ALL = "0:0x64=0xffffffff"  # the raiser sets several bits of edu's status: every case clears them all
+# The passive cases come before the active ones of their probe: an interrupt the raiser (their load) raises after the
+# probe's last unmask is masked by uio_pci_generic's handler with no one to unmask it; the active case after unmasks it.
 CASES = """[run]
 name = "uio"
 
@@ -64,6 +67,19 @@ duration = "2s"
 warmup = 10
 
 [[case]]
+label = "ioc uio passive"
+probe = "ioc"
+loads = [{{ type = "command", argv = {raiser} }}]
+[case.params]
+input = "uio:{uio}"
+ack = "{ack}"
+cpu = 0
+reader_cpu = 1
+duration = "2s"
+warmup = 5
+timeout = "10s"
+
+[[case]]
 label = "ioc uio"
 probe = "ioc"
 [case.params]
@@ -82,11 +98,12 @@ warmup = 5
 def uio_run() -> tuple[dict[str, dict], dict]:
     """The guest's one run of the UIO cases (each rtqual command costs minutes of Python start-up under TCG):
     event over UIO passive (the interrupt from another process, `rtqual-probe pio` writing edu's raise register,
-    a command load of that case) and active, then the IOC over UIO; each case as show --json gives it, by label,
-    and what was left right after the run (tracefs instances, processes holding the device, its mask bit)."""
+    a command load of that case) and active, then the IOC over UIO passive (the same raiser) and active; each case
+    as show --json gives it, by label, and what was left right after the run (tracefs instances, processes holding
+    the device, its mask bit)."""
     toml, bundle = lab_out() / "uio.toml", lab_out() / "uio"
     toml.write_text(CASES.format(raiser=json.dumps(raiser()), uio=UIO, trigger=TRIGGER, ack=ACK_ALL))
-    p = rtqual_run("run", toml, "-q", "-o", bundle, timeout=600)
+    p = rtqual_run("run", toml, "-q", "-o", bundle, timeout=900)
     config = Path(f"/sys/class/uio/{Path(UIO).name}/device/config").read_bytes()
     left = {
         "instances": sorted(p.name for p in Path("/sys/kernel/tracing/instances").glob("rtqual-*")),
@@ -150,11 +167,35 @@ def test_ioc_over_uio_every_interrupt_a_sample_and_its_stages_sum_to_the_total()
         assert irq["thread"] is None
 
 
-def test_nothing_left_masked_or_running_after_the_uio_runs():
+def test_ioc_over_uio_passive_every_interrupt_accounted_for_and_its_stages_sum_to_the_total():
+    """The IOC's input from an interrupt rtqual does not raise (the raiser, the case's command load): t0 is the
+    kernel's irq_handler_entry, so there is no hardirq stage; every interrupt the device counted is a sample, a
+    warm-up one, one without its entry in the trace (unmatched), or the one that came as the run ended."""
+    case = uio_run()[0]["ioc uio passive"]
+    n, stages, irq = case["interrupts"], case["stages"], case["irq"]
+    assert case["verdict"] in ("pass", "completed") and case["stats"]["count"] == n["samples"] > 0
+    assert case["params"]["mode"] == "passive" and "irq_handler_entry" in case["params"]["t0"]
+    assert "trigger" not in case["params"] or case["params"]["trigger"] is None
+    assert n["raised"] == n["seen"]  # passive: raised is the device's own count over the run
+    assert n["samples"] + n["warmup"] + n["missed"] == n["raised"] and not n["timed_out"]
+    assert n["missed"] <= n["unmatched"] + 1  # each miss has no t0 in the trace, or came as the run ended
+    want = [s for s in STAGES if s != "hardirq" and (RT or "irq_thread" not in s)] + ["dispatch", "chain", "return"]
+    assert list(stages) == want  # from the hard interrupt's entry to the harness's read of the response
+    assert n["staged"] > 0 and all(s["count"] == n["staged"] for s in stages.values())
+    assert n["staged_stages_ns"] == n["staged_total_ns"]  # per sample all stages add up to its total
+    assert sum(s["min_ns"] for s in stages.values()) <= case["stats"]["max_ns"]
+    assert irq["number"] > 0
+    if RT:  # the IOC's reader is woken by the input's IRQ thread
+        assert irq["thread"].startswith(f"irq/{irq['number']}-") and irq["policy"] == "fifo"
+    else:
+        assert irq["thread"] is None
+
+
+def test_nothing_left_masked_or_running_after_the_active_and_passive_uio_runs():
     left = uio_run()[1]
     assert left["instances"] == []  # rtqual's tracefs instances removed
     assert left["holders"] == []  # no IOC, no probe left holding the device
-    assert not left["masked"]  # the interrupt unmasked (the raiser, the passive case's load, stopped before)
+    assert not left["masked"]  # the interrupt unmasked (by the last case, an active one: the raiser had stopped)
 
 
 def _target(fd: Path) -> str:

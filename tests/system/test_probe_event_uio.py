@@ -247,3 +247,32 @@ def test_the_ioc_harness_bounds_an_interrupt_that_never_comes_and_leaves_it_unma
     assert written and struct.unpack("<i", written[-4:]) == (1,)  # the unmask, last
     p = subprocess.run([*argv[:-1], "0:0x2000=1"], capture_output=True, text=True, timeout=60, env=fake.env())
     assert p.returncode == 1 and "outside BAR 0" in one_line(p)
+
+
+def test_a_passive_ioc_input_needs_the_kernel_trace_and_is_taken_where_it_is(fake, tmp_path):
+    """`rtqual run ioc --input uio:DEV` without --trigger (passive: the interrupt comes from outside, t0 its
+    irq_handler_entry): the harness's check (what `rtqual run` asks before the IOC starts) refuses it in one line,
+    exit 1, without tracefs (the stand-in sysfs has none, whatever this host mounts), and takes it with one."""
+    out = tmp_path / "out.fifo"
+    os.mkfifo(out)
+    argv = [probe_path(), "iocresp", "--uio", fake.path, "--out", str(out), "--ack", "0:0x64=1", "--check"]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=fake.env())
+    line = one_line(p)
+    assert p.returncode == 1 and "without --trigger (passive)" in line and "irq_handler_entry" in line
+    (fake.sysfs / "kernel" / "tracing" / "instances").mkdir(parents=True)  # a tracefs with instances
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=fake.env())
+    assert p.returncode == 0, p.stderr
+
+
+def test_the_cli_refuses_a_passive_ioc_input_without_tracefs_before_the_ioc_starts(fake, tmp_path):
+    from conftest import epics_missing
+
+    if why := epics_missing():
+        pytest.skip(why)
+    tmp = tmp_path / "tmp"  # the IOC's temp folder (its FIFOs) would be made here
+    tmp.mkdir()
+    p = rtqual_run("run", "ioc", "--input", f"uio:{fake.path}", "--ack", "0:0x64=1", "--duration", "1s", "-q", "-o",
+                   tmp_path / "b", env={**fake.env(), "TMPDIR": str(tmp)})  # fmt: skip
+    assert p.returncode == 1 and "without --trigger (passive)" in one_line(p), p.stderr
+    assert not (tmp_path / "b").exists() and list(tmp.iterdir()) == []  # no bundle, no IOC: nothing started
+    assert fake.written() == b"" and fake.command_register() & INTX_DISABLE  # the check left the device as it was

@@ -36,6 +36,9 @@ struct stimresp_ops {
 	int (*send)(struct stimresp *h, uint64_t seq, int64_t *t_send);
 	/* answer_fd is readable: read it; *t_answer when complete */
 	enum stimresp_rx (*receive)(struct stimresp *h, int64_t *t_answer);
+	/* optional, once answered: the request's send time replaced by the stimulus' own (a passive input: the
+	 * kernel's time of the interrupt); false: it has none, not a sample (the transport counts it) */
+	bool (*answered)(struct stimresp *h, int64_t *t_send, int64_t t_answer);
 	/* optional: a measured (not warm-up) round trip */
 	void (*measured)(struct stimresp *h, int64_t t_send, int64_t t_answer);
 	void (*summary_extra)(struct jw *w, int slot, const void *ctx); /* calls stimresp_counts() */
@@ -58,6 +61,8 @@ struct stimresp {
 	int answer_fd;
 	char no_answer[160]; /* timeout message lead, e.g. "no response from the IOC" */
 	bool timeout_incomplete; /* as ops->timeout_incomplete, for this run (set by validate) */
+	bool passive; /* the stimulus comes from outside (set by validate): no deadlines, --duration runs from the
+		       * warm-up's end and bounds the last wait (its end is no timeout), each wait at most --timeout */
 	pthread_t tid;
 	bool started;
 	/* thread results, read after join */

@@ -97,7 +97,7 @@ struct irqtrace {
 	size_t part_len;
 };
 
-/* The mounted tracefs with instances (/sys/kernel/tracing or the debugfs one), or NULL. */
+/* The mounted tracefs with instances (SYSFS/kernel/tracing or the debugfs one), or NULL. */
 const char *irqtrace_root(void);
 /* The instance made and its events on; 0, or -1 with err (no tracefs, no permission: the reason). */
 int irqtrace_open(struct irqtrace *t, int irq, pid_t irq_thread, char *err, size_t len);

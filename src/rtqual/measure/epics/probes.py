@@ -53,8 +53,9 @@ IOC_PARAMS = {
     "input": Field(
         "str",
         "the IOC's input instead of the FIFO: uio:/dev/uioN, a device's interrupt through Linux UIO (the bi "
-        "processes when the UIO read returns; rtqual raises the interrupt with --trigger BAR:OFFSET=VALUE and "
-        "acknowledges it with --ack; the kernel's stages from tracefs split the wake stage: docs/interrupts.md)",
+        "processes when the UIO read returns; rtqual raises the interrupt with --trigger BAR:OFFSET=VALUE, or "
+        "without it (passive) the interrupt comes from outside and t0 is the kernel's irq_handler_entry; --ack "
+        "acknowledges it; the kernel's stages from tracefs split the wake stage: docs/interrupts.md)",
     ),
     "records": Field(
         "int",
@@ -96,7 +97,7 @@ def _load_text(c: dict) -> str:
 def ioc_label(c: dict) -> str:
     """'ioc kek callback 50 Hz': the label of a one-case `rtqual run ioc`."""
     chain = f" chain {c['ioc_chain']}" if c.get("ioc_chain") is not None else ""
-    gpio = " gpio" if c.get("gpio") else " uio" if c.get("input") else ""
+    gpio = " gpio" if c.get("gpio") else (" uio" if c.get("trigger") else " uio passive") if c.get("input") else ""
     return f"ioc {c['preset']}{chain} {c['mode']}{gpio} {c['rate']} Hz{_load_text(c)}"
 
 

@@ -147,7 +147,7 @@ class IocService:
         """The probe options this IOC fills ({param: value}) from the table's `fixed` ones ({param: macro}):
         macros $(P), $(IOC_IN), $(IOC_OUT) replaced; on GPIO lines the stimulus is not the input FIFO but
         our line wired to the IOC's input (gpio_stim), and the response is timestamped on gpio_resp; on a UIO input
-        the stimulus is the device's interrupt (uio: the probe raises it with its --trigger)."""
+        the stimulus is the device's interrupt (uio: the probe raises it with its --trigger, or waits for it)."""
         macros = {"$(P)": self.ioc.prefix, "$(IOC_IN)": str(self.ioc.fifo_in), "$(IOC_OUT)": str(self.ioc.fifo_out)}
         out: dict[str, str] = {}
         for key, value in fixed.items():
