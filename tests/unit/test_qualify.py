@@ -12,7 +12,7 @@ from rtqual import scenario
 
 REPO = Path(__file__).resolve().parents[2]
 CPUS = [0, 1, 2, 3]
-TOOLS = ("bash", "dirname", "dpkg-query", "grep", "id", "make", "env", "cat", "cc", "cmake")
+TOOLS = ("bash", "dirname", "dpkg-query", "grep", "id", "make", "env", "cat", "cc", "c++", "perl", "cmake")
 
 
 def test_quick_no_ioc_is_quick_without_its_ioc_cases():
@@ -55,10 +55,16 @@ def test_a_missing_compiler_is_one_line_naming_the_debian_package(tmp_path):
     ]
 
 
-def test_arm64_without_a_base_goes_without_epics_and_a_base_is_checked(tmp_path):
+def test_arm64_without_a_base_builds_epics_from_source_and_a_base_is_checked(tmp_path):
     out = preflight(tmp_path / "a", machine="aarch64")
     assert out.returncode == 0 and out.stdout.splitlines() == [
-        "setup: preflight: the build can start (EPICS: none, aarch64)"
+        "setup: preflight: the build can start (EPICS: source, aarch64)"
+    ]
+    out = preflight(tmp_path / "a0", machine="aarch64", RTQUAL_EPICS_FROM_SOURCE="0")
+    assert out.stdout.splitlines() == ["setup: preflight: the build can start (EPICS: none, aarch64)"]
+    out = preflight(tmp_path / "a1", leave_out=("c++",), machine="aarch64")  # EPICS base is C++
+    assert out.returncode == 1 and out.stdout.splitlines() == [
+        "setup: no C++ compiler (c++), for EPICS base: install the Debian package g++ (apt-get install g++)"
     ]
     base = tmp_path / "base"
     out = preflight(tmp_path / "b", machine="aarch64", RTQUAL_EPICS_BASE=str(base))
