@@ -28,8 +28,10 @@ def registers(path: str) -> str:
         s.connect(path)
         f = s.makefile("rw")
         f.readline()  # the greeting
-        for cmd in ({"execute": "qmp_capabilities"},
-                    {"execute": "human-monitor-command", "arguments": {"command-line": "info registers -a"}}):
+        for cmd in (
+            {"execute": "qmp_capabilities"},
+            {"execute": "human-monitor-command", "arguments": {"command-line": "info registers -a"}},
+        ):
             f.write(json.dumps(cmd) + "\n")
             f.flush()
             while "return" not in (reply := json.loads(f.readline())) and "error" not in reply:
