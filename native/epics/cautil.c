@@ -12,7 +12,7 @@
 
 #include "rtqual/timens.h"
 
-#define REPEATER_WAIT_NS (2 * NS_PER_S)
+#define REPEATER_WAIT_NS (10 * NS_PER_S) /* its thread binds the port; under an emulator with a load beside, seconds */
 
 /* libca's repeater loop (exported by libca, not declared in its headers). */
 void caRepeaterThread(void *unused);
