@@ -55,9 +55,9 @@ params = { duration = "3s" }
 """
 
 
-# Past this many seconds (before tests/kernels/run's 15-minute bound kills the guest) the watchdog writes what every
+# Past this many seconds (before tests/kernels/run's 20-minute bound kills the guest) the watchdog writes what every
 # process of the guest waits on to watchdog.txt beside the bundles, which tests/kernels/run prints on a failure.
-WATCHDOG_S = float(os.environ.get("RTQUAL_LAB_WATCHDOG_S", "780"))
+WATCHDOG_S = float(os.environ.get("RTQUAL_LAB_WATCHDOG_S", "1080"))
 
 
 def lab_out() -> Path:
@@ -80,7 +80,7 @@ def scenario() -> tuple[int, str, dict[str, dict]]:
     toml = lab_out() / "lab.toml"
     toml.write_text('[run]\nname = "lab"\n' + COMMON_CASES + (RT_CASES if RT else STD_CASES))
     bundle = lab_out() / "timer"
-    code, err = run_or_dump(rtqual_argv("run", toml, "-q", "-o", bundle), timeout_s=300)
+    code, err = run_or_dump(rtqual_argv("run", toml, "-q", "-o", bundle), timeout_s=420)
     results = [json.loads(f.read_text()) for f in sorted(bundle.glob("cases/*/result.json"))]
     return code, err, {r["label"]: r for r in results}
 
@@ -107,11 +107,14 @@ def run_or_dump(argv: list[str], timeout_s: float) -> tuple[int, str]:
         except subprocess.TimeoutExpired:
             continue
     code = p.poll()
-    return -1 if code is None else code, (
-        f"rtqual run still running after {timeout_s:g} s"
+    said = (
+        f"{' '.join(map(str, argv))} still running after {timeout_s:g} s"
         + ("" if code is not None else " and not ended by SIGKILL (stuck in the kernel)")
         + f"; its threads in the kernel:\n{where}\nits Python stacks:\n{err}"
     )
+    with open(lab_out() / "stuck.txt", "a") as f:  # printed by tests/kernels/run if the guest fails
+        f.write(said + "\n\n")
+    return -1 if code is None else code, said
 
 
 def _watchdog() -> None:
