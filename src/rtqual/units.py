@@ -1,4 +1,5 @@
-"""Durations with units and CPU lists: the same grammar as the native probes (docs/protocol.md)."""
+"""Durations with units and CPU lists: the same grammar as the native probes (docs/protocol.md); the kernel's
+scheduling policies by name."""
 
 import os
 import re
@@ -15,6 +16,8 @@ _UNIT_NS = {
     "h": 3_600_000_000_000,
     "d": 86_400_000_000_000,
 }
+SCHED_POLICY_NAMES = {0: "other", 1: "fifo", 2: "rr", 3: "batch", 5: "idle", 6: "deadline"}
+"""The kernel's policy numbers (sched_getscheduler, /proc/PID/stat field 41) by the names rtqual records."""
 MAX_CPUS = 8192
 """The most CPUs a Linux kernel supports (NR_CPUS at most 8192): no CPU number is this or larger."""
 MAX_CPULIST_CHARS = 8 * MAX_CPUS

@@ -1,7 +1,16 @@
+import os
+
 import pytest
 
 from rtqual.errors import RtqError
-from rtqual.units import format_cpulist, format_duration, format_ns, parse_cpulist, parse_duration_ns
+from rtqual.units import (
+    SCHED_POLICY_NAMES,
+    format_cpulist,
+    format_duration,
+    format_ns,
+    parse_cpulist,
+    parse_duration_ns,
+)
 
 
 @pytest.mark.parametrize(
@@ -87,3 +96,11 @@ def test_a_cpu_list_of_other_digits_or_no_text_is_no_cpu_list(text):
     from rtqual.units import parse_kernel_cpulist
 
     assert parse_kernel_cpulist(text) is None
+
+
+def test_policy_names_are_the_kernels_numbers():
+    """One table names the policies everywhere (stat files, sched_getscheduler, trace windows, IRQ threads)."""
+    for name in ("other", "fifo", "rr", "batch", "idle"):
+        assert SCHED_POLICY_NAMES[getattr(os, f"SCHED_{name.upper()}")] == name
+    assert SCHED_POLICY_NAMES[6] == "deadline"  # SCHED_DEADLINE (linux/sched.h; not in Python's os)
+    assert len(set(SCHED_POLICY_NAMES.values())) == len(SCHED_POLICY_NAMES)

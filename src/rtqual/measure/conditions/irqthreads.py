@@ -11,12 +11,12 @@ import re
 from pathlib import Path
 
 from rtqual.answers.advice.hostchecks import IRQ_THREAD
+from rtqual.units import SCHED_POLICY_NAMES
 from rtqual.util import read_text
 
 PF_KTHREAD = 0x00200000  # task flags (stat field 9): a kernel thread
 SETTING = re.compile(r"(?:fifo|rr) (?:[1-9]|[1-9][0-9])|other 0")  # what is set and written back: "fifo 50"
 POLICIES = {"other": os.SCHED_OTHER, "fifo": os.SCHED_FIFO, "rr": os.SCHED_RR}
-_NAMES = {v: k for k, v in POLICIES.items()}
 
 
 def _setscheduler(pid: int, policy: int, priority: int) -> None:
@@ -37,7 +37,12 @@ def kernel_thread(proc: Path) -> dict | None:
         return None
     if not sep or "(" not in head or not flags & PF_KTHREAD:
         return None
-    return {"pid": pid, "comm": head.partition("(")[2], "policy": _NAMES.get(policy, str(policy)), "priority": priority}
+    return {
+        "pid": pid,
+        "comm": head.partition("(")[2],
+        "policy": SCHED_POLICY_NAMES.get(policy, str(policy)),
+        "priority": priority,
+    }
 
 
 def of_irq(irq: int, root: str | os.PathLike = "/") -> list[dict]:

@@ -28,7 +28,7 @@ from typing import Any
 
 from rtqual.measure.host.trace import Tracer, TraceUnavailable
 from rtqual.results.stream import Stream
-from rtqual.units import format_cpulist
+from rtqual.units import SCHED_POLICY_NAMES, format_cpulist
 
 NAME = "osnoise"
 PERIOD_US = 50_000  # the noise probe's duty cycle: spin 45 ms, sleep 5 ms (under the kernel's RT throttling)
@@ -238,7 +238,7 @@ def kernel_threads(prefix: str, cpus: list[int]) -> list[dict]:
             if name not in names:
                 continue
             pid = int(comm.parent.name)
-            policy = {0: "other", 1: "fifo", 2: "rr", 6: "deadline"}.get(os.sched_getscheduler(pid), "other")
+            policy = SCHED_POLICY_NAMES.get(os.sched_getscheduler(pid), "other")
             prio = os.sched_getparam(pid).sched_priority
             cpu_ns = int((comm.parent / "schedstat").read_text().split()[0])
         except (OSError, ValueError, IndexError):

@@ -37,11 +37,12 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from rtqual.results.facts import parse_throttled
-from rtqual.units import format_cpulist, parse_kernel_cpulist
+from rtqual.units import SCHED_POLICY_NAMES, format_cpulist, parse_kernel_cpulist
 from rtqual.util import read_text, write_text_atomic
 
-POLICY_NAMES = {1: "fifo", 2: "rr", 6: "deadline"}
-"""RT scheduling policies by number (linux/sched.h); other policies are not reported."""
+RT_POLICIES = (1, 2, 6)
+"""The real-time scheduling policies by number (SCHED_FIFO, SCHED_RR, SCHED_DEADLINE): other policies are not
+reported."""
 _PF_KTHREAD = 0x00200000
 
 
@@ -507,7 +508,7 @@ def rt_tasks(exclude: Iterable[int] = ()) -> list[dict]:
         for tid_name in tids:
             text = _read(Path(f"/proc/{pid_name}/task/{tid_name}/stat"))
             stat = parse_stat(text) if text else None
-            if stat is None or stat["policy"] not in POLICY_NAMES:
+            if stat is None or stat["policy"] not in RT_POLICIES:
                 continue
             try:
                 affinity = format_cpulist(sorted(os.sched_getaffinity(int(tid_name))))
@@ -518,7 +519,7 @@ def rt_tasks(exclude: Iterable[int] = ()) -> list[dict]:
                     "name": stat["comm"],
                     "pid": int(pid_name),
                     "tid": int(tid_name),
-                    "policy": POLICY_NAMES[stat["policy"]],
+                    "policy": SCHED_POLICY_NAMES[stat["policy"]],
                     "priority": stat["rt_priority"],
                     "affinity": affinity,
                     "kernel": bool(stat["flags"] & _PF_KTHREAD),

@@ -43,6 +43,7 @@ from typing import Any
 from rtqual.answers.evidence.spikes import SOURCE
 from rtqual.errors import RtqError
 from rtqual.measure.host import traceraw
+from rtqual.units import SCHED_POLICY_NAMES
 
 TRACEFS_CANDIDATES = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
 TRACEFS_ENV = "RTQUAL_TRACEFS"  # use this tracefs folder (tests point it at a read-only one)
@@ -66,7 +67,6 @@ MAX_SPIKES = 100  # spikes analysed per case (the first ones); the rest are coun
 DRAIN_BYTES = 8 << 20  # per CPU and pass, so a reader that cannot keep up still resolves spikes
 _TS = re.compile(r"\s(\d+)\.(\d+):\s")
 _PID = re.compile(r"(?:prev|next)_pid=(\d+)")
-_POLICIES = {0: "other", 1: "fifo", 2: "rr", 3: "batch", 5: "idle", 6: "deadline"}
 _COUNTER = itertools.count(1)
 
 
@@ -158,7 +158,7 @@ def _policies(lines: list[str]) -> dict[int, str]:
     out = {}
     for pid in {int(p) for line in lines for p in _PID.findall(line)} - {0}:
         try:
-            out[pid] = _POLICIES.get(os.sched_getscheduler(pid), "other")
+            out[pid] = SCHED_POLICY_NAMES.get(os.sched_getscheduler(pid), "other")
         except OSError:
             continue
     return out

@@ -7,9 +7,8 @@ import re
 
 from rtqual.measure.host.facts import RPI_SOC_TEMP, _Reader, rpi_throttled
 from rtqual.results.facts import UNLIMITED
-from rtqual.units import parse_kernel_cpulist
+from rtqual.units import SCHED_POLICY_NAMES, parse_kernel_cpulist
 
-SCHED_POLICIES = {0: "other", 1: "fifo", 2: "rr", 3: "batch", 5: "idle", 6: "deadline"}
 RPI_CONFIG_FILES = ("/boot/firmware/config.txt", "/boot/config.txt")
 RPI_CONFIG_KEYS = ("arm_freq", "arm_freq_min", "force_turbo", "arm_boost", "core_freq", "temp_limit", "initial_turbo")
 _LIMITS_LINES = {"rtprio": "Max realtime priority", "memlock_bytes": "Max locked memory"}
@@ -25,7 +24,7 @@ def parse_task_stat(text: str) -> dict | None:
         return {
             "comm": head.partition("(")[2],
             "rt_priority": int(fields[37]),
-            "policy": SCHED_POLICIES.get(int(fields[38]), fields[38]),
+            "policy": SCHED_POLICY_NAMES.get(int(fields[38]), fields[38]),
         }
     except (IndexError, ValueError):
         return None
