@@ -1,6 +1,6 @@
 """rtqual monitor --trace for real (root, tracefs): stalls injected on the monitored CPU come out as spike
 lines that blame the injecting task, /metrics counts its time, and a killed monitor's tracefs instance is
-removed by the next traced rtqual."""
+removed by the next traced rtqual, and so is its private tracefs mount (where no tracefs was mounted)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,15 @@ import time
 import pytest
 
 from conftest import needs_probe, needs_root, rtqual_argv, rtqual_run
+from rtqual.measure.host.trace import find_tracefs
 from tracing import inject_stalls, ours, wait_for
+
+
+def private_mounts(pid: int) -> list[str]:
+    """The private tracefs mounts rtqual process pid made (TMP/rtqual-tracefs-<pid>-*)."""
+    fields = [f.split() for f in open("/proc/self/mounts").read().splitlines()]
+    return [f[1] for f in fields if f[2] == "tracefs" and os.path.basename(f[1]).startswith(f"rtqual-tracefs-{pid}-")]
+
 
 pytestmark = [needs_root, needs_probe, pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs")]
 
@@ -60,6 +68,10 @@ def test_a_killed_monitors_instance_is_removed_by_the_next_traced_run(tmp_path, 
         mon.wait(timeout=30)
     time.sleep(0.5)  # its probe dies with it (PDEATHSIG)
     assert ours(tracefs_view, mon.pid) == left  # killed: nothing could remove it
+    private = find_tracefs(open("/proc/self/mounts").read()) is None  # the monitor mounted tracefs itself
+    mounts = private_mounts(mon.pid)
+    assert len(mounts) == private
     out = rtqual_run("run", "timer", "--trace", "--duration", "1s", "-o", tmp_path / "b", "-q", timeout=60)
     assert out.returncode in (0, 2), out.stderr
     assert ours(tracefs_view, mon.pid) == []
+    assert private_mounts(mon.pid) == [] and not any(map(os.path.exists, mounts))  # unmounted, its folder gone

@@ -36,7 +36,7 @@ def restore(bundle: str, dry_run: bool = False) -> tuple[list[dict], str, bool]:
     what would be done."""
     from rtqual.measure.conditions.restore import restore_from_bundle
     from rtqual.measure.epics.ioc import TEMP_PREFIX as IOC_PREFIX
-    from rtqual.measure.host.trace import remove_orphan_instances
+    from rtqual.measure.host.trace import remove_orphan_instances, remove_orphan_mounts
     from rtqual.monitor.loop import TEMP_PREFIX as MONITOR_PREFIX
 
     actions = restore_from_bundle(bundle, dry_run=dry_run)
@@ -46,6 +46,7 @@ def restore(bundle: str, dry_run: bool = False) -> tuple[list[dict], str, bool]:
         *remove_orphan_dirs(IOC_PREFIX, dry_run=dry_run),
         *remove_orphan_dirs(MONITOR_PREFIX, dry_run=dry_run),
         *remove_orphan_instances(dry_run=dry_run),
+        *remove_orphan_mounts(dry_run=dry_run),
     ]
     done = {"action": "would remove"} if dry_run else {"action": "removed", "restored": True}
     actions += [{"knob": str(d), **done} for d in orphans if str(d) not in {x["knob"] for x in actions}]

@@ -129,7 +129,7 @@ def write_state(path: str | os.PathLike, records: list[dict], pid: int | None = 
 #   controller  enable_cpuset_controller: cgroup.subtree_control of the cgroup v2 root, before "-cpuset"
 #   cpuset      Conditions._cpusets: ROOT/rtqual-<pid>-probe|loads right below a cpuset hierarchy's root
 #   netns, veth loads/network.py _make_path: namespace rtqual-<pid>n<K>, veth rq<pid>n<K>h
-#   trace-instance, mount   trace.py Tracer: TRACEFS/instances/rtqual-<pid>-<n>, TMP/rtqual-tracefs-XXXXXXXX
+#   trace-instance, mount   trace.py Tracer: TRACEFS/instances/rtqual-<pid>-<n>, TMP/rtqual-tracefs-<pid>-XXXXXXXX
 #   tempdir     run.py note_temp of a service's temp_paths (epics/ioc.py TEMP_PREFIX); the monitor's folder
 #   tunable     Conditions.apply from a case's "tunables" (rtqual advise --measure): the files of TUNABLES
 #   osnoise     osnoise.py Knobs (the osnoise run beside the noise probe): TRACEFS/osnoise/KNOB, tracing_thresh
@@ -147,7 +147,7 @@ NAMES = {
     "netns": re.compile(r"rtqual-[0-9]{1,10}n[0-9]{1,3}"),
     "veth": re.compile(r"rq[0-9]{1,10}n[0-9]{1,3}h"),
     "trace-instance": re.compile(r"rtqual-[0-9]{1,10}-[0-9]{1,10}"),
-    "mount": re.compile(r"rtqual-tracefs-[A-Za-z0-9_]{1,32}"),
+    "mount": re.compile(r"rtqual-tracefs-(?:[0-9]{1,10}-)?[A-Za-z0-9_]{1,32}"),
     "tempdir": re.compile(r"(?:rtqual-ioc-|rtqual-monitor-)[0-9]{1,10}-[A-Za-z0-9_]{1,32}"),
 }
 TUNABLES = {  # file below root that `rtqual advise --measure` sets for a while -> the shape of the value written back

@@ -47,6 +47,7 @@ from rtqual.units import SCHED_POLICY_NAMES
 
 TRACEFS_CANDIDATES = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
 TRACEFS_ENV = "RTQUAL_TRACEFS"  # use this tracefs folder (tests point it at a read-only one)
+MOUNT_PREFIX = "rtqual-tracefs-"  # + rtqual's pid + "-": a private mount whose rtqual is gone can be found
 EVENTS = (
     "sched/sched_switch",
     "sched/sched_waking",  # (sched_wakeup says the same a moment later: left out, a sixth fewer events)
@@ -200,6 +201,39 @@ def unmount(path: str | os.PathLike) -> None:
         pass
 
 
+def private_mount_folder() -> Path:
+    """A new empty folder TMP/rtqual-tracefs-<pid>-XXXXXXXX for a private tracefs mount (the pid: the next rtqual
+    unmounts it when this one was killed before it could)."""
+    return Path(tempfile.mkdtemp(prefix=f"{MOUNT_PREFIX}{os.getpid()}-"))
+
+
+def remove_orphan_mounts(dry_run: bool = False) -> list[Path]:
+    """Unmount the private tracefs mounts TMP/rtqual-tracefs-<pid>-* of rtqual processes that no longer run (a
+    killed monitor keeps no journal to restore from) and remove their folders; the paths (dry_run: only listed).
+    Called when tracing starts and by `rtqual restore`."""
+    try:
+        text = Path("/proc/self/mounts").read_text()
+    except OSError:
+        return []
+    removed = []
+    for fields in map(str.split, text.splitlines()):
+        if len(fields) < 3 or fields[2] != "tracefs":
+            continue
+        path = Path(fields[1])
+        pid, sep, _ = path.name.removeprefix(MOUNT_PREFIX).partition("-")
+        if path.parent != Path(tempfile.gettempdir()) or not path.name.startswith(MOUNT_PREFIX):
+            continue
+        if not sep or not pid.isdigit() or Path(f"/proc/{pid}").exists():
+            continue
+        try:
+            if not dry_run:
+                unmount(path)
+        except (OSError, RtqError):
+            continue
+        removed.append(path)
+    return removed
+
+
 def remove_instance(path: str | os.PathLike) -> None:
     """Remove a tracefs instance (its buffers and settings go with it); absent is fine."""
     try:
@@ -336,7 +370,7 @@ class Tracer:
             found = None
         if found is not None:
             return found
-        folder = Path(tempfile.mkdtemp(prefix="rtqual-tracefs-"))
+        folder = private_mount_folder()
         record = self._note({"knob": str(folder), "kind": "mount", "condition": "trace", "applied": True})
         try:
             p = subprocess.run(
@@ -371,6 +405,7 @@ class Tracer:
         TraceUnavailable or OSError when it cannot be made."""
         root = self.root = self._tracefs()
         remove_orphan_instances(root)
+        remove_orphan_mounts()
         self.timerlat = "timerlat" in (root / "available_tracers").read_text().split()
         path = root / "instances" / f"rtqual-{os.getpid()}-{next(_COUNTER)}"
         record = self._note({"knob": str(path), "kind": "trace-instance", "condition": condition, "applied": True})

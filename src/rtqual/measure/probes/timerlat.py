@@ -22,7 +22,6 @@ import signal
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -31,7 +30,7 @@ from typing import Any, BinaryIO
 from rtqual import __version__
 from rtqual.errors import EXIT_ERROR, EXIT_INCONCLUSIVE, EXIT_SKIP, RtqError
 from rtqual.measure.host.osnoise import Knobs, kernel_threads
-from rtqual.measure.host.trace import TRACEFS_ENV, find_tracefs, line_ts, unmount
+from rtqual.measure.host.trace import TRACEFS_ENV, find_tracefs, line_ts, private_mount_folder, unmount
 from rtqual.probes.timerlat import ENTRY, KERNEL_OPTION, STAGES
 from rtqual.results.hist import Histogram
 from rtqual.units import format_cpulist, online_cpus, parse_cpulist, parse_duration_ns
@@ -158,7 +157,7 @@ class Probe:
         found = find_tracefs(Path("/proc/self/mounts").read_text())
         if found is not None:
             return found
-        folder = Path(tempfile.mkdtemp(prefix="rtqual-tracefs-"))
+        folder = private_mount_folder()
         p = subprocess.run(["mount", "-t", "tracefs", "nodev", str(folder)], capture_output=True, text=True)
         if p.returncode != 0:
             os.rmdir(folder)
