@@ -206,6 +206,33 @@ def test_nothing_left_masked_or_running_after_the_active_and_passive_uio_runs():
     assert not left["masked"]  # the interrupt unmasked (by the last case, an active one: the raiser had stopped)
 
 
+def test_a_passive_run_whose_interrupt_never_comes_is_bounded_and_leaves_nothing():
+    """The passive source with nothing raising (after the scenario: its raisers are stopped, the last case
+    acknowledged and unmasked the device): exit 4 with what was seen, within the bound, nothing left behind."""
+    import subprocess
+    import time
+
+    from rtqual.measure.run import native
+
+    uio_run()  # the scenario first: its raiser must not be running
+    argv = [str(native.probe_path()), "event", "--source", "uio", "--uio", UIO, "--ack", ACK_ALL, "--cpu", "1"]
+    t0 = time.monotonic()
+    p = subprocess.run([*argv, "--timeout", "2s", "--loops", "3", "--json-fd", "1"], capture_output=True,
+                       text=True, timeout=120)  # fmt: skip
+    took_s = time.monotonic() - t0
+    line = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else ""
+    assert p.returncode == 4, p.stderr
+    assert f"no interrupt from {UIO}" in line and "within --timeout 2000 ms:" in line, line  # passive: no trigger
+    assert "0 raised, 0 samples" in line, line
+    summary = next(json.loads(x) for x in p.stdout.splitlines() if '"summary"' in x)
+    assert summary["interrupts"]["samples"] == 0 and summary["interrupts"]["timed_out"] is True
+    assert took_s < 60  # bounded by --timeout (and TCG's start-up), not by the 3 loops that never come
+    config = Path(f"/sys/class/uio/{Path(UIO).name}/device/config").read_bytes()
+    assert not int.from_bytes(config[4:6], "little") & 0x400  # left unmasked
+    assert sorted(Path("/sys/kernel/tracing/instances").glob("rtqual-*")) == []
+    assert [fd for fd in Path("/proc").glob("[0-9]*/fd/*") if _target(fd) == UIO] == []
+
+
 def _target(fd: Path) -> str:
     try:
         return os.readlink(fd)
