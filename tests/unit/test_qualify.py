@@ -5,6 +5,8 @@ cases stay quick.toml's. The checks run on this machine with the commands the sc
 links) and the machine named by a `uname` that prints another."""
 
 import os
+import shutil
+import socket
 import subprocess
 from pathlib import Path
 
@@ -77,6 +79,26 @@ def test_arm64_without_a_base_builds_epics_from_source_and_a_base_is_checked(tmp
     assert out.stdout.splitlines() == ["setup: preflight: the build can start (EPICS: site, aarch64)"]
     out = preflight(tmp_path / "d", machine="armv7l", RTQUAL_EPICS_BASE=str(base))  # armhf's base: linux-arm
     assert out.returncode == 1 and "no lib/linux-arm/libdbCore.so" in out.stdout
+
+
+def test_an_unreachable_package_index_is_one_line_before_anything_is_built(tmp_path):
+    """pip getting no answer from its index (here a proxy on a closed port; on a Pi behind a proxy, its CA missing)
+    is said in one line, exit 1, before anything is built: not taken for "PyPI has no wheels", not left to a
+    missing requirement later."""
+    repo = tmp_path / "repo"
+    (repo / "scripts").mkdir(parents=True)
+    shutil.copy(REPO / "scripts" / "setup", repo / "scripts" / "setup")
+    shutil.copy(REPO / "pyproject.toml", repo / "pyproject.toml")
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        proxy = f"http://127.0.0.1:{s.getsockname()[1]}"
+    env = {**os.environ, "HTTPS_PROXY": proxy, "HTTP_PROXY": proxy, "NO_PROXY": "", "PIP_RETRIES": "1"}
+    out = subprocess.run(["bash", repo / "scripts" / "setup"], capture_output=True, text=True, timeout=300, env=env)
+    said = [line for line in out.stdout.splitlines() if line.startswith("setup:")]
+    assert out.returncode == 1 and said, out.stdout + out.stderr
+    assert said[-1].startswith("setup: pip gets no answer from its package index (") and "nothing was built" in said[-1]
+    assert "(NewConnectionError)" in said[-1] or "(ProxyError)" in said[-1], said[-1]  # pip retried once: named
+    assert not list(repo.glob(".venv/lib/python3*/site-packages/rtqual*"))
 
 
 def lab(*args: str) -> subprocess.CompletedProcess:
