@@ -1,7 +1,10 @@
 """What --trace costs: the same timer run with and without --trace, in paired rounds, side by side.
 
-Per round and mode: mean, p99 and max latency (the case's statistics) and the CPU time of rtqual and its
-probe (user + system, from the children's rusage; the trace reader's work is in it). Each round is a pair
+Per round and mode: mean, p99 and max latency (the case's statistics), the CPU time of rtqual and its
+probe (user + system, from the children's rusage; the trace reader's work is in it), and the CPU time of the
+measurement itself: the probe's measuring threads (the case's cpu_time, the kernel's tracing of their wake-ups
+included) plus the trace reader thread (the case's trace.reader_cpu_ns), without Python's start and end.
+Each round is a pair
 (both modes back to back, which goes first alternating: sidebyside.compare); at the end the median of the
 round ratios traced/untraced with a bootstrap 95 % interval. The CPU time includes each run's start and
 end (Python, the bundle: about 1 s here), the same for both modes: the shorter --duration, the closer its
@@ -39,9 +42,11 @@ def one_run(args: argparse.Namespace, traced: bool, out: Path) -> dict:
     r = json.loads(next(out.glob("cases/*/result.json")).read_text())
     cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     trace = r.get("trace") or {}
+    probe_ns = sum(c["cpu_time_ns"] for c in (r.get("cpu_time") or {}).values())
     return {
         **{k: r["stats"][k] for k in KEYS},
         "cpu_s": cpu_s,
+        "run_cpu_s": (probe_ns + (trace.get("reader_cpu_ns") or 0)) / 1e9,
         "spikes": len(r.get("spikes") or []),
         "lost": trace.get("lost_events", 0),
     }
@@ -49,7 +54,7 @@ def one_run(args: argparse.Namespace, traced: bool, out: Path) -> dict:
 
 def _row(s: dict) -> str:
     lat = " ".join(f"{k[:-3]} {s[k] / 1e3:7.1f}" for k in KEYS)
-    return f"{lat} us cpu {s['cpu_s']:5.2f} s spikes {s['spikes']} lost {s['lost']}"
+    return f"{lat} us cpu {s['cpu_s']:5.2f} s (measuring {s['run_cpu_s']:5.3f} s) spikes {s['spikes']} lost {s['lost']}"
 
 
 def main() -> None:
@@ -74,7 +79,7 @@ def main() -> None:
             lambda: one_run(args, True, Path(tmp) / f"run-{next(runs)}"),
             lambda: one_run(args, False, Path(tmp) / f"run-{next(runs)}"),
             "untraced",
-            keys=(*KEYS, "cpu_s"),
+            keys=(*KEYS, "cpu_s", "run_cpu_s"),
             row=_row,
             name="--trace",
         )

@@ -167,7 +167,9 @@ def test_the_instance_is_gone_after_a_normal_end(tmp_path, tracefs_view):
     records = [c for c in journal["changes"] if c["condition"] == "trace"]
     assert any(c["kind"] == "trace-instance" for c in records) and all(c["restored"] for c in records)
     assert ours(tracefs_view, journal["pid"]) == [] and private_mounts(records) == []
-    assert result(b)["trace"]["instance"].startswith(f"rtqual-{journal['pid']}-")
+    trace = result(b)["trace"]
+    assert trace["instance"].startswith(f"rtqual-{journal['pid']}-")
+    assert isinstance(trace["reader_cpu_ns"], int) and 0 < trace["reader_cpu_ns"] < 1_000_000_000  # what it cost
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])

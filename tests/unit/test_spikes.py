@@ -235,7 +235,10 @@ def test_show_puts_spikes_in_words_and_json_only_for_traced_cases() -> None:
     assert views.spike_lines(base) == []
     words = views.spike_lines(traced)
     assert words[0].startswith("trace: 1 spikes over the threshold (source: sched/irq events")
-    assert "no culprit found" in words[1]
+    assert "no culprit found" in words[1] and "reader used" not in words[0]
+    for given, said in ((12_300_000, "its reader used 12.3ms of CPU)"), (True, None), (-1, None), ("1", None)):
+        head = views.spike_lines({**traced, "trace": {**traced["trace"], "reader_cpu_ns": given}})[0]
+        assert head.endswith(said) if said else "reader used" not in head
 
 
 # ---------------------------------------------------------------- the tracer's pure helpers

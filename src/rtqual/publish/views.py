@@ -272,6 +272,9 @@ def spike_lines(result: dict, shown: int = SPIKES_SHOWN) -> list[str]:
     head += f" (source: {trace.get('source')}; timerlat {trace.get('timerlat')}"
     if trace.get("lost_events"):
         head += f"; {trace['lost_events']} trace events lost"
+    reader = trace.get("reader_cpu_ns")
+    if isinstance(reader, int) and not isinstance(reader, bool) and reader >= 0:
+        head += f"; its reader used {format_ns(reader)} of CPU"
     out = [head + ")"]
     out += [
         f"  {spikes.spike_line(s)}" + (f"; cause: {spikes.cause_words(s['cause'])}" if s.get("cause") else "")

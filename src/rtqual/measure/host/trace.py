@@ -328,6 +328,7 @@ class Tracer:
         self.spikes_seen = 0
         self.timerlat_spikes = 0  # spikes the timerlat probe split into stages
         self.lost_events = 0
+        self.reader_cpu_ns: int | None = None  # the reader thread's CPU time (user + system), once it ended
         self._records: list[dict] = []  # our journal records (marked restored when undone)
         self._fds: dict[int, int] = {}
         self._fmt: traceraw.PageFormat | None = None  # the page and event formats (from the instance)
@@ -474,12 +475,15 @@ class Tracer:
     def _run(self) -> None:
         """Drain the per-CPU pipes and resolve spikes until stopped; once more at the end."""
         _aside(self.cpus)
-        while not self._stop.is_set():
+        try:
+            while not self._stop.is_set():
+                self._drain()
+                self._resolve(final=False)
+                self._stop.wait(POLL_S)
             self._drain()
-            self._resolve(final=False)
-            self._stop.wait(POLL_S)
-        self._drain()
-        self._resolve(final=True)
+            self._resolve(final=True)
+        finally:
+            self.reader_cpu_ns = time.thread_time_ns()
 
     def _drain(self) -> None:
         """Read the pages each CPU's buffer holds (non-blocking, at most DRAIN_BYTES a pass) and keep them as
@@ -602,6 +606,7 @@ class Tracer:
             "spikes_seen": self.spikes_seen,
             "spikes_analysed": min(self.spikes_seen, self.max_spikes),
             "lost_events": self.lost_events,
+            "reader_cpu_ns": self.reader_cpu_ns,
             "notes": self.notes,
         }
 
@@ -682,11 +687,14 @@ class Ring(Tracer):
         """Capture the pending spikes as they come (asleep until one does: no polling), until stopped; once more
         at the end."""
         _aside(self.cpus)
-        while not self._stop.is_set():
-            self._kick.wait()
-            self._kick.clear()
+        try:
+            while not self._stop.is_set():
+                self._kick.wait()
+                self._kick.clear()
+                self._capture()
             self._capture()
-        self._capture()
+        finally:
+            self.reader_cpu_ns = time.thread_time_ns()
 
     def stop(self) -> list[dict]:
         """Wake the capture thread to end (after its last capture), then --trace's stop: the instance removed."""
