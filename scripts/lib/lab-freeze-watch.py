@@ -1,6 +1,6 @@
-"""scripts/kernel-lab's watch over its guest: the guest touches a heartbeat file in the shared folder every 5 s;
+"""scripts/kernel-lab's (and kernel-lab-arm64's) watch over its guest: the guest touches a heartbeat file in the shared folder every 5 s;
 when the file is older than FREEZE_S while qemu runs, the guest has frozen. Then where each vCPU is (its
-instruction pointer, sampled through qemu's QMP socket and named from the guest's own kallsyms) is written as one
+instruction pointer: RIP on x86, PC on aarch64; sampled through qemu's QMP socket and named from the guest's own kallsyms) is written as one
 line to the frozen file and the guest's process group is ended, so kernel-lab says so at once instead of waiting
 for --timeout. Seen here: both vCPUs looping in the int3 handler at a tracepoint's site while the kernel patches
 its code (static keys flipped by enabling trace events) under qemu's multi-threaded TCG (docs/kernel-lab.md).
@@ -74,7 +74,7 @@ def main() -> None:
         try:
             for _ in range(SAMPLES):
                 text = registers(qmp)
-                rips = [int(w.split("=")[1], 16) for w in text.split() if w.startswith("RIP=")]
+                rips = [int(w.split("=")[1], 16) for w in text.split() if w.startswith(("RIP=", "PC="))]
                 for cpu, name in enumerate(where(rips, addrs, names)):
                     seen[f"cpu{cpu} {name.split('+')[0]}"] += 1
                 time.sleep(0.2)
