@@ -1,9 +1,10 @@
-"""scripts/kernel-lab's (and kernel-lab-arm64's) watch over its guest: the guest touches a heartbeat file in the shared folder every 5 s;
-when the file is older than FREEZE_S while qemu runs, the guest has frozen. Then where each vCPU is (its
-instruction pointer: RIP on x86, PC on aarch64; sampled through qemu's QMP socket and named from the guest's own kallsyms) is written as one
-line to the frozen file and the guest's process group is ended, so kernel-lab says so at once instead of waiting
-for --timeout. Seen here: both vCPUs looping in the int3 handler at a tracepoint's site while the kernel patches
-its code (static keys flipped by enabling trace events) under qemu's multi-threaded TCG (docs/kernel-lab.md).
+"""scripts/kernel-lab's (and kernel-lab-arm64's) watch over its guest: the guest touches a heartbeat file in the
+shared folder every 5 s; when the file is older than FREEZE_S while qemu runs, the guest has frozen. Then where
+each vCPU is (its instruction pointer: RIP on x86, PC on aarch64; sampled through qemu's QMP socket and named from
+the guest's own kallsyms) is written as one line to the frozen file and the guest's process group is ended, so
+kernel-lab says so at once instead of waiting for --timeout. Seen here: both vCPUs looping in the int3 handler at
+a tracepoint's site while the kernel patches its code (static keys flipped by enabling trace events) under qemu's
+multi-threaded TCG (docs/kernel-lab.md).
 
     python3 lab-freeze-watch.py QMP_SOCKET HEARTBEAT SYMBOLS FROZEN PGID
 """
