@@ -322,13 +322,15 @@ static void *resp_thread_main(void *arg)
 			continue;
 		}
 		idle_since = now;
-		int64_t lat = now - t->lt[e & M];
-		if (e < warm) {
-			t->warm_stimuli += m;
-		} else {
-			sink_sample(cs, lat, now, m - 1);
+		/* of these m, the warm-up's first (a wake-up may answer stimuli on both sides of its end: a timerfd
+		 * read of several expirations); the first after it is the sample, the rest overruns */
+		uint64_t w = e < warm ? (warm - e < m ? warm - e : m) : 0;
+		t->warm_stimuli += w;
+		if (m > w) {
+			uint64_t first = e + w;
+			sink_sample(cs, now - t->lt[first & M], now, m - w - 1);
 			if (t->edge)
-				hist_record(t->edge, now - t->le[e & M]);
+				hist_record(t->edge, now - t->le[first & M]);
 		}
 		e += m;
 	}
