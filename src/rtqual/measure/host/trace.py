@@ -436,7 +436,7 @@ class Tracer:
             raw = path / "per_cpu" / f"cpu{cpu}" / "trace_pipe_raw"
             self._fds[cpu] = os.open(raw, os.O_RDONLY | os.O_NONBLOCK)
         _write(path / "tracing_on", "1")
-        self._thread = threading.Thread(target=self._run, name="rtqual-trace", daemon=True)
+        self._thread = threading.Thread(target=self._reader, name="rtqual-trace", daemon=True)
         self._thread.start()
 
     def _enable_events(self, path: Path) -> None:
@@ -472,18 +472,22 @@ class Tracer:
 
     # -- the reader
 
+    def _reader(self) -> None:
+        """The reader thread: _run, then its CPU time kept (reader_cpu_ns) however it ended."""
+        try:
+            self._run()
+        finally:
+            self.reader_cpu_ns = time.thread_time_ns()
+
     def _run(self) -> None:
         """Drain the per-CPU pipes and resolve spikes until stopped; once more at the end."""
         _aside(self.cpus)
-        try:
-            while not self._stop.is_set():
-                self._drain()
-                self._resolve(final=False)
-                self._stop.wait(POLL_S)
+        while not self._stop.is_set():
             self._drain()
-            self._resolve(final=True)
-        finally:
-            self.reader_cpu_ns = time.thread_time_ns()
+            self._resolve(final=False)
+            self._stop.wait(POLL_S)
+        self._drain()
+        self._resolve(final=True)
 
     def _drain(self) -> None:
         """Read the pages each CPU's buffer holds (non-blocking, at most DRAIN_BYTES a pass) and keep them as
@@ -658,7 +662,7 @@ class Ring(Tracer):
             _write(path / "options" / "pause-on-trace", "0")  # reading the ring must not stop its writing
         self._enable_events(path)
         _write(path / "tracing_on", "1")
-        self._thread = threading.Thread(target=self._run, name="rtqual-capture", daemon=True)
+        self._thread = threading.Thread(target=self._reader, name="rtqual-capture", daemon=True)
         self._thread.start()
 
     def spike(
@@ -687,14 +691,11 @@ class Ring(Tracer):
         """Capture the pending spikes as they come (asleep until one does: no polling), until stopped; once more
         at the end."""
         _aside(self.cpus)
-        try:
-            while not self._stop.is_set():
-                self._kick.wait()
-                self._kick.clear()
-                self._capture()
+        while not self._stop.is_set():
+            self._kick.wait()
+            self._kick.clear()
             self._capture()
-        finally:
-            self.reader_cpu_ns = time.thread_time_ns()
+        self._capture()
 
     def stop(self) -> list[dict]:
         """Wake the capture thread to end (after its last capture), then --trace's stop: the instance removed."""
