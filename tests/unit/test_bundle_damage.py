@@ -133,6 +133,32 @@ def test_a_result_of_the_wrong_shape_is_named_not_printed(tmp_path, capsys, chan
     assert "cases/001-timer-idle/result.json" in html
 
 
+def test_files_are_recorded_by_any_name_and_a_running_case_is_sealed_when_it_ends(tmp_path, monkeypatch):
+    """The bundle's files are matched by name (as given, relative or absolute) and through a symlink; a running
+    case's files go into the manifest when the case ends (one save, not one per file), and a kill before that
+    leaves them as the cut case's (notes, not damage)."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    monkeypatch.chdir(tmp_path)
+    b = bundle_mod.Bundle(Path("link/b"), ["rtqual"], "test")
+    bundle_mod.write_json(Path("link/b/plan.json"), {"cases": []})  # relative, through the link
+    bundle_mod.write_text(tmp_path / "real" / "b" / "host" / "facts.txt", "x\n")  # absolute, the real name
+    b.start_case("001-x")
+    for i in range(3):
+        bundle_mod.write_text(b.case_dir("001-x") / f"spike-{i}.txt", f"{i}\n")
+    on_disk = json.loads((tmp_path / "real" / "b" / "manifest.json").read_text())
+    assert set(on_disk["checksums"]) == {"plan.json", "host/facts.txt"}  # the running case's: not yet
+    assert bundle_mod.verify(b.path)[0] == []  # a kill now: the cut case's files are notes
+    b.add_case({"id": "001-x", "label": "x", "probe": "timer", "verdict": "pass"})
+    b.finish("complete", "pass")
+    b.close()
+    on_disk = json.loads((tmp_path / "real" / "b" / "manifest.json").read_text())
+    assert set(on_disk["checksums"]) == {"plan.json", "host/facts.txt"} | {
+        f"cases/001-x/spike-{i}.txt" for i in range(3)
+    }
+    assert bundle_mod.verify(tmp_path / "link" / "b") == ([], [])
+
+
 def test_show_names_the_cut_case(tmp_path, capsys):
     b = shutil.copytree(FROZEN / "scenario", tmp_path / "b")
     m = json.loads((b / "manifest.json").read_text())

@@ -43,10 +43,17 @@ def write_text(path: Path, text: str) -> None:
     """Write a file atomically (rtqual.util.write_text_atomic); inside a bundle this process is writing, its
     checksum goes into that bundle's manifest. A file beside another bundle never changes that bundle."""
     write_text_atomic(path, text)
-    full = Path(path).resolve()
+    if not _OPEN:
+        return
+    full = os.path.abspath(path)  # by name first (no system call per folder: slow on a network file system)
+    for b in _OPEN.values():
+        if b.rel(full) is not None:
+            b.record(Path(full))
+            return
+    real = Path(path).resolve()  # then through symlinks
     for root, b in _OPEN.items():
-        if full.is_relative_to(root):
-            b.record(full)
+        if real.is_relative_to(root):
+            b.record(real)
             return
 
 
@@ -92,6 +99,7 @@ class Bundle:
         except OSError as e:
             raise RtqError(f"cannot create bundle {self.path}: {e.strerror}") from None
         self.known: Known = {}
+        self._names = (os.path.abspath(self.path), str(self.path.resolve()))  # the bundle's path as given, real
         self.manifest: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "rtqual_version": __version__,
@@ -117,11 +125,21 @@ class Bundle:
         d.mkdir(parents=True, exist_ok=True)
         return d
 
+    def rel(self, full: str) -> str | None:
+        """An absolute path's name inside this bundle (by name, as given or real), or None when outside."""
+        for root in self._names:
+            if full.startswith(root + os.sep):
+                return Path(full[len(root) + 1 :]).as_posix()
+        return None
+
     def record(self, path: Path, save: bool = True, final: bool = False) -> None:
-        """Put one file's checksum into the manifest (saved at once unless save is False); a file already
-        hashed and unchanged since is not hashed again. final: the change journal, rewritten during the run
-        (unsealed until then), sealed now that the run has restored everything."""
-        rel = path.resolve().relative_to(self.path.resolve()).as_posix()
+        """Put one file's checksum into the manifest (saved at once unless save is False, or the file is the
+        running case's: its folder is sealed when it ends, and a kill leaves it as the cut case, whose files need
+        none); a file already hashed and unchanged since is not hashed again. final: the change journal, rewritten
+        during the run (unsealed until then), sealed now that the run has restored everything."""
+        rel = self.rel(os.path.abspath(path))
+        if rel is None:
+            rel = path.resolve().relative_to(self.path.resolve()).as_posix()
         if (rel in names.UNSEALED and not (final and rel == names.CHANGES)) or path.name.endswith(".tmp"):
             return
         sig = files.signature(self.path, rel)
@@ -129,7 +147,8 @@ class Bundle:
         if known is None or sig is None or known[0] != sig:
             known = self.known[rel] = (sig, files.digest(self.path, rel))
         self.manifest[CHECKSUMS][rel] = known[1]
-        if save:
+        running = self.manifest["running_case"]
+        if save and not (running and rel.startswith(f"{names.CASES}/{running}/")):
             self.save_manifest()
 
     def seal(self, folder: Path) -> None:
