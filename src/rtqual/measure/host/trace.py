@@ -424,10 +424,15 @@ class Tracer:
         _write(path / "buffer_size_kb", str(self.buffer_kb))
         return path
 
-    def _start(self) -> None:
+    def arm(self) -> Path:
+        """make_instance() with the attribution's events enabled on this tracer's CPUs, still off."""
         path = self.make_instance()
         _write(path / "tracing_cpumask", cpumask(self.cpus))
         self._enable_events(path)
+        return path
+
+    def _start(self) -> None:
+        path = self.arm()
         try:
             self._fmt = traceraw.load(path, self.events)
         except (ValueError, KeyError) as e:
