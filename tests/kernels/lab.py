@@ -134,7 +134,34 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
+# The tracepoints every traced case, tracer and UIO stage run switches on (rtqual's EVENTS, the UIO stages'
+# sched_wakeup; the osnoise and timerlat tracers hook the same ones), held on for the guest's whole life by two
+# instances of their own, switched off (tracing_on 0, one page per CPU): with two probes already on a tracepoint,
+# one more or one fewer changes neither its static key nor its static call, so the kernel patches no code of
+# its own when rtqual starts or stops tracing. That patching (int3 breakpoints, then an IPI to every CPU) is where
+# the guest froze under qemu's multi-threaded TCG (docs/kernel-lab.md, "A frozen guest"): the emulator's, not
+# rtqual's; a board patches the same way at every trace start.
+KEEP_EVENTS = ("sched/sched_switch", "sched/sched_waking", "sched/sched_wakeup", "irq/irq_handler_entry",
+               "irq/irq_handler_exit", "irq/softirq_entry", "irq/softirq_exit", "irq_vectors")  # fmt: skip
+
+
+def _keep_tracepoints(tracefs: Path = Path("/sys/kernel/tracing")) -> None:
+    if not (tracefs / "instances").is_dir():
+        subprocess.run(["mount", "-t", "tracefs", "nodev", str(tracefs)], check=False)
+    for n in (1, 2):
+        inst = tracefs / "instances" / f"lab-keep-tracepoints-{n}"
+        inst.mkdir(exist_ok=True)
+        (inst / "tracing_on").write_text("0")
+        (inst / "buffer_size_kb").write_text("4")
+        for event in KEEP_EVENTS:
+            folder = inst / "events" / event
+            for enable in [folder / "enable"] if "/" in event else sorted(folder.glob("*_e*/enable")):
+                if enable.exists() and enable.parent.name.endswith(("_entry", "_exit", "switch", "waking", "wakeup")):
+                    enable.write_text("1")
+
+
 if KERNEL:  # only inside a guest; a daemon thread: pytest's exit does not wait for it
+    _keep_tracepoints()
     _timer = threading.Timer(WATCHDOG_S, _watchdog)
     _timer.daemon = True
     _timer.start()
