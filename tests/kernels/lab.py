@@ -13,6 +13,7 @@ from functools import cache
 from pathlib import Path
 
 from conftest import rtqual_argv
+from rtqual.measure.host import trace
 
 KERNEL = os.environ.get("RTQUAL_LAB_KERNEL", "")
 RT = KERNEL == "rt"
@@ -141,8 +142,7 @@ def _cmdline(pid: int) -> str:
 # its own when rtqual starts or stops tracing. That patching (int3 breakpoints, then an IPI to every CPU) is where
 # the guest froze under qemu's multi-threaded TCG (docs/kernel-lab.md, "A frozen guest"): the emulator's, not
 # rtqual's; a board patches the same way at every trace start.
-KEEP_EVENTS = ("sched/sched_switch", "sched/sched_waking", "sched/sched_wakeup", "irq/irq_handler_entry",
-               "irq/irq_handler_exit", "irq/softirq_entry", "irq/softirq_exit", "irq_vectors")  # fmt: skip
+KEEP_EVENTS = (*trace.EVENTS, "sched/sched_wakeup")
 
 
 def _keep_tracepoints(tracefs: Path = Path("/sys/kernel/tracing")) -> None:
@@ -154,10 +154,8 @@ def _keep_tracepoints(tracefs: Path = Path("/sys/kernel/tracing")) -> None:
         (inst / "tracing_on").write_text("0")
         (inst / "buffer_size_kb").write_text("4")
         for event in KEEP_EVENTS:
-            folder = inst / "events" / event
-            for enable in [folder / "enable"] if "/" in event else sorted(folder.glob("*_e*/enable")):
-                if enable.exists() and enable.parent.name.endswith(("_entry", "_exit", "switch", "waking", "wakeup")):
-                    enable.write_text("1")
+            for enable in trace._enables(inst / "events", event):
+                enable.write_text("1")
 
 
 if KERNEL:  # only inside a guest; a daemon thread: pytest's exit does not wait for it

@@ -424,9 +424,9 @@ class Tracer:
         _write(path / "buffer_size_kb", str(self.buffer_kb))
         return path
 
-    def arm(self) -> Path:
+    def arm(self, condition: str = "trace") -> Path:
         """make_instance() with the attribution's events enabled on this tracer's CPUs, still off."""
-        path = self.make_instance()
+        path = self.make_instance(condition)
         _write(path / "tracing_cpumask", cpumask(self.cpus))
         self._enable_events(path)
         return path
@@ -661,11 +661,9 @@ class Ring(Tracer):
         self._kick = threading.Event()
 
     def _start(self) -> None:
-        path = self.make_instance("capture")
-        _write(path / "tracing_cpumask", cpumask(self.cpus))
+        path = self.arm("capture")
         if (path / "options" / "pause-on-trace").exists():
             _write(path / "options" / "pause-on-trace", "0")  # reading the ring must not stop its writing
-        self._enable_events(path)
         _write(path / "tracing_on", "1")
         self._thread = threading.Thread(target=self._reader, name="rtqual-capture", daemon=True)
         self._thread.start()
